@@ -1,0 +1,434 @@
+"""The fold: how events become nodes.
+
+Theory of operation
+-------------------
+Each registered definition becomes a ``_Registered`` entry holding its bound
+members and the open nodes of its kind (``id -> _Record``). ``apply(event)`` offers
+the event to every entry in registration order (rule 1: it never stops at the first
+claim), so one event may drive several nodes, at most one per definition.
+
+A start claim for an id with no open node creates a ``_Record`` whose ``seq`` is
+the number of nodes started so far (rule 2). Records are never removed, so the list
+of records *is* the seq order and ``seq`` is the index; updates and reopens replace
+``record.state`` in place and never move a record. A start claim for an open id
+reopens it: ``start`` runs again and its result replaces the old state, whose
+``seq`` is kept (rule 4). An update claim for an id with no open record is counted
+and dropped (rule 3).
+
+``start`` gets a ``_Reader`` bound to the starting node's ``seq``;
+``previous(kind)`` bisects that kind's records (kept in seq order) for the greatest
+``seq`` below it, so a reader never sees a node started later (rule 5). Within one
+event the entries run in order, so a definition registered later sees what an
+earlier one started for the same event, exactly as a one-at-a-time replay would.
+
+Events are atomic (rule 7). Changes are applied as they are computed and logged in
+``changes``; if any member raises, the log is undone in reverse and the error is
+raised as ``DefinitionError``. Nothing else is touched until the event succeeds.
+
+Nodes are frozen values made lazily (rule 6): a change marks its record dirty and
+drops the cached tuple; ``nodes()`` rebuilds ``Node`` objects for dirty records only
+and makes a new tuple, so the tuple returned stays the same object until the next
+accepted event. An update that returns the identical state object is no change.
+
+Publication levels are small ints so the engine can take the most urgent with
+``max``: ``NONE < FRAME < IMMEDIATE``, and ``NOT_ACCEPTED`` below them all.
+"""
+
+from __future__ import annotations
+
+import difflib
+from bisect import bisect_left
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, Final
+
+from ._errors import DefinitionError, EventError, RegistrationError, UsageError
+from ._types import Claim, Node
+
+NOT_ACCEPTED: Final = -1
+NONE: Final = 0
+FRAME: Final = 1
+IMMEDIATE: Final = 2
+
+LEVELS: Final[dict[object, int]] = {
+    "none": NONE,
+    "animation-frame": FRAME,
+    "immediate": IMMEDIATE,
+}
+
+_REQUIRED = ("kind", "match", "start", "update")
+_NEW: Final = object()  # the "old state" of a record that this event created
+
+
+class _Record:
+    """The engine's mutable view of one node; ``node`` caches its frozen form."""
+
+    __slots__ = ("dirty", "id", "key", "kind", "node", "seq", "state")
+
+    def __init__(self, kind: str, id: str, seq: int, state: Any) -> None:
+        self.key = f"{kind}:{id}"
+        self.kind = kind
+        self.id = id
+        self.seq = seq
+        self.state = state
+        self.node: Node | None = None
+        self.dirty = False
+
+    def materialize(self) -> Node:
+        node = self.node
+        if node is None:
+            node = self.node = Node(self.key, self.kind, self.id, self.seq, self.state)
+        return node
+
+
+def _seq_of(record: _Record) -> int:
+    return record.seq
+
+
+class _Registered:
+    __slots__ = (
+        "definition",
+        "event_types",
+        "kind",
+        "match",
+        "open",
+        "publication",
+        "publication_level",
+        "start",
+        "update",
+    )
+
+    def __init__(self, definition: Any, index: int) -> None:
+        missing = [name for name in _REQUIRED if not hasattr(definition, name)]
+        if missing:
+            raise RegistrationError(_missing_message(definition, index, missing))
+        kind = definition.kind
+        if not isinstance(kind, str) or not kind:
+            raise RegistrationError(
+                f"definition #{index} ({definition!r}) has kind {kind!r}; "
+                "kind must be a non-empty str"
+            )
+        if ":" in kind:
+            raise RegistrationError(
+                f"definition #{index} has kind {kind!r}, which contains ':'; node keys are "
+                "'kind:id', so a kind may not contain ':' — rename it"
+            )
+        for name in ("match", "start", "update"):
+            if not callable(getattr(definition, name)):
+                raise RegistrationError(
+                    f"definition {kind!r}: {name} is {getattr(definition, name)!r}, "
+                    f"not a callable; define {name}() as a function or method"
+                )
+        self.definition = definition
+        self.kind: str = kind
+        self.match: Callable[[Any], Claim | None] = definition.match
+        self.start: Callable[[Any, _Reader], Any] = definition.start
+        self.update: Callable[[Any, Any], Any] = definition.update
+        self.open: dict[str, _Record] = {}
+
+        publication = getattr(definition, "publication", None)
+        self.publication: Callable[[Any], object] | None = None
+        self.publication_level = IMMEDIATE
+        if publication is None:
+            pass
+        elif isinstance(publication, str):
+            level = LEVELS.get(publication)
+            if level is None:
+                raise RegistrationError(
+                    f"definition {kind!r}: publication is {publication!r}; use one of "
+                    "'animation-frame', 'immediate' or 'none' (or a function of the event "
+                    "returning one)"
+                )
+            self.publication_level = level
+        elif callable(publication):
+            self.publication = publication
+        else:
+            raise RegistrationError(
+                f"definition {kind!r}: publication is {publication!r}; it must be a "
+                "function of the event or one of 'animation-frame', 'immediate', 'none'"
+            )
+
+        event_types = getattr(definition, "event_types", None)
+        self.event_types: frozenset[Hashable] | None = None
+        if event_types is not None:
+            if isinstance(event_types, str | bytes) or not isinstance(event_types, Iterable):
+                raise RegistrationError(
+                    f"definition {kind!r}: event_types is {event_types!r}; it must be a "
+                    "collection of event types, e.g. frozenset({'message/delta'})"
+                )
+            try:
+                self.event_types = frozenset(event_types)
+            except TypeError as exc:
+                raise RegistrationError(
+                    f"definition {kind!r}: event_types must hold hashable event types"
+                ) from exc
+
+
+def _missing_message(definition: object, index: int, missing: list[str]) -> str:
+    kind = getattr(definition, "kind", None)
+    who = f"definition {kind!r}" if isinstance(kind, str) else f"definition #{index}"
+    hints = []
+    names = [name for name in dir(definition) if not name.startswith("__")]
+    for name in missing:
+        close = difflib.get_close_matches(name, names, n=1)
+        if close:
+            hints.append(f"did you mean to name {close[0]!r} {name!r}?")
+    message = (
+        f"{who} ({definition!r}) has no {', '.join(repr(m) for m in missing)}; a definition "
+        "needs kind, match, start and update (publication and event_types are optional)"
+    )
+    return message + ("; " + " ".join(hints) if hints else "")
+
+
+class _Reader:
+    """The ``Reader`` handed to one ``start`` call; closed when it returns."""
+
+    __slots__ = ("_fold", "_seq")
+
+    def __init__(self, fold: Fold, seq: int) -> None:
+        self._fold = fold
+        self._seq = seq
+
+    def previous(self, kind: str, /) -> Node | None:
+        seq = self._seq
+        if seq < 0:
+            raise UsageError(
+                "reader.previous() was called after start() returned; a reader is valid "
+                "only during the start() call it was given to (read what you need there)"
+            )
+        records = self._fold.by_kind.get(kind)
+        if not records:
+            return None
+        index = bisect_left(records, seq, key=_seq_of)
+        return records[index - 1].materialize() if index else None
+
+    def __repr__(self) -> str:
+        return f"<Reader at seq {self._seq}>" if self._seq >= 0 else "<Reader (closed)>"
+
+
+class Fold:
+    """Registered definitions and the records they made. Not thread-safe: the engine
+    serializes access."""
+
+    def __init__(
+        self,
+        definitions: Iterable[Any],
+        event_type: Callable[[Any], Hashable] | None = None,
+    ) -> None:
+        if isinstance(definitions, str | bytes) or not isinstance(definitions, Iterable):
+            raise RegistrationError(
+                f"definitions must be an iterable of definitions, not {definitions!r}"
+            )
+        registered: list[_Registered] = []
+        seen: dict[str, int] = {}
+        for index, definition in enumerate(definitions):
+            entry = _Registered(definition, index)
+            if entry.kind in seen:
+                raise RegistrationError(
+                    f"definitions #{seen[entry.kind]} and #{index} both have kind "
+                    f"{entry.kind!r}; kinds must be unique — rename one of them"
+                )
+            seen[entry.kind] = index
+            registered.append(entry)
+        if event_type is not None and not callable(event_type):
+            raise RegistrationError(
+                f"event_type must be a function of the event, not {event_type!r}"
+            )
+        self.registered: tuple[_Registered, ...] = tuple(registered)
+        self.event_type = event_type
+        self.routes: dict[Hashable, tuple[_Registered, ...]] = {}
+        self.records: list[_Record] = []
+        self.by_kind: dict[str, list[_Record]] = {entry.kind: [] for entry in registered}
+        self.nodes_list: list[Node | None] = []
+        self.dirty: list[_Record] = []
+        self.cached: tuple[Node, ...] | None = ()
+        self.position = 0  # events handed to apply() or skipped so far
+        self.version = 0  # accepted events so far
+        self.dropped = 0
+        self.changed: list[tuple[_Record, Any, Node | None]] | None = None
+
+    # -- routing -------------------------------------------------------------------
+
+    def _route(self, event: object) -> tuple[_Registered, ...]:
+        assert self.event_type is not None
+        try:
+            event_type = self.event_type(event)
+            entries = self.routes.get(event_type)
+        except Exception as exc:
+            raise EventError(
+                f"event_type() failed for event #{self.position}: {exc!r}",
+                position=self.position,
+            ) from exc
+        if entries is None:
+            entries = tuple(
+                entry
+                for entry in self.registered
+                if entry.event_types is None or event_type in entry.event_types
+            )
+            self.routes[event_type] = entries
+        return entries
+
+    # -- the fold ------------------------------------------------------------------
+
+    def apply(self, event: object) -> int:
+        """Fold one event atomically; return its publication level or NOT_ACCEPTED."""
+        entries = self.registered if self.event_type is None else self._route(event)
+        position = self.position
+        self.position = position + 1
+        changes: list[tuple[_Record, Any, Node | None]] | None = None
+        level = NOT_ACCEPTED
+        entry: _Registered | None = None
+        method = "match"
+        claim: object = None
+        record: _Record | None = None
+        try:
+            for entry in entries:
+                method = "match"
+                claim = entry.match(event)
+                if claim is None:
+                    continue
+                record = entry.open.get(claim.id)  # type: ignore[attr-defined]
+                role = claim.role  # type: ignore[attr-defined]
+                if role == "update":
+                    if record is None:
+                        self.dropped += 1
+                        continue
+                    method = "update"
+                    old = record.state
+                    new = entry.update(old, event)
+                    if new is old:
+                        continue
+                    if changes is None:
+                        changes = []
+                    changes.append((record, old, record.node))
+                    record.state = new
+                    record.node = None
+                elif role == "start":
+                    method = "start"
+                    if record is None:
+                        record = self._new_record(entry, claim, event)  # type: ignore[arg-type]
+                        if changes is None:
+                            changes = []
+                        changes.append((record, _NEW, None))
+                    else:
+                        reader = _Reader(self, record.seq)
+                        try:
+                            state = entry.start(event, reader)
+                        finally:
+                            reader._seq = -1
+                        if changes is None:
+                            changes = []
+                        changes.append((record, record.state, record.node))
+                        record.state = state
+                        record.node = None
+                else:
+                    raise _BadClaim(
+                        f"match() returned a Claim with role {role!r}; "
+                        "the role must be 'start' or 'update'"
+                    )
+                publication = entry.publication
+                if publication is None:
+                    entry_level = entry.publication_level
+                else:
+                    method = "publication"
+                    value = publication(event)
+                    entry_level = LEVELS.get(value, NOT_ACCEPTED)
+                    if entry_level < 0:
+                        raise _BadClaim(
+                            f"publication() returned {value!r}; it must return "
+                            "'animation-frame', 'immediate' or 'none'"
+                        )
+                if entry_level > level:
+                    level = entry_level
+        except BaseException as exc:
+            if changes is not None:
+                self._undo(changes)
+            if not isinstance(exc, Exception) or entry is None:
+                raise
+            raise _definition_error(exc, entry, method, position, claim, record) from (
+                None if isinstance(exc, _BadClaim) else exc
+            )
+        self.changed = changes
+        if changes is None:
+            return NOT_ACCEPTED
+        self.version += 1
+        self.cached = None
+        dirty = self.dirty
+        for change in changes:
+            changed = change[0]
+            if not changed.dirty:
+                changed.dirty = True
+                dirty.append(changed)
+        return level
+
+    def _new_record(self, entry: _Registered, claim: Claim, event: object) -> _Record:
+        id = claim.id
+        if type(id) is not str:
+            raise _BadClaim(f"match() returned a Claim whose id is {id!r}; ids must be str")
+        seq = len(self.records)
+        reader = _Reader(self, seq)
+        try:
+            state = entry.start(event, reader)
+        finally:
+            reader._seq = -1
+        record = _Record(entry.kind, id, seq, state)
+        self.records.append(record)
+        self.nodes_list.append(None)
+        self.by_kind[entry.kind].append(record)
+        entry.open[id] = record
+        return record
+
+    def _undo(self, changes: list[tuple[_Record, Any, Node | None]]) -> None:
+        for record, old, node in reversed(changes):
+            if old is _NEW:
+                self.records.pop()
+                self.nodes_list.pop()
+                self.by_kind[record.kind].pop()
+                del next(e for e in self.registered if e.kind == record.kind).open[record.id]
+            else:
+                record.state = old
+                record.node = node
+
+    def changed_keys(self) -> tuple[str, ...]:
+        """Keys of the nodes the last applied event started, reopened or changed."""
+        changes = self.changed
+        return () if changes is None else tuple(change[0].key for change in changes)
+
+    def nodes(self) -> tuple[Node, ...]:
+        cached = self.cached
+        if cached is not None:
+            return cached
+        nodes_list = self.nodes_list
+        for record in self.dirty:
+            record.dirty = False
+            nodes_list[record.seq] = record.materialize()
+        self.dirty.clear()
+        cached = self.cached = tuple(nodes_list)  # type: ignore[arg-type]
+        return cached
+
+
+class _BadClaim(Exception):
+    """A definition returned a value outside its contract."""
+
+
+def _definition_error(
+    exc: Exception,
+    entry: _Registered,
+    method: str,
+    position: int,
+    claim: object,
+    record: _Record | None,
+) -> DefinitionError:
+    kind = entry.kind
+    key: str | None = None
+    if isinstance(claim, Claim):
+        key = record.key if record is not None else f"{kind}:{claim.id}"
+    if isinstance(exc, _BadClaim):
+        what = str(exc)
+    elif method == "match" and claim is not None and not isinstance(claim, Claim):
+        what = f"match() returned {claim!r}; it must return Claim(id, role) or None"
+        exc = _BadClaim(what)
+    else:
+        what = f"{method}() raised {type(exc).__name__}: {exc}"
+    where = f" at event #{position}" + (f", key {key}" if key else "")
+    message = f"definition {kind!r} {what}{where}"
+    return DefinitionError(message, kind=kind, method=method, position=position, key=key)
