@@ -27,13 +27,23 @@ def shared_path(*parts: str) -> Path:
     return path
 
 
-def shared_files(*parts: str, pattern: str = "*") -> list[Path]:
-    """Files under ``../shared`` matching ``pattern``, sorted; [] when absent.
+def shared_files(*parts: str, pattern: str = "*") -> list[object]:
+    """Files under ``../shared`` matching ``pattern`` as pytest params (id = file name).
 
-    For parametrizing: pair it with ``shared_path`` in the test so an absent
-    ``../shared`` skips instead of collecting nothing.
+    Where the folder is absent this is one skipped param carrying the reason, so a
+    parametrized test reports a skip instead of silently collecting nothing.
     """
     folder = SHARED.joinpath(*parts)
     if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.glob(pattern) if p.is_file() and p.name != "README.md")
+        return [
+            pytest.param(
+                None,
+                id="shared-absent",
+                marks=pytest.mark.skip(reason=f"{folder} is absent (see tests/_shared.py)"),
+            )
+        ]
+    return [
+        pytest.param(p, id=p.name)
+        for p in sorted(folder.glob(pattern))
+        if p.is_file() and p.name != "README.md"
+    ]
