@@ -1,0 +1,11 @@
+"""Built-in content kinds and protocol definition sets for the engine.
+
+Each kind lives in its own module and knows nothing of the others; each protocol
+set (``definitions.anthropic``, ``definitions.openai_chat``, ...) folds that
+protocol's native stream events directly. Imports only ``engine``.
+"""
+
+from ._routing import event_type as event_type
+from ._text import StreamedText as StreamedText
+
+__all__ = ["StreamedText", "event_type"]
