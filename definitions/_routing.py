@@ -20,8 +20,12 @@ def event_type(event: object) -> Hashable:
     cls = type(event)
     if cls is dict:
         return event.get("type")  # type: ignore[attr-defined, no-any-return]
-    tag = _struct_tags.get(cls)
-    if tag is None:
-        config = getattr(cls, "__struct_config__", None)
-        tag = _struct_tags[cls] = cls if config is None or config.tag is None else config.tag
+    cached = _struct_tags.get(cls)
+    if cached is not None:
+        return cached
+    config = getattr(cls, "__struct_config__", None)
+    tag: Hashable = cls
+    if config is not None and config.tag is not None:
+        tag = config.tag
+    _struct_tags[cls] = tag
     return tag

@@ -338,7 +338,7 @@ class ConversationEngine:
             return
         fold = self._fold
         self._notifying = True
-        failure: tuple[Listener, Exception] | None = None
+        failure: tuple[Listener, Exception] | None = None  # the first listener to raise
         try:
             while fold.version != self._notified_version:
                 self._again = False
@@ -352,19 +352,19 @@ class ConversationEngine:
                         continue  # unsubscribed by an earlier listener this round
                     try:
                         listener(nodes)
-                    except Exception as exc:
+                    except Exception as listener_exc:
                         if failure is None:
-                            failure = (listener, exc)
+                            failure = (listener, listener_exc)
                 if not self._again:
                     break
         finally:
             self._notifying = False
         if failure is not None:
-            listener, exc = failure
+            failed, cause = failure
             raise ListenerError(
-                f"listener {listener!r} raised {type(exc).__name__}: {exc}; every other "
+                f"listener {failed!r} raised {type(cause).__name__}: {cause}; every other "
                 "listener was notified"
-            ) from exc
+            ) from cause
 
 
 def _call_hook(hook: object, method: str, member: Callable[[Any], object], arg: Any) -> None:

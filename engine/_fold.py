@@ -286,8 +286,8 @@ class Fold:
                 claim = entry.match(event)
                 if claim is None:
                     continue
-                record = entry.open.get(claim.id)  # type: ignore[attr-defined]
-                role = claim.role  # type: ignore[attr-defined]
+                record = entry.open.get(claim.id)
+                role = claim.role
                 if role == "update":
                     if record is None:
                         self.dropped += 1
@@ -305,7 +305,7 @@ class Fold:
                 elif role == "start":
                     method = "start"
                     if record is None:
-                        record = self._new_record(entry, claim, event)  # type: ignore[arg-type]
+                        record = self._new_record(entry, claim, event)
                         if changes is None:
                             changes = []
                         changes.append((record, _NEW, None))

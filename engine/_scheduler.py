@@ -85,9 +85,7 @@ class AsyncioScheduler:
 
         if loop is running:
             handle = (
-                loop.call_later(self.interval, fire)
-                if self.interval > 0
-                else loop.call_soon(fire)
+                loop.call_later(self.interval, fire) if self.interval > 0 else loop.call_soon(fire)
             )
 
             def cancel() -> None:
