@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import cast
 
 __all__ = ["event_type"]
 
@@ -24,8 +25,7 @@ def event_type(event: object) -> Hashable:
     if cached is not None:
         return cached
     config = getattr(cls, "__struct_config__", None)
-    tag: Hashable = cls
-    if config is not None and config.tag is not None:
-        tag = config.tag
+    # mypy does not see a class as Hashable (its __hash__ is unbound): cast.
+    tag = cast(Hashable, cls) if config is None or config.tag is None else config.tag
     _struct_tags[cls] = tag
     return tag
