@@ -1,0 +1,225 @@
+"""Property and stateful tests: random logs, batch splits and frame timing vs the model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from engine import (
+    DefinitionError,
+    ManualScheduler,
+    Node,
+    create_conversation_engine,
+)
+
+from .harness import Event, as_tuples, model_fold, tallies
+
+LEVEL = {"none": 0, "animation-frame": 1, "immediate": 2}
+
+events = st.fixed_dictionaries(
+    {
+        "to": st.sampled_from(["a", "b", "c", "*"]),
+        "op": st.sampled_from(["start", "update", "update", "update", "noise"]),
+        "id": st.sampled_from(["1", "2", "3"]),
+        "v": st.sampled_from([0, 1, 2, 5, 13]),
+        "pub": st.sampled_from(list(LEVEL)),
+    }
+)
+logs = st.lists(events, max_size=40)
+
+
+def model_level(before: list[Event], event: Event) -> int:
+    """The publication level of ``event`` after ``before`` (-1: not accepted).
+
+    Written from the Tally rules: a start always changes its node, an update changes
+    an open node unless v == 0, and v == 13 in a called start/update fails the event.
+    """
+    open_keys = {row[0] for row in model_fold(tallies(), before)}
+    changed = False
+    for definition in tallies():
+        if event["to"] not in (definition.kind, "*") or event["op"] == "noise":
+            continue
+        is_open = f"{definition.kind}:{event['id']}" in open_keys
+        if event["op"] == "update" and not is_open:
+            continue
+        if event["v"] == 13:
+            return -1
+        changed = changed or event["op"] == "start" or event["v"] != 0
+    return LEVEL[event["pub"]] if changed else -1
+
+
+def fold_one_at_a_time(log: list[Event]) -> tuple[Node, ...]:
+    engine = create_conversation_engine(tallies())
+    for event in log:
+        try:
+            engine.push(event)
+        except DefinitionError:
+            pass
+    return engine.nodes()
+
+
+class TestRandomLogs:
+    """Any log folds to what the model fold says, however it is pushed."""
+
+    @settings(max_examples=300)
+    @given(logs)
+    def test_one_at_a_time_matches_the_model(self, log: list[Event]) -> None:
+        assert as_tuples(fold_one_at_a_time(log)) == model_fold(tallies(), log)
+
+    @settings(max_examples=200)
+    @given(logs, st.lists(st.integers(min_value=0, max_value=40), max_size=8))
+    def test_random_batch_splits_match_the_model(self, log: list[Event], cuts: list[int]) -> None:
+        engine = create_conversation_engine(tallies())
+        bounds = sorted({0, len(log), *(c % (len(log) + 1) for c in cuts)})
+        for start, stop in zip(bounds, bounds[1:], strict=False):
+            position = start
+            while position < stop:
+                try:
+                    engine.push_many(log[position:stop])
+                    position = stop
+                except DefinitionError as error:
+                    position = error.position + 1  # positions are log indices here
+        assert as_tuples(engine.nodes()) == model_fold(tallies(), log)
+
+
+class TestRandomFrameTiming:
+    """Whenever frames fire, notifications are exact, fresh and never lost."""
+
+    @settings(max_examples=200)
+    @given(
+        logs,
+        st.lists(st.sampled_from(["push", "push", "push", "batch", "fire", "flush"]), max_size=60),
+    )
+    def test_notifications_carry_the_prefix_view(self, log: list[Event], plan: list[str]) -> None:
+        scheduler = ManualScheduler()
+        engine = create_conversation_engine(tallies(), scheduler=scheduler)
+        pushed: list[Event] = []
+        # Each notification with the number of events the engine had been handed then.
+        seen: list[tuple[tuple[Node, ...], int]] = []
+        engine.subscribe(lambda nodes: seen.append((nodes, engine.statistics().events_pushed)))
+        queue = list(log)
+
+        def push(batch: list[Event]) -> None:
+            start = len(pushed)
+            pushed.extend(batch)
+            position = 0
+            while position < len(batch):
+                try:
+                    if len(batch) == 1:
+                        engine.push(batch[0])
+                    else:
+                        engine.push_many(batch[position:])
+                    break
+                except DefinitionError as error:
+                    position = error.position - start + 1
+
+        for step in plan:
+            before = len(seen)
+            if step == "push" and queue:
+                event = queue.pop(0)
+                level = model_level(pushed, event)
+                push([event])
+                if level == 2:
+                    assert len(seen) == before + 1, "immediate must notify now"
+                    assert scheduler.pending == 0, "immediate cancels the pending frame"
+                else:
+                    assert len(seen) == before, "only immediate notifies during a push"
+                    if level == 1:
+                        assert scheduler.pending == 1
+            elif step == "batch" and queue:
+                batch, queue = queue[:5], queue[5:]
+                push(batch)
+                assert len(seen) <= before + 1, "one notification check per batch"
+            elif step == "fire":
+                scheduler.fire()
+                assert len(seen) <= before + 1
+            elif step == "flush":
+                engine.flush()
+                assert scheduler.pending == 0
+            assert scheduler.pending <= 1
+        push(queue)
+        engine.flush()
+        for (nodes, count), previous in zip(seen, [None, *seen], strict=False):
+            expected = model_fold(tallies(), pushed[:count])
+            assert as_tuples(nodes) == expected, "a notification carries nodes() of that moment"
+            if previous is not None:
+                assert nodes is not previous[0], "never notified with nothing new"
+        final = model_fold(tallies(), pushed)
+        if seen:
+            assert as_tuples(seen[-1][0]) == final, "nothing is lost after flush"
+        else:
+            assert final == []
+
+
+class EngineMachine(RuleBasedStateMachine):
+    """The engine under random pushes, frames, flushes and subscriptions vs the model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scheduler = ManualScheduler()
+        self.engine = create_conversation_engine(tallies(), scheduler=self.scheduler)
+        self.log: list[Event] = []
+        self.seen: list[tuple[Node, ...]] = []
+        self.extra: list[Any] = []
+        self.engine.subscribe(self.seen.append)
+
+    def _push(self, event: Event) -> None:
+        self.log.append(event)
+        try:
+            self.engine.push(event)
+        except DefinitionError:
+            pass
+
+    @rule(event=events)
+    def push(self, event: Event) -> None:
+        self._push(event)
+
+    @rule(batch=st.lists(events, min_size=1, max_size=6))
+    def push_many(self, batch: list[Event]) -> None:
+        for event in batch:
+            self._push(event)
+
+    @rule()
+    def fire(self) -> None:
+        self.scheduler.fire()
+
+    @rule()
+    def flush(self) -> None:
+        self.engine.flush()
+        if self.seen:
+            assert self.seen[-1] is self.engine.nodes()
+
+    @rule()
+    def subscribe(self) -> None:
+        seen: list[tuple[Node, ...]] = []
+        self.extra.append((self.engine.subscribe(seen.append), seen))
+
+    @precondition(lambda self: bool(self.extra))
+    @rule()
+    def unsubscribe(self) -> None:
+        unsubscribe, _ = self.extra.pop()
+        unsubscribe()
+
+    @invariant()
+    def nodes_match_the_model(self) -> None:
+        assert as_tuples(self.engine.nodes()) == model_fold(tallies(), self.log)
+
+    @invariant()
+    def at_most_one_frame_pending(self) -> None:
+        assert self.scheduler.pending <= 1
+
+    @invariant()
+    def notifications_are_fresh(self) -> None:
+        for earlier, later in zip(self.seen, self.seen[1:], strict=False):
+            assert earlier is not later
+
+    @invariant()
+    def seq_is_gapless(self) -> None:
+        assert [n.seq for n in self.engine.nodes()] == list(range(len(self.engine.nodes())))
+
+
+TestEngineMachine = EngineMachine.TestCase
+TestEngineMachine.settings = settings(max_examples=60, stateful_step_count=30)
