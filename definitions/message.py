@@ -1,0 +1,196 @@
+"""The ``message`` kind: a chat message with a role and streamed text.
+
+Event vocabulary (``type`` is the tag; every event carries the message ``id``)::
+
+    {"type": "message.start", "id": "m1", "role": "assistant", "text": ""}
+    {"type": "message.delta", "id": "m1", "text": "Hel"}       # appended, O(len(text))
+    {"type": "message.end",   "id": "m1"}
+    {"type": "message.abort", "id": "m1", "reason": "cancelled by the user"}
+
+``role`` is free text; the usual values are ``user``, ``assistant``, ``system``
+and ``tool``. A message that arrives whole is a start with ``text`` and an end.
+``end`` and ``abort`` are final: a later delta, end or abort for the same id is an
+error (a repeated ``start`` reopens the message, per the engine's rule 4).
+
+Events may be the Structs below or plain dicts with the same fields (as read from
+a JSONL log). Deltas read their two fields straight from the dict; the rare
+discrete events go through ``msgspec.convert``, which validates and fills defaults.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Final, Literal, TypeAlias
+
+import msgspec
+
+from engine import Claim, Node, Publication, Reader
+
+from ._text import StreamedText
+
+__all__ = [
+    "DEFINITION",
+    "Abort",
+    "Delta",
+    "End",
+    "Event",
+    "MessageDefinition",
+    "MessageState",
+    "Start",
+]
+
+
+class Start(msgspec.Struct, frozen=True, tag_field="type", tag="message.start"):
+    """Open message ``id`` with ``role`` and optional initial ``text``."""
+
+    id: str
+    role: str = "assistant"
+    text: str = ""
+
+
+class Delta(msgspec.Struct, frozen=True, tag_field="type", tag="message.delta"):
+    """Append ``text`` to message ``id``."""
+
+    id: str
+    text: str
+
+
+class End(msgspec.Struct, frozen=True, tag_field="type", tag="message.end"):
+    """Message ``id`` is complete."""
+
+    id: str
+
+
+class Abort(msgspec.Struct, frozen=True, tag_field="type", tag="message.abort"):
+    """Message ``id`` stopped before completion, for ``reason``."""
+
+    id: str
+    reason: str = ""
+
+
+Event: TypeAlias = Start | Delta | End | Abort
+"""Any message event, for typed decoding: ``msgspec.json.Decoder(message.Event)``."""
+
+_STRUCTS: Final[dict[str, type[Event]]] = {
+    cls.__struct_config__.tag: cls  # type: ignore[misc]
+    for cls in (Start, Delta, End, Abort)
+}
+_TAGS: Final[dict[type, str]] = {cls: tag for tag, cls in _STRUCTS.items()}
+
+Status: TypeAlias = Literal["streaming", "done", "aborted"]
+
+
+class MessageState(msgspec.Struct, frozen=True):
+    """A message node's state: ``text`` grows while ``status`` is ``"streaming"``."""
+
+    role: str
+    text: StreamedText
+    status: Status = "streaming"
+    reason: str | None = None
+
+
+def _typed(event: Any) -> Event:
+    """The Struct form of a discrete event (validated, defaults filled)."""
+    if type(event) is dict:
+        return msgspec.convert(event, _STRUCTS[event["type"]])
+    return event  # type: ignore[no-any-return]
+
+
+class MessageDefinition:
+    """Folds the ``message.*`` events into ``MessageState`` nodes keyed by message id."""
+
+    kind: Final = "message"
+    event_types: Final = frozenset(_STRUCTS)
+
+    def match(self, event: Event | dict[str, Any]) -> Claim | None:
+        """Claim ``message.*`` events by their ``id``; a start opens the node."""
+        if type(event) is dict:
+            tag = event.get("type")
+            id = event.get("id")
+        else:
+            tag = _TAGS.get(type(event))
+            id = getattr(event, "id", None)
+        if tag not in _STRUCTS:
+            return None
+        if type(id) is not str:
+            raise ValueError(f"{tag} event needs an 'id' str, got {id!r}")
+        return Claim(id, "start" if tag == "message.start" else "update")
+
+    def start(self, event: Event | dict[str, Any], reader: Reader) -> MessageState:
+        """A new streaming message with the start's role and initial text."""
+        typed = _typed(event)
+        assert isinstance(typed, Start)
+        return MessageState(typed.role, StreamedText(typed.text))
+
+    def update(self, state: MessageState, event: Event | dict[str, Any]) -> MessageState:
+        """Append a delta, or close the message on end/abort."""
+        if type(event) is dict:
+            if event["type"] == "message.delta":
+                return _append(state, event.get("text"))
+            typed = _typed(event)
+        else:
+            typed = event  # type: ignore[assignment]
+        if isinstance(typed, Delta):
+            return _append(state, typed.text)
+        if state.status != "streaming":
+            raise ValueError(f"{_TAGS[type(typed)]} for a message that is already {state.status}")
+        if isinstance(typed, End):
+            return MessageState(state.role, state.text, "done")
+        if isinstance(typed, Abort):
+            return MessageState(state.role, state.text, "aborted", typed.reason)
+        raise ValueError(f"cannot update a message with {typed!r}")
+
+    def publication(self, event: Event | dict[str, Any]) -> Publication:
+        """Deltas wait for the next animation frame; start, end and abort are immediate."""
+        tag = event.get("type") if type(event) is dict else _TAGS.get(type(event))
+        return "animation-frame" if tag == "message.delta" else "immediate"
+
+    def render_text(self, node: Node) -> str:
+        """``role: text``, with the abort reason or an ellipsis while streaming."""
+        state: MessageState = node.state
+        return f"{state.role}: {state.text}{_suffix(state)}"
+
+    def render_html(self, node: Node) -> str:
+        """The role and the text, every piece escaped; the text is not markdown-rendered."""
+        state: MessageState = node.state
+        role = html.escape(state.role, quote=True)
+        out = (
+            f'<div class="message" data-role="{role}" data-status="{state.status}">'
+            f'<span class="role">{role}</span>'
+            f'<div class="text">{html.escape(str(state.text), quote=True)}</div>'
+        )
+        if state.status != "done":
+            out += f'<span class="status">{html.escape(_suffix(state).strip(), quote=True)}</span>'
+        return out + "</div>"
+
+    def render_json(self, node: Node) -> dict[str, Any]:
+        """``{"role", "text", "status", "reason"}`` with the text as a str."""
+        state: MessageState = node.state
+        return {
+            "role": state.role,
+            "text": str(state.text),
+            "status": state.status,
+            "reason": state.reason,
+        }
+
+
+def _append(state: MessageState, text: object) -> MessageState:
+    if type(text) is not str:
+        raise TypeError(f"message.delta needs a 'text' str, got {text!r}")
+    if state.status != "streaming":
+        raise ValueError(f"message.delta for a message that is already {state.status}")
+    if not text:
+        return state
+    return MessageState(state.role, state.text + text)
+
+
+def _suffix(state: MessageState) -> str:
+    if state.status == "streaming":
+        return " …"
+    if state.status == "aborted":
+        return f" [aborted: {state.reason}]" if state.reason else " [aborted]"
+    return ""
+
+
+DEFINITION: Final = MessageDefinition()
+"""The message definition to register: ``create_conversation_engine([message.DEFINITION])``."""
