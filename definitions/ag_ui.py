@@ -1,0 +1,938 @@
+"""AG-UI 1.0 events folded into messages, tool calls, shared state and runs.
+
+Theory of operation
+-------------------
+AG-UI's reference reducer (``defaultApplyEvents`` in ``@ag-ui/client``) keeps one
+list of messages and finds its target *by id* for every event: a
+``TEXT_MESSAGE_START`` for an id that already exists continues that message instead
+of restarting it, a ``TOOL_CALL_START`` attaches to its ``parentMessageId`` (or makes
+an assistant message for it), and the ``*_CHUNK`` forms may omit their id, which
+then means "the chunk stream open in this lane". None of that can be decided from
+one event alone, and the engine's ``match`` must be pure.
+
+So a small **router** runs in front of the engine: ``Router()(event)`` wraps each raw
+event dict in a ``Routed`` envelope that names the node each definition should claim
+(``Claim(id, "start")`` the first time an id is seen, ``"update"`` afterwards), and
+resolves the owner of a tool call. The router never copies an event: the envelope
+holds the original dict plus the claims. Its state is only "which ids exist" (and
+the open chunk lane), i.e. what the reference consults, not what it accumulates; the
+definitions fold the content. ``fold()`` applies it, live users call it per event or
+register it as a push hook (``Router`` has ``on_push_start``). Because the router
+only knows what it has seen, a window cut mid-message yields no node for the
+cut-off message: its deltas are update claims for an id with no open node, which the
+engine drops (DESIGN rule 3), instead of being attributed to another message.
+
+Kinds: ``ag_ui_message`` (text, reasoning, tool-result and tool-created assistant
+messages), ``ag_ui_tool_call`` (streamed arguments, kept as raw text like the
+reference), ``ag_ui_state`` (STATE_SNAPSHOT / RFC 6902 STATE_DELTA), ``ag_ui_run``
+(RUN_* with its steps and error) and ``ag_ui_event`` (CUSTOM, RAW, MESSAGES_SNAPSHOT).
+``messages(nodes)`` and ``state(nodes)`` rebuild what the reference prints.
+
+Where we differ from the reference on purpose (each has a conformance test):
+``verifyEvents`` rejects streams that lack ``RUN_STARTED`` or carry orphan deltas;
+a view shows what arrived, so we fold them as ``--no-verify`` does. Unknown event
+types (and THINKING_*, which AG-UI 1.0 dropped) make no node, as ``enforceEvents``
+drops them.
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from operator import attrgetter
+from typing import Any, Final
+
+import msgspec
+
+from engine import Claim, Node, Reader, create_conversation_engine
+
+from ._text import StreamedText
+
+__all__ = [
+    "DEFINITIONS",
+    "EventNode",
+    "Message",
+    "Routed",
+    "Router",
+    "Run",
+    "SharedState",
+    "ToolCall",
+    "fold",
+    "messages",
+    "project",
+    "state",
+]
+
+_FRAME: Final = "animation-frame"
+_NOW: Final = "immediate"
+_NOT_ROUTED = (
+    "AG-UI definitions fold Routed envelopes, not raw event dicts: push "
+    "ag_ui.Router()(event) (or register a Router as a push hook, or use ag_ui.fold())"
+)
+
+
+class Routed:
+    """One raw AG-UI event plus the claims the router decided for it.
+
+    ``event`` is the original dict (never copied); ``message``/``tool``/``state``/
+    ``run``/``other`` are the claims for the five kinds (``None``: not claimed);
+    ``owner`` is the id of the assistant message a tool call belongs to; ``delta`` is
+    the text a chunk or content event appends; ``pub`` its publication.
+    """
+
+    __slots__ = ("delta", "event", "message", "other", "owner", "pub", "run", "state", "tool")
+
+    def __init__(self, event: Mapping[str, Any]) -> None:
+        self.event = event
+        self.message: Claim | None = None
+        self.tool: Claim | None = None
+        self.state: Claim | None = None
+        self.run: Claim | None = None
+        self.other: Claim | None = None
+        self.owner: str | None = None
+        self.delta: str = ""
+        self.pub: str = _NOW
+
+    @property
+    def type(self) -> Any:
+        """The raw event's ``type``."""
+        return self.event.get("type")
+
+    def __repr__(self) -> str:
+        return f"Routed({self.event!r})"
+
+
+# Event types of the message lifecycle; the value is the role a START gives.
+_TEXT = ("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END")
+_REASONING = ("REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END")
+
+
+class Router:
+    """Decides, per raw AG-UI event, which node each definition claims (pure of I/O).
+
+    Call it on each event in log order (``router(event) -> Routed``), or use
+    ``route(events)``, or register it as an engine push hook: ``on_push_start``
+    replaces the pushed dict with its envelope. One router per log.
+    """
+
+    def __init__(self) -> None:
+        self._roles: dict[str, str] = {}  # message id -> role, as the reference's list
+        self._tools: set[str] = set()
+        self._lanes: dict[Any, tuple[str, str]] = {}  # subagent lane -> (kind, id)
+        self._has_state = False
+        self._run: str | None = None
+        self._count = 0
+        self._handlers: dict[Any, Any] = {
+            "TEXT_MESSAGE_START": self._message_start,
+            "TEXT_MESSAGE_CONTENT": self._message_content,
+            "TEXT_MESSAGE_END": self._message_end,
+            "REASONING_MESSAGE_START": self._message_start,
+            "REASONING_MESSAGE_CONTENT": self._message_content,
+            "REASONING_MESSAGE_END": self._message_end,
+            "TEXT_MESSAGE_CHUNK": self._text_chunk,
+            "REASONING_MESSAGE_CHUNK": self._text_chunk,
+            "TOOL_CALL_START": self._tool_start,
+            "TOOL_CALL_ARGS": self._tool_args,
+            "TOOL_CALL_END": self._tool_end,
+            "TOOL_CALL_CHUNK": self._tool_chunk,
+            "TOOL_CALL_RESULT": self._tool_result,
+            "REASONING_ENCRYPTED_VALUE": self._encrypted,
+            "STATE_SNAPSHOT": self._state_snapshot,
+            "STATE_DELTA": self._state_delta,
+            "MESSAGES_SNAPSHOT": self._messages_snapshot,
+            "RUN_STARTED": self._run_started,
+            "RUN_FINISHED": self._run_update,
+            "RUN_ERROR": self._run_update,
+            "STEP_STARTED": self._run_step,
+            "STEP_FINISHED": self._run_step,
+            "CUSTOM": self._other,
+            "RAW": self._other,
+        }
+
+    def __call__(self, event: Mapping[str, Any]) -> Routed:
+        """The envelope of ``event``; unknown types get one with no claims."""
+        routed = Routed(event)
+        handler = self._handlers.get(event.get("type"))
+        if handler is not None:
+            handler(routed, event)
+        return routed
+
+    def route(self, events: Iterable[Mapping[str, Any]]) -> Iterator[Routed]:
+        """Envelopes of ``events``, in order."""
+        handlers = self._handlers
+        for event in events:
+            routed = Routed(event)
+            handler = handlers.get(event.get("type"))
+            if handler is not None:
+                handler(routed, event)
+            yield routed
+
+    def on_push_start(self, ctx: Any) -> None:
+        """Push-hook form: replace the pushed raw event with its envelope."""
+        if not isinstance(ctx.event, Routed):
+            ctx.event = self(ctx.event)
+
+    # -- messages ---------------------------------------------------------------------
+
+    def _close_lane(self, event: Mapping[str, Any]) -> None:
+        if self._lanes:
+            self._lanes.pop(event.get("subagentRunId"), None)
+
+    def _message_start(self, routed: Routed, event: Mapping[str, Any]) -> None:
+        self._close_lane(event)
+        message_id = event["messageId"]
+        if message_id in self._roles:
+            return  # the reference continues an existing message: nothing to claim
+        self._roles[message_id] = (
+            "reasoning" if event["type"][0] == "R" else event.get("role") or "assistant"
+        )
+        routed.message = Claim(message_id, "start")
+
+    def _message_content(self, routed: Routed, event: Mapping[str, Any]) -> None:
+        message_id = event["messageId"]
+        if message_id in self._roles:
+            routed.message = Claim(message_id, "update")
+            routed.delta = event["delta"]
+            routed.pub = _FRAME
+
+    def _message_end(self, routed: Routed, event: Mapping[str, Any]) -> None:
+        self._close_lane(event)
+        message_id = event["messageId"]
+        if message_id in self._roles:
+            routed.message = Claim(message_id, "update")
+
+    def _text_chunk(self, routed: Routed, event: Mapping[str, Any]) -> None:
+        # transformChunks: a chunk continues the lane's open stream of its kind when its
+        # id is absent or equal; otherwise it closes the lane and opens a new stream.
+        kind = "text" if event["type"][0] == "T" else "reasoning"
+        lane = event.get("subagentRunId")
+        message_id = event.get("messageId")
+        open_ = self._lanes.get(lane)
+        if open_ is not None and open_[0] == kind and message_id in (None, open_[1]):
+            message_id = open_[1]
+        else:
+            if message_id is None:
+                raise ValueError(f"the first {event['type']} of a stream must have a messageId")
+            self._lanes[lane] = (kind, message_id)
+            if message_id not in self._roles:
+                self._roles[message_id] = (
+                    (event.get("role") or "assistant") if kind == "text" else "reasoning"
+                )
+                routed.message = Claim(message_id, "start")
+                routed.delta = event.get("delta") or ""
+                return
+        routed.message = Claim(message_id, "update")
+        routed.delta = event.get("delta") or ""
+        routed.pub = _FRAME
+
+    # -- tool calls -------------------------------------------------------------------
+
+    def _owner(self, routed: Routed, tool_call_id: str, parent: str | None) -> None:
+        # resolveOrCreateAssistantMessage, decided here so the rebuild needs no search.
+        roles = self._roles
+        if parent:
+            role = roles.get(parent)
+            if role == "assistant":
+                routed.owner = parent
+                return
+            owner = tool_call_id if role is not None else parent
+        else:
+            owner = tool_call_id
+        roles[owner] = "assistant"
+        routed.owner = owner
+        routed.message = Claim(owner, "start")
+
+    def _tool_start(self, routed: Routed, event: Mapping[str, Any]) -> None:
+        self._close_lane(event)
+        tool_call_id = event["toolCallId"]
+        if tool_call_id in self._tools:
+            routed.tool = Claim(tool_call_id, "update")  # the reference renames in place
+            return
+        self._tools.add(tool_call_id)
+        self._owner(routed, tool_call_id, event.get("parentMessageId"))
+        routed.tool = Claim(tool_call_id, "start")
+
+    def _tool_args(self, routed: Routed, event: Mapping[str, Any]) -> None:
+        tool_call_id = event["toolCallId"]
+        if tool_call_id in self._tools:
+            routed.tool = Claim(tool_call_id, "update")
+            routed.delta = event["delta"]
+            routed.pub = _FRAME
+
+    def _tool_end(self, routed: Routed, event: Mapping[str, Any]) -> None:
+        self._close_lane(event)
+        tool_call_id = event["toolCallId"]
+        if tool_call_id in self._tools:
+            routed.tool = Claim(tool_call_id, "update")
+
+    def _tool_chunk(self, routed: Routed, event: Mapping[str, Any]) -> None:
+        lane = event.get("subagentRunId")
+        tool_call_id = event.get("toolCallId")
+        open_ = self._lanes.get(lane)
+        routed.delta = event.get("delta") or ""
+        if open_ is not None and open_[0] == "tool" and tool_call_id in (None, open_[1]):
+            routed.tool = Claim(open_[1], "update")
+            routed.pub = _FRAME
+            return
+        if tool_call_id is None:
+            raise ValueError("the first TOOL_CALL_CHUNK of a stream must have a toolCallId")
+        if event.get("toolCallName") is None:
+            raise ValueError("the first TOOL_CALL_CHUNK of a stream must have a toolCallName")
+        self._lanes[lane] = ("tool", tool_call_id)
+        if tool_call_id in self._tools:
+            routed.tool = Claim(tool_call_id, "update")
+            return
+        self._tools.add(tool_call_id)
+        self._owner(routed, tool_call_id, event.get("parentMessageId"))
+        routed.tool = Claim(tool_call_id, "start")
+
+    def _tool_result(self, routed: Routed, event: Mapping[str, Any]) -> None:
+        self._close_lane(event)
+        # The reference appends a new message even when the id is taken (the .NET server
+        # reuses the tool call id, which is also its assistant message's id).
+        message_id = event["messageId"]
+        if message_id in self._roles:
+            self._count += 1
+            routed.message = Claim(f"{message_id}#{self._count}", "start")
+        else:
+            self._roles[message_id] = event.get("role") or "tool"
+            routed.message = Claim(message_id, "start")
+
+    def _encrypted(self, routed: Routed, event: Mapping[str, Any]) -> None:
+        entity = event.get("entityId")
+        if event.get("subtype") == "tool-call":
+            if entity in self._tools:
+                routed.tool = Claim(entity, "update")
+        elif entity in self._roles:
+            routed.message = Claim(entity, "update")
+
+    # -- state, runs, the rest ----------------------------------------------------------
+
+    def _state_snapshot(self, routed: Routed, event: Mapping[str, Any]) -> None:
+        self._close_lane(event)
+        self._has_state = True
+        routed.state = Claim("state", "start")
+
+    def _state_delta(self, routed: Routed, event: Mapping[str, Any]) -> None:
+        self._close_lane(event)
+        # The reference patches its initial state ({}) when no snapshot came first.
+        routed.state = Claim("state", "update" if self._has_state else "start")
+        self._has_state = True
+
+    def _messages_snapshot(self, routed: Routed, event: Mapping[str, Any]) -> None:
+        self._lanes.clear()
+        snapshot = event.get("messages") or []
+        keep_reasoning = not any(m.get("role") == "reasoning" for m in snapshot)
+        ids = {m.get("id") for m in snapshot}
+        self._roles = {
+            k: r for k, r in self._roles.items() if k in ids or (r == "reasoning" and keep_reasoning)
+        }
+        for message in snapshot:
+            self._roles.setdefault(message.get("id"), message.get("role"))
+        self._other(routed, event)
+
+    def _run_started(self, routed: Routed, event: Mapping[str, Any]) -> None:
+        self._lanes.clear()
+        self._count += 1
+        self._run = f"{event.get('runId')}#{self._count}"
+        for message in (event.get("input") or {}).get("messages") or ():
+            self._roles.setdefault(message.get("id"), message.get("role"))
+        routed.run = Claim(self._run, "start")
+
+    def _run_update(self, routed: Routed, event: Mapping[str, Any]) -> None:
+        self._lanes.clear()
+        if self._run is None:  # RUN_ERROR/FINISHED with no RUN_STARTED seen: its own node
+            self._run_started(routed, event)
+        else:
+            routed.run = Claim(self._run, "update")
+
+    def _run_step(self, routed: Routed, event: Mapping[str, Any]) -> None:
+        self._close_lane(event)
+        if self._run is not None:
+            routed.run = Claim(self._run, "update")
+
+    def _other(self, routed: Routed, event: Mapping[str, Any]) -> None:
+        self._count += 1
+        routed.other = Claim(f"{event['type'].lower()}#{self._count}", "start")
+
+
+# -- states ---------------------------------------------------------------------------
+
+
+class Message(msgspec.Struct, frozen=True):
+    """A message of the reference's list: ``role`` is assistant/user/system/developer,
+    reasoning or tool. ``content`` is ``None`` for an assistant message made by a tool
+    call before any text; a tool message's ``content`` is the result as sent."""
+
+    id: str
+    role: str
+    content: Any = None
+    name: str | None = None
+    tool_call_id: str | None = None
+    encrypted_value: str | None = None
+    ended: bool = False
+
+
+class ToolCall(msgspec.Struct, frozen=True):
+    """A tool call: ``arguments`` is the raw streamed JSON text (the reference keeps it a
+    string); ``parent`` is the id of the assistant message holding it."""
+
+    id: str
+    name: str
+    parent: str
+    arguments: StreamedText = msgspec.field(default_factory=StreamedText)
+    ended: bool = False
+    encrypted_value: str | None = None
+
+
+class SharedState(msgspec.Struct, frozen=True):
+    """The agent's shared state after the latest snapshot and patches.
+
+    ``value`` is never mutated; a patch makes a new value. ``errors`` counts patches
+    that failed and were skipped (the reference warns and keeps the old state)."""
+
+    value: Any
+    errors: int = 0
+
+
+class Run(msgspec.Struct, frozen=True):
+    """One run: its ids, status (running, finished, error), steps seen, error text."""
+
+    run_id: str | None
+    thread_id: str | None
+    status: str = "running"
+    steps: tuple[tuple[str, str], ...] = ()
+    error: str | None = None
+    input_messages: tuple[Any, ...] = ()
+
+
+class EventNode(msgspec.Struct, frozen=True):
+    """A CUSTOM, RAW or MESSAGES_SNAPSHOT event, kept whole for views and the rebuild."""
+
+    type: str
+    event: Any
+
+
+# -- definitions ------------------------------------------------------------------------
+
+_pub = attrgetter("pub")
+
+
+class _MessageDefinition:
+    kind = "ag_ui_message"
+    event_types = frozenset({Routed})
+    publication = staticmethod(_pub)
+
+    @staticmethod
+    def match(routed: Routed) -> Claim | None:
+        try:
+            return routed.message
+        except AttributeError:
+            raise TypeError(_NOT_ROUTED) from None
+
+    @staticmethod
+    def start(routed: Routed, reader: Reader) -> Message:
+        event = routed.event
+        kind = event["type"]
+        if kind == "TOOL_CALL_RESULT":
+            return Message(
+                event["messageId"],
+                event.get("role") or "tool",
+                event.get("content"),
+                tool_call_id=event.get("toolCallId"),
+                ended=True,
+            )
+        if kind in ("TOOL_CALL_START", "TOOL_CALL_CHUNK"):
+            assert routed.owner is not None
+            return Message(routed.owner, "assistant")
+        if kind[0] == "R":  # REASONING_MESSAGE_START / _CHUNK
+            return Message(event["messageId"], "reasoning", StreamedText(routed.delta))
+        return Message(
+            event["messageId"],
+            event.get("role") or "assistant",
+            StreamedText(routed.delta),
+            event.get("name"),
+        )
+
+    @staticmethod
+    def update(message: Message, routed: Routed) -> Message:
+        delta = routed.delta
+        if delta:
+            content = message.content
+            if not isinstance(content, StreamedText):
+                content = StreamedText(content if isinstance(content, str) else "")
+            return Message(
+                message.id,
+                message.role,
+                content + delta,
+                message.name,
+                message.tool_call_id,
+                message.encrypted_value,
+                message.ended,
+            )
+        kind = routed.event["type"]
+        if kind.endswith("_END"):
+            return message if message.ended else msgspec.structs.replace(message, ended=True)
+        if kind == "REASONING_ENCRYPTED_VALUE":
+            return msgspec.structs.replace(
+                message, encrypted_value=routed.event.get("encryptedValue")
+            )
+        if message.content is None and kind.endswith(("_CONTENT", "_CHUNK")):
+            # An empty delta still gives a tool-made assistant message its content "".
+            return msgspec.structs.replace(message, content=StreamedText())
+        return message
+
+    @staticmethod
+    def render_text(node: Node) -> str:
+        message: Message = node.state
+        content = message.content
+        if content is None:
+            return f"{message.role}:"
+        if not isinstance(content, str | StreamedText):
+            content = json.dumps(content, ensure_ascii=False)
+        return f"{message.role}: {content}"
+
+    @staticmethod
+    def render_html(node: Node) -> str:
+        message: Message = node.state
+        content = message.content
+        if content is None:
+            content = ""
+        elif not isinstance(content, str | StreamedText):
+            content = json.dumps(content, ensure_ascii=False)
+        role = html.escape(message.role, quote=True)
+        return (
+            f'<div class="role">{role}</div>'
+            f'<div class="content">{html.escape(str(content), quote=True)}</div>'
+        )
+
+
+class _ToolCallDefinition:
+    kind = "ag_ui_tool_call"
+    event_types = frozenset({Routed})
+    publication = staticmethod(_pub)
+
+    @staticmethod
+    def match(routed: Routed) -> Claim | None:
+        try:
+            return routed.tool
+        except AttributeError:
+            raise TypeError(_NOT_ROUTED) from None
+
+    @staticmethod
+    def start(routed: Routed, reader: Reader) -> ToolCall:
+        event = routed.event
+        assert routed.owner is not None
+        return ToolCall(
+            event["toolCallId"],
+            event.get("toolCallName") or "",
+            routed.owner,
+            StreamedText(routed.delta),
+        )
+
+    @staticmethod
+    def update(call: ToolCall, routed: Routed) -> ToolCall:
+        delta = routed.delta
+        if delta:
+            return ToolCall(
+                call.id,
+                call.name,
+                call.parent,
+                call.arguments + delta,
+                call.ended,
+                call.encrypted_value,
+            )
+        event = routed.event
+        kind = event["type"]
+        if kind == "TOOL_CALL_END":
+            return call if call.ended else msgspec.structs.replace(call, ended=True)
+        if kind == "TOOL_CALL_START":
+            name = event.get("toolCallName")
+            return call if name == call.name else msgspec.structs.replace(call, name=name)
+        if kind == "REASONING_ENCRYPTED_VALUE":
+            return msgspec.structs.replace(call, encrypted_value=event.get("encryptedValue"))
+        return call
+
+    @staticmethod
+    def render_text(node: Node) -> str:
+        call: ToolCall = node.state
+        return f"tool call {call.name}({call.arguments})"
+
+    @staticmethod
+    def render_html(node: Node) -> str:
+        call: ToolCall = node.state
+        return (
+            f'<div class="tool-name">{html.escape(call.name, quote=True)}</div>'
+            f"<pre>{html.escape(str(call.arguments), quote=True)}</pre>"
+        )
+
+
+class _StateDefinition:
+    kind = "ag_ui_state"
+    event_types = frozenset({Routed})
+    publication = _NOW
+
+    @staticmethod
+    def match(routed: Routed) -> Claim | None:
+        try:
+            return routed.state
+        except AttributeError:
+            raise TypeError(_NOT_ROUTED) from None
+
+    @staticmethod
+    def start(routed: Routed, reader: Reader) -> SharedState:
+        event = routed.event
+        if event["type"] == "STATE_SNAPSHOT":
+            return SharedState(event.get("snapshot"))
+        return _StateDefinition.update(SharedState({}), routed)
+
+    @staticmethod
+    def update(current: SharedState, routed: Routed) -> SharedState:
+        try:
+            value = apply_patch(current.value, routed.event.get("delta") or [])
+        except PatchError:
+            return SharedState(current.value, current.errors + 1)
+        return SharedState(value, current.errors)
+
+    @staticmethod
+    def render_text(node: Node) -> str:
+        return "state " + json.dumps(node.state.value, ensure_ascii=False, sort_keys=True)
+
+    @staticmethod
+    def render_html(node: Node) -> str:
+        text = json.dumps(node.state.value, ensure_ascii=False, indent=2, sort_keys=True)
+        return f'<pre class="state">{html.escape(text, quote=True)}</pre>'
+
+
+class _RunDefinition:
+    kind = "ag_ui_run"
+    event_types = frozenset({Routed})
+    publication = _NOW
+
+    @staticmethod
+    def match(routed: Routed) -> Claim | None:
+        try:
+            return routed.run
+        except AttributeError:
+            raise TypeError(_NOT_ROUTED) from None
+
+    @staticmethod
+    def start(routed: Routed, reader: Reader) -> Run:
+        event = routed.event
+        run = Run(
+            event.get("runId"),
+            event.get("threadId"),
+            input_messages=tuple((event.get("input") or {}).get("messages") or ()),
+        )
+        return run if event["type"] == "RUN_STARTED" else _RunDefinition.update(run, routed)
+
+    @staticmethod
+    def update(run: Run, routed: Routed) -> Run:
+        event = routed.event
+        kind = event["type"]
+        if kind == "RUN_FINISHED":
+            return msgspec.structs.replace(run, status="finished")
+        if kind == "RUN_ERROR":
+            return msgspec.structs.replace(run, status="error", error=event.get("message"))
+        step = ("started" if kind == "STEP_STARTED" else "finished", event.get("stepName") or "")
+        return msgspec.structs.replace(run, steps=(*run.steps, step))
+
+    @staticmethod
+    def render_text(node: Node) -> str:
+        run: Run = node.state
+        text = f"run {run.run_id} {run.status}"
+        if run.steps:
+            text += " [" + ", ".join(f"{name} {what}" for what, name in run.steps) + "]"
+        return text + (f": {run.error}" if run.error else "")
+
+    @staticmethod
+    def render_html(node: Node) -> str:
+        return f'<div class="run">{html.escape(_RunDefinition.render_text(node), quote=True)}</div>'
+
+
+class _EventDefinition:
+    kind = "ag_ui_event"
+    event_types = frozenset({Routed})
+    publication = _NOW
+
+    @staticmethod
+    def match(routed: Routed) -> Claim | None:
+        try:
+            return routed.other
+        except AttributeError:
+            raise TypeError(_NOT_ROUTED) from None
+
+    @staticmethod
+    def start(routed: Routed, reader: Reader) -> EventNode:
+        return EventNode(routed.event["type"], routed.event)
+
+    @staticmethod
+    def update(node: EventNode, routed: Routed) -> EventNode:
+        return node
+
+    @staticmethod
+    def render_text(node: Node) -> str:
+        state: EventNode = node.state
+        event = state.event
+        if state.type == "CUSTOM":
+            return f"custom {event.get('name')}: {json.dumps(event.get('value'))}"
+        if state.type == "MESSAGES_SNAPSHOT":
+            return f"messages snapshot ({len(event.get('messages') or ())} messages)"
+        return f"raw {json.dumps(event.get('event'), ensure_ascii=False)}"
+
+    @staticmethod
+    def render_html(node: Node) -> str:
+        text = _EventDefinition.render_text(node)
+        return f'<div class="event">{html.escape(text, quote=True)}</div>'
+
+
+DEFINITIONS: Final = (
+    _MessageDefinition(),
+    _ToolCallDefinition(),
+    _StateDefinition(),
+    _RunDefinition(),
+    _EventDefinition(),
+)
+"""The AG-UI definition set, in registration order (messages before their tool calls)."""
+
+
+# -- JSON Patch (RFC 6902) ----------------------------------------------------------------
+
+
+class PatchError(ValueError):
+    """A JSON Patch operation could not be applied (the whole patch is rejected)."""
+
+
+def _pointer(path: str) -> list[str]:
+    if path == "":
+        return []
+    if not path.startswith("/"):
+        raise PatchError(f"JSON pointer {path!r} does not start with '/'")
+    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+
+
+def _index(container: list[Any], token: str, *, adding: bool) -> int:
+    if token == "-" and adding:
+        return len(container)
+    if not token.isdigit() or (token != "0" and token.startswith("0")):
+        raise PatchError(f"{token!r} is not an array index")
+    index = int(token)
+    if index > len(container) or (index == len(container) and not adding):
+        raise PatchError(f"array index {index} is out of range")
+    return index
+
+
+def _parent(document: Any, tokens: list[str]) -> Any:
+    target = document
+    for token in tokens[:-1]:
+        if isinstance(target, dict):
+            if token not in target:
+                raise PatchError(f"path segment {token!r} does not exist")
+            target = target[token]
+        elif isinstance(target, list):
+            target = target[_index(target, token, adding=False)]
+        else:
+            raise PatchError(f"path segment {token!r} goes through a scalar")
+    return target
+
+
+def _get(document: Any, tokens: list[str]) -> Any:
+    if not tokens:
+        return document
+    parent = _parent(document, tokens)
+    last = tokens[-1]
+    if isinstance(parent, dict):
+        if last not in parent:
+            raise PatchError(f"{last!r} does not exist")
+        return parent[last]
+    if isinstance(parent, list):
+        return parent[_index(parent, last, adding=False)]
+    raise PatchError(f"{last!r} is inside a scalar")
+
+
+def _add(document: Any, tokens: list[str], value: Any) -> Any:
+    if not tokens:
+        return value
+    parent = _parent(document, tokens)
+    last = tokens[-1]
+    if isinstance(parent, dict):
+        parent[last] = value
+    elif isinstance(parent, list):
+        parent.insert(_index(parent, last, adding=True), value)
+    else:
+        raise PatchError(f"cannot add {last!r} inside a scalar")
+    return document
+
+
+def _remove(document: Any, tokens: list[str]) -> Any:
+    if not tokens:
+        raise PatchError("cannot remove the whole document")
+    parent = _parent(document, tokens)
+    last = tokens[-1]
+    if isinstance(parent, dict):
+        if last not in parent:
+            raise PatchError(f"cannot remove {last!r}: it does not exist")
+        del parent[last]
+    elif isinstance(parent, list):
+        del parent[_index(parent, last, adding=False)]
+    else:
+        raise PatchError(f"cannot remove {last!r} inside a scalar")
+    return document
+
+
+def apply_patch(document: Any, operations: Iterable[Mapping[str, Any]]) -> Any:
+    """``document`` after the RFC 6902 ``operations``, as a new value.
+
+    ``document`` is not modified (views hold it). Raises ``PatchError`` if any
+    operation fails; then nothing is applied, as fast-json-patch with validation.
+    """
+    result = copy.deepcopy(document)
+    for operation in operations:
+        op = operation.get("op")
+        tokens = _pointer(operation.get("path", ""))
+        if op == "add":
+            result = _add(result, tokens, copy.deepcopy(operation.get("value")))
+        elif op == "remove":
+            result = _remove(result, tokens)
+        elif op == "replace":
+            _get(result, tokens)
+            if tokens:
+                result = _remove(result, tokens)
+            result = _add(result, tokens, copy.deepcopy(operation.get("value")))
+        elif op in ("move", "copy"):
+            source = _pointer(operation.get("from", ""))
+            value = copy.deepcopy(_get(result, source))
+            if op == "move":
+                result = _remove(result, source)
+            result = _add(result, tokens, value)
+        elif op == "test":
+            if _get(result, tokens) != operation.get("value"):
+                raise PatchError(f"test failed at {operation.get('path')!r}")
+        else:
+            raise PatchError(f"unknown JSON Patch operation {op!r}")
+    return result
+
+
+# -- rebuild ------------------------------------------------------------------------------
+
+
+def _message_dict(message: Message) -> dict[str, Any]:
+    if message.role == "tool" or message.tool_call_id is not None:
+        out: dict[str, Any] = {
+            "id": message.id,
+            "toolCallId": message.tool_call_id,
+            "role": message.role,
+            "content": message.content,
+        }
+    else:
+        out = {"id": message.id, "role": message.role}
+        if message.content is not None:
+            out["content"] = str(message.content)
+        if message.name is not None:
+            out["name"] = message.name
+    if message.encrypted_value is not None:
+        out["encryptedValue"] = message.encrypted_value
+    return out
+
+
+def messages(nodes: Iterable[Node]) -> list[dict[str, Any]]:
+    """The message list as ``defaultApplyEvents`` leaves it: JSON-ready dicts, in order.
+
+    Tool results sit right after the assistant message that owns their call (after
+    its earlier results); tool calls appear as ``toolCalls`` on their owner.
+    """
+    out: list[dict[str, Any]] = []
+    by_id: dict[str, dict[str, Any]] = {}
+    for node in nodes:
+        kind = node.kind
+        if kind == "ag_ui_message":
+            message = _message_dict(node.state)
+            if message.get("toolCallId") is not None and message["role"] == "tool":
+                _insert_result(out, message)
+            else:
+                out.append(message)
+            by_id.setdefault(message["id"], message)  # the reference finds the first
+        elif kind == "ag_ui_tool_call":
+            call: ToolCall = node.state
+            owner = by_id.get(call.parent)
+            if owner is None or owner.get("role") != "assistant":
+                owner = {"id": call.parent, "role": "assistant", "toolCalls": []}
+                out.append(owner)
+                by_id[call.parent] = owner
+            entry: dict[str, Any] = {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": str(call.arguments)},
+            }
+            if call.encrypted_value is not None:
+                entry["encryptedValue"] = call.encrypted_value
+            owner.setdefault("toolCalls", []).append(entry)
+        elif kind == "ag_ui_run":
+            for message in node.state.input_messages:
+                if message.get("id") not in by_id:
+                    message = copy.deepcopy(message)
+                    out.append(message)
+                    by_id[message.get("id")] = message
+        elif kind == "ag_ui_event" and node.state.type == "MESSAGES_SNAPSHOT":
+            out = _apply_snapshot(out, node.state.event.get("messages") or [])
+            by_id = {}
+            for message in out:
+                by_id.setdefault(message.get("id"), message)
+    return out
+
+
+def _insert_result(out: list[dict[str, Any]], message: dict[str, Any]) -> None:
+    tool_call_id = message["toolCallId"]
+    for index, owner in enumerate(out):
+        if owner.get("role") == "assistant" and any(
+            call.get("id") == tool_call_id for call in owner.get("toolCalls") or ()
+        ):
+            index += 1
+            while index < len(out) and out[index].get("role") == "tool":
+                index += 1
+            out.insert(index, message)
+            return
+    out.append(message)
+
+
+def _apply_snapshot(
+    current: list[dict[str, Any]], snapshot: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    fresh = []
+    for message in snapshot:
+        message = copy.deepcopy(message)
+        if "subagentRunId" in message and message["subagentRunId"] is None:
+            del message["subagentRunId"]
+        fresh.append(message)
+    by_id = {m.get("id"): m for m in fresh}
+    keep_reasoning = not any(m.get("role") == "reasoning" for m in fresh)
+    kept = [
+        by_id.get(m.get("id"), m)
+        for m in current
+        if m.get("id") in by_id or (m.get("role") == "reasoning" and keep_reasoning)
+    ]
+    seen = {m.get("id") for m in kept}
+    return kept + [m for m in fresh if m.get("id") not in seen]
+
+
+def state(nodes: Iterable[Node]) -> Any:
+    """The shared state as the reference leaves it (``{}`` when no STATE_* came)."""
+    value: Any = {}
+    for node in nodes:
+        if node.kind == "ag_ui_state":
+            value = node.state.value
+    return value
+
+
+def project(events: Iterable[Mapping[str, Any]]) -> tuple[Node, ...]:
+    """The nodes of one recording's raw event dicts (routed, then folded)."""
+    engine = create_conversation_engine(DEFINITIONS)
+    engine.push_many(Router().route(events))
+    return engine.nodes()
+
+
+def fold(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The final message list of one recording (raw event dicts in log order)."""
+    return messages(project(events))
