@@ -1,0 +1,684 @@
+"""The determinism checker: replay one log many ways and prove the views agree.
+
+Theory of operation
+-------------------
+A view is a function of the log only if every way of folding the log gives the
+same nodes, compared by value (the canonical JSON of ``_render.state_json``, or
+``==`` for a state without one). The checker folds the log:
+
+- ``whole``: one ``push_many``; its final view is the baseline;
+- ``one``: one ``push`` per event;
+- ``twice``: ``whole`` again in the same process (global counters show here);
+- ``batches``: ``push_many`` over random splits;
+- ``frames``: random splits through a ``ManualScheduler`` with ``fire()`` and
+  ``flush()`` at random points and a recording listener;
+- ``windows``: random windows ``[i:j]`` of the log, as a paginated reader sees
+  them, each folded ``whole``, ``one``, in ``batches`` and with ``frames``.
+
+Every way but ``whole``/``twice`` runs in lockstep with a *reference* engine fed
+by ``push_many`` up to the same point, and the two views are compared at every
+observation (after each push, after each batch, at each notification), so a
+divergence is reported at the first event where it shows, not only at the end.
+Each way's final view is also compared with the baseline.
+
+A notification must carry the nodes of the one-shot fold of the same prefix, be
+``engine.nodes()`` at that moment, never repeat the previous notification's
+version (tuple identity: the engine keeps the tuple until an event is accepted),
+and after the final ``flush()`` the last notification must be the final view:
+nothing is lost. A few notified views are re-encoded at the end: a state that
+changed after it was delivered was mutated in place.
+
+For a window, the rules for cut-off nodes (DESIGN rule 3) are checked against the
+definitions' own ``match``: the window's nodes are exactly the keys that a start
+claim inside the window opened, and the engine dropped exactly the update claims
+for keys not yet opened in the window.
+
+Random choices come from ``random.Random(f"{seed}/{way}")``, so a report is
+reproduced by its seed alone, whichever ways are selected.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
+from typing import Any
+
+import attrs
+import msgspec
+
+from engine import ConversationEngine, ConversationError, ManualScheduler, Node
+from engine import create_conversation_engine as _create
+
+from ._render import state_json
+
+__all__ = [
+    "WAYS",
+    "DeterminismError",
+    "Divergence",
+    "Report",
+    "assert_deterministic",
+    "check_determinism",
+]
+
+WAYS: tuple[str, ...] = ("whole", "one", "twice", "batches", "frames", "windows")
+"""Every way ``check_determinism`` can replay a log, in the order it tries them."""
+
+
+@attrs.frozen(kw_only=True)
+class Divergence:
+    """The first place two ways of replaying a log disagreed.
+
+    ``position`` is the index in the log of the last event folded when the views
+    were compared (``-1`` before any). ``key`` is the node that differs (``None``
+    when the disagreement is not about one node, e.g. a duplicate notification).
+    ``left``/``right`` are that node's states in ``left_way``/``right_way`` (``None``
+    where the node is absent). ``reason`` says what differs, in words.
+    """
+
+    position: int
+    key: str | None
+    left: Any
+    right: Any
+    left_way: str
+    right_way: str
+    reason: str
+
+    def describe(self) -> str:
+        """A readable, multi-line account of the divergence."""
+        lines = [
+            f"{self.left_way} and {self.right_way} disagree after event #{self.position}"
+            + (f", node {self.key}" if self.key else "")
+            + f": {self.reason}"
+        ]
+        if self.key is not None:
+            lines.append(f"  {self.left_way}: {_show(self.left)}")
+            lines.append(f"  {self.right_way}: {_show(self.right)}")
+        return "\n".join(lines)
+
+
+@attrs.frozen(kw_only=True)
+class Report:
+    """What ``check_determinism`` did and found.
+
+    ``ok`` is true when every way agreed; ``ways`` names each way tried, in order
+    (the checker stops at the first divergence); ``seed`` reproduces the random
+    ones; ``events`` is the log's length.
+    """
+
+    ok: bool
+    seed: int
+    events: int
+    ways: tuple[str, ...]
+    divergence: Divergence | None
+
+    def describe(self) -> str:
+        """A readable summary: the verdict, the ways tried, the divergence if any."""
+        head = (
+            f"{'deterministic' if self.ok else 'NOT deterministic'}: {self.events} events "
+            f"replayed {len(self.ways)} ways (seed={self.seed})"
+        )
+        if self.divergence is None:
+            return head
+        return f"{head}\n{self.divergence.describe()}"
+
+
+class DeterminismError(AssertionError):
+    """``assert_deterministic`` found two ways of replaying a log that disagree.
+
+    ``report`` is the full ``Report``; the message is its description.
+    """
+
+    def __init__(self, report: Report) -> None:
+        super().__init__(report.describe())
+        self.report = report
+
+
+def _show(state: Any, limit: int = 400) -> str:
+    if state is None:
+        return "(absent)"
+    try:
+        text = state_json(state).decode()
+    except TypeError:
+        text = repr(state)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _delivered(form: object) -> Any:
+    """A state as it was when encoded (its canonical form, decoded)."""
+    if isinstance(form, bytes):
+        return msgspec.json.decode(form)
+    return form.value if isinstance(form, _ByValue) else form
+
+
+class _ByValue:
+    """The canonical form of a state with no JSON form: compares with ``==``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _ByValue):
+            return False
+        try:
+            return bool(self.value == other.value)
+        except Exception:
+            return False
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _canonical(node: Node) -> tuple[str, str, int, object]:
+    try:
+        state: object = state_json(node.state)
+    except TypeError:
+        state = _ByValue(node.state)
+    return (node.kind, node.id, node.seq, state)
+
+
+class _Canon:
+    """Canonical forms of one engine's nodes, cached per key while the node object
+    is the same (the engine makes a new ``Node`` whenever the state changes)."""
+
+    __slots__ = ("_cache",)
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[Node, tuple[str, str, int, object]]] = {}
+
+    def __call__(self, node: Node) -> tuple[str, str, int, object]:
+        cached = self._cache.get(node.key)
+        if cached is not None and cached[0] is node:
+            return cached[1]
+        form = _canonical(node)
+        self._cache[node.key] = (node, form)
+        return form
+
+
+_Difference = tuple[str | None, Any, Any, str]
+
+
+def _compare(
+    left: Sequence[Node], right: Sequence[Node], left_canon: _Canon, right_canon: _Canon
+) -> _Difference | None:
+    """The first node (in seq order) where two views differ, or ``None``."""
+    for index in range(max(len(left), len(right))):
+        a = left[index] if index < len(left) else None
+        b = right[index] if index < len(right) else None
+        if a is None:
+            assert b is not None
+            return (b.key, None, b.state, f"node {b.key} (seq {index}) is only in the second view")
+        if b is None:
+            return (a.key, a.state, None, f"node {a.key} (seq {index}) is only in the first view")
+        if a.key != b.key:
+            return (
+                a.key,
+                a.state,
+                None,
+                f"seq {index} is {a.key} in the first view but {b.key} in the second",
+            )
+        if left_canon(a) != right_canon(b):
+            return (a.key, a.state, b.state, "the states differ")
+    return None
+
+
+class _Diverged(Exception):
+    """Internal: unwinds a way at its first divergence."""
+
+    def __init__(self, divergence: Divergence) -> None:
+        super().__init__(divergence.reason)
+        self.divergence = divergence
+
+
+class _Reference:
+    """An engine fed by ``push_many`` up to whatever position a way observes."""
+
+    def __init__(self, check: _Check, events: Sequence[Any]) -> None:
+        self.engine = check.engine()
+        self.events = events
+        self.position = 0
+        self.canon = _Canon()
+
+    def at(self, position: int) -> tuple[Node, ...]:
+        if position > self.position:
+            self.engine.push_many(self.events[self.position : position])
+            self.position = position
+        return self.engine.nodes()
+
+
+class _Check:
+    def __init__(
+        self,
+        events: Sequence[Any],
+        definitions: Sequence[Any],
+        event_type: Callable[[Any], Hashable] | None,
+        seed: int,
+        rounds: int,
+    ) -> None:
+        self.events = events
+        self.definitions = definitions
+        self.event_type = event_type
+        self.seed = seed
+        self.rounds = rounds
+        self.tried: list[str] = []
+
+    def engine(self, scheduler: ManualScheduler | None = None) -> ConversationEngine:
+        return _create(self.definitions, scheduler, event_type=self.event_type)
+
+    def rng(self, way: str) -> random.Random:
+        return random.Random(f"{self.seed}/{way}")
+
+    # -- comparisons ---------------------------------------------------------------
+
+    @staticmethod
+    def expect(
+        left: Sequence[Node],
+        right: Sequence[Node],
+        canons: tuple[_Canon, _Canon],
+        position: int,
+        ways: tuple[str, str],
+    ) -> None:
+        difference = _compare(left, right, *canons)
+        if difference is not None:
+            key, a, b, reason = difference
+            raise _Diverged(
+                Divergence(
+                    position=position,
+                    key=key,
+                    left=a,
+                    right=b,
+                    left_way=ways[0],
+                    right_way=ways[1],
+                    reason=reason,
+                )
+            )
+
+    @staticmethod
+    def fail(position: int, way: str, other: str, reason: str) -> None:
+        raise _Diverged(
+            Divergence(
+                position=position,
+                key=None,
+                left=None,
+                right=None,
+                left_way=way,
+                right_way=other,
+                reason=reason,
+            )
+        )
+
+    # -- the ways ------------------------------------------------------------------
+
+    def run(self, ways: Collection[str]) -> Divergence | None:
+        events = self.events
+        self.tried.append("whole")
+        baseline = self.whole(events)  # errors here are the log's own: they propagate
+        try:
+            if "one" in ways:
+                self.one(events, 0, "", baseline)
+            if "twice" in ways:
+                self.tried.append("twice")
+                again = self.whole(events)
+                self.expect(
+                    again[0],
+                    baseline[0],
+                    (again[1], baseline[1]),
+                    len(events) - 1,
+                    ("twice", "whole"),
+                )
+            for round in range(self.rounds):
+                if "batches" in ways:
+                    self.batches(events, 0, f"batches#{round}", baseline)
+            for round in range(self.rounds):
+                if "frames" in ways:
+                    self.frames(events, 0, f"frames#{round}", baseline)
+            if "windows" in ways:
+                self.windows()
+        except _Diverged as diverged:
+            return diverged.divergence
+        return None
+
+    def whole(self, events: Sequence[Any]) -> tuple[tuple[Node, ...], _Canon]:
+        engine = self.engine()
+        engine.push_many(events)
+        return engine.nodes(), _Canon()
+
+    def guarded(self, way: str, reference_way: str, offset: int, step: Callable[[], None]) -> None:
+        """Run ``step``; an engine error (which the baseline did not raise) diverges."""
+        try:
+            step()
+        except ConversationError as exc:
+            position = getattr(exc, "position", -1)
+            self.fail(
+                offset + position if position >= 0 else offset - 1,
+                way,
+                reference_way,
+                f"{way} raised {type(exc).__name__}: {exc}",
+            )
+
+    def one(
+        self,
+        events: Sequence[Any],
+        offset: int,
+        prefix: str,
+        baseline: tuple[tuple[Node, ...], _Canon],
+    ) -> None:
+        way = f"{prefix}one"
+        reference_way = f"{prefix}whole"
+        self.tried.append(way)
+        engine = self.engine()
+        reference = _Reference(self, events)
+        canon = _Canon()
+
+        def step() -> None:
+            for index, event in enumerate(events):
+                engine.push(event)
+                self.expect(
+                    engine.nodes(),
+                    reference.at(index + 1),
+                    (canon, reference.canon),
+                    offset + index,
+                    (way, reference_way),
+                )
+
+        self.guarded(way, reference_way, offset, step)
+        self.expect(
+            engine.nodes(),
+            baseline[0],
+            (canon, baseline[1]),
+            offset + len(events) - 1,
+            (way, reference_way),
+        )
+
+    def splits(self, rng: random.Random, count: int) -> list[int]:
+        """Random cut points: the ends of the batches, the last one ``count``."""
+        if count <= 1:
+            return [count] if count else []
+        cuts = rng.sample(range(1, count), rng.randint(1, min(count - 1, 64)))
+        return [*sorted(cuts), count]
+
+    def batches(
+        self,
+        events: Sequence[Any],
+        offset: int,
+        way: str,
+        baseline: tuple[tuple[Node, ...], _Canon],
+        reference_way: str = "whole",
+    ) -> None:
+        self.tried.append(way)
+        engine = self.engine()
+        reference = _Reference(self, events)
+        canon = _Canon()
+        ends = self.splits(self.rng(way), len(events))
+
+        def step() -> None:
+            start = 0
+            for end in ends:
+                engine.push_many(events[start:end])
+                start = end
+                self.expect(
+                    engine.nodes(),
+                    reference.at(end),
+                    (canon, reference.canon),
+                    offset + end - 1,
+                    (way, reference_way),
+                )
+
+        self.guarded(way, reference_way, offset, step)
+        self.expect(
+            engine.nodes(),
+            baseline[0],
+            (canon, baseline[1]),
+            offset + len(events) - 1,
+            (way, reference_way),
+        )
+
+    def frames(
+        self,
+        events: Sequence[Any],
+        offset: int,
+        way: str,
+        baseline: tuple[tuple[Node, ...], _Canon],
+        reference_way: str = "whole",
+    ) -> None:
+        self.tried.append(way)
+        rng = self.rng(way)
+        scheduler = ManualScheduler()
+        engine = self.engine(scheduler)
+        reference = _Reference(self, events)
+        canon = _Canon()
+        ends = self.splits(rng, len(events))
+        folded = 0  # events pushed when the current push returns
+        last: list[tuple[Node, ...]] = []
+        kept: list[tuple[int, tuple[Node, ...], list[tuple[str, str, int, object]]]] = []
+        failure: list[_Diverged] = []
+        label = f"{way} notification"
+
+        def listener(nodes: tuple[Node, ...]) -> None:
+            if failure:
+                return
+            try:
+                position = offset + folded - 1
+                if last and nodes is last[-1]:
+                    self.fail(position, label, way, "notified twice with the same version")
+                if nodes is not engine.nodes():
+                    self.fail(position, label, way, "notified with a tuple other than nodes()")
+                self.expect(
+                    nodes,
+                    reference.at(folded),
+                    (canon, reference.canon),
+                    position,
+                    (label, reference_way),
+                )
+                if not last or rng.random() < 0.1:
+                    kept.append((position, nodes, [_canonical(node) for node in nodes]))
+                last[:] = [nodes]
+            except _Diverged as diverged:
+                failure.append(diverged)
+            except ConversationError as exc:  # the reference engine raised
+                failure.append(
+                    _Diverged(
+                        Divergence(
+                            position=offset + folded - 1,
+                            key=None,
+                            left=None,
+                            right=None,
+                            left_way=label,
+                            right_way=reference_way,
+                            reason=f"{reference_way} raised {type(exc).__name__}: {exc}",
+                        )
+                    )
+                )
+
+        engine.subscribe(listener)
+
+        def step() -> None:
+            nonlocal folded
+            start = 0
+            for end in ends:
+                folded = end
+                if end - start == 1:
+                    engine.push(events[start])
+                else:
+                    engine.push_many(events[start:end])
+                start = end
+                if failure:
+                    raise failure[0]
+                choice = rng.random()
+                if choice < 0.4:
+                    scheduler.fire()
+                elif choice < 0.5:
+                    engine.flush()
+                if failure:
+                    raise failure[0]
+            engine.flush()
+            if failure:
+                raise failure[0]
+
+        self.guarded(way, reference_way, offset, step)
+        final = engine.nodes()
+        end = offset + len(events) - 1
+        if engine.statistics().events_accepted and (not last or last[-1] is not final):
+            self.fail(end, label, way, "the final view was never notified, even after flush()")
+        self.expect(final, baseline[0], (canon, baseline[1]), end, (way, reference_way))
+        for position, nodes, forms in kept:
+            for node, form in zip(nodes, forms, strict=True):
+                if _canonical(node) != form:
+                    raise _Diverged(
+                        Divergence(
+                            position=position,
+                            key=node.key,
+                            left=_delivered(form[3]),
+                            right=node.state,
+                            left_way=label,
+                            right_way=f"{way} at the end",
+                            reason="the state changed after it was delivered: a definition "
+                            "mutated its state in place instead of returning a new one",
+                        )
+                    )
+
+    def windows(self) -> None:
+        count = len(self.events)
+        if count < 2:
+            return
+        rng = self.rng("windows")
+        chosen = {(count // 2, count)}  # the newest page, as a paginated reader loads it
+        for _ in range(self.rounds):
+            start = rng.randrange(0, count)
+            chosen.add((start, rng.randint(start + 1, count)))
+        for start, end in sorted(chosen):
+            self.window(start, end)
+
+    def window(self, start: int, end: int) -> None:
+        prefix = f"window[{start}:{end}]/"
+        events = self.events[start:end]
+        self.tried.append(f"{prefix}whole")
+        try:
+            engine = self.engine()
+            engine.push_many(events)
+        except ConversationError as exc:
+            position = getattr(exc, "position", -1)
+            self.fail(
+                start + position if position >= 0 else start,
+                f"{prefix}whole",
+                "whole",
+                f"the window raised {type(exc).__name__}: {exc}",
+            )
+            return
+        baseline = (engine.nodes(), _Canon())
+        self.cut_off_rules(events, start, prefix, engine)
+        self.one(events, start, prefix, baseline)
+        self.batches(events, start, f"{prefix}batches", baseline, f"{prefix}whole")
+        self.frames(events, start, f"{prefix}frames", baseline, f"{prefix}whole")
+
+    def cut_off_rules(
+        self, events: Sequence[Any], offset: int, prefix: str, engine: ConversationEngine
+    ) -> None:
+        """The window shows exactly the nodes started inside it; updates before their
+        start (in the window) are dropped."""
+        routed = [
+            (definition.kind, definition.match, getattr(definition, "event_types", None))
+            for definition in self.definitions
+        ]
+        event_type = self.event_type
+        started: dict[str, int] = {}
+        dropped = 0
+        for index, event in enumerate(events):
+            kind_of_event = event_type(event) if event_type is not None else None
+            for kind, match, types in routed:
+                if event_type is not None and types is not None and kind_of_event not in types:
+                    continue
+                claim = match(event)
+                if claim is None:
+                    continue
+                key = f"{kind}:{claim.id}"
+                if claim.role == "start":
+                    started.setdefault(key, offset + index)
+                elif key not in started:
+                    dropped += 1
+        nodes = engine.nodes()
+        shown = {node.key for node in nodes}
+        for node in nodes:
+            if node.key not in started:
+                raise _Diverged(
+                    Divergence(
+                        position=offset + len(events) - 1,
+                        key=node.key,
+                        left=node.state,
+                        right=None,
+                        left_way=f"{prefix}whole",
+                        right_way=f"{prefix}claims",
+                        reason="the node's start is cut off by the window, yet it is shown",
+                    )
+                )
+        for key, position in started.items():
+            if key not in shown:
+                self.fail(
+                    position, f"{prefix}whole", f"{prefix}claims", f"{key} started but absent"
+                )
+        actual = engine.statistics().updates_dropped
+        if actual != dropped:
+            self.fail(
+                offset + len(events) - 1,
+                f"{prefix}whole",
+                f"{prefix}claims",
+                f"the engine dropped {actual} updates; the claims say {dropped} came before "
+                "their node's start in the window",
+            )
+
+
+def check_determinism(
+    events: Iterable[Any],
+    definitions: Iterable[Any],
+    *,
+    seed: int = 0,
+    ways: Collection[str] = WAYS,
+    rounds: int = 3,
+    event_type: Callable[[Any], Hashable] | None = None,
+) -> Report:
+    """Replay ``events`` through ``definitions`` in many ways and report whether the
+    views agree (see the module docstring for the ways and what each checks).
+
+    ``ways`` selects among ``WAYS`` (``whole`` always runs: it is the baseline);
+    ``rounds`` is how many random variants of ``batches`` and ``frames`` run, and how
+    many random windows; ``seed`` fixes every random choice. The checker stops at
+    the first divergence. Definitions must be reusable across engines (each way
+    makes fresh ones). Cost: about ``4 + 2 * rounds`` folds of the log plus as many
+    of each window, and a comparison of the changed nodes at every observation.
+
+    Raises what the engine raises when the plain ``whole`` replay fails (the log
+    cannot be replayed at all); an error in any other way is a divergence.
+    """
+    unknown = sorted(set(ways) - set(WAYS))
+    if unknown:
+        raise ValueError(f"unknown ways {unknown}; choose among {', '.join(WAYS)}")
+    if rounds < 0:
+        raise ValueError(f"rounds must be >= 0, not {rounds!r}")
+    check = _Check(tuple(events), tuple(definitions), event_type, seed, rounds)
+    divergence = check.run(ways)
+    return Report(
+        ok=divergence is None,
+        seed=seed,
+        events=len(check.events),
+        ways=tuple(check.tried),
+        divergence=divergence,
+    )
+
+
+def assert_deterministic(
+    events: Iterable[Any],
+    definitions: Iterable[Any],
+    *,
+    seed: int = 0,
+    ways: Collection[str] = WAYS,
+    rounds: int = 3,
+    event_type: Callable[[Any], Hashable] | None = None,
+) -> Report:
+    """``check_determinism`` that raises ``DeterminismError`` (an ``AssertionError``)
+    describing the first divergence; returns the report when the views agree."""
+    report = check_determinism(
+        events, definitions, seed=seed, ways=ways, rounds=rounds, event_type=event_type
+    )
+    if not report.ok:
+        raise DeterminismError(report)
+    return report
