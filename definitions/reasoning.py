@@ -1,0 +1,199 @@
+"""The ``reasoning`` kind: a model's streamed thinking, possibly redacted or encrypted.
+
+Event vocabulary (``type`` is the tag; every event carries the reasoning ``id``)::
+
+    {"type": "reasoning.start",    "id": "r1"}
+    {"type": "reasoning.delta",    "id": "r1", "text": "Let me check"}
+    {"type": "reasoning.redacted", "id": "r1", "variant": "encrypted", "data": "gAAAA..."}
+    {"type": "reasoning.end",      "id": "r1"}
+
+``reasoning.redacted`` marks the content as not shown: ``variant`` is
+``"redacted"`` (the provider withheld it, e.g. Anthropic's ``redacted_thinking``)
+or ``"encrypted"`` (an opaque blob to send back, e.g. OpenAI's
+``encrypted_content``); ``data`` is kept in the state, never rendered, and the
+renderers show a placeholder saying so. It may come at any point before the end,
+next to visible (summary) text. ``end`` is final: a later event for the id is an
+error (a repeated ``start`` reopens).
+
+Events may be the Structs below or plain dicts with the same fields. Deltas read
+their fields straight from the dict; the rest go through ``msgspec.convert``.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Final, Literal, TypeAlias
+
+import msgspec
+
+from engine import Claim, Node, Publication, Reader
+
+from ._text import StreamedText
+
+__all__ = [
+    "DEFINITION",
+    "Delta",
+    "End",
+    "Event",
+    "ReasoningDefinition",
+    "ReasoningState",
+    "Redacted",
+    "Start",
+]
+
+Variant: TypeAlias = Literal["redacted", "encrypted"]
+
+
+class Start(msgspec.Struct, frozen=True, tag_field="type", tag="reasoning.start"):
+    """Open reasoning block ``id``."""
+
+    id: str
+
+
+class Delta(msgspec.Struct, frozen=True, tag_field="type", tag="reasoning.delta"):
+    """Append visible reasoning ``text``."""
+
+    id: str
+    text: str
+
+
+class Redacted(msgspec.Struct, frozen=True, tag_field="type", tag="reasoning.redacted"):
+    """The content is not shown: withheld (``"redacted"``) or an opaque ``data`` blob."""
+
+    id: str
+    variant: Variant = "redacted"
+    data: str = ""
+
+
+class End(msgspec.Struct, frozen=True, tag_field="type", tag="reasoning.end"):
+    """Reasoning block ``id`` is complete."""
+
+    id: str
+
+
+Event: TypeAlias = Start | Delta | Redacted | End
+"""Any reasoning event, for typed decoding: ``msgspec.json.Decoder(reasoning.Event)``."""
+
+_STRUCTS: Final[dict[str, type[Event]]] = {
+    cls.__struct_config__.tag: cls  # type: ignore[misc]
+    for cls in (Start, Delta, Redacted, End)
+}
+_TAGS: Final[dict[type, str]] = {cls: tag for tag, cls in _STRUCTS.items()}
+
+PLACEHOLDERS: Final[dict[str, str]] = {
+    "redacted": "[reasoning redacted by the provider: content not shown]",
+    "encrypted": "[reasoning encrypted: content not shown]",
+}
+"""What the renderers show in place of redacted or encrypted content."""
+
+
+class ReasoningState(msgspec.Struct, frozen=True):
+    """A reasoning node's state: visible ``text``, and ``redacted`` when content is
+    hidden (``data`` the opaque payload, never rendered)."""
+
+    text: StreamedText
+    done: bool = False
+    redacted: Variant | None = None
+    data: str = ""
+
+
+def _typed(event: Any) -> Event:
+    if type(event) is dict:
+        return msgspec.convert(event, _STRUCTS[event["type"]])
+    return event  # type: ignore[no-any-return]
+
+
+class ReasoningDefinition:
+    """Folds the ``reasoning.*`` events into ``ReasoningState`` nodes keyed by id."""
+
+    kind: Final = "reasoning"
+    event_types: Final = frozenset(_STRUCTS)
+
+    def match(self, event: Event | dict[str, Any]) -> Claim | None:
+        """Claim ``reasoning.*`` events by their ``id``; a start opens the node."""
+        if type(event) is dict:
+            tag = event.get("type")
+            id = event.get("id")
+        else:
+            tag = _TAGS.get(type(event))
+            id = getattr(event, "id", None)
+        if tag not in _STRUCTS:
+            return None
+        if type(id) is not str:
+            raise ValueError(f"{tag} event needs an 'id' str, got {id!r}")
+        return Claim(id, "start" if tag == "reasoning.start" else "update")
+
+    def start(self, event: Event | dict[str, Any], reader: Reader) -> ReasoningState:
+        """An empty, open reasoning block."""
+        _typed(event)  # validates
+        return ReasoningState(StreamedText())
+
+    def update(self, state: ReasoningState, event: Event | dict[str, Any]) -> ReasoningState:
+        """Append a delta, mark the content redacted, or close the block."""
+        if type(event) is dict:
+            if event["type"] == "reasoning.delta":
+                return _append(state, event.get("text"))
+            typed = _typed(event)
+        else:
+            typed = event  # type: ignore[assignment]
+        if isinstance(typed, Delta):
+            return _append(state, typed.text)
+        if state.done:
+            raise ValueError(f"{_TAGS[type(typed)]} for a reasoning block that already ended")
+        if isinstance(typed, Redacted):
+            return ReasoningState(state.text, False, typed.variant, typed.data or state.data)
+        if isinstance(typed, End):
+            return ReasoningState(state.text, True, state.redacted, state.data)
+        raise ValueError(f"cannot update reasoning with {typed!r}")
+
+    def publication(self, event: Event | dict[str, Any]) -> Publication:
+        """Deltas wait for the next animation frame; the other events are immediate."""
+        tag = event.get("type") if type(event) is dict else _TAGS.get(type(event))
+        return "animation-frame" if tag == "reasoning.delta" else "immediate"
+
+    def render_text(self, node: Node) -> str:
+        """``reasoning: text``, then the placeholder when content is hidden."""
+        state: ReasoningState = node.state
+        parts = [f"reasoning: {state.text}" if state.text else "reasoning:"]
+        if state.redacted is not None:
+            parts.append(PLACEHOLDERS[state.redacted])
+        if not state.done:
+            parts.append("…")
+        return " ".join(parts)
+
+    def render_html(self, node: Node) -> str:
+        """The visible text escaped, and the placeholder when content is hidden."""
+        state: ReasoningState = node.state
+        out = f'<div class="reasoning" data-status="{"done" if state.done else "streaming"}">'
+        if state.text:
+            out += f'<div class="text">{html.escape(str(state.text), quote=True)}</div>'
+        if state.redacted is not None:
+            out += (
+                f'<span class="placeholder" data-variant="{state.redacted}">'
+                f"{html.escape(PLACEHOLDERS[state.redacted], quote=True)}</span>"
+            )
+        return out + "</div>"
+
+    def render_json(self, node: Node) -> dict[str, Any]:
+        """``{"text", "done", "redacted", "data_length"}``: the opaque data is left out."""
+        state: ReasoningState = node.state
+        return {
+            "text": str(state.text),
+            "done": state.done,
+            "redacted": state.redacted,
+            "data_length": len(state.data),
+        }
+
+
+def _append(state: ReasoningState, text: object) -> ReasoningState:
+    if type(text) is not str:
+        raise TypeError(f"reasoning.delta needs a 'text' str, got {text!r}")
+    if state.done:
+        raise ValueError("reasoning.delta for a reasoning block that already ended")
+    if not text:
+        return state
+    return ReasoningState(state.text + text, False, state.redacted, state.data)
+
+
+DEFINITION: Final = ReasoningDefinition()
+"""The reasoning definition to register."""
