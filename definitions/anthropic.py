@@ -1,0 +1,404 @@
+"""Anthropic Messages streaming: fold ``message_*`` / ``content_block_*`` events.
+
+Theory of operation
+-------------------
+A recording holds several messages in a row (agent loops), but
+``content_block_delta`` carries only the block's ``index``, not the message it
+belongs to. The engine's ``match`` must be pure, so the message an event belongs
+to cannot be remembered by a definition. It is named outside the fold instead:
+``scope(events)`` is a small pure pre-pass that wraps each raw event, without
+copying it, in ``Scoped(message_id, event)``, where ``message_id`` is the id of
+the latest ``message_start`` before it. Definitions match on that envelope:
+
+- ``anthropic_message`` (node id: the message id) starts on ``message_start``
+  and takes ``message_delta`` / ``message_stop``;
+- ``anthropic_block`` (node id: ``"<message id>/<index>"``) starts on
+  ``content_block_start`` and takes ``content_block_delta`` / ``_stop``.
+
+The annotation depends only on the events before it in the same stream, so a
+replay of one log always scopes it the same way (deterministic). A paginated
+window that starts mid-message has no ``message_start`` for the cut-off message:
+its events are scoped to ``None``, which no definition claims, so its deltas are
+dropped rather than attributed to a wrong block; the next ``message_start`` scopes
+everything after it correctly. A repeated ``message_start`` with the same id
+restarts that message in place (engine rule 4).
+
+Live users wrap their stream: ``engine.push_many(scope(events))``, or keep one
+``Scoper`` and call ``scoper(event)`` per event. Route with
+``event_type=anthropic.event_type`` (the inner event's type); the definitions
+also list ``Scoped`` in ``event_types``, so ``definitions.event_type`` works too.
+
+Per delta the work is one envelope, one claim and one new frozen state whose text
+is a ``StreamedText`` append; tool input JSON is parsed once, when ``messages()``
+rebuilds (``definitions._partial_json``, jiter's partial-mode semantics).
+
+``messages(nodes)`` rebuilds the SDK's ``Message`` dicts (as
+``accumulate_event`` + ``to_dict(mode="json")`` give them), one per message in
+log order. Unlike the SDK accumulator, a second ``message_start`` begins a new
+message instead of being ignored with its blocks appended to the first.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from typing import Any, Final
+
+import msgspec
+
+from engine import Claim, Node, create_conversation_engine
+
+from ._partial_json import PartialJSONError, parse_partial_json
+from ._text import StreamedText
+
+__all__ = [
+    "DEFINITIONS",
+    "BlockDefinition",
+    "BlockState",
+    "MessageDefinition",
+    "MessageState",
+    "Scoped",
+    "Scoper",
+    "event_type",
+    "fold",
+    "messages",
+    "scope",
+]
+
+_EMPTY = StreamedText()
+# Block types whose input the SDK rebuilds from input_json_delta (TRACKS_TOOL_INPUT).
+_TRACKS_INPUT: Final = frozenset({"tool_use", "server_tool_use"})
+
+
+class Scoped(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """A raw Anthropic event and the id of the message it belongs to.
+
+    ``message_id`` is ``None`` for events before the first ``message_start`` the
+    scoper saw (a window cut mid-message): no definition claims those.
+    """
+
+    message_id: str | None
+    event: dict[str, Any]
+
+
+class Scoper:
+    """Names the message of each event of one stream, in order (see ``scope``)."""
+
+    __slots__ = ("message_id",)
+
+    def __init__(self) -> None:
+        self.message_id: str | None = None
+
+    def __call__(self, event: dict[str, Any]) -> Scoped:
+        """Wrap ``event``; a ``message_start`` makes its id the current scope."""
+        if event.get("type") == "message_start":
+            message = event.get("message") or {}
+            self.message_id = str(message.get("id") or "")
+        return Scoped(self.message_id, event)
+
+
+def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
+    """Wrap each raw event of one stream in ``Scoped`` (the pure pre-pass).
+
+    ``ping`` events are dropped (the SDK drops them before folding too).
+    """
+    message_id: str | None = None
+    for event in events:
+        kind = event.get("type")
+        if kind == "message_start":
+            message = event.get("message") or {}
+            message_id = str(message.get("id") or "")
+        elif kind == "ping":
+            continue
+        yield Scoped(message_id, event)
+
+
+def event_type(event: object) -> Hashable:
+    """Routing key for ``create_conversation_engine(event_type=...)``: the inner type."""
+    if type(event) is Scoped:
+        return event.event.get("type")
+    if type(event) is dict:
+        return event.get("type")
+    kind: Hashable = type(event)
+    return kind
+
+
+# -- states -------------------------------------------------------------------------
+
+
+class MessageState(msgspec.Struct, frozen=True, gc=False):
+    """One message: the ``message_start`` payload and what ``message_delta`` set."""
+
+    message: dict[str, Any]
+    #: fields ``message_delta`` set on the message (stop_reason, ...), in order
+    delta: tuple[tuple[str, Any], ...] = ()
+    #: usage fields ``message_delta`` overwrote
+    usage: tuple[tuple[str, Any], ...] = ()
+    stopped: bool = False
+
+
+class BlockState(msgspec.Struct, frozen=True, gc=False):
+    """One content block: its start payload and the deltas folded into it."""
+
+    message_id: str
+    index: int
+    block: dict[str, Any]
+    text: StreamedText = _EMPTY  # text_delta (text) or thinking_delta (thinking)
+    partial_json: StreamedText = _EMPTY
+    citations: tuple[Any, ...] = ()
+    signature: str | None = None
+    stopped: bool = False
+
+
+# -- definitions --------------------------------------------------------------------
+
+_MESSAGE_TYPES: Final = frozenset({"message_start", "message_delta", "message_stop"})
+_BLOCK_TYPES: Final = frozenset(
+    {"content_block_start", "content_block_delta", "content_block_stop"}
+)
+_BLOCK_PUBLICATION: Final = {
+    "content_block_start": "immediate",
+    "content_block_delta": "animation-frame",
+    "content_block_stop": "immediate",
+}
+
+
+class MessageDefinition:
+    """Kind ``anthropic_message``: one node per message, id = the message id."""
+
+    kind = "anthropic_message"
+    event_types = _MESSAGE_TYPES | {Scoped}
+    publication = "immediate"
+
+    def match(self, event: Scoped) -> Claim | None:
+        """Start on ``message_start``, update on ``message_delta``/``message_stop``."""
+        message_id = event.message_id
+        if message_id is None:
+            return None
+        kind = event.event.get("type")
+        if kind == "message_start":
+            return Claim(message_id, "start")
+        if kind in _MESSAGE_TYPES:
+            return Claim(message_id, "update")
+        return None
+
+    def start(self, event: Scoped, reader: object) -> MessageState:
+        """The message as ``message_start`` announced it."""
+        message = event.event.get("message")
+        if not isinstance(message, dict):
+            raise ValueError("message_start has no 'message' object")
+        return MessageState(message)
+
+    def update(self, state: MessageState, event: Scoped) -> MessageState:
+        """Apply ``message_delta`` (stop reason, container, cumulative usage)."""
+        raw = event.event
+        if raw["type"] == "message_stop":
+            return msgspec.structs.replace(state, stopped=True)
+        delta = raw.get("delta") or {}
+        fields = dict(state.delta)
+        fields["stop_reason"] = delta.get("stop_reason")
+        fields["stop_sequence"] = delta.get("stop_sequence")
+        fields["stop_details"] = delta.get("stop_details")
+        if delta.get("container") is not None:
+            fields["container"] = delta["container"]
+        usage = dict(state.usage)
+        raw_usage = raw.get("usage") or {}
+        usage["output_tokens"] = raw_usage.get("output_tokens")
+        # Cumulative totals overwrite; an omitted (or null) one keeps the start value.
+        for name in (
+            "input_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+            "server_tool_use",
+            "output_tokens_details",
+        ):
+            value = raw_usage.get(name)
+            if value is not None:
+                usage[name] = value
+        return MessageState(state.message, tuple(fields.items()), tuple(usage.items()))
+
+    def render_text(self, node: Node) -> str:
+        """``assistant (model) stop_reason``."""
+        state: MessageState = node.state
+        message = state.message
+        stop = dict(state.delta).get("stop_reason")
+        parts = [str(message.get("role", "assistant")), f"({message.get('model', '?')})"]
+        if stop:
+            parts.append(f"[{stop}]")
+        return " ".join(parts)
+
+    def render_html(self, node: Node) -> str:
+        """The role, model and stop reason, escaped."""
+        body = html.escape(self.render_text(node), quote=True)
+        return f'<div class="anthropic-message">{body}</div>'
+
+
+class BlockDefinition:
+    """Kind ``anthropic_block``: one node per content block, id ``<message>/<index>``."""
+
+    kind = "anthropic_block"
+    event_types = _BLOCK_TYPES | {Scoped}
+
+    def publication(self, event: Scoped) -> str:
+        """Deltas wait for a frame; block starts and stops are published at once."""
+        return _BLOCK_PUBLICATION.get(event.event["type"], "immediate")
+
+    def match(self, event: Scoped) -> Claim | None:
+        """Start on ``content_block_start``; update on its deltas and stop."""
+        message_id = event.message_id
+        if message_id is None:
+            return None
+        raw = event.event
+        kind = raw.get("type")
+        if kind == "content_block_delta" or kind == "content_block_stop":
+            return Claim(f"{message_id}/{raw['index']}", "update")
+        if kind == "content_block_start":
+            return Claim(f"{message_id}/{raw['index']}", "start")
+        return None
+
+    def start(self, event: Scoped, reader: object) -> BlockState:
+        """The block as ``content_block_start`` announced it."""
+        raw = event.event
+        block = raw.get("content_block")
+        if not isinstance(block, dict):
+            raise ValueError("content_block_start has no 'content_block' object")
+        assert event.message_id is not None
+        return BlockState(event.message_id, raw["index"], block)
+
+    def update(self, state: BlockState, event: Scoped) -> BlockState:
+        """Fold one delta the way the SDK does (deltas of another block type are ignored)."""
+        raw = event.event
+        if raw["type"] == "content_block_stop":
+            return msgspec.structs.replace(state, stopped=True)
+        delta = raw["delta"]
+        kind = delta["type"]
+        block_type = state.block.get("type")
+        if kind == "text_delta":
+            if block_type != "text":
+                return state
+            return BlockState(
+                state.message_id,
+                state.index,
+                state.block,
+                state.text + delta["text"],
+                state.partial_json,
+                state.citations,
+                state.signature,
+                state.stopped,
+            )
+        if kind == "input_json_delta":
+            if block_type not in _TRACKS_INPUT:
+                return state
+            return BlockState(
+                state.message_id,
+                state.index,
+                state.block,
+                state.text,
+                state.partial_json + delta["partial_json"],
+                state.citations,
+                state.signature,
+                state.stopped,
+            )
+        if kind == "thinking_delta":
+            if block_type != "thinking":
+                return state
+            return msgspec.structs.replace(state, text=state.text + delta["thinking"])
+        if kind == "signature_delta":
+            if block_type != "thinking":
+                return state
+            return msgspec.structs.replace(state, signature=delta["signature"])
+        if kind == "citations_delta":
+            if block_type != "text":
+                return state
+            return msgspec.structs.replace(state, citations=(*state.citations, delta["citation"]))
+        return state  # a delta type the SDK does not fold either
+
+    def render_text(self, node: Node) -> str:
+        """Text and thinking as text, tool calls as ``name(arguments)``."""
+        state: BlockState = node.state
+        block = _block(state)
+        kind = block.get("type")
+        if kind == "text":
+            return str(block.get("text", ""))
+        if kind == "thinking":
+            return f"[thinking] {block.get('thinking', '')}"
+        if kind in _TRACKS_INPUT or "input" in block:
+            return f"{kind} {block.get('name', '')}({_dumps(block.get('input'))})"
+        return f"[{kind}] {_dumps({k: v for k, v in block.items() if k != 'type'})}"
+
+    def render_html(self, node: Node) -> str:
+        """The block's text (or its call or payload as JSON), escaped."""
+        state: BlockState = node.state
+        kind = html.escape(str(state.block.get("type")), quote=True)
+        body = html.escape(self.render_text(node), quote=True)
+        return f'<div class="anthropic-block" data-type="{kind}">{body}</div>'
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+MESSAGE: Final = MessageDefinition()
+BLOCK: Final = BlockDefinition()
+DEFINITIONS: Final = (MESSAGE, BLOCK)
+"""The Anthropic definitions to register: messages, then their content blocks."""
+
+
+# -- rebuild ------------------------------------------------------------------------
+
+
+def _block(state: BlockState) -> dict[str, Any]:
+    block = dict(state.block)
+    kind = block.get("type")
+    if kind == "text":
+        if state.text:
+            block["text"] = str(block.get("text", "")) + str(state.text)
+        if state.citations:
+            block["citations"] = [*(block.get("citations") or ()), *state.citations]
+    elif kind == "thinking":
+        if state.text:
+            block["thinking"] = str(block.get("thinking", "")) + str(state.text)
+        if state.signature is not None:
+            block["signature"] = state.signature
+    elif kind in _TRACKS_INPUT and state.partial_json:
+        buffer = str(state.partial_json)
+        try:
+            block["input"] = parse_partial_json(buffer)
+        except PartialJSONError as exc:
+            raise ValueError(f"unable to parse tool input JSON {buffer!r}: {exc}") from exc
+    return block
+
+
+def messages(nodes: Sequence[Node]) -> list[dict[str, Any]]:
+    """The SDK ``Message`` dicts the nodes hold, one per message, in log order.
+
+    Blocks are placed in their message in start order. Blocks whose message node
+    is absent (not registered, or outside the window) are left out.
+    """
+    out: list[dict[str, Any]] = []
+    by_id: dict[str, dict[str, Any]] = {}
+    for node in nodes:
+        kind = node.kind
+        if kind == MessageDefinition.kind:
+            state: MessageState = node.state
+            message = dict(state.message)
+            message["content"] = list(message.get("content") or ())
+            message.update(state.delta)
+            if state.usage:
+                message["usage"] = {**(message.get("usage") or {}), **dict(state.usage)}
+            by_id[node.id] = message
+            out.append(message)
+        elif kind == BlockDefinition.kind:
+            block_state: BlockState = node.state
+            owner = by_id.get(block_state.message_id)
+            if owner is not None:
+                owner["content"].append(_block(block_state))
+    return out
+
+
+def fold(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The final messages of one recording's raw events (in order)."""
+    engine = create_conversation_engine(DEFINITIONS, event_type=event_type)
+    engine.push_many(scope(events))
+    return messages(engine.nodes())

@@ -1,0 +1,126 @@
+"""Hypothesis strategies: random valid streams of the Anthropic and OpenAI protocols.
+
+Each stream holds several messages/responses in a row; texts are split into
+random deltas (empty ones included, astral characters included) and tool
+arguments are JSON documents split at arbitrary points, mid-token.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import strategies as st
+
+TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=40)
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4),
+    max_leaves=12,
+)
+JSON_OBJECTS = st.dictionaries(TEXT, JSON_VALUES, max_size=5)
+
+
+@st.composite
+def splits(draw: st.DrawFn, text: str) -> list[str]:
+    """``text`` cut at random points into deltas, some of them empty."""
+    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=8)))
+    pieces, last = [], 0
+    for cut in cuts:
+        pieces.append(text[last:cut])
+        last = cut
+    pieces.append(text[last:])
+    return pieces
+
+
+@st.composite
+def interleave(draw: st.DrawFn, lanes: list[list[Any]]) -> list[tuple[int, Any]]:
+    """The items of ``lanes`` merged in a random order that keeps each lane's order."""
+    order = [lane for lane, items in enumerate(lanes) for _ in items]
+    order = draw(st.permutations(order))
+    positions = [0] * len(lanes)
+    out = []
+    for lane in order:
+        out.append((lane, lanes[lane][positions[lane]]))
+        positions[lane] += 1
+    return out
+
+
+# -- Anthropic ----------------------------------------------------------------------
+
+
+@st.composite
+def anthropic_block(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A content block start payload and its deltas."""
+    kind = draw(st.sampled_from(["text", "thinking", "tool_use"]))
+    if kind == "text":
+        pieces = draw(splits(draw(TEXT)))
+        return {"type": "text", "text": ""}, [{"type": "text_delta", "text": p} for p in pieces]
+    if kind == "thinking":
+        pieces = draw(splits(draw(TEXT)))
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in pieces]
+        deltas.append({"type": "signature_delta", "signature": draw(TEXT)})
+        return {"type": "thinking", "thinking": "", "signature": ""}, deltas
+    arguments = json.dumps(draw(JSON_OBJECTS), ensure_ascii=draw(st.booleans()))
+    pieces = draw(splits(arguments))
+    block = {
+        "type": "tool_use",
+        "id": f"toolu_{draw(st.integers(0, 99))}",
+        "name": "f",
+        "input": {},
+    }
+    return block, [{"type": "input_json_delta", "partial_json": p} for p in pieces]
+
+
+@st.composite
+def anthropic_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Several Anthropic messages in a row, block deltas interleaved within each."""
+    events: list[dict[str, Any]] = []
+    for number in range(draw(st.integers(1, 3))):
+        events.append(
+            {
+                "type": "message_start",
+                "message": {
+                    "id": f"msg_{number}",
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [],
+                    "model": "claude-test",
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 3, "output_tokens": 1},
+                },
+            }
+        )
+        blocks = draw(st.lists(anthropic_block(), max_size=4))
+        lanes = [
+            [{"type": "content_block_delta", "index": i, "delta": d} for d in deltas]
+            + [{"type": "content_block_stop", "index": i}]
+            for i, (_, deltas) in enumerate(blocks)
+        ]
+        started = 0
+        for lane, event in draw(interleave(lanes)):
+            # Blocks start in index order: the SDK appends a block per start.
+            while started <= lane:
+                start = {"type": "content_block_start", "index": started}
+                events.append({**start, "content_block": blocks[started][0]})
+                started += 1
+            events.append(event)
+        if draw(st.booleans()):
+            events.append({"type": "ping"})
+        events.append(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": draw(st.integers(0, 1000))},
+            }
+        )
+        events.append({"type": "message_stop"})
+    if draw(st.booleans()):  # a recording cut off mid-stream
+        events = events[: draw(st.integers(1, len(events)))]
+    return events

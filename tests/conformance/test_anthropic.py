@@ -1,0 +1,136 @@
+"""definitions.anthropic against the Anthropic SDK's accumulator (accumulate_event)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from definitions import anthropic
+from engine import create_conversation_engine
+from tests._shared import shared_files, shared_path
+
+from . import _python_oracles as oracles
+from ._compare import assert_same, assert_same_events
+from ._strategies import anthropic_streams
+
+FIXTURES = [
+    *shared_files("fixtures", "recorded", pattern="*anthropic*"),
+    *shared_files("fixtures", "synthetic", pattern="anthropic_*"),
+]
+
+
+def per_message_reference(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The SDK's messages, folding each message on its own.
+
+    The SDK folds one message per stream; given several in a row it ignores the
+    second ``message_start`` and appends its blocks to the first message (see
+    ``TestKnownReferenceErrors``). Within one message it is the reference, so the
+    stream is cut at each ``message_start``; a repeated start of the same message
+    id restarts that message, so the later segment replaces the earlier.
+    """
+    segments: list[list[dict[str, Any]]] = []
+    ids: list[object] = []
+    for event in events:
+        if event.get("type") == "message_start":
+            message_id = event["message"].get("id")
+            if ids and ids[-1] == message_id:
+                segments.pop()
+                ids.pop()
+            segments.append([])
+            ids.append(message_id)
+        if segments and event.get("type") != "ping":
+            segments[-1].append(event)
+    return [message for segment in segments for message in oracles.anthropic_messages(segment)]
+
+
+@pytest.mark.parametrize("path", FIXTURES)
+def test_fixture_matches_the_sdk(path: Path) -> None:
+    """Every recorded and synthetic Anthropic stream rebuilds the SDK's messages."""
+    events = oracles.anthropic_read_events(path)
+    assert_same(anthropic.fold(events), per_message_reference(events))
+
+
+@pytest.mark.parametrize("path", FIXTURES)
+def test_replay_reads_the_same_events(path: Path) -> None:
+    """replay.load_events yields the events the oracle's reader does."""
+    events = [e for e in oracles.replay_events(path) if e.get("type") != "ping"]
+    assert_same_events(path, events, oracles.anthropic_read_events(path))
+
+
+@settings(max_examples=100, deadline=None)
+@given(anthropic_streams())
+def test_generated_streams_match_the_sdk(events: list[dict[str, Any]]) -> None:
+    """Random streams (interleaved blocks, JSON split mid-token, several messages)."""
+    assert_same(anthropic.fold(events), per_message_reference(events))
+
+
+@settings(max_examples=60, deadline=None)
+@given(anthropic_streams(), st.integers(0, 200))
+def test_window_cut_mid_message(events: list[dict[str, Any]], cut: int) -> None:
+    """A window without the first K events shows only the messages it saw start.
+
+    The cut-off message's deltas are dropped (no block is attributed to a wrong
+    message); every message whose start is in the window is complete.
+    """
+    cut = min(cut, len(events))
+    window = events[cut:]
+    rebuilt = anthropic.fold(window)
+    assert_same(rebuilt, per_message_reference(window))
+    engine = create_conversation_engine(anthropic.DEFINITIONS, event_type=anthropic.event_type)
+    engine.push_many(anthropic.scope(window))
+    started = {e["message"]["id"] for e in window if e.get("type") == "message_start"}
+    for node in engine.nodes():
+        owner = node.id if node.kind == "anthropic_message" else node.state.message_id
+        assert owner in started
+
+
+class TestKnownReferenceErrors:
+    """Where the SDK accumulator is wrong, we are right and say why."""
+
+    def test_second_message_start_begins_a_new_message(self) -> None:
+        """The SDK ignores a second message_start and merges its blocks into the first.
+
+        ``spliced-message-start``: msg_first is cut off mid tool call and msg_second
+        follows. The SDK folds one message whose thinking is both messages' thinking
+        concatenated (deltas address ``content[index]`` of the first message), the
+        second message's JSON appended to the first tool's input, and the second
+        message's own blocks left empty; we rebuild the two messages.
+        """
+        path = shared_path(
+            "fixtures", "recorded", "vercel-anthropic-spliced-message-start.chunks.txt"
+        )
+        events = oracles.anthropic_read_events(path)
+        [merged] = oracles.anthropic_messages(events)
+        assert merged["id"] == "msg_first"
+        assert merged["content"][0]["thinking"] == "I will call the tool.Let me call the tool."
+        assert merged["content"][1]["input"] == {"value": "Spark{"}
+        assert merged["content"][2]["thinking"] == ""
+        ours = anthropic.fold(events)
+        assert [m["id"] for m in ours] == ["msg_first", "msg_second"]
+        first, second = ours
+        assert first["content"][0]["thinking"] == "I will call the tool."
+        assert first["content"][0]["signature"] == "sig-first"
+        assert first["content"][1]["input"] == {}  # '{"value":"Spark' keeps no complete value
+        assert first.get("stop_reason") is None
+        assert second["content"][0]["thinking"] == "Let me call the tool."
+        assert second["content"][1]["input"] == {"value": "Sparkle Day"}
+        assert second["stop_reason"] == "tool_use"
+
+    def test_several_messages_are_not_merged(self) -> None:
+        """An agent loop of 15 messages folds to 15 messages, not the SDK's one."""
+        path = shared_path(
+            "fixtures",
+            "recorded",
+            "vercel-anthropic-anthropic-programmatic-tool-calling.1.chunks.txt",
+        )
+        events = oracles.anthropic_read_events(path)
+        merged = oracles.anthropic_messages(events)
+        ours = anthropic.fold(events)
+        assert len(merged) == 1
+        assert len(ours) == sum(e["type"] == "message_start" for e in events) > 1
+        # The SDK also drops the content later message_starts carry.
+        assert sum(len(m["content"]) for m in ours) > len(merged[0]["content"])
