@@ -50,6 +50,7 @@ import msgspec
 from engine import Claim, Node, create_conversation_engine
 
 from ._partial_json import PartialJSONError, parse_partial_json
+from ._routing import event_type as _event_type
 from ._text import StreamedText
 
 __all__ = [
@@ -118,10 +119,7 @@ def event_type(event: object) -> Hashable:
     """Routing key for ``create_conversation_engine(event_type=...)``: the inner type."""
     if type(event) is Scoped:
         return event.event.get("type")
-    if type(event) is dict:
-        return event.get("type")
-    kind: Hashable = type(event)
-    return kind
+    return _event_type(event)
 
 
 # -- states -------------------------------------------------------------------------
