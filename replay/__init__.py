@@ -15,15 +15,23 @@ from ._log import LogWriter as LogWriter
 from ._log import ReplayError as ReplayError
 from ._log import read_log as read_log
 from ._log import write_log as write_log
+from ._store import ConcurrencyError as ConcurrencyError
+from ._store import EventStore as EventStore
+from ._store import StoreBusyError as StoreBusyError
+from ._store import StoreError as StoreError
 
 __all__ = [
+    "ConcurrencyError",
     "Entry",
+    "EventStore",
     "Format",
     "Loaded",
     "Log",
     "LogError",
     "LogWriter",
     "ReplayError",
+    "StoreBusyError",
+    "StoreError",
     "load_events",
     "read_log",
     "write_log",
