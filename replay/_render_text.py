@@ -1,0 +1,113 @@
+"""The terminal renderer: plain text, styled with rich on a terminal when it is installed.
+
+Conversation content is untrusted, and a terminal obeys escape sequences: a log
+could set the window title, rewrite earlier lines, or on some terminals answer
+back into the input. So everything printed (bodies, and the ids in headers, which
+also come from events) passes through ``strip_controls`` first, and the rich path
+hands content to rich as ``Text`` objects, never as markup.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from engine import Node
+
+from ._render import call_member, members, pretty_state
+
+__all__ = ["render_text", "strip_controls"]
+
+# Whole escape sequences first, so their parameters do not linger as visible text:
+# CSI (colours, cursor moves), OSC (window title, hyperlinks; ended by BEL or ST),
+# DCS/SOS/PM/APC strings, then any other two-byte escape.
+_SEQUENCES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]?"
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
+    r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"
+    r"|\x1b[ -/]*[0-~]?"
+)
+# Then every C0 control but tab and newline, DEL, and the C1 range (0x9b is an
+# 8-bit CSI on some terminals).
+_CONTROLS = dict.fromkeys(
+    [c for c in range(0x20) if c not in (0x09, 0x0A)] + [0x7F, *range(0x80, 0xA0)]
+)
+
+
+def strip_controls(text: str) -> str:
+    """``text`` without terminal escape sequences or control characters (newline and
+    tab are kept), so untrusted content cannot drive the terminal it is printed to."""
+    if text.isprintable():  # the common case: nothing to strip, no regex pass
+        return text
+    return _SEQUENCES.sub("", text).translate(_CONTROLS)
+
+
+def _body(node: Node, render: dict[str, Any]) -> str:
+    member = render.get(node.kind)
+    if member is None:
+        return pretty_state(node.state)
+    return str(call_member(member, node, "render_text"))
+
+
+def _use_color(color: bool | None) -> bool:
+    if color is not None:
+        return color
+    isatty = getattr(sys.stdout, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def render_text(
+    nodes: Iterable[Node], definitions: Iterable[Any], *, color: bool | None = None
+) -> str:
+    """The view as text: per node a header (``#seq kind:id``) and its body, indented.
+
+    The body is the definition's ``render_text(node)`` when it has one, else the
+    state as indented JSON. Control characters and escape sequences are stripped
+    from every piece. ``color=None`` styles with rich when stdout is a terminal and
+    rich is installed; ``True`` styles whenever rich is installed; without rich, or
+    with ``False``, the text is plain.
+    """
+    render = members(definitions, "render_text")
+    parts = [
+        (strip_controls(f"#{node.seq} {node.key}"), strip_controls(_body(node, render)))
+        for node in nodes
+    ]
+    if _use_color(color):
+        styled = _render_rich(parts)
+        if styled is not None:
+            return styled
+    return "".join(f"{header}\n{_indent(body)}\n" for header, body in parts)
+
+
+def _indent(body: str) -> str:
+    return "\n".join("  " + line if line else "" for line in body.split("\n"))
+
+
+def _render_rich(parts: list[tuple[str, str]]) -> str | None:
+    """The styled form through rich, or ``None`` when rich is not installed."""
+    try:
+        # Lazily: rich is optional, and costs ~50 ms to import.
+        from rich.console import Console  # type: ignore[import-not-found, unused-ignore]
+        from rich.padding import Padding  # type: ignore[import-not-found, unused-ignore]
+        from rich.text import Text  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        return None
+    out = io.StringIO()
+    console = Console(
+        file=out,
+        force_terminal=True,
+        color_system="standard",
+        width=shutil.get_terminal_size().columns,
+        markup=False,
+        emoji=False,
+        highlight=False,
+    )
+    for header, body in parts:
+        # Text objects, never markup strings: "[bold]" in content stays literal.
+        console.print(Text(header, style="bold cyan"))
+        console.print(Padding(Text(body), (0, 0, 0, 2)))
+    return out.getvalue()
