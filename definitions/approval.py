@@ -1,0 +1,150 @@
+"""The ``approval`` kind: a request for permission and its decision.
+
+Event vocabulary (``type`` is the tag; ``id`` names the approval)::
+
+    {"type": "approval.request",  "id": "a1", "action": "Run `rm -rf build/`",
+                                  "tool_call_id": "c2"}
+    {"type": "approval.decision", "id": "a1", "decision": "approved",
+                                  "by": "alice", "reason": "looks safe"}
+
+``action`` says what needs permission; ``tool_call_id`` (optional) the tool call
+it gates. The kinds are unaware of each other: a denied call's ``tool_call``
+node learns of the denial from its own ``tool_call.denied`` event, which the agent
+emits next to the decision. A decision is final: a second one is an error (a
+repeated request reopens the approval as pending).
+
+Events may be the Structs below or plain dicts with the same fields; both are
+discrete facts, converted with ``msgspec.convert`` and published immediately.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Final, Literal, TypeAlias
+
+import msgspec
+
+from engine import Claim, Node, Reader
+
+__all__ = ["DEFINITION", "ApprovalDefinition", "ApprovalState", "Decision", "Event", "Request"]
+
+Verdict: TypeAlias = Literal["approved", "denied"]
+
+
+class Request(msgspec.Struct, frozen=True, tag_field="type", tag="approval.request"):
+    """Ask permission for ``action``, for tool call ``tool_call_id`` when given."""
+
+    id: str
+    action: str
+    tool_call_id: str | None = None
+
+
+class Decision(msgspec.Struct, frozen=True, tag_field="type", tag="approval.decision"):
+    """``decision`` on approval ``id``, made ``by`` someone, for ``reason``."""
+
+    id: str
+    decision: Verdict
+    by: str | None = None
+    reason: str | None = None
+
+
+Event: TypeAlias = Request | Decision
+"""Any approval event, for typed decoding: ``msgspec.json.Decoder(approval.Event)``."""
+
+_STRUCTS: Final[dict[str, type[Event]]] = {
+    cls.__struct_config__.tag: cls  # type: ignore[misc]
+    for cls in (Request, Decision)
+}
+_TAGS: Final[dict[type, str]] = {cls: tag for tag, cls in _STRUCTS.items()}
+
+
+class ApprovalState(msgspec.Struct, frozen=True):
+    """An approval node's state: ``status`` is ``"pending"`` until the decision."""
+
+    action: str
+    tool_call_id: str | None = None
+    status: Literal["pending", "approved", "denied"] = "pending"
+    by: str | None = None
+    reason: str | None = None
+
+
+def _typed(event: Any) -> Event:
+    if type(event) is dict:
+        return msgspec.convert(event, _STRUCTS[event["type"]])
+    return event  # type: ignore[no-any-return]
+
+
+class ApprovalDefinition:
+    """Folds ``approval.*`` events into ``ApprovalState`` nodes keyed by approval id."""
+
+    kind: Final = "approval"
+    event_types: Final = frozenset(_STRUCTS)
+    publication: Final = "immediate"
+
+    def match(self, event: Event | dict[str, Any]) -> Claim | None:
+        """Claim ``approval.*`` events by their ``id``; a request opens the node."""
+        if type(event) is dict:
+            tag = event.get("type")
+            id = event.get("id")
+        else:
+            tag = _TAGS.get(type(event))
+            id = getattr(event, "id", None)
+        if tag not in _STRUCTS:
+            return None
+        if type(id) is not str:
+            raise ValueError(f"{tag} event needs an 'id' str, got {id!r}")
+        return Claim(id, "start" if tag == "approval.request" else "update")
+
+    def start(self, event: Event | dict[str, Any], reader: Reader) -> ApprovalState:
+        """A pending approval of the requested action."""
+        typed = _typed(event)
+        assert isinstance(typed, Request)
+        return ApprovalState(typed.action, typed.tool_call_id)
+
+    def update(self, state: ApprovalState, event: Event | dict[str, Any]) -> ApprovalState:
+        """Record the decision; a second decision is an error."""
+        typed = _typed(event)
+        if not isinstance(typed, Decision):
+            raise ValueError(f"cannot update an approval with {typed!r}")
+        if state.status != "pending":
+            raise ValueError(f"approval.decision for an approval that is already {state.status}")
+        return ApprovalState(
+            state.action, state.tool_call_id, typed.decision, typed.by, typed.reason
+        )
+
+    def render_text(self, node: Node) -> str:
+        """``approval [call]: action -> status (by, reason)``."""
+        state: ApprovalState = node.state
+        target = f" for {state.tool_call_id}" if state.tool_call_id else ""
+        text = f"approval{target}: {state.action} -> {state.status}"
+        detail = ", ".join(
+            part for part in (f"by {state.by}" if state.by else "", state.reason or "") if part
+        )
+        return f"{text} ({detail})" if detail else text
+
+    def render_html(self, node: Node) -> str:
+        """The action, the decision and who made it, every piece escaped."""
+        state: ApprovalState = node.state
+        esc = _escape
+        out = f'<div class="approval" data-status="{state.status}">'
+        out += f'<div class="action">{esc(state.action)}</div>'
+        if state.tool_call_id:
+            out += f'<span class="tool-call-id">{esc(state.tool_call_id)}</span>'
+        out += f'<span class="decision">{state.status}</span>'
+        if state.by:
+            out += f'<span class="by">{esc(state.by)}</span>'
+        if state.reason:
+            out += f'<span class="reason">{esc(state.reason)}</span>'
+        return out + "</div>"
+
+    def render_json(self, node: Node) -> dict[str, Any]:
+        """The state's fields as a dict."""
+        return msgspec.structs.asdict(node.state)
+
+
+def _escape(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+DEFINITION: Final = ApprovalDefinition()
+"""The approval definition to register."""
