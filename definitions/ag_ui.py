@@ -40,9 +40,9 @@ from __future__ import annotations
 import copy
 import html
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from operator import attrgetter
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import msgspec
 
@@ -74,26 +74,23 @@ _NOT_ROUTED = (
 
 
 class Routed:
-    """One raw AG-UI event plus the claims the router decided for it.
+    """One raw AG-UI event plus the claim the router decided for it.
 
-    ``event`` is the original dict (never copied); ``message``/``tool``/``state``/
-    ``run``/``other`` are the claims for the five kinds (``None``: not claimed);
-    ``owner`` is the id of the assistant message a tool call belongs to; ``delta`` is
-    the text a chunk or content event appends; ``pub`` its publication.
+    ``event`` is the original dict (never copied); ``claim`` the claim of the kind the
+    envelope's class targets (its class is what the engine routes on, so each event
+    reaches only the definition it concerns); ``delta`` the text a content, args or
+    chunk event appends. A tool call that makes its assistant message also carries
+    ``owner_claim`` (the message's start); ``owner`` is the id of that message.
     """
 
-    __slots__ = ("delta", "event", "message", "other", "owner", "pub", "run", "state", "tool")
+    __slots__ = ("claim", "delta", "event", "owner", "owner_claim")
+    target: ClassVar[str] = ""
+    pub: ClassVar[str] = _NOW
 
-    def __init__(self, event: Mapping[str, Any]) -> None:
+    def __init__(self, event: Mapping[str, Any], claim: Claim | None = None, delta: str = ""):
         self.event = event
-        self.message: Claim | None = None
-        self.tool: Claim | None = None
-        self.state: Claim | None = None
-        self.run: Claim | None = None
-        self.other: Claim | None = None
-        self.owner: str | None = None
-        self.delta: str = ""
-        self.pub: str = _NOW
+        self.claim = claim
+        self.delta = delta
 
     @property
     def type(self) -> Any:
@@ -101,16 +98,56 @@ class Routed:
         return self.event.get("type")
 
     def __repr__(self) -> str:
-        return f"Routed({self.event!r})"
+        return f"{type(self).__name__}({self.event!r}, {self.claim!r})"
 
 
-# Event types of the message lifecycle; the value is the role a START gives.
-_TEXT = ("TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END")
-_REASONING = ("REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END")
+_MESSAGE: Final = "ag_ui_message"
+_TOOL: Final = "ag_ui_tool_call"
+_BOTH: Final = "ag_ui_tool_call+ag_ui_message"
+
+
+class _ToMessage(Routed):
+    __slots__ = ()
+    target = _MESSAGE
+
+
+class _MessageDelta(_ToMessage):
+    __slots__ = ()
+    pub = _FRAME
+
+
+class _ToTool(Routed):
+    __slots__ = ()
+    target = _TOOL
+
+
+class _ToolDelta(_ToTool):
+    __slots__ = ()
+    pub = _FRAME
+
+
+class _ToolAndOwner(Routed):
+    __slots__ = ()
+    target = _BOTH
+
+
+class _ToState(Routed):
+    __slots__ = ()
+    target = "ag_ui_state"
+
+
+class _ToRun(Routed):
+    __slots__ = ()
+    target = "ag_ui_run"
+
+
+class _ToOther(Routed):
+    __slots__ = ()
+    target = "ag_ui_event"
 
 
 class Router:
-    """Decides, per raw AG-UI event, which node each definition claims (pure of I/O).
+    """Decides, per raw AG-UI event, which node it starts or updates (no I/O, no clock).
 
     Call it on each event in log order (``router(event) -> Routed``), or use
     ``route(events)``, or register it as an engine push hook: ``on_push_start``
@@ -118,13 +155,16 @@ class Router:
     """
 
     def __init__(self) -> None:
-        self._roles: dict[str, str] = {}  # message id -> role, as the reference's list
-        self._tools: set[str] = set()
+        # What the reference would find by id: message id -> role, and the cached
+        # update claims of messages and tool calls (a Claim is a frozen value).
+        self._roles: dict[str, str] = {}
+        self._message_updates: dict[str, Claim] = {}
+        self._tool_updates: dict[str, Claim] = {}
         self._lanes: dict[Any, tuple[str, str]] = {}  # subagent lane -> (kind, id)
         self._has_state = False
-        self._run: str | None = None
+        self._run: Claim | None = None
         self._count = 0
-        self._handlers: dict[Any, Any] = {
+        self._handlers: dict[Any, Callable[[Mapping[str, Any]], Routed]] = {
             "TEXT_MESSAGE_START": self._message_start,
             "TEXT_MESSAGE_CONTENT": self._message_content,
             "TEXT_MESSAGE_END": self._message_end,
@@ -152,22 +192,16 @@ class Router:
         }
 
     def __call__(self, event: Mapping[str, Any]) -> Routed:
-        """The envelope of ``event``; unknown types get one with no claims."""
-        routed = Routed(event)
+        """The envelope of ``event``; an unknown type gets one that claims nothing."""
         handler = self._handlers.get(event.get("type"))
-        if handler is not None:
-            handler(routed, event)
-        return routed
+        return Routed(event) if handler is None else handler(event)
 
     def route(self, events: Iterable[Mapping[str, Any]]) -> Iterator[Routed]:
         """Envelopes of ``events``, in order."""
         handlers = self._handlers
         for event in events:
-            routed = Routed(event)
             handler = handlers.get(event.get("type"))
-            if handler is not None:
-                handler(routed, event)
-            yield routed
+            yield Routed(event) if handler is None else handler(event)
 
     def on_push_start(self, ctx: Any) -> None:
         """Push-hook form: replace the pushed raw event with its envelope."""
@@ -176,186 +210,182 @@ class Router:
 
     # -- messages ---------------------------------------------------------------------
 
-    def _close_lane(self, event: Mapping[str, Any]) -> None:
+    def _message_start(self, event: Mapping[str, Any]) -> Routed:
         if self._lanes:
             self._lanes.pop(event.get("subagentRunId"), None)
-
-    def _message_start(self, routed: Routed, event: Mapping[str, Any]) -> None:
-        self._close_lane(event)
         message_id = event["messageId"]
         if message_id in self._roles:
-            return  # the reference continues an existing message: nothing to claim
-        self._roles[message_id] = (
-            "reasoning" if event["type"][0] == "R" else event.get("role") or "assistant"
+            return Routed(event)  # the reference continues an existing message
+        self._new_message(
+            message_id, "reasoning" if event["type"][0] == "R" else event.get("role") or "assistant"
         )
-        routed.message = Claim(message_id, "start")
+        return _ToMessage(event, Claim(message_id, "start"))
 
-    def _message_content(self, routed: Routed, event: Mapping[str, Any]) -> None:
-        message_id = event["messageId"]
-        if message_id in self._roles:
-            routed.message = Claim(message_id, "update")
-            routed.delta = event["delta"]
-            routed.pub = _FRAME
+    def _new_message(self, message_id: str, role: str) -> None:
+        self._roles[message_id] = role
+        self._message_updates[message_id] = Claim(message_id, "update")
 
-    def _message_end(self, routed: Routed, event: Mapping[str, Any]) -> None:
-        self._close_lane(event)
-        message_id = event["messageId"]
-        if message_id in self._roles:
-            routed.message = Claim(message_id, "update")
+    def _message_content(self, event: Mapping[str, Any]) -> Routed:
+        claim = self._message_updates.get(event["messageId"])
+        return Routed(event) if claim is None else _MessageDelta(event, claim, event["delta"])
 
-    def _text_chunk(self, routed: Routed, event: Mapping[str, Any]) -> None:
+    def _message_end(self, event: Mapping[str, Any]) -> Routed:
+        if self._lanes:
+            self._lanes.pop(event.get("subagentRunId"), None)
+        claim = self._message_updates.get(event["messageId"])
+        return Routed(event) if claim is None else _ToMessage(event, claim)
+
+    def _text_chunk(self, event: Mapping[str, Any]) -> Routed:
         # transformChunks: a chunk continues the lane's open stream of its kind when its
         # id is absent or equal; otherwise it closes the lane and opens a new stream.
         kind = "text" if event["type"][0] == "T" else "reasoning"
         lane = event.get("subagentRunId")
         message_id = event.get("messageId")
+        delta = event.get("delta") or ""
         open_ = self._lanes.get(lane)
-        if open_ is not None and open_[0] == kind and message_id in (None, open_[1]):
-            message_id = open_[1]
-        else:
+        if open_ is None or open_[0] != kind or message_id not in (None, open_[1]):
             if message_id is None:
                 raise ValueError(f"the first {event['type']} of a stream must have a messageId")
             self._lanes[lane] = (kind, message_id)
             if message_id not in self._roles:
-                self._roles[message_id] = (
-                    (event.get("role") or "assistant") if kind == "text" else "reasoning"
-                )
-                routed.message = Claim(message_id, "start")
-                routed.delta = event.get("delta") or ""
-                return
-        routed.message = Claim(message_id, "update")
-        routed.delta = event.get("delta") or ""
-        routed.pub = _FRAME
+                role = (event.get("role") or "assistant") if kind == "text" else "reasoning"
+                self._new_message(message_id, role)
+                return _ToMessage(event, Claim(message_id, "start"), delta)
+        else:
+            message_id = open_[1]
+        return _MessageDelta(event, self._message_updates[message_id], delta)
 
     # -- tool calls -------------------------------------------------------------------
 
-    def _owner(self, routed: Routed, tool_call_id: str, parent: str | None) -> None:
+    def _tool_begin(self, event: Mapping[str, Any], tool_call_id: str, delta: str) -> Routed:
+        update = self._tool_updates.get(tool_call_id)
+        if update is not None:  # the reference renames the existing call in place
+            return _ToolDelta(event, update, delta) if delta else _ToTool(event, update)
+        self._tool_updates[tool_call_id] = Claim(tool_call_id, "update")
         # resolveOrCreateAssistantMessage, decided here so the rebuild needs no search.
-        roles = self._roles
+        parent = event.get("parentMessageId")
         if parent:
-            role = roles.get(parent)
+            role = self._roles.get(parent)
             if role == "assistant":
+                routed = _ToTool(event, Claim(tool_call_id, "start"), delta)
                 routed.owner = parent
-                return
+                return routed
             owner = tool_call_id if role is not None else parent
         else:
             owner = tool_call_id
-        roles[owner] = "assistant"
+        self._new_message(owner, "assistant")
+        routed = _ToolAndOwner(event, Claim(tool_call_id, "start"), delta)
         routed.owner = owner
-        routed.message = Claim(owner, "start")
+        routed.owner_claim = Claim(owner, "start")
+        return routed
 
-    def _tool_start(self, routed: Routed, event: Mapping[str, Any]) -> None:
-        self._close_lane(event)
-        tool_call_id = event["toolCallId"]
-        if tool_call_id in self._tools:
-            routed.tool = Claim(tool_call_id, "update")  # the reference renames in place
-            return
-        self._tools.add(tool_call_id)
-        self._owner(routed, tool_call_id, event.get("parentMessageId"))
-        routed.tool = Claim(tool_call_id, "start")
+    def _tool_start(self, event: Mapping[str, Any]) -> Routed:
+        if self._lanes:
+            self._lanes.pop(event.get("subagentRunId"), None)
+        return self._tool_begin(event, event["toolCallId"], "")
 
-    def _tool_args(self, routed: Routed, event: Mapping[str, Any]) -> None:
-        tool_call_id = event["toolCallId"]
-        if tool_call_id in self._tools:
-            routed.tool = Claim(tool_call_id, "update")
-            routed.delta = event["delta"]
-            routed.pub = _FRAME
+    def _tool_args(self, event: Mapping[str, Any]) -> Routed:
+        claim = self._tool_updates.get(event["toolCallId"])
+        return Routed(event) if claim is None else _ToolDelta(event, claim, event["delta"])
 
-    def _tool_end(self, routed: Routed, event: Mapping[str, Any]) -> None:
-        self._close_lane(event)
-        tool_call_id = event["toolCallId"]
-        if tool_call_id in self._tools:
-            routed.tool = Claim(tool_call_id, "update")
+    def _tool_end(self, event: Mapping[str, Any]) -> Routed:
+        if self._lanes:
+            self._lanes.pop(event.get("subagentRunId"), None)
+        claim = self._tool_updates.get(event["toolCallId"])
+        return Routed(event) if claim is None else _ToTool(event, claim)
 
-    def _tool_chunk(self, routed: Routed, event: Mapping[str, Any]) -> None:
+    def _tool_chunk(self, event: Mapping[str, Any]) -> Routed:
         lane = event.get("subagentRunId")
         tool_call_id = event.get("toolCallId")
+        delta = event.get("delta") or ""
         open_ = self._lanes.get(lane)
-        routed.delta = event.get("delta") or ""
         if open_ is not None and open_[0] == "tool" and tool_call_id in (None, open_[1]):
-            routed.tool = Claim(open_[1], "update")
-            routed.pub = _FRAME
-            return
+            return _ToolDelta(event, self._tool_updates[open_[1]], delta)
         if tool_call_id is None:
             raise ValueError("the first TOOL_CALL_CHUNK of a stream must have a toolCallId")
         if event.get("toolCallName") is None:
             raise ValueError("the first TOOL_CALL_CHUNK of a stream must have a toolCallName")
         self._lanes[lane] = ("tool", tool_call_id)
-        if tool_call_id in self._tools:
-            routed.tool = Claim(tool_call_id, "update")
-            return
-        self._tools.add(tool_call_id)
-        self._owner(routed, tool_call_id, event.get("parentMessageId"))
-        routed.tool = Claim(tool_call_id, "start")
+        return self._tool_begin(event, tool_call_id, delta)
 
-    def _tool_result(self, routed: Routed, event: Mapping[str, Any]) -> None:
-        self._close_lane(event)
+    def _tool_result(self, event: Mapping[str, Any]) -> Routed:
+        if self._lanes:
+            self._lanes.pop(event.get("subagentRunId"), None)
         # The reference appends a new message even when the id is taken (the .NET server
         # reuses the tool call id, which is also its assistant message's id).
         message_id = event["messageId"]
         if message_id in self._roles:
             self._count += 1
-            routed.message = Claim(f"{message_id}#{self._count}", "start")
-        else:
-            self._roles[message_id] = event.get("role") or "tool"
-            routed.message = Claim(message_id, "start")
+            return _ToMessage(event, Claim(f"{message_id}#{self._count}", "start"))
+        self._new_message(message_id, event.get("role") or "tool")
+        return _ToMessage(event, Claim(message_id, "start"))
 
-    def _encrypted(self, routed: Routed, event: Mapping[str, Any]) -> None:
+    def _encrypted(self, event: Mapping[str, Any]) -> Routed:
         entity = event.get("entityId")
         if event.get("subtype") == "tool-call":
-            if entity in self._tools:
-                routed.tool = Claim(entity, "update")
-        elif entity in self._roles:
-            routed.message = Claim(entity, "update")
+            claim = self._tool_updates.get(entity)  # type: ignore[arg-type]
+            return Routed(event) if claim is None else _ToTool(event, claim)
+        claim = self._message_updates.get(entity)  # type: ignore[arg-type]
+        return Routed(event) if claim is None else _ToMessage(event, claim)
 
     # -- state, runs, the rest ----------------------------------------------------------
 
-    def _state_snapshot(self, routed: Routed, event: Mapping[str, Any]) -> None:
-        self._close_lane(event)
+    def _state_snapshot(self, event: Mapping[str, Any]) -> Routed:
+        if self._lanes:
+            self._lanes.pop(event.get("subagentRunId"), None)
         self._has_state = True
-        routed.state = Claim("state", "start")
+        return _ToState(event, _STATE_START)
 
-    def _state_delta(self, routed: Routed, event: Mapping[str, Any]) -> None:
-        self._close_lane(event)
+    def _state_delta(self, event: Mapping[str, Any]) -> Routed:
+        if self._lanes:
+            self._lanes.pop(event.get("subagentRunId"), None)
         # The reference patches its initial state ({}) when no snapshot came first.
-        routed.state = Claim("state", "update" if self._has_state else "start")
+        claim = _STATE_UPDATE if self._has_state else _STATE_START
         self._has_state = True
+        return _ToState(event, claim)
 
-    def _messages_snapshot(self, routed: Routed, event: Mapping[str, Any]) -> None:
+    def _messages_snapshot(self, event: Mapping[str, Any]) -> Routed:
         self._lanes.clear()
         snapshot = event.get("messages") or []
         keep_reasoning = not any(m.get("role") == "reasoning" for m in snapshot)
         ids = {m.get("id") for m in snapshot}
-        self._roles = {
-            k: r for k, r in self._roles.items() if k in ids or (r == "reasoning" and keep_reasoning)
-        }
+        # Messages the snapshot drops are gone; those it brings have no node, so later
+        # deltas for them are dropped (documented limitation).
+        for message_id, role in list(self._roles.items()):
+            if message_id not in ids and not (role == "reasoning" and keep_reasoning):
+                del self._roles[message_id]
+                self._message_updates.pop(message_id, None)
         for message in snapshot:
             self._roles.setdefault(message.get("id"), message.get("role"))
-        self._other(routed, event)
+        return self._other(event)
 
-    def _run_started(self, routed: Routed, event: Mapping[str, Any]) -> None:
+    def _run_started(self, event: Mapping[str, Any]) -> Routed:
         self._lanes.clear()
         self._count += 1
-        self._run = f"{event.get('runId')}#{self._count}"
+        run_id = f"{event.get('runId')}#{self._count}"
+        self._run = Claim(run_id, "update")
         for message in (event.get("input") or {}).get("messages") or ():
             self._roles.setdefault(message.get("id"), message.get("role"))
-        routed.run = Claim(self._run, "start")
+        return _ToRun(event, Claim(run_id, "start"))
 
-    def _run_update(self, routed: Routed, event: Mapping[str, Any]) -> None:
+    def _run_update(self, event: Mapping[str, Any]) -> Routed:
         self._lanes.clear()
         if self._run is None:  # RUN_ERROR/FINISHED with no RUN_STARTED seen: its own node
-            self._run_started(routed, event)
-        else:
-            routed.run = Claim(self._run, "update")
+            return self._run_started(event)
+        return _ToRun(event, self._run)
 
-    def _run_step(self, routed: Routed, event: Mapping[str, Any]) -> None:
-        self._close_lane(event)
-        if self._run is not None:
-            routed.run = Claim(self._run, "update")
+    def _run_step(self, event: Mapping[str, Any]) -> Routed:
+        if self._lanes:
+            self._lanes.pop(event.get("subagentRunId"), None)
+        return Routed(event) if self._run is None else _ToRun(event, self._run)
 
-    def _other(self, routed: Routed, event: Mapping[str, Any]) -> None:
+    def _other(self, event: Mapping[str, Any]) -> Routed:
         self._count += 1
-        routed.other = Claim(f"{event['type'].lower()}#{self._count}", "start")
+        return _ToOther(event, Claim(f"{event['type'].lower()}#{self._count}", "start"))
+
+
+_STATE_START: Final = Claim("state", "start")
+_STATE_UPDATE: Final = Claim("state", "update")
 
 
 # -- states ---------------------------------------------------------------------------
@@ -422,15 +452,20 @@ _pub = attrgetter("pub")
 
 class _MessageDefinition:
     kind = "ag_ui_message"
-    event_types = frozenset({Routed})
+    event_types = frozenset({_ToMessage, _MessageDelta, _ToolAndOwner})
     publication = staticmethod(_pub)
 
     @staticmethod
     def match(routed: Routed) -> Claim | None:
         try:
-            return routed.message
+            target = routed.target
         except AttributeError:
             raise TypeError(_NOT_ROUTED) from None
+        if target == _MESSAGE:
+            return routed.claim
+        if target == _BOTH:
+            return routed.owner_claim  # type: ignore[no-any-return]
+        return None
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> Message:
@@ -511,15 +546,16 @@ class _MessageDefinition:
 
 class _ToolCallDefinition:
     kind = "ag_ui_tool_call"
-    event_types = frozenset({Routed})
+    event_types = frozenset({_ToTool, _ToolDelta, _ToolAndOwner})
     publication = staticmethod(_pub)
 
     @staticmethod
     def match(routed: Routed) -> Claim | None:
         try:
-            return routed.tool
+            target = routed.target
         except AttributeError:
             raise TypeError(_NOT_ROUTED) from None
+        return routed.claim if target in (_TOOL, _BOTH) else None
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> ToolCall:
@@ -571,15 +607,16 @@ class _ToolCallDefinition:
 
 class _StateDefinition:
     kind = "ag_ui_state"
-    event_types = frozenset({Routed})
+    event_types = frozenset({_ToState})
     publication = _NOW
 
     @staticmethod
     def match(routed: Routed) -> Claim | None:
         try:
-            return routed.state
+            target = routed.target
         except AttributeError:
             raise TypeError(_NOT_ROUTED) from None
+        return routed.claim if target == _ToState.target else None
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> SharedState:
@@ -608,15 +645,16 @@ class _StateDefinition:
 
 class _RunDefinition:
     kind = "ag_ui_run"
-    event_types = frozenset({Routed})
+    event_types = frozenset({_ToRun})
     publication = _NOW
 
     @staticmethod
     def match(routed: Routed) -> Claim | None:
         try:
-            return routed.run
+            target = routed.target
         except AttributeError:
             raise TypeError(_NOT_ROUTED) from None
+        return routed.claim if target == _ToRun.target else None
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> Run:
@@ -654,15 +692,16 @@ class _RunDefinition:
 
 class _EventDefinition:
     kind = "ag_ui_event"
-    event_types = frozenset({Routed})
+    event_types = frozenset({_ToOther})
     publication = _NOW
 
     @staticmethod
     def match(routed: Routed) -> Claim | None:
         try:
-            return routed.other
+            target = routed.target
         except AttributeError:
             raise TypeError(_NOT_ROUTED) from None
+        return routed.claim if target == _ToOther.target else None
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> EventNode:
@@ -928,7 +967,7 @@ def state(nodes: Iterable[Node]) -> Any:
 
 def project(events: Iterable[Mapping[str, Any]]) -> tuple[Node, ...]:
     """The nodes of one recording's raw event dicts (routed, then folded)."""
-    engine = create_conversation_engine(DEFINITIONS)
+    engine = create_conversation_engine(DEFINITIONS, event_type=type)
     engine.push_many(Router().route(events))
     return engine.nodes()
 

@@ -1,0 +1,1069 @@
+"""The AI SDK UI message stream (``ai`` 6 ``UIMessageChunk``s) folded into UI messages.
+
+Theory of operation
+-------------------
+The reference (``readUIMessageStream``, built on ``processUIMessageStream``) keeps
+one message and finds a chunk's target through state the chunk does not carry:
+``text-delta`` names a part id that is only unique among the parts open *now* (a
+``text-start`` may reuse an id, and every message of an agent loop restarts at
+``"0"``), tool chunks search the current step first, a ``start`` with a new
+``messageId`` begins a new message, and ``finish-step`` closes open text parts. The
+engine's ``match`` must be pure, so a small **router** runs in front of it:
+``Router()(chunk)`` wraps each raw chunk dict in a ``Routed`` envelope naming the node
+it starts or updates. Node ids are positional (``"<message>"`` and
+``"<message>/<part>"``, counted from the start of the log), so a reused part id never
+reopens an older part. The router never copies a chunk and keeps only the lookup
+tables the reference consults (open parts, tool calls of the message, data parts);
+the definitions fold the content. ``fold()`` applies it; live users call it per chunk
+or register it as a push hook (``on_push_start``).
+
+A window cut mid-message has no ``start`` for the message and no ``*-start`` for
+its open parts: their deltas are routed nowhere (no node), and parts that start
+inside the window belong to the message the router saw last (``""`` if none, as
+the reference's initial message), never to an earlier message.
+
+Kinds: ``ai_sdk_message`` (id, metadata, finish reason, abort, errors),
+``ai_sdk_text``, ``ai_sdk_reasoning``, ``ai_sdk_tool`` (static ``tool-<name>`` and
+``dynamic-tool`` parts, approval, denial) and ``ai_sdk_part`` (step-start, data-*,
+file, source-url, source-document). ``ui_messages(nodes)`` rebuilds the final
+``UIMessage`` of each message, as the last snapshot ``readUIMessageStream`` yields.
+
+Tool input deltas are kept as raw text and parsed once, in the rebuild, with the
+reference's partial-JSON repair (``fixJson``), never per delta.
+
+Where we differ from the reference on purpose: it stops the stream at the first
+chunk it cannot attribute (an orphan delta, an output for an unknown tool call);
+we drop that chunk and keep folding, as a view should show what arrived.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from operator import attrgetter
+from typing import Any, ClassVar, Final
+
+import msgspec
+
+from engine import Claim, Node, Reader, create_conversation_engine
+
+from ._text import StreamedText
+
+__all__ = [
+    "DEFINITIONS",
+    "MessageState",
+    "Part",
+    "Routed",
+    "Router",
+    "TextPart",
+    "ToolPart",
+    "fix_json",
+    "fold",
+    "parse_partial_json",
+    "project",
+    "ui_messages",
+]
+
+_FRAME: Final = "animation-frame"
+_NOW: Final = "immediate"
+_NOT_ROUTED = (
+    "AI SDK definitions fold Routed envelopes, not raw chunk dicts: push "
+    "ai_sdk.Router()(chunk) (or register a Router as a push hook, or use ai_sdk.fold())"
+)
+_MESSAGE: Final = "ai_sdk_message"
+_TEXT: Final = "ai_sdk_text"
+_REASONING: Final = "ai_sdk_reasoning"
+_TOOL: Final = "ai_sdk_tool"
+_PART: Final = "ai_sdk_part"
+
+
+class Routed:
+    """One raw chunk plus the node it concerns.
+
+    ``event`` is the original dict (never copied); ``claim`` the claim for the kind the
+    envelope's class targets; ``message`` the id of the message node the chunk belongs
+    to (a part's start records it); ``message_claim`` is set when the chunk also starts
+    that message's node (the first chunk of a message); ``reset`` marks a tool part
+    restarted by a second ``tool-input-start``.
+    """
+
+    __slots__ = ("claim", "event", "message", "message_claim")
+    target: ClassVar[str] = ""
+    pub: ClassVar[str] = _NOW
+
+    def __init__(
+        self,
+        event: Mapping[str, Any],
+        claim: Claim | None = None,
+        message: str = "",
+        message_claim: Claim | None = None,
+    ) -> None:
+        self.event = event
+        self.claim = claim
+        self.message = message
+        self.message_claim = message_claim
+
+    @property
+    def type(self) -> Any:
+        """The raw chunk's ``type``."""
+        return self.event.get("type")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.event!r}, {self.claim!r})"
+
+
+class _ToMessage(Routed):
+    __slots__ = ()
+    target = _MESSAGE
+
+
+class _ToText(Routed):
+    __slots__ = ()
+    target = _TEXT
+
+
+class _TextDelta(_ToText):
+    __slots__ = ()
+    pub = _FRAME
+
+
+class _ToReasoning(Routed):
+    __slots__ = ()
+    target = _REASONING
+
+
+class _ReasoningDelta(_ToReasoning):
+    __slots__ = ()
+    pub = _FRAME
+
+
+class _ToTool(Routed):
+    __slots__ = ()
+    target = _TOOL
+
+
+class _ToolDelta(_ToTool):
+    __slots__ = ()
+    pub = _FRAME
+
+
+class _ToPart(Routed):
+    __slots__ = ()
+    target = _PART
+
+
+class _Message:
+    """The router's lookup tables for one message (what the reference searches)."""
+
+    __slots__ = ("claim", "data", "id", "node", "parts", "partial", "step_tools", "text", "tools")
+
+    def __init__(self, node: str, message_id: str) -> None:
+        self.node = node
+        self.id = message_id
+        self.claim: Claim | None = None  # the message node's update claim, once started
+        self.parts = 0
+        self.text: dict[str, Claim] = {}  # open text parts by chunk id
+        self.partial: dict[str, Claim] = {}  # tool calls with streaming input, by id
+        self.tools: dict[str, Claim] = {}  # latest tool part of each call in the message
+        self.step_tools: dict[tuple[str, bool], Claim] = {}  # (id, dynamic) in this step
+        self.data: dict[tuple[str, str], Claim] = {}
+
+
+class Router:
+    """Decides, per raw UI message chunk, which node it starts or updates.
+
+    Call it on each chunk in log order (``router(chunk) -> Routed``), use
+    ``route(chunks)``, or register it as an engine push hook. One router per log.
+    """
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._current = _Message("0", "")
+        self._reasoning: dict[str, Claim] = {}
+        self._handlers: dict[Any, Callable[[Mapping[str, Any]], Routed]] = {
+            "start": self._start,
+            "finish": self._message_update,
+            "message-metadata": self._message_update,
+            "abort": self._message_update,
+            "error": self._message_update,
+            "text-start": self._text_start,
+            "text-delta": self._text_delta,
+            "text-end": self._text_end,
+            "reasoning-start": self._reasoning_start,
+            "reasoning-delta": self._reasoning_delta,
+            "reasoning-end": self._reasoning_end,
+            "tool-input-start": self._tool_start,
+            "tool-input-delta": self._tool_delta,
+            "tool-input-available": self._tool_input,
+            "tool-input-error": self._tool_input,
+            "tool-output-available": self._tool_output,
+            "tool-output-error": self._tool_output,
+            "tool-approval-request": self._tool_output,
+            "tool-output-denied": self._tool_output,
+            "start-step": self._start_step,
+            "finish-step": self._finish_step,
+            "file": self._part,
+            "source-url": self._part,
+            "source-document": self._part,
+        }
+
+    def __call__(self, event: Mapping[str, Any]) -> Routed:
+        """The envelope of ``event``; a chunk that concerns no node gets a bare one."""
+        kind = event.get("type")
+        handler = self._handlers.get(kind)
+        if handler is None:
+            if type(kind) is str and kind.startswith("data-"):
+                return self._data(event)
+            return Routed(event)
+        return handler(event)
+
+    def route(self, events: Iterable[Mapping[str, Any]]) -> Iterator[Routed]:
+        """Envelopes of ``events``, in order."""
+        for event in events:
+            yield self(event)
+
+    def on_push_start(self, ctx: Any) -> None:
+        """Push-hook form: replace the pushed raw chunk with its envelope."""
+        if not isinstance(ctx.event, Routed):
+            ctx.event = self(ctx.event)
+
+    # -- messages ----------------------------------------------------------------------
+
+    def _message_claim(self, message: _Message) -> Claim | None:
+        """The claim that starts the message node if this is its first chunk."""
+        if message.claim is None:
+            message.claim = Claim(message.node, "update")
+            return Claim(message.node, "start")
+        return None
+
+    def _start(self, event: Mapping[str, Any]) -> Routed:
+        message_id = event.get("messageId")
+        current = self._current
+        if message_id is not None and message_id != current.id:
+            # readUIMessageStream(resetStateOnMessageIdChange): a new message.
+            self._count += 1
+            current = self._current = _Message(str(self._count), message_id)
+            self._reasoning = {}
+        start = self._message_claim(current)
+        return _ToMessage(event, start or current.claim, current.node)
+
+    def _message_update(self, event: Mapping[str, Any]) -> Routed:
+        current = self._current
+        start = self._message_claim(current)
+        return _ToMessage(event, start or current.claim, current.node)
+
+    def _new_part(self, cls: type[Routed], event: Mapping[str, Any]) -> tuple[Routed, Claim]:
+        current = self._current
+        current.parts += 1
+        node = f"{current.node}/{current.parts}"
+        routed = cls(event, Claim(node, "start"), current.node, self._message_claim(current))
+        return routed, Claim(node, "update")
+
+    def _text_start(self, event: Mapping[str, Any]) -> Routed:
+        routed, update = self._new_part(_ToText, event)
+        self._current.text[event["id"]] = update
+        return routed
+
+    def _text_delta(self, event: Mapping[str, Any]) -> Routed:
+        claim = self._current.text.get(event["id"])
+        return Routed(event) if claim is None else _TextDelta(event, claim)
+
+    def _text_end(self, event: Mapping[str, Any]) -> Routed:
+        claim = self._current.text.pop(event["id"], None)
+        return Routed(event) if claim is None else _ToText(event, claim)
+
+    def _reasoning_start(self, event: Mapping[str, Any]) -> Routed:
+        routed, update = self._new_part(_ToReasoning, event)
+        self._reasoning[event["id"]] = update
+        return routed
+
+    def _reasoning_delta(self, event: Mapping[str, Any]) -> Routed:
+        claim = self._reasoning.get(event["id"])
+        return Routed(event) if claim is None else _ReasoningDelta(event, claim)
+
+    def _reasoning_end(self, event: Mapping[str, Any]) -> Routed:
+        claim = self._reasoning.pop(event["id"], None)
+        return Routed(event) if claim is None else _ToReasoning(event, claim)
+
+    # -- tools ---------------------------------------------------------------------------
+
+    def _tool_part(self, event: Mapping[str, Any], dynamic: bool) -> Routed:
+        """updateToolPart/updateDynamicToolPart: the call's part in this step, or a new one."""
+        current = self._current
+        tool_call_id = event["toolCallId"]
+        claim = current.step_tools.get((tool_call_id, dynamic))
+        if claim is not None:
+            return _ToTool(event, claim, current.node)
+        routed, update = self._new_part(_ToTool, event)
+        current.step_tools[(tool_call_id, dynamic)] = update
+        current.tools[tool_call_id] = update
+        return routed
+
+    def _tool_start(self, event: Mapping[str, Any]) -> Routed:
+        routed = self._tool_part(event, bool(event.get("dynamic")))
+        claim = routed.claim
+        assert claim is not None
+        self._current.partial[event["toolCallId"]] = (
+            claim if claim.role == "update" else Claim(claim.id, "update")
+        )
+        return routed
+
+    def _tool_delta(self, event: Mapping[str, Any]) -> Routed:
+        claim = self._current.partial.get(event["toolCallId"])
+        return Routed(event) if claim is None else _ToolDelta(event, claim)
+
+    def _tool_input(self, event: Mapping[str, Any]) -> Routed:
+        dynamic = bool(event.get("dynamic"))
+        if event["type"] == "tool-input-error":
+            # The reference keeps the kind of a part already in this step.
+            tool_call_id = event["toolCallId"]
+            if (tool_call_id, not dynamic) in self._current.step_tools:
+                dynamic = not dynamic
+        return self._tool_part(event, dynamic)
+
+    def _tool_output(self, event: Mapping[str, Any]) -> Routed:
+        # getToolInvocation: this step's part first, else the latest in the message.
+        current = self._current
+        tool_call_id = event["toolCallId"]
+        claim = (
+            current.step_tools.get((tool_call_id, False))
+            or current.step_tools.get((tool_call_id, True))
+            or current.tools.get(tool_call_id)
+        )
+        return Routed(event) if claim is None else _ToTool(event, claim, current.node)
+
+    # -- steps and other parts --------------------------------------------------------
+
+    def _start_step(self, event: Mapping[str, Any]) -> Routed:
+        self._current.step_tools = {}
+        return self._new_part(_ToPart, event)[0]
+
+    def _finish_step(self, event: Mapping[str, Any]) -> Routed:
+        self._current.text = {}
+        self._reasoning = {}
+        return Routed(event)
+
+    def _part(self, event: Mapping[str, Any]) -> Routed:
+        return self._new_part(_ToPart, event)[0]
+
+    def _data(self, event: Mapping[str, Any]) -> Routed:
+        if event.get("transient"):
+            return Routed(event)  # delivered to onData only, never a part
+        data_id = event.get("id")
+        if data_id is not None:
+            claim = self._current.data.get((event["type"], data_id))
+            if claim is not None:
+                return _ToPart(event, claim, self._current.node)
+        routed, update = self._new_part(_ToPart, event)
+        if data_id is not None:
+            self._current.data[(event["type"], data_id)] = update
+        return routed
+
+
+# -- states -------------------------------------------------------------------------------
+
+
+class MessageState(msgspec.Struct, frozen=True):
+    """One UI message: its id, merged metadata, finish reason, abort and error texts."""
+
+    id: str
+    metadata: Any = None
+    finish_reason: str | None = None
+    aborted: bool = False
+    finished: bool = False
+    errors: tuple[str, ...] = ()
+
+
+class TextPart(msgspec.Struct, frozen=True):
+    """A text or reasoning part (``id`` is the chunk id; only reasoning parts show it)."""
+
+    message: str
+    id: str
+    text: StreamedText
+    done: bool = False
+    provider_metadata: Any = None
+
+
+class _Unset:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Final = _Unset()
+"""A field the reference leaves ``undefined`` (absent from the JSON)."""
+_PARTIAL: Final = "\x00partial"  # input = the partial parse of ``raw``
+
+
+class ToolPart(msgspec.Struct, frozen=True):
+    """A tool invocation part (static ``tool-<name>`` or ``dynamic-tool``).
+
+    ``raw`` is the streamed input text; ``input`` is the value, or ``"\\x00partial"``
+    meaning "the partial parse of ``raw``", computed by the rebuild only. ``raw_input``
+    is ``True`` when the part shows ``raw`` as ``rawInput``, else the value to show.
+    """
+
+    message: str
+    tool_call_id: str
+    tool_name: str
+    dynamic: bool
+    state: str
+    raw: StreamedText = msgspec.field(default_factory=StreamedText)
+    input: Any = UNSET
+    raw_input: Any = UNSET
+    output: Any = UNSET
+    error_text: Any = UNSET
+    provider_executed: Any = UNSET
+    preliminary: Any = UNSET
+    title: Any = UNSET
+    tool_metadata: Any = UNSET
+    input_encoding: Any = UNSET
+    call_provider_metadata: Any = UNSET
+    result_provider_metadata: Any = UNSET
+    approval: Any = UNSET
+
+
+class Part(msgspec.Struct, frozen=True):
+    """A discrete part: step-start, data-*, file, source-url or source-document.
+
+    ``fields`` is the part as the reference shows it (a data part's ``data`` is
+    replaced by a later chunk with the same type and id)."""
+
+    message: str
+    type: str
+    fields: Any
+
+
+# -- definitions --------------------------------------------------------------------------
+
+_pub = attrgetter("pub")
+
+
+def _target(routed: Routed) -> str:
+    try:
+        return routed.target
+    except AttributeError:
+        raise TypeError(_NOT_ROUTED) from None
+
+
+def _merge(existing: Any, incoming: Any) -> Any:
+    """mergeObjects: a deep merge of plain objects, other values replaced."""
+    if not isinstance(existing, dict) or not isinstance(incoming, dict):
+        return incoming
+    merged = dict(existing)
+    for key, value in incoming.items():
+        merged[key] = _merge(merged[key], value) if key in merged else value
+    return merged
+
+
+class _MessageDefinition:
+    kind = _MESSAGE
+    event_types = frozenset(
+        {_ToMessage, _ToText, _ToReasoning, _ToTool, _ToPart}  # deltas never start one
+    )
+    publication = staticmethod(_pub)
+
+    @staticmethod
+    def match(routed: Routed) -> Claim | None:
+        if _target(routed) == _MESSAGE:
+            return routed.claim
+        return routed.message_claim
+
+    @staticmethod
+    def start(routed: Routed, reader: Reader) -> MessageState:
+        event = routed.event
+        message_id = event.get("messageId") if event.get("type") == "start" else None
+        state = MessageState(message_id if message_id is not None else "")
+        if routed.target != _MESSAGE:
+            return state
+        return _MessageDefinition.update(state, routed)
+
+    @staticmethod
+    def update(state: MessageState, routed: Routed) -> MessageState:
+        event = routed.event
+        kind = event.get("type")
+        metadata = event.get("messageMetadata")
+        if metadata is not None:
+            merged = metadata if state.metadata is None else _merge(state.metadata, metadata)
+            state = msgspec.structs.replace(state, metadata=merged)
+        if kind == "finish":
+            reason = event.get("finishReason")
+            state = msgspec.structs.replace(
+                state,
+                finished=True,
+                finish_reason=state.finish_reason if reason is None else reason,
+            )
+        elif kind == "abort":
+            state = msgspec.structs.replace(state, aborted=True)
+        elif kind == "error":
+            state = msgspec.structs.replace(
+                state, errors=(*state.errors, str(event.get("errorText")))
+            )
+        return state
+
+    @staticmethod
+    def render_text(node: Node) -> str:
+        state: MessageState = node.state
+        text = f"assistant message {state.id or '(no id)'}"
+        if state.finish_reason:
+            text += f" finished: {state.finish_reason}"
+        if state.aborted:
+            text += " (aborted)"
+        return "\n".join([text, *(f"error: {error}" for error in state.errors)])
+
+    @staticmethod
+    def render_html(node: Node) -> str:
+        lines = _MessageDefinition.render_text(node).split("\n")
+        return "".join(f"<div>{html.escape(line, quote=True)}</div>" for line in lines)
+
+
+class _TextDefinition:
+    kind = _TEXT
+    event_types = frozenset({_ToText, _TextDelta})
+    publication = staticmethod(_pub)
+    label = "text"
+
+    @staticmethod
+    def match(routed: Routed) -> Claim | None:
+        return routed.claim if _target(routed) == _TEXT else None
+
+    @staticmethod
+    def start(routed: Routed, reader: Reader) -> TextPart:
+        event = routed.event
+        return TextPart(
+            routed.message, event["id"], StreamedText(), False, event.get("providerMetadata")
+        )
+
+    @staticmethod
+    def update(part: TextPart, routed: Routed) -> TextPart:
+        event = routed.event
+        metadata = event.get("providerMetadata")
+        delta = event.get("delta")
+        if delta is not None:
+            return TextPart(
+                part.message,
+                part.id,
+                part.text + delta,
+                part.done,
+                part.provider_metadata if metadata is None else metadata,
+            )
+        return TextPart(
+            part.message,
+            part.id,
+            part.text,
+            True,
+            part.provider_metadata if metadata is None else metadata,
+        )
+
+    @classmethod
+    def render_text(cls, node: Node) -> str:
+        return f"{cls.label}: {node.state.text}"
+
+    @classmethod
+    def render_html(cls, node: Node) -> str:
+        return (
+            f'<div class="{cls.label}">{html.escape(str(node.state.text), quote=True)}</div>'
+        )
+
+
+class _ReasoningDefinition(_TextDefinition):
+    kind = _REASONING
+    event_types = frozenset({_ToReasoning, _ReasoningDelta})
+    label = "reasoning"
+
+    @staticmethod
+    def match(routed: Routed) -> Claim | None:
+        return routed.claim if _target(routed) == _REASONING else None
+
+
+_OUTPUT_STATES: Final = {
+    "tool-output-available": "output-available",
+    "tool-output-error": "output-error",
+}
+
+
+class _ToolDefinition:
+    kind = _TOOL
+    event_types = frozenset({_ToTool, _ToolDelta})
+    publication = staticmethod(_pub)
+
+    @staticmethod
+    def match(routed: Routed) -> Claim | None:
+        return routed.claim if _target(routed) == _TOOL else None
+
+    @staticmethod
+    def start(routed: Routed, reader: Reader) -> ToolPart:
+        event = routed.event
+        dynamic = bool(event.get("dynamic"))
+        part = ToolPart(
+            routed.message, event["toolCallId"], event.get("toolName") or "", dynamic, ""
+        )
+        return _ToolDefinition.update(part, routed)
+
+    @staticmethod
+    def update(part: ToolPart, routed: Routed) -> ToolPart:
+        event = routed.event
+        kind = event["type"]
+        replace = msgspec.structs.replace
+        if kind == "tool-input-delta":
+            return replace(
+                part,
+                raw=part.raw + event.get("inputTextDelta", ""),
+                input=_PARTIAL,
+                raw_input=True,
+            )
+        provider_metadata = event.get("providerMetadata", UNSET)
+        fields: dict[str, Any] = {}
+        if kind == "tool-input-start":
+            fields = {
+                "state": "input-streaming",
+                "raw": StreamedText(),
+                "input": UNSET,
+                "raw_input": UNSET,
+                "input_encoding": event.get("inputEncoding", UNSET),
+            }
+        elif kind == "tool-input-available":
+            fields = {"state": "input-available", "input": event.get("input", UNSET)}
+        elif kind == "tool-input-error":
+            if part.dynamic:
+                fields = {"input": event.get("input", UNSET), "raw_input": UNSET}
+            else:
+                fields = {"input": UNSET, "raw_input": event.get("input", UNSET)}
+            fields["state"] = "output-error"
+            fields["error_text"] = event.get("errorText", UNSET)
+        elif kind in _OUTPUT_STATES:
+            fields = {"state": _OUTPUT_STATES[kind], "input_encoding": UNSET}
+            if kind == "tool-output-available":
+                fields["output"] = event.get("output", UNSET)
+                fields["preliminary"] = event.get("preliminary", UNSET)
+                fields["error_text"] = UNSET
+            else:
+                fields["error_text"] = event.get("errorText", UNSET)
+                fields["output"] = fields["preliminary"] = UNSET
+            if kind == "tool-output-available" or part.dynamic:
+                fields["raw_input"] = UNSET
+            tool_metadata = event.get("toolMetadata")
+            if tool_metadata is not None:
+                fields["tool_metadata"] = tool_metadata
+            fields["provider_executed"] = event.get("providerExecuted", part.provider_executed)
+            if provider_metadata is not None and provider_metadata is not UNSET:
+                fields["result_provider_metadata"] = provider_metadata
+            return replace(part, **fields)
+        elif kind == "tool-approval-request":
+            approval: dict[str, Any] = {"id": event.get("approvalId")}
+            if event.get("approvalDescriptor") is not None:
+                approval["descriptor"] = event["approvalDescriptor"]
+            if "inputSchemaInput" in event:
+                approval["inputSchemaInput"] = event["inputSchemaInput"]
+            if event.get("signature") is not None:
+                approval["signature"] = event["signature"]
+            return replace(part, state="approval-requested", approval=approval)
+        elif kind == "tool-output-denied":
+            return replace(part, state="output-denied")
+        else:
+            return part
+        # The input phase (updateToolPart with the chunk's own fields): fields the chunk
+        # lacks become undefined, except providerExecuted, title and toolMetadata.
+        fields.setdefault("output", UNSET)
+        fields.setdefault("error_text", UNSET)
+        fields.setdefault("preliminary", UNSET)
+        fields.setdefault("raw_input", UNSET)
+        fields["tool_name"] = event.get("toolName", part.tool_name)
+        if kind != "tool-input-start":
+            fields["input_encoding"] = event.get("inputEncoding", UNSET)
+        title = event.get("title")
+        if title is not None:
+            fields["title"] = title
+        tool_metadata = event.get("toolMetadata")
+        if tool_metadata is not None:
+            fields["tool_metadata"] = tool_metadata
+        provider_executed = event.get("providerExecuted")
+        if provider_executed is not None:
+            fields["provider_executed"] = provider_executed
+        if provider_metadata is not None and provider_metadata is not UNSET:
+            key = "result_provider_metadata" if kind == "tool-input-error" else "call_provider_metadata"
+            fields[key] = provider_metadata
+        return replace(part, **fields)
+
+    @staticmethod
+    def render_text(node: Node) -> str:
+        part: ToolPart = node.state
+        text = f"tool {part.tool_name} [{part.state}] {part.raw or _json(part.input)}"
+        if part.output is not UNSET:
+            text += f"\n-> {_json(part.output)}"
+        if part.error_text is not UNSET:
+            text += f"\nerror: {part.error_text}"
+        return text
+
+    @staticmethod
+    def render_html(node: Node) -> str:
+        part: ToolPart = node.state
+        body = (
+            f'<div class="tool-name">{html.escape(part.tool_name, quote=True)}</div>'
+            f'<div class="tool-state">{html.escape(part.state, quote=True)}</div>'
+            f"<pre>{html.escape(str(part.raw) or _json(part.input), quote=True)}</pre>"
+        )
+        if part.output is not UNSET:
+            body += f'<pre class="output">{html.escape(_json(part.output), quote=True)}</pre>'
+        if part.error_text is not UNSET:
+            body += f'<div class="error">{html.escape(str(part.error_text), quote=True)}</div>'
+        return body
+
+
+def _json(value: Any) -> str:
+    if value is UNSET:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+class _PartDefinition:
+    kind = _PART
+    event_types = frozenset({_ToPart})
+    publication = _NOW
+
+    @staticmethod
+    def match(routed: Routed) -> Claim | None:
+        return routed.claim if _target(routed) == _PART else None
+
+    @staticmethod
+    def start(routed: Routed, reader: Reader) -> Part:
+        event = routed.event
+        kind = event["type"]
+        fields: dict[str, Any]
+        if kind == "start-step":
+            return Part(routed.message, "step-start", {"type": "step-start"})
+        if kind == "file":
+            fields = {"type": "file", "mediaType": event.get("mediaType"), "url": event.get("url")}
+            if event.get("providerMetadata") is not None:
+                fields["providerMetadata"] = event["providerMetadata"]
+        elif kind == "source-url":
+            fields = {
+                "type": kind,
+                "sourceId": event.get("sourceId"),
+                "url": event.get("url"),
+                "title": event.get("title"),
+                "providerMetadata": event.get("providerMetadata"),
+            }
+        elif kind == "source-document":
+            fields = {
+                "type": kind,
+                "sourceId": event.get("sourceId"),
+                "mediaType": event.get("mediaType"),
+                "title": event.get("title"),
+                "filename": event.get("filename"),
+                "providerMetadata": event.get("providerMetadata"),
+            }
+        else:  # data-*: the chunk itself is the part
+            fields = dict(event)
+        return Part(routed.message, kind, {k: v for k, v in fields.items() if v is not None})
+
+    @staticmethod
+    def update(part: Part, routed: Routed) -> Part:
+        data = routed.event.get("data")
+        if part.fields.get("data") is data:
+            return part
+        return Part(part.message, part.type, {**part.fields, "data": data})
+
+    @staticmethod
+    def render_text(node: Node) -> str:
+        part: Part = node.state
+        if part.type == "step-start":
+            return "step"
+        fields = {k: v for k, v in part.fields.items() if k != "type"}
+        return f"{part.type} {json.dumps(fields, ensure_ascii=False, sort_keys=True)}"
+
+    @staticmethod
+    def render_html(node: Node) -> str:
+        text = _PartDefinition.render_text(node)
+        return f'<div class="part">{html.escape(text, quote=True)}</div>'
+
+
+DEFINITIONS: Final = (
+    _MessageDefinition(),
+    _TextDefinition(),
+    _ReasoningDefinition(),
+    _ToolDefinition(),
+    _PartDefinition(),
+)
+"""The AI SDK definition set, in registration order (a message before its parts)."""
+
+
+# -- partial JSON (the reference's fixJson) --------------------------------------------
+
+
+def fix_json(text: str) -> str:
+    """``text`` completed into parseable JSON the way the AI SDK's ``fixJson`` does it.
+
+    A port of ``fixJson`` from ``ai`` (``src/util/fix-json.ts``): keep the longest
+    valid prefix, then close open strings, objects and arrays and complete a cut-off
+    ``true``/``false``/``null``. One pass, O(len(text)).
+    """
+    stack = ["ROOT"]
+    last_valid = -1
+    literal_start = 0
+    unicode_digits = 0
+
+    def value_start(char: str, i: int, swap: str) -> None:
+        nonlocal last_valid, literal_start
+        nxt = _VALUE_START.get(char)
+        if nxt is None:
+            return
+        if char != "-":
+            last_valid = i
+        if char in "ftn":
+            literal_start = i
+        stack.pop()
+        stack.append(swap)
+        stack.append(nxt)
+
+    def after_object_value(char: str, i: int) -> None:
+        nonlocal last_valid
+        if char == ",":
+            stack.pop()
+            stack.append("INSIDE_OBJECT_AFTER_COMMA")
+        elif char == "}":
+            last_valid = i
+            stack.pop()
+
+    def after_array_value(char: str, i: int) -> None:
+        nonlocal last_valid
+        if char == ",":
+            stack.pop()
+            stack.append("INSIDE_ARRAY_AFTER_COMMA")
+        elif char == "]":
+            last_valid = i
+            stack.pop()
+
+    for i, char in enumerate(text):
+        state = stack[-1]
+        if state == "ROOT":
+            value_start(char, i, "FINISH")
+        elif state == "INSIDE_OBJECT_START":
+            if char == '"':
+                stack.pop()
+                stack.append("INSIDE_OBJECT_KEY")
+            elif char == "}":
+                last_valid = i
+                stack.pop()
+        elif state == "INSIDE_OBJECT_AFTER_COMMA":
+            if char == '"':
+                stack.pop()
+                stack.append("INSIDE_OBJECT_KEY")
+        elif state == "INSIDE_OBJECT_KEY":
+            if char == '"':
+                stack.pop()
+                stack.append("INSIDE_OBJECT_AFTER_KEY")
+        elif state == "INSIDE_OBJECT_AFTER_KEY":
+            if char == ":":
+                stack.pop()
+                stack.append("INSIDE_OBJECT_BEFORE_VALUE")
+        elif state == "INSIDE_OBJECT_BEFORE_VALUE":
+            value_start(char, i, "INSIDE_OBJECT_AFTER_VALUE")
+        elif state == "INSIDE_OBJECT_AFTER_VALUE":
+            after_object_value(char, i)
+        elif state == "INSIDE_STRING":
+            if char == '"':
+                stack.pop()
+                last_valid = i
+            elif char == "\\":
+                stack.append("INSIDE_STRING_ESCAPE")
+            else:
+                last_valid = i
+        elif state == "INSIDE_ARRAY_START":
+            if char == "]":
+                last_valid = i
+                stack.pop()
+            else:
+                last_valid = i
+                value_start(char, i, "INSIDE_ARRAY_AFTER_VALUE")
+        elif state == "INSIDE_ARRAY_AFTER_VALUE":
+            if char == ",":
+                stack.pop()
+                stack.append("INSIDE_ARRAY_AFTER_COMMA")
+            elif char == "]":
+                last_valid = i
+                stack.pop()
+            else:
+                last_valid = i
+        elif state == "INSIDE_ARRAY_AFTER_COMMA":
+            value_start(char, i, "INSIDE_ARRAY_AFTER_VALUE")
+        elif state == "INSIDE_STRING_ESCAPE":
+            stack.pop()
+            if char == "u":
+                unicode_digits = 0
+                stack.append("INSIDE_STRING_UNICODE_ESCAPE")
+            else:
+                last_valid = i
+        elif state == "INSIDE_STRING_UNICODE_ESCAPE":
+            if char in _HEX:
+                unicode_digits += 1
+                if unicode_digits == 4:
+                    stack.pop()
+                    last_valid = i
+        elif state == "INSIDE_NUMBER":
+            if char in "0123456789":
+                last_valid = i
+            elif char in "eE-.":
+                pass
+            elif char == ",":
+                stack.pop()
+                if stack[-1] == "INSIDE_ARRAY_AFTER_VALUE":
+                    after_array_value(char, i)
+                if stack[-1] == "INSIDE_OBJECT_AFTER_VALUE":
+                    after_object_value(char, i)
+            elif char == "}":
+                stack.pop()
+                if stack[-1] == "INSIDE_OBJECT_AFTER_VALUE":
+                    after_object_value(char, i)
+            elif char == "]":
+                stack.pop()
+                if stack[-1] == "INSIDE_ARRAY_AFTER_VALUE":
+                    after_array_value(char, i)
+            else:
+                stack.pop()
+        elif state == "INSIDE_LITERAL":
+            partial = text[literal_start : i + 1]
+            if not any(word.startswith(partial) for word in ("false", "true", "null")):
+                stack.pop()
+                if stack[-1] == "INSIDE_OBJECT_AFTER_VALUE":
+                    after_object_value(char, i)
+                elif stack[-1] == "INSIDE_ARRAY_AFTER_VALUE":
+                    after_array_value(char, i)
+            else:
+                last_valid = i
+    result = text[: last_valid + 1]
+    for state in reversed(stack):
+        if state == "INSIDE_STRING":
+            result += '"'
+        elif state.startswith("INSIDE_OBJECT"):
+            result += "}"
+        elif state.startswith("INSIDE_ARRAY"):
+            result += "]"
+        elif state == "INSIDE_LITERAL":
+            partial = text[literal_start:]
+            for word in ("true", "false", "null"):
+                if word.startswith(partial):
+                    result += word[len(partial) :]
+                    break
+    return result
+
+
+_VALUE_START: Final = {
+    '"': "INSIDE_STRING",
+    "f": "INSIDE_LITERAL",
+    "t": "INSIDE_LITERAL",
+    "n": "INSIDE_LITERAL",
+    "-": "INSIDE_NUMBER",
+    **dict.fromkeys("0123456789", "INSIDE_NUMBER"),
+    "{": "INSIDE_OBJECT_START",
+    "[": "INSIDE_ARRAY_START",
+}
+_HEX: Final = frozenset("0123456789abcdefABCDEF")
+
+
+def parse_partial_json(text: str) -> Any:
+    """``parsePartialJson(text).value``: the parse, else the parse of ``fix_json(text)``,
+    else ``UNSET`` (the reference's ``undefined``)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return json.loads(fix_json(text))
+    except ValueError:
+        return UNSET
+
+
+# -- rebuild ------------------------------------------------------------------------------
+
+_TOOL_FIELDS: Final = (
+    ("title", "title"),
+    ("tool_metadata", "toolMetadata"),
+    ("output", "output"),
+    ("error_text", "errorText"),
+    ("provider_executed", "providerExecuted"),
+    ("preliminary", "preliminary"),
+    ("input_encoding", "inputEncoding"),
+    ("call_provider_metadata", "callProviderMetadata"),
+    ("result_provider_metadata", "resultProviderMetadata"),
+    ("approval", "approval"),
+)
+
+
+def _tool_dict(part: ToolPart) -> dict[str, Any]:
+    out: dict[str, Any]
+    if part.dynamic:
+        out = {"type": "dynamic-tool", "toolName": part.tool_name}
+    else:
+        out = {"type": f"tool-{part.tool_name}"}
+    out["toolCallId"] = part.tool_call_id
+    out["state"] = part.state
+    value = part.input
+    if value is _PARTIAL:
+        value = (
+            str(part.raw) if part.input_encoding == "text" else parse_partial_json(str(part.raw))
+        )
+    if value is not UNSET and value is not None:
+        out["input"] = value
+    raw = part.raw_input
+    if raw is True:
+        out["rawInput"] = str(part.raw)
+    elif raw is not UNSET and raw is not None:
+        out["rawInput"] = raw
+    for name, key in _TOOL_FIELDS:
+        value = getattr(part, name)
+        if value is not UNSET and value is not None:
+            out[key] = value
+    return out
+
+
+def ui_messages(nodes: Iterable[Node]) -> list[dict[str, Any]]:
+    """The final ``UIMessage`` of each message in the log, in order, as JSON-ready dicts.
+
+    A message is what ``readUIMessageStream`` yields last before a ``start`` with a new
+    ``messageId`` (or the end); parts appear in the order they started.
+    """
+    messages: dict[str, dict[str, Any]] = {}
+    for node in nodes:
+        kind = node.kind
+        state = node.state
+        if kind == _MESSAGE:
+            message = messages.get(node.id)
+            if message is None:
+                message = messages[node.id] = {"id": state.id, "role": "assistant", "parts": []}
+            message["id"] = state.id
+            if state.metadata is not None:
+                message["metadata"] = state.metadata
+            continue
+        message = messages.get(state.message)
+        if message is None:  # parts before any message node: the reference's "" message
+            message = messages[state.message] = {"id": "", "role": "assistant", "parts": []}
+        if kind == _TEXT or kind == _REASONING:
+            part: dict[str, Any] = {"type": "text", "text": str(state.text)}
+            if kind == _REASONING:
+                part = {"type": "reasoning", "id": state.id, "text": part["text"]}
+            if state.provider_metadata is not None:
+                part["providerMetadata"] = state.provider_metadata
+            part["state"] = "done" if state.done else "streaming"
+        elif kind == _TOOL:
+            part = _tool_dict(state)
+        else:
+            part = dict(state.fields)
+        message["parts"].append(part)
+    return list(messages.values())
+
+
+def project(events: Iterable[Mapping[str, Any]]) -> tuple[Node, ...]:
+    """The nodes of one recording's raw chunk dicts (routed, then folded)."""
+    engine = create_conversation_engine(DEFINITIONS, event_type=type)
+    engine.push_many(Router().route(events))
+    return engine.nodes()
+
+
+def fold(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The final UI messages of one recording (raw chunk dicts in log order)."""
+    return ui_messages(project(events))
