@@ -1,0 +1,175 @@
+"""The pytest plugin: replay recorded logs in your own tests (entry point ``pytest11``).
+
+Fixtures:
+
+- ``convo_snapshot``: ``convo_snapshot(log, definitions)`` replays a log (a path to
+  any recording ``load_events`` reads, or the events themselves) and compares the
+  view, rendered as indented JSON, with the snapshot stored next to the test in
+  ``__snapshots__/<module>/<test>.json``. A missing snapshot is written (and the
+  test passes); a different one fails with a unified diff. ``pytest
+  --convo-update-snapshots`` rewrites them.
+- ``convo_assert_deterministic``: ``assert_deterministic`` with the seed of
+  ``--convo-seed`` (default 0): fails with the first divergence.
+
+Both are plain functions underneath (``replay.replay``, ``replay.render_json``,
+``replay.assert_deterministic``), usable without pytest.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Callable, Collection, Hashable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine import Node
+
+from ._determinism import WAYS, Report, assert_deterministic
+from ._render import render_json
+from ._replay import replay
+
+__all__ = ["ConvoSnapshot"]
+
+_UPDATE = "--convo-update-snapshots"
+_written_key = pytest.StashKey[list[Path]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("convo", "convo-engine: replay snapshots")
+    group.addoption(
+        _UPDATE,
+        action="store_true",
+        default=False,
+        help="rewrite the convo_snapshot files with the views replayed now",
+    )
+    group.addoption(
+        "--convo-seed",
+        type=int,
+        default=0,
+        help="seed of convo_assert_deterministic's random ways (default 0)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_written_key] = []
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    written = config.stash.get(_written_key, [])
+    if written:
+        terminalreporter.write_sep("-", "convo snapshots")
+        for path in written:
+            terminalreporter.write_line(f"wrote {path}")
+
+
+class ConvoSnapshot:
+    """The ``convo_snapshot`` fixture: replay a log and compare its view with a snapshot.
+
+    Call it once per view; a test that checks several views names them
+    (``name=``), or gets ``.2``, ``.3``, ... after its own name.
+    """
+
+    def __init__(self, directory: Path, test: str, *, update: bool, written: list[Path]) -> None:
+        self.directory = directory
+        self.test = test
+        self.update = update
+        self._written = written
+        self._calls = 0
+
+    def path(self, name: str | None = None) -> Path:
+        """The snapshot file of view ``name`` (or of the next unnamed view)."""
+        if name is None:
+            stem = self.test if self._calls <= 1 else f"{self.test}.{self._calls}"
+        else:
+            stem = f"{self.test}.{_safe(name)}"
+        return self.directory / f"{stem}.json"
+
+    def __call__(
+        self,
+        log: str | os.PathLike[str] | Iterable[Any],
+        definitions: Iterable[Any],
+        *,
+        name: str | None = None,
+        event_type: Callable[[Any], Hashable] | None = None,
+    ) -> tuple[Node, ...]:
+        """Replay ``log`` through ``definitions``, compare the view's JSON with the
+        snapshot, and return the nodes (for further assertions)."""
+        if name is None:
+            self._calls += 1
+        definitions = tuple(definitions)
+        nodes = replay(_events(log), definitions, event_type=event_type)
+        self.assert_matches(render_json(nodes, definitions, indent=2) + b"\n", name)
+        return nodes
+
+    def assert_matches(self, actual: bytes, name: str | None = None) -> None:
+        """Compare ``actual`` with the stored snapshot (written when missing or when
+        updating); fail with a unified diff otherwise."""
+        path = self.path(name)
+        if self.update or not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists() or path.read_bytes() != actual:
+                path.write_bytes(actual)
+                self._written.append(path)
+            return
+        expected = path.read_bytes()
+        if expected == actual:
+            return
+        diff = difflib.unified_diff(
+            expected.decode(errors="replace").splitlines(keepends=True),
+            actual.decode(errors="replace").splitlines(keepends=True),
+            fromfile=f"{path} (snapshot)",
+            tofile="replayed now",
+        )
+        pytest.fail(
+            f"the replayed view differs from the snapshot {path}:\n{''.join(diff)}\n"
+            f"(run pytest {_UPDATE} to accept the new view)",
+            pytrace=False,
+        )
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "_"
+
+
+def _events(log: str | os.PathLike[str] | Iterable[Any]) -> Iterable[Any]:
+    if isinstance(log, str | os.PathLike):
+        from ._formats import load_events  # here, so the plugin loads without the readers
+
+        return load_events(log).events
+    return log
+
+
+@pytest.fixture
+def convo_snapshot(request: pytest.FixtureRequest) -> ConvoSnapshot:
+    """Replay a recorded log and compare the view with a snapshot next to the test."""
+    module = Path(str(request.node.path))
+    return ConvoSnapshot(
+        module.parent / "__snapshots__" / module.stem,
+        _safe(request.node.name),
+        update=bool(request.config.getoption(_UPDATE)),
+        written=request.config.stash[_written_key],
+    )
+
+
+@pytest.fixture
+def convo_assert_deterministic(request: pytest.FixtureRequest) -> Callable[..., Report]:
+    """``assert_deterministic(events, definitions, ...)`` seeded by ``--convo-seed``."""
+    seed = int(request.config.getoption("--convo-seed"))
+
+    def check(
+        log: str | os.PathLike[str] | Iterable[Any],
+        definitions: Iterable[Any],
+        *,
+        ways: Collection[str] = WAYS,
+        rounds: int = 3,
+        event_type: Callable[[Any], Hashable] | None = None,
+    ) -> Report:
+        return assert_deterministic(
+            _events(log), definitions, seed=seed, ways=ways, rounds=rounds, event_type=event_type
+        )
+
+    return check

@@ -1,0 +1,187 @@
+"""The pytest plugin, run in throwaway projects through pytester."""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+# Until the pytest11 entry point is installed, load the plugin by module name.
+_INSTALLED = any(ep.value == "replay._plugin" for ep in entry_points(group="pytest11"))
+# hypothesis is not needed in the throwaway projects and costs ~1 s per run.
+PLUGIN = ("-p", "no:hypothesispytest", *(() if _INSTALLED else ("-p", "replay._plugin")))
+
+KINDS = """
+import msgspec
+from engine import Claim
+
+
+class Message(msgspec.Struct, frozen=True):
+    text: str
+
+
+class MessageKind:
+    kind = "message"
+
+    def match(self, event):
+        if event["type"] == "start":
+            return Claim(event["id"], "start")
+        if event["type"] == "delta":
+            return Claim(event["id"], "update")
+        return None
+
+    def start(self, event, reader):
+        return Message("")
+
+    def update(self, state, event):
+        return Message(state.text + event["delta"])
+
+
+class Clock:
+    kind = "clock"
+
+    def match(self, event):
+        return Claim(event["id"], "start") if event["type"] == "start" else None
+
+    def start(self, event, reader):
+        import time
+        return time.perf_counter_ns()
+
+    def update(self, state, event):
+        return state
+"""
+
+LOG = (
+    '{"type": "start", "id": "m1"}\n'
+    '{"type": "delta", "id": "m1", "delta": "Hello"}\n'
+    '{"type": "delta", "id": "m1", "delta": ", world"}\n'
+)
+
+TEST = """
+from kinds import MessageKind
+
+def test_view(convo_snapshot):
+    nodes = convo_snapshot("conversation.jsonl", [MessageKind()])
+    assert nodes[0].state.text == "Hello, world"
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(kinds=KINDS, test_view=TEST)
+    pytester.path.joinpath("conversation.jsonl").write_text(LOG)
+    pytester.syspathinsert()
+    return pytester
+
+
+def snapshot(pytester: pytest.Pytester) -> str:
+    return (pytester.path / "__snapshots__" / "test_view" / "test_view.json").read_text()
+
+
+class TestConvoSnapshot:
+    """convo_snapshot: replay a log, compare with a stored view."""
+
+    def test_first_run_writes_the_snapshot(self, project: pytest.Pytester) -> None:
+        result = project.runpytest(*PLUGIN)
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(["*convo snapshots*", "wrote *test_view.json"])
+        assert '"text": "Hello, world"' in snapshot(project)
+
+    def test_second_run_compares(self, project: pytest.Pytester) -> None:
+        project.runpytest(*PLUGIN).assert_outcomes(passed=1)
+        result = project.runpytest(*PLUGIN)
+        result.assert_outcomes(passed=1)
+        assert "wrote" not in result.stdout.str()
+
+    def test_mismatch_fails_with_a_diff(self, project: pytest.Pytester) -> None:
+        project.runpytest(*PLUGIN).assert_outcomes(passed=1)
+        project.path.joinpath("conversation.jsonl").write_text(
+            LOG + '{"type": "delta", "id": "m1", "delta": "!"}\n'
+        )
+        project.makepyfile(test_view=TEST.replace('"Hello, world"', '"Hello, world!"'))
+        result = project.runpytest(*PLUGIN)
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(
+            [
+                "*the replayed view differs from the snapshot*test_view.json*",
+                '*-*"text": "Hello, world"*',
+                '*+*"text": "Hello, world!"*',
+                "*--convo-update-snapshots*",
+            ]
+        )
+        assert "Hello, world!" not in snapshot(project)  # a failure never rewrites
+
+    def test_update_flag_rewrites(self, project: pytest.Pytester) -> None:
+        project.runpytest(*PLUGIN).assert_outcomes(passed=1)
+        project.path.joinpath("conversation.jsonl").write_text(
+            LOG + '{"type": "delta", "id": "m1", "delta": "!"}\n'
+        )
+        project.makepyfile(test_view=TEST.replace('"Hello, world"', '"Hello, world!"'))
+        project.runpytest(*PLUGIN, "--convo-update-snapshots").assert_outcomes(passed=1)
+        assert '"text": "Hello, world!"' in snapshot(project)
+        project.runpytest(*PLUGIN).assert_outcomes(passed=1)
+
+    def test_events_and_named_views(self, pytester: pytest.Pytester) -> None:
+        pytester.makepyfile(kinds=KINDS)
+        pytester.makepyfile(
+            test_named="""
+            import pytest
+            from kinds import MessageKind
+
+            START = {"type": "start", "id": "a"}
+
+            @pytest.mark.parametrize("delta", ["x", "y/z"])
+            def test_views(convo_snapshot, delta):
+                convo_snapshot([START], [MessageKind()], name="before")
+                convo_snapshot([START, {"type": "delta", "id": "a", "delta": delta}],
+                               [MessageKind()], name="after")
+                convo_snapshot([START], [MessageKind()])
+                convo_snapshot([START], [MessageKind()])
+            """
+        )
+        pytester.syspathinsert()
+        pytester.runpytest(*PLUGIN).assert_outcomes(passed=2)
+        names = sorted(p.name for p in (pytester.path / "__snapshots__" / "test_named").iterdir())
+        assert names == [
+            "test_views_x.2.json",
+            "test_views_x.after.json",
+            "test_views_x.before.json",
+            "test_views_x.json",
+            "test_views_y_z.2.json",
+            "test_views_y_z.after.json",
+            "test_views_y_z.before.json",
+            "test_views_y_z.json",
+        ]
+
+
+class TestConvoAssertDeterministic:
+    """convo_assert_deterministic: the checker as a fixture."""
+
+    def test_passes_and_fails(self, pytester: pytest.Pytester) -> None:
+        pytester.makepyfile(kinds=KINDS)
+        pytester.path.joinpath("conversation.jsonl").write_text(LOG)
+        pytester.makepyfile(
+            test_det="""
+            from kinds import Clock, MessageKind
+
+            def test_deterministic(convo_assert_deterministic):
+                report = convo_assert_deterministic("conversation.jsonl", [MessageKind()])
+                assert report.ok and report.seed == 5
+
+            def test_clock(convo_assert_deterministic):
+                convo_assert_deterministic("conversation.jsonl", [MessageKind(), Clock()])
+            """
+        )
+        pytester.syspathinsert()
+        result = pytester.runpytest(*PLUGIN, "--convo-seed", "5")
+        result.assert_outcomes(passed=1, failed=1)
+        result.stdout.fnmatch_lines(
+            ["*DeterminismError*NOT deterministic*seed=5*", "*node clock:m1*the states differ*"]
+        )
+
+
+def test_help_lists_the_options(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(*PLUGIN, "--help")
+    result.stdout.fnmatch_lines(["*--convo-update-snapshots*", "*--convo-seed*"])
