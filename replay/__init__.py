@@ -3,8 +3,16 @@
 ``read_log``/``write_log``/``LogWriter`` handle our JSON Lines log (one envelope per
 line); ``load_events`` reads any recording (our log, SSE, JSON arrays, JSON Lines of
 raw provider events); ``EventStore`` is the embedded SQLite event store.
+``replay`` folds a log into its final view; ``check_determinism`` proves every way
+of replaying it agrees; ``render_json``/``render_text``/``render_html`` render views.
 """
 
+from ._determinism import WAYS as WAYS
+from ._determinism import DeterminismError as DeterminismError
+from ._determinism import Divergence as Divergence
+from ._determinism import Report as Report
+from ._determinism import assert_deterministic as assert_deterministic
+from ._determinism import check_determinism as check_determinism
 from ._formats import Format as Format
 from ._formats import Loaded as Loaded
 from ._formats import load_events as load_events
@@ -15,24 +23,44 @@ from ._log import LogWriter as LogWriter
 from ._log import ReplayError as ReplayError
 from ._log import read_log as read_log
 from ._log import write_log as write_log
+from ._render import RenderError as RenderError
+from ._render import render_json as render_json
+from ._render_html import HtmlRenderer as HtmlRenderer
+from ._render_html import render_html as render_html
+from ._render_text import render_text as render_text
+from ._render_text import strip_controls as strip_controls
+from ._replay import replay as replay
 from ._store import ConcurrencyError as ConcurrencyError
 from ._store import EventStore as EventStore
 from ._store import StoreBusyError as StoreBusyError
 from ._store import StoreError as StoreError
 
 __all__ = [
+    "WAYS",
     "ConcurrencyError",
+    "DeterminismError",
+    "Divergence",
     "Entry",
     "EventStore",
     "Format",
+    "HtmlRenderer",
     "Loaded",
     "Log",
     "LogError",
     "LogWriter",
+    "RenderError",
     "ReplayError",
+    "Report",
     "StoreBusyError",
     "StoreError",
+    "assert_deterministic",
+    "check_determinism",
     "load_events",
     "read_log",
+    "render_html",
+    "render_json",
+    "render_text",
+    "replay",
+    "strip_controls",
     "write_log",
 ]
