@@ -124,3 +124,50 @@ def anthropic_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
     if draw(st.booleans()):  # a recording cut off mid-stream
         events = events[: draw(st.integers(1, len(events)))]
     return events
+
+
+# -- OpenAI Chat Completions --------------------------------------------------------
+
+
+@st.composite
+def openai_chat_streams(draw: st.DrawFn) -> list[list[dict[str, Any]]]:
+    """Several completions, each a list of chunks; tool calls interleaved by index.
+
+    Tool calls start in index order with their id and name on the first delta only
+    (what OpenAI sends; the SDK is known to be wrong otherwise).
+    """
+    out = []
+    for number in range(draw(st.integers(1, 3))):
+        base = {"id": f"chatcmpl-{number}", "object": "chat.completion.chunk", "created": 1}
+        base["model"] = "gpt-test"
+
+        def chunk(delta: dict[str, Any], finish: str | None = None, b: Any = base) -> Any:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish}
+            return {**b, "choices": [choice]}
+
+        chunks = [chunk({"role": "assistant", "content": ""})]
+        text = [{"content": p} for p in draw(splits(draw(TEXT)))]
+        lanes: list[list[dict[str, Any]]] = [text]
+        for index in range(draw(st.integers(0, 3))):
+            arguments = json.dumps(draw(JSON_OBJECTS))
+            pieces = draw(splits(arguments))
+            first = {"index": index, "id": f"call_{number}_{index}", "type": "function"}
+            first["function"] = {"name": f"tool{index}", "arguments": pieces[0]}
+            calls = [first] + [{"index": index, "function": {"arguments": p}} for p in pieces[1:]]
+            lanes.append([{"tool_calls": [call]} for call in calls])
+        started = 1  # lanes below this have sent their first delta
+        emitted = [0] * len(lanes)
+        for lane, _ in draw(interleave(lanes)):
+            # Tool calls start in index order: the SDK places them by list position.
+            while started <= lane:
+                chunks.append(chunk(lanes[started][0]))
+                emitted[started] = 1
+                started += 1
+            if emitted[lane] < len(lanes[lane]):
+                chunks.append(chunk(lanes[lane][emitted[lane]]))
+                emitted[lane] += 1
+        chunks.append(chunk({}, "tool_calls" if len(lanes) > 1 else "stop"))
+        usage = {"completion_tokens": 5, "prompt_tokens": 3, "total_tokens": 8}
+        chunks.append({**base, "choices": [], "usage": usage})
+        out.append(chunks)
+    return out
