@@ -312,6 +312,13 @@ def _items(cons: _Cons) -> list[Any]:
     return out
 
 
+def _addable(old: Any, value: Any) -> bool:
+    """Strings concatenate and numbers add in ``accumulate_delta``."""
+    if isinstance(old, str):
+        return isinstance(value, str)
+    return isinstance(old, int | float) and isinstance(value, int | float)
+
+
 def _accumulate(acc: dict[Any, Any], key: Any, value: Any) -> None:
     """One step of the SDK's ``accumulate_delta`` (openai.lib.streaming._deltas)."""
     if key not in acc or acc[key] is None:
@@ -323,9 +330,7 @@ def _accumulate(acc: dict[Any, Any], key: Any, value: Any) -> None:
     old = acc[key]
     if key in ("index", "type"):
         acc[key] = value
-    elif (isinstance(old, str) and isinstance(value, str)) or (
-        isinstance(old, int | float) and isinstance(value, int | float)
-    ):
+    elif _addable(old, value):
         acc[key] = old + value
     elif isinstance(old, dict) and isinstance(value, dict):
         merged = dict(old)
