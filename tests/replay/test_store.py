@@ -202,8 +202,11 @@ APPENDS = 200
 def append_from_process(path: str, worker: int, start: Any) -> int:
     """Child process: APPENDS appends, half optimistic, retried on conflicts; returns retries."""
     retries = 0
-    start.wait()  # all workers begin together, to collide as much as possible
-    with EventStore(path) as s:
+    start.wait()  # a barrier: all workers begin together, to collide as much as possible
+    # No busy wait: SQLite's busy handler sleeps, which lets one process starve the
+    # others and the appends run one process after another. Retrying at once makes
+    # them interleave, so that expectations really go stale.
+    with EventStore(path, busy_timeout=0) as s:
         for n in range(APPENDS):
             event = {"worker": worker, "n": n}
             while True:
@@ -226,12 +229,11 @@ class TestProcesses:
         EventStore(path).close()
         ctx = multiprocessing.get_context("spawn")
         with ctx.Manager() as manager:
-            start = manager.Event()
+            start = manager.Barrier(WORKERS)
             with ctx.Pool(WORKERS) as pool:
                 results = [
                     pool.apply_async(append_from_process, (path, w, start)) for w in range(WORKERS)
                 ]
-                start.set()
                 for r in results:
                     r.get(timeout=300)
         with EventStore(path) as s:
