@@ -1,0 +1,59 @@
+"""The built-in kinds as one set: what ``convo replay`` registers by default.
+
+::
+
+    from definitions import builtin, event_type
+    from engine import create_conversation_engine
+
+    engine = create_conversation_engine(builtin.DEFINITIONS, event_type=event_type)
+    for line in open("session.jsonl", "rb"):
+        engine.push(builtin.decode(line))
+
+The five kinds never claim the same event, so their order only decides which
+renders first for nothing; it is the order a conversation reads in: messages,
+reasoning, tool calls, approvals, status rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, TypeAlias
+
+import msgspec
+
+from . import approval, message, reasoning, status, tool_call
+
+__all__ = ["DEFINITIONS", "TAGS", "Event", "decode"]
+
+DEFINITIONS: Final = (
+    message.DEFINITION,
+    reasoning.DEFINITION,
+    tool_call.DEFINITION,
+    approval.DEFINITION,
+    status.DEFINITION,
+)
+"""The built-in definitions, in registration order."""
+
+Event: TypeAlias = message.Event | reasoning.Event | tool_call.Event | approval.Event | status.Event
+"""Every built-in event type: ``msgspec.json.Decoder(builtin.Event)`` decodes any of them."""
+
+TAGS: Final[frozenset[str]] = frozenset().union(*(d.event_types for d in DEFINITIONS))
+"""The ``type`` tags of all built-in events."""
+
+_typed_decoder: Final = msgspec.json.Decoder(Event)
+_plain_decoder: Final = msgspec.json.Decoder(dict[str, Any])
+
+
+def decode(line: bytes | str) -> Event | dict[str, Any]:
+    """One JSONL line as a typed built-in event, or as a plain dict when its ``type``
+    is not a built-in tag (plug-in kinds pass through untouched).
+
+    Raises ``msgspec.DecodeError`` for malformed JSON and ``msgspec.ValidationError``
+    (naming the field, e.g. ``- at `$.text```) for a built-in event with bad fields.
+    """
+    try:
+        return _typed_decoder.decode(line)
+    except msgspec.ValidationError:
+        plain = _plain_decoder.decode(line)
+        if plain.get("type") in TAGS:
+            raise
+        return plain
