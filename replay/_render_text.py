@@ -92,7 +92,6 @@ def _render_rich(parts: list[tuple[str, str]]) -> str | None:
     try:
         # Lazily: rich is optional, and costs ~50 ms to import.
         from rich.console import Console  # type: ignore[import-not-found, unused-ignore]
-        from rich.padding import Padding  # type: ignore[import-not-found, unused-ignore]
         from rich.text import Text  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         return None
@@ -108,6 +107,6 @@ def _render_rich(parts: list[tuple[str, str]]) -> str | None:
     )
     for header, body in parts:
         # Text objects, never markup strings: "[bold]" in content stays literal.
-        console.print(Text(header, style="bold cyan"))
-        console.print(Padding(Text(body), (0, 0, 0, 2)))
+        console.print(Text(header, style="bold cyan"), soft_wrap=True)
+        console.print(Text(_indent(body)), soft_wrap=True)
     return out.getvalue()

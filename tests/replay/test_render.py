@@ -312,3 +312,20 @@ def test_new_kind_renders_without_touching_renderers() -> None:
     assert msgspec.json.decode(render_json(nodes, [Fresh()]))[0]["state"] == {"seen": "<x>"}
     assert '"seen": "<x>"' in render_text(nodes, [Fresh()], color=False)
     assert "&lt;x&gt;" in render_html(nodes, [Fresh()])
+
+
+def test_bundled_example_renders_inert() -> None:
+    """The built-in kinds' HTML of the example log adds no element, handler or URL."""
+    from .test_determinism import example_events
+
+    builtin, events = example_events()
+    nodes = replay(events, builtin.DEFINITIONS)
+    page = render_html(nodes, builtin.DEFINITIONS, title="example")
+    parsed = Elements(page)
+    for tag, attrs in parsed.tags:
+        for name in attrs:
+            assert not name.startswith("on"), (tag, name)
+            assert name not in URL_ATTRIBUTES, (tag, name)
+    assert len([t for t, _ in parsed.tags if t == "article"]) == len(nodes)
+    assert "\x1b" not in render_text(nodes, builtin.DEFINITIONS, color=False)
+    assert msgspec.json.decode(render_json(nodes, builtin.DEFINITIONS))
