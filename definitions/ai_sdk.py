@@ -156,7 +156,7 @@ class _ToPart(Routed):
 class _Message:
     """The router's lookup tables for one message (what the reference searches)."""
 
-    __slots__ = ("claim", "data", "id", "node", "parts", "partial", "step_tools", "text", "tools")
+    __slots__ = ("claim", "data", "id", "node", "partial", "parts", "step_tools", "text", "tools")
 
     def __init__(self, node: str, message_id: str) -> None:
         self.node = node
@@ -521,7 +521,7 @@ class _MessageDefinition:
 
 class _TextDefinition:
     kind = _TEXT
-    event_types = frozenset({_ToText, _TextDelta})
+    event_types: frozenset[type[Routed]] = frozenset({_ToText, _TextDelta})
     publication = staticmethod(_pub)
     label = "text"
 
@@ -563,9 +563,7 @@ class _TextDefinition:
 
     @classmethod
     def render_html(cls, node: Node) -> str:
-        return (
-            f'<div class="{cls.label}">{html.escape(str(node.state.text), quote=True)}</div>'
-        )
+        return f'<div class="{cls.label}">{html.escape(str(node.state.text), quote=True)}</div>'
 
 
 class _ReasoningDefinition(_TextDefinition):
@@ -683,7 +681,11 @@ class _ToolDefinition:
         if provider_executed is not None:
             fields["provider_executed"] = provider_executed
         if provider_metadata is not None and provider_metadata is not UNSET:
-            key = "result_provider_metadata" if kind == "tool-input-error" else "call_provider_metadata"
+            key = (
+                "result_provider_metadata"
+                if kind == "tool-input-error"
+                else "call_provider_metadata"
+            )
             fields[key] = provider_metadata
         return replace(part, **fields)
 
@@ -1042,7 +1044,7 @@ def ui_messages(nodes: Iterable[Node]) -> list[dict[str, Any]]:
         message = messages.get(state.message)
         if message is None:  # parts before any message node: the reference's "" message
             message = messages[state.message] = {"id": "", "role": "assistant", "parts": []}
-        if kind == _TEXT or kind == _REASONING:
+        if kind in (_TEXT, _REASONING):
             part: dict[str, Any] = {"type": "text", "text": str(state.text)}
             if kind == _REASONING:
                 part = {"type": "reasoning", "id": state.id, "text": part["text"]}

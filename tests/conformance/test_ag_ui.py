@@ -1,0 +1,305 @@
+"""definitions.ag_ui against the AG-UI reference reducer (@ag-ui/client defaultApplyEvents).
+
+Every AG-UI fixture in ../shared is folded through our definitions and the rebuilt
+messages and state are compared field by field with what oracle_agui.mjs prints.
+Generated streams are compared in batches (one node process per hypothesis example).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from definitions import ag_ui, event_type
+from engine import DefinitionError, create_conversation_engine
+from tests._shared import shared_files
+from tests.conformance._node_oracles import assert_same, load_events, run_batch, run_oracle
+
+FIXTURES = (
+    shared_files("fixtures", "recorded", pattern="agui*")
+    + shared_files("fixtures", "synthetic", pattern="agui_*.jsonl")
+    + shared_files("fixtures", "synthetic", "agui_edges")
+)
+
+# Streams verifyEvents refuses, and why our fold is the --no-verify one: a view shows
+# what arrived instead of nothing. Any other refusal fails the test.
+REFUSED = {
+    "norun.jsonl": (
+        "First event must be 'RUN_STARTED'",
+        "a stream recorded without its RUN_STARTED still holds a complete message",
+    ),
+    "orphan.jsonl": (
+        "No active text message found with ID 'x'",
+        "an orphan delta has no message to go to; both folds drop it",
+    ),
+}
+
+
+class TestFixtures:
+    """Each fixture rebuilds exactly what the reference prints."""
+
+    @pytest.mark.parametrize("path", FIXTURES)
+    def test_matches_reference(self, path: Path) -> None:
+        expected = run_oracle("oracle_agui.mjs", path)
+        if "error" in expected:
+            assert path.name in REFUSED, f"the reference refused {path.name}: {expected['error']}"
+            refusal, _why = REFUSED[path.name]
+            assert refusal in expected["error"]
+            expected = run_oracle("oracle_agui.mjs", path, "--no-verify")
+            assert "error" not in expected
+        else:
+            assert path.name not in REFUSED, f"{path.name} is no longer refused: update REFUSED"
+        nodes = ag_ui.project(load_events(path))
+        assert_same(expected["messages"], ag_ui.messages(nodes), f"{path.name} messages")
+        assert_same(expected["state"], ag_ui.state(nodes), f"{path.name} state")
+        assert ag_ui.fold(load_events(path)) == ag_ui.messages(nodes)
+
+
+RUN = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
+END = [{"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+
+
+def text(message_id: str, *deltas: str) -> list[dict[str, Any]]:
+    return [
+        {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"},
+        *({"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": d} for d in deltas),
+        {"type": "TEXT_MESSAGE_END", "messageId": message_id},
+    ]
+
+
+class TestAttribution:
+    """Which message an event lands in, decided by the router without breaking purity."""
+
+    def test_restart_continues_the_message_like_the_reference(self) -> None:
+        events = RUN + text("m", "first") + text("n", "other") + text("m", "second") + END
+        assert [m["content"] for m in ag_ui.fold(events)] == ["firstsecond", "other"]
+
+    def test_window_cut_mid_message_shows_no_node_for_it(self) -> None:
+        events = RUN + text("m1", "cut ", "off") + text("m2", "kept") + END
+        window = events[3:]  # from m1's second delta: its start is outside the window
+        nodes = ag_ui.project(window)
+        assert [n.id for n in nodes if n.kind == "ag_ui_message"] == ["m2"]
+        assert ag_ui.messages(nodes) == [{"id": "m2", "role": "assistant", "content": "kept"}]
+
+    def test_chunks_without_ids_continue_the_open_stream(self) -> None:
+        events = [
+            {"type": "TEXT_MESSAGE_CHUNK", "messageId": "a", "delta": "x"},
+            {"type": "TEXT_MESSAGE_CHUNK", "delta": "y"},
+            {"type": "TEXT_MESSAGE_CHUNK", "messageId": "b", "delta": "z"},
+            {"type": "TEXT_MESSAGE_CHUNK", "delta": "w"},
+        ]
+        assert [m["content"] for m in ag_ui.fold(events)] == ["xy", "zw"]
+
+    def test_first_chunk_without_an_id_is_an_error(self) -> None:
+        with pytest.raises(ValueError, match="must have a messageId"):
+            ag_ui.fold([{"type": "TEXT_MESSAGE_CHUNK", "delta": "x"}])
+
+    def test_tool_result_sharing_its_calls_message_id_is_a_new_message(self) -> None:
+        events = [
+            {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": "{}"},
+            {"type": "TOOL_CALL_END", "toolCallId": "c"},
+            {"type": "TOOL_CALL_RESULT", "messageId": "c", "toolCallId": "c", "content": "ok"},
+        ]
+        assert [m["role"] for m in ag_ui.fold(events)] == ["assistant", "tool"]
+
+    def test_raw_dicts_pushed_without_the_router_name_the_fix(self) -> None:
+        engine = create_conversation_engine(ag_ui.DEFINITIONS)
+        with pytest.raises(DefinitionError, match="Router"):
+            engine.push(text("m", "x")[0])
+
+    def test_router_as_push_hook_matches_fold(self) -> None:
+        events = RUN + text("m", "a", "b") + END
+        engine = create_conversation_engine(
+            ag_ui.DEFINITIONS, hooks=[ag_ui.Router()], event_type=event_type
+        )
+        engine.push_many(events)
+        assert ag_ui.messages(engine.nodes()) == ag_ui.fold(events)
+
+
+class TestStatePatches:
+    """STATE_DELTA applies RFC 6902 to a new value and rejects a failing patch whole."""
+
+    def test_operations(self) -> None:
+        doc = {"a": {"b": [1, 2]}, "c": 1}
+        ops: list[dict[str, Any]] = [
+            {"op": "add", "path": "/a/b/1", "value": 9},
+            {"op": "remove", "path": "/c"},
+            {"op": "copy", "from": "/a/b", "path": "/d"},
+            {"op": "move", "from": "/d/0", "path": "/e"},
+            {"op": "replace", "path": "/a/b/0", "value": "x"},
+            {"op": "test", "path": "/e", "value": 1},
+        ]
+        assert ag_ui.apply_patch(doc, ops) == {"a": {"b": ["x", 9, 2]}, "d": [9, 2], "e": 1}
+        assert doc == {"a": {"b": [1, 2]}, "c": 1}  # never mutated
+
+    def test_failing_patch_keeps_the_state(self) -> None:
+        events: list[dict[str, Any]] = [
+            {"type": "STATE_SNAPSHOT", "snapshot": {"n": 1}},
+            {
+                "type": "STATE_DELTA",
+                "delta": [
+                    {"op": "replace", "path": "/n", "value": 2},
+                    {"op": "remove", "path": "/missing"},
+                ],
+            },
+        ]
+        nodes = ag_ui.project(events)
+        assert ag_ui.state(nodes) == {"n": 1}
+        assert nodes[0].state.errors == 1
+
+
+class TestRendering:
+    """Renderers show each kind readably and escape every piece of content."""
+
+    def test_text_and_html(self) -> None:
+        events = [
+            *RUN,
+            *text("m", "<script>alert(1)</script>"),
+            {
+                "type": "TOOL_CALL_START",
+                "toolCallId": "c",
+                "toolCallName": "<b>",
+                "parentMessageId": "m",
+            },
+            {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": '{"q": "<i>"}'},
+            {"type": "STATE_SNAPSHOT", "snapshot": {"k": "<x>"}},
+            {"type": "CUSTOM", "name": "n", "value": "<v>"},
+            *END,
+        ]
+        nodes = ag_ui.project(events)
+        by_kind = {d.kind: d for d in ag_ui.DEFINITIONS}
+        for node in nodes:
+            definition: Any = by_kind[node.kind]
+            assert isinstance(definition.render_text(node), str)
+            fragment = definition.render_html(node)
+            assert "<script" not in fragment
+            assert "<b>" not in fragment
+            assert "<i>" not in fragment
+            assert "<x>" not in fragment
+            assert "<v>" not in fragment
+        assert "assistant: <script>" in by_kind["ag_ui_message"].render_text(nodes[1])
+
+
+# -- generated streams ---------------------------------------------------------------------
+
+_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=6)
+
+
+def _split(value: str, cuts: list[int]) -> list[str]:
+    points = sorted({c % (len(value) + 1) for c in cuts})
+    pieces, last = [], 0
+    for point in [*points, len(value)]:
+        pieces.append(value[last:point])  # empty pieces are empty deltas
+        last = point
+    return pieces
+
+
+@st.composite
+def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A valid AG-UI run: text and reasoning messages, parallel tool calls whose JSON
+    arguments split anywhere (mid-token), results, state, chunks, unicode."""
+    events: list[dict[str, Any]] = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
+    for turn in range(draw(st.integers(1, 3))):
+        message = f"m{turn}"
+        if draw(st.booleans()):
+            reasoning = f"r{turn}"
+            events += [
+                {"type": "REASONING_START", "messageId": f"rs{turn}"},
+                {"type": "REASONING_MESSAGE_START", "messageId": reasoning, "role": "reasoning"},
+            ]
+            events += [
+                {"type": "REASONING_MESSAGE_CONTENT", "messageId": reasoning, "delta": d}
+                for d in draw(st.lists(_TEXT, max_size=3))
+            ]
+            events += [
+                {"type": "REASONING_MESSAGE_END", "messageId": reasoning},
+                {"type": "REASONING_END", "messageId": f"rs{turn}"},
+            ]
+        if draw(st.booleans()):
+            deltas = draw(st.lists(_TEXT, max_size=4))
+            events += [{"type": "TEXT_MESSAGE_START", "messageId": message, "role": "assistant"}]
+            events += [
+                {"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": d} for d in deltas
+            ]
+            events += [{"type": "TEXT_MESSAGE_END", "messageId": message}]
+        else:
+            deltas = draw(st.lists(_TEXT, max_size=3))
+            events += [
+                {
+                    "type": "TEXT_MESSAGE_CHUNK",
+                    "messageId": message,
+                    "role": "assistant",
+                    "delta": deltas[0] if deltas else "",
+                }
+            ]
+            events += [{"type": "TEXT_MESSAGE_CHUNK", "delta": d} for d in deltas[1:]]
+        calls = draw(st.integers(0, 3))
+        pieces = []
+        for index in range(calls):
+            call = f"c{turn}_{index}"
+            args = json.dumps(
+                draw(st.dictionaries(_TEXT, _TEXT | st.integers(), max_size=2)),
+                ensure_ascii=draw(st.booleans()),
+            )
+            parent = draw(st.sampled_from([message, None, f"p{turn}"]))
+            start = {"type": "TOOL_CALL_START", "toolCallId": call, "toolCallName": f"f{index}"}
+            if parent is not None:
+                start["parentMessageId"] = parent
+            events.append(start)
+            pieces.append(
+                [
+                    {"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": p}
+                    for p in _split(args, draw(st.lists(st.integers(0, 99), max_size=3)))
+                ]
+            )
+        order = draw(st.permutations([i for i, p in enumerate(pieces) for _ in p]))
+        cursors = [0] * len(pieces)
+        for index in order:  # interleave the parallel calls' argument deltas
+            events.append(pieces[index][cursors[index]])
+            cursors[index] += 1
+        for index in range(calls):
+            events.append({"type": "TOOL_CALL_END", "toolCallId": f"c{turn}_{index}"})
+        for index in draw(st.permutations(range(calls))):
+            events.append(
+                {
+                    "type": "TOOL_CALL_RESULT",
+                    "messageId": f"res{turn}_{index}",
+                    "toolCallId": f"c{turn}_{index}",
+                    "content": draw(_TEXT),
+                }
+            )
+        if draw(st.booleans()):
+            events.append({"type": "STATE_SNAPSHOT", "snapshot": {"turn": turn, "items": []}})
+            events.append(
+                {
+                    "type": "STATE_DELTA",
+                    "delta": [
+                        {"op": "add", "path": "/items/-", "value": draw(_TEXT)},
+                        {"op": "replace", "path": "/turn", "value": turn + 1},
+                    ],
+                }
+            )
+    events.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+    return events
+
+
+@settings(
+    max_examples=4,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(st.lists(agui_stream(), min_size=10, max_size=20))
+def test_generated_streams_match_reference(streams: list[list[dict[str, Any]]]) -> None:
+    """Batches of random valid runs fold to what the reference (with verifyEvents) gives."""
+    results = run_batch([{"protocol": "agui", "events": s, "verify": True} for s in streams])
+    for stream, expected in zip(streams, results, strict=True):
+        assert "error" not in expected, (expected["error"], stream)
+        nodes = ag_ui.project(stream)
+        assert_same(expected["messages"], ag_ui.messages(nodes), "generated messages")
+        assert_same(expected["state"], ag_ui.state(nodes), "generated state")
