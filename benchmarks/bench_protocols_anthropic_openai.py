@@ -1,0 +1,149 @@
+"""Events/s of ``definitions.anthropic`` / ``openai_chat`` ``fold()`` vs the SDK references.
+
+Run: ``python benchmarks/bench_protocols_anthropic_openai.py`` (needs ../shared and the
+pinned SDKs of the test extra). Every figure comes from the same run: the largest
+recorded fixtures of each protocol and a synthetic stream of ~100k deltas, each
+folded by our definitions and by the reference accumulator the oracles use.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from definitions import anthropic, openai_chat  # noqa: E402
+from tests.conformance import _python_oracles as oracles  # noqa: E402
+
+FIXTURES = ROOT.parent / "shared" / "fixtures" / "recorded"
+
+
+def rate(fold: Callable[[list[dict[str, Any]]], object], events: list[dict[str, Any]]) -> float:
+    """Best events/s over a few repetitions (at least ~0.3 s of work)."""
+    best = 0.0
+    repeat = max(1, 20_000 // max(1, len(events)))
+    for _ in range(3):
+        batches = [copy.deepcopy(events) for _ in range(repeat)]  # references mutate nothing,
+        started = time.perf_counter()  # but copy so both sides start from fresh dicts
+        for batch in batches:
+            fold(batch)
+        elapsed = time.perf_counter() - started
+        best = max(best, len(events) * repeat / elapsed)
+    return best
+
+
+def anthropic_reference(events: list[dict[str, Any]]) -> object:
+    from anthropic.lib.streaming._messages import accumulate_event
+
+    accumulate: Any = accumulate_event
+    snapshot: Any = None
+    json_bufs: dict[int, bytes] = {}
+    for event in events:
+        if snapshot is None and event.get("type") != "message_start":
+            continue
+        snapshot = accumulate(event=event, current_snapshot=snapshot, json_bufs=json_bufs)
+    return snapshot
+
+
+def chat_reference(events: list[dict[str, Any]]) -> object:
+    from openai._models import construct_type
+    from openai.lib.streaming.chat import ChatCompletionStreamState
+    from openai.types.chat import ChatCompletionChunk
+
+    state: Any = ChatCompletionStreamState()
+    for event in events:
+        list(state.handle_chunk(construct_type(type_=ChatCompletionChunk, value=event)))
+    return state.current_completion_snapshot
+
+
+def synthetic_anthropic(deltas: int) -> list[dict[str, Any]]:
+    message = {"id": "m", "type": "message", "role": "assistant", "content": [], "model": "x"}
+    message |= {"stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 1}}
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": message}]
+    for index, kind in enumerate(("text", "tool_use")):
+        block = (
+            {"type": "text", "text": ""}
+            if kind == "text"
+            else {"type": "tool_use", "id": "t", "name": "f", "input": {}}
+        )
+        events.append({"type": "content_block_start", "index": index, "content_block": block})
+        for n in range(deltas // 2):
+            delta = (
+                {"type": "text_delta", "text": "abcdefgh"}
+                if kind == "text"
+                else {"type": "input_json_delta", "partial_json": '{"a": 1' if n == 0 else " "}
+            )
+            events.append({"type": "content_block_delta", "index": index, "delta": delta})
+        if kind == "tool_use":
+            events.append(
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": "}"},
+                }
+            )
+        events.append({"type": "content_block_stop", "index": index})
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 9},
+        }
+    )
+    events.append({"type": "message_stop"})
+    return events
+
+
+def synthetic_chat(deltas: int) -> list[dict[str, Any]]:
+    base = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+    def chunk(delta: dict[str, Any]) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"content": "abcdefgh"}) for _ in range(deltas)]
+    return events
+
+
+def row(
+    name: str,
+    events: list[dict[str, Any]],
+    ours: Callable[..., object],
+    references: dict[str, Callable[..., object]],
+) -> None:
+    mine = rate(ours, events)
+    text = f"{name:<62} {len(events):>7} events  ours {mine / 1e6:6.3f}M/s"
+    for label, reference in references.items():
+        theirs = rate(reference, events)
+        text += f"  {label} {theirs / 1e6:6.3f}M/s (x{mine / theirs:5.1f})"
+    print(text, flush=True)
+
+
+def main() -> None:
+    refs_a = {"anthropic-sdk": anthropic_reference}
+    refs_c = {"openai-chat-state": chat_reference}
+    largest_a = sorted(FIXTURES.glob("*anthropic*"), key=lambda p: p.stat().st_size)[-3:]
+    for path in largest_a:
+        row(path.name, oracles.anthropic_read_events(path), anthropic.fold, refs_a)
+    row(
+        "synthetic anthropic (text + JSON deltas)",
+        synthetic_anthropic(100_000),
+        anthropic.fold,
+        refs_a,
+    )
+    chat = [
+        p for p in FIXTURES.iterdir() if p.name.startswith(("openai-python", "vercel-openai-chat"))
+    ]
+    for path in sorted(chat, key=lambda p: p.stat().st_size)[-2:]:
+        row(path.name, oracles.openai_read_events(path), openai_chat.fold, refs_c)
+    row("synthetic chat (content deltas)", synthetic_chat(100_000), openai_chat.fold, refs_c)
+
+
+if __name__ == "__main__":
+    main()
