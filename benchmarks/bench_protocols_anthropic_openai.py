@@ -63,7 +63,13 @@ def chat_reference(events: list[dict[str, Any]]) -> object:
 
 
 def synthetic_anthropic(deltas: int) -> list[dict[str, Any]]:
-    message = {"id": "m", "type": "message", "role": "assistant", "content": [], "model": "x"}
+    message: dict[str, Any] = {
+        "id": "m",
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "model": "x",
+    }
     message |= {"stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 1}}
     events: list[dict[str, Any]] = [{"type": "message_start", "message": message}]
     for index, kind in enumerate(("text", "tool_use")):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from tests._shared import shared_files, shared_path
 
 from . import _python_oracles as oracles
 from ._compare import assert_same, assert_same_events
-from ._strategies import anthropic_streams
+from ._strategies import JSON_OBJECTS, anthropic_streams
 
 FIXTURES = [
     *shared_files("fixtures", "recorded", pattern="*anthropic*"),
@@ -134,3 +135,15 @@ class TestKnownReferenceErrors:
         assert len(ours) == sum(e["type"] == "message_start" for e in events) > 1
         # The SDK also drops the content later message_starts carry.
         assert sum(len(m["content"]) for m in ours) > len(merged[0]["content"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON_OBJECTS, st.integers(1, 400), st.booleans())
+def test_partial_json_agrees_with_jiter(value: dict[str, Any], cut: int, ascii_only: bool) -> None:
+    """Every non-empty prefix of a document parses as jiter's partial mode (the SDKs')."""
+    from jiter import from_json
+
+    from definitions._partial_json import parse_partial_json
+
+    text = json.dumps(value, ensure_ascii=ascii_only)[:cut]
+    assert parse_partial_json(text) == from_json(text.encode(), partial_mode=True)
