@@ -56,6 +56,7 @@ __all__ = [
     "Part",
     "Routed",
     "Router",
+    "Step",
     "TextPart",
     "ToolPart",
     "fix_json",
@@ -76,6 +77,7 @@ _TEXT: Final = "ai_sdk_text"
 _REASONING: Final = "ai_sdk_reasoning"
 _TOOL: Final = "ai_sdk_tool"
 _PART: Final = "ai_sdk_part"
+_STEP: Final = "ai_sdk_step"
 
 
 class Routed:
@@ -84,13 +86,18 @@ class Routed:
     ``event`` is the original dict (never copied); ``claim`` the claim for the kind the
     envelope's class targets; ``message`` the id of the message node the chunk belongs
     to (a part's start records it); ``message_claim`` is set when the chunk also starts
-    that message's node (the first chunk of a message); ``reset`` marks a tool part
-    restarted by a second ``tool-input-start``.
+    that message's node (the first chunk of a message). ``step_claim``/``steps`` are
+    set (on an ``...AfterStep`` class) when the chunk makes earlier ``start-step`` chunks
+    visible: the reference pushes a step-start part without yielding a snapshot, so
+    it shows only once a later chunk of the message yields one.
     """
 
-    __slots__ = ("claim", "event", "message", "message_claim")
+    __slots__ = ("claim", "event", "message", "message_claim", "step_claim", "steps")
+    step_claim: Claim
+    steps: int
     target: ClassVar[str] = ""
     pub: ClassVar[str] = _NOW
+    writes: ClassVar[bool] = False  # the reference yields a snapshot for this chunk
 
     def __init__(
         self,
@@ -116,11 +123,20 @@ class Routed:
 class _ToMessage(Routed):
     __slots__ = ()
     target = _MESSAGE
+    writes = True
+
+
+class _ToMessageQuiet(_ToMessage):
+    """A message chunk after which the reference yields no snapshot."""
+
+    __slots__ = ()
+    writes = False
 
 
 class _ToText(Routed):
     __slots__ = ()
     target = _TEXT
+    writes = True
 
 
 class _TextDelta(_ToText):
@@ -131,6 +147,7 @@ class _TextDelta(_ToText):
 class _ToReasoning(Routed):
     __slots__ = ()
     target = _REASONING
+    writes = True
 
 
 class _ReasoningDelta(_ToReasoning):
@@ -141,6 +158,7 @@ class _ReasoningDelta(_ToReasoning):
 class _ToTool(Routed):
     __slots__ = ()
     target = _TOOL
+    writes = True
 
 
 class _ToolDelta(_ToTool):
@@ -151,18 +169,53 @@ class _ToolDelta(_ToTool):
 class _ToPart(Routed):
     __slots__ = ()
     target = _PART
+    writes = True
+
+
+_ROUTED_CLASSES: Final = (
+    _ToMessage,
+    _ToMessageQuiet,
+    _ToText,
+    _TextDelta,
+    _ToReasoning,
+    _ReasoningDelta,
+    _ToTool,
+    _ToolDelta,
+    _ToPart,
+)
+# The same envelopes when they also make pending start-steps visible; the engine
+# routes on the exact class, so only these reach the step definition.
+_AFTER_STEP: Final[dict[type[Routed], type[Routed]]] = {
+    cls: type(f"{cls.__name__}AfterStep", (cls,), {"__slots__": ()}) for cls in _ROUTED_CLASSES
+}
+
+
+def _with_after_step(*classes: type[Routed]) -> frozenset[type[Routed]]:
+    return frozenset(classes) | frozenset(_AFTER_STEP[cls] for cls in classes)
 
 
 class _Message:
     """The router's lookup tables for one message (what the reference searches)."""
 
-    __slots__ = ("claim", "data", "id", "node", "partial", "parts", "step_tools", "text", "tools")
+    __slots__ = (
+        "claim",
+        "data",
+        "id",
+        "node",
+        "partial",
+        "parts",
+        "pending_steps",
+        "step_tools",
+        "text",
+        "tools",
+    )
 
     def __init__(self, node: str, message_id: str) -> None:
         self.node = node
         self.id = message_id
         self.claim: Claim | None = None  # the message node's update claim, once started
         self.parts = 0
+        self.pending_steps = 0  # start-steps no snapshot has shown yet
         self.text: dict[str, Claim] = {}  # open text parts by chunk id
         self.partial: dict[str, Claim] = {}  # tool calls with streaming input, by id
         self.tools: dict[str, Claim] = {}  # latest tool part of each call in the message
@@ -212,11 +265,20 @@ class Router:
         """The envelope of ``event``; a chunk that concerns no node gets a bare one."""
         kind = event.get("type")
         handler = self._handlers.get(kind)
-        if handler is None:
-            if type(kind) is str and kind.startswith("data-"):
-                return self._data(event)
+        if handler is not None:
+            routed = handler(event)
+        elif type(kind) is str and kind.startswith("data-"):
+            routed = self._data(event)
+        else:
             return Routed(event)
-        return handler(event)
+        current = self._current
+        if current.pending_steps and routed.writes:
+            routed.__class__ = _AFTER_STEP[type(routed)]
+            current.parts += 1
+            routed.step_claim = Claim(f"{current.node}/{current.parts}", "start")
+            routed.steps = current.pending_steps
+            current.pending_steps = 0
+        return routed
 
     def route(self, events: Iterable[Mapping[str, Any]]) -> Iterator[Routed]:
         """Envelopes of ``events``, in order."""
@@ -246,12 +308,18 @@ class Router:
             current = self._current = _Message(str(self._count), message_id)
             self._reasoning = {}
         start = self._message_claim(current)
-        return _ToMessage(event, start or current.claim, current.node)
+        cls = _ToMessage
+        if message_id is None and event.get("messageMetadata") is None:
+            cls = _ToMessageQuiet
+        return cls(event, start or current.claim, current.node)
 
     def _message_update(self, event: Mapping[str, Any]) -> Routed:
         current = self._current
         start = self._message_claim(current)
-        return _ToMessage(event, start or current.claim, current.node)
+        cls = _ToMessage
+        if event["type"] in ("abort", "error") or event.get("messageMetadata") is None:
+            cls = _ToMessageQuiet
+        return cls(event, start or current.claim, current.node)
 
     def _new_part(self, cls: type[Routed], event: Mapping[str, Any]) -> tuple[Routed, Claim]:
         current = self._current
@@ -337,7 +405,8 @@ class Router:
 
     def _start_step(self, event: Mapping[str, Any]) -> Routed:
         self._current.step_tools = {}
-        return self._new_part(_ToPart, event)[0]
+        self._current.pending_steps += 1
+        return Routed(event)
 
     def _finish_step(self, event: Mapping[str, Any]) -> Routed:
         self._current.text = {}
@@ -460,8 +529,9 @@ def _merge(existing: Any, incoming: Any) -> Any:
 
 class _MessageDefinition:
     kind = _MESSAGE
-    event_types = frozenset(
-        {_ToMessage, _ToText, _ToReasoning, _ToTool, _ToPart}  # deltas never start one
+    # A part's start may start its message too; deltas never do.
+    event_types = _with_after_step(
+        _ToMessage, _ToMessageQuiet, _ToText, _ToReasoning, _ToTool, _ToPart
     )
     publication = staticmethod(_pub)
 
@@ -521,7 +591,7 @@ class _MessageDefinition:
 
 class _TextDefinition:
     kind = _TEXT
-    event_types: frozenset[type[Routed]] = frozenset({_ToText, _TextDelta})
+    event_types = _with_after_step(_ToText, _TextDelta)
     publication = staticmethod(_pub)
     label = "text"
 
@@ -568,7 +638,7 @@ class _TextDefinition:
 
 class _ReasoningDefinition(_TextDefinition):
     kind = _REASONING
-    event_types = frozenset({_ToReasoning, _ReasoningDelta})
+    event_types = _with_after_step(_ToReasoning, _ReasoningDelta)
     label = "reasoning"
 
     @staticmethod
@@ -584,7 +654,7 @@ _OUTPUT_STATES: Final = {
 
 class _ToolDefinition:
     kind = _TOOL
-    event_types = frozenset({_ToTool, _ToolDelta})
+    event_types = _with_after_step(_ToTool, _ToolDelta)
     publication = staticmethod(_pub)
 
     @staticmethod
@@ -722,9 +792,43 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+class Step(msgspec.Struct, frozen=True):
+    """``count`` step-start parts (consecutive start-steps shown by one snapshot)."""
+
+    message: str
+    count: int
+
+
+class _StepDefinition:
+    kind = _STEP
+    event_types = frozenset(_AFTER_STEP.values())
+    publication = _NOW
+
+    @staticmethod
+    def match(routed: Routed) -> Claim | None:
+        _target(routed)
+        return routed.step_claim
+
+    @staticmethod
+    def start(routed: Routed, reader: Reader) -> Step:
+        return Step(routed.step_claim.id.rpartition("/")[0], routed.steps)
+
+    @staticmethod
+    def update(step: Step, routed: Routed) -> Step:
+        return step
+
+    @staticmethod
+    def render_text(node: Node) -> str:
+        return "step"
+
+    @staticmethod
+    def render_html(node: Node) -> str:
+        return '<div class="step">step</div>'
+
+
 class _PartDefinition:
     kind = _PART
-    event_types = frozenset({_ToPart})
+    event_types = _with_after_step(_ToPart)
     publication = _NOW
 
     @staticmethod
@@ -736,8 +840,6 @@ class _PartDefinition:
         event = routed.event
         kind = event["type"]
         fields: dict[str, Any]
-        if kind == "start-step":
-            return Part(routed.message, "step-start", {"type": "step-start"})
         if kind == "file":
             fields = {"type": "file", "mediaType": event.get("mediaType"), "url": event.get("url")}
             if event.get("providerMetadata") is not None:
@@ -786,12 +888,14 @@ class _PartDefinition:
 
 DEFINITIONS: Final = (
     _MessageDefinition(),
+    _StepDefinition(),
     _TextDefinition(),
     _ReasoningDefinition(),
     _ToolDefinition(),
     _PartDefinition(),
 )
-"""The AI SDK definition set, in registration order (a message before its parts)."""
+"""The AI SDK definition set, in registration order: a message before its parts, and a
+step-start before the part whose chunk makes it visible (one event may start both)."""
 
 
 # -- partial JSON (the reference's fixJson) --------------------------------------------
@@ -1009,16 +1113,17 @@ def _tool_dict(part: ToolPart) -> dict[str, Any]:
         value = (
             str(part.raw) if part.input_encoding == "text" else parse_partial_json(str(part.raw))
         )
-    if value is not UNSET and value is not None:
+    # UNSET is the reference's undefined (absent from the JSON); None is a JSON null.
+    if value is not UNSET:
         out["input"] = value
     raw = part.raw_input
     if raw is True:
         out["rawInput"] = str(part.raw)
-    elif raw is not UNSET and raw is not None:
+    elif raw is not UNSET:
         out["rawInput"] = raw
     for name, key in _TOOL_FIELDS:
         value = getattr(part, name)
-        if value is not UNSET and value is not None:
+        if value is not UNSET:
             out[key] = value
     return out
 
@@ -1053,6 +1158,9 @@ def ui_messages(nodes: Iterable[Node]) -> list[dict[str, Any]]:
             part["state"] = "done" if state.done else "streaming"
         elif kind == _TOOL:
             part = _tool_dict(state)
+        elif kind == _STEP:
+            message["parts"] += [{"type": "step-start"} for _ in range(state.count)]
+            continue
         else:
             part = dict(state.fields)
         message["parts"].append(part)
