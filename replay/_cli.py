@@ -1,0 +1,491 @@
+"""The ``convo`` command line (also ``python -m replay``).
+
+Subcommands: ``replay`` (render the view of a log), ``check`` (the determinism
+checker), ``bench`` (decode and fold speed), ``store`` (move logs in and out of the
+SQLite event store) and ``serve`` (the live server, an optional extra).
+
+Without ``--definitions`` a log is replayed with the definition set of the protocol
+its events speak (``replay._detect``), through that protocol's pre-pass.
+
+Exit status: 0 on success; 1 when ``check`` finds a divergence; 2 for bad input or
+usage, with a one-line message on stderr (file, line, position where known) and
+never a traceback for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import io
+import os
+import sys
+import timeit
+from collections.abc import Callable, Sequence
+from itertools import islice
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TextIO
+
+import msgspec
+
+from engine import ConversationError, Node, create_conversation_engine
+
+from ._detect import (
+    DefinitionSet,
+    DefinitionSpecError,
+    detect_protocol,
+    load_definitions,
+    protocol_definitions,
+)
+from ._determinism import check_determinism
+from ._formats import Loaded, load_events
+from ._log import Entry, LogError
+from ._render import render_json
+from ._render_html import render_html
+from ._render_text import render_text
+from ._store import EventStore, StoreError
+
+__all__ = ["main"]
+
+SERVE_HINT = "install the server extra: pip install -e '.[serve]'"
+PROGRESS_MIN = 50_000
+"""Replays of at least this many events show a progress bar when stderr is a terminal."""
+
+
+class _Failure(Exception):
+    """Bad input or usage: the message is printed as is, the exit status is 2."""
+
+
+# -- shared steps ------------------------------------------------------------------------
+
+
+def _warn(message: str) -> None:
+    print(f"convo: warning: {message}", file=sys.stderr)
+
+
+def _load(path: str, lenient: bool) -> Loaded:
+    if path == "-":
+        loaded = load_events(sys.stdin.buffer, lenient=lenient)
+    else:
+        loaded = load_events(path, lenient=lenient)
+    for problem in loaded.problems:
+        _warn(f"skipped: {problem}")
+    return loaded
+
+
+def _choose(specs: Sequence[str] | None, events: Sequence[Any], log: str) -> DefinitionSet:
+    if specs:
+        return load_definitions(specs)
+    detection = detect_protocol(events)
+    if detection.ambiguous or not detection.recognised:
+        _warn(f"{log}: {detection.describe()}")
+    return protocol_definitions(detection.protocol)
+
+
+def _slice(events: list[Any], at: int | None) -> list[Any]:
+    if at is None:
+        return events
+    if at > len(events):
+        raise _Failure(f"--at {at}: the log has only {len(events)} events")
+    return events[:at]
+
+
+class _Bar:
+    """A plain progress bar on a terminal stream: one rewritten line, cleared at the end."""
+
+    def __init__(self, stream: TextIO, total: int, label: str = "folding") -> None:
+        self.stream = stream
+        self.total = max(total, 1)
+        self.label = label
+
+    def update(self, done: int) -> None:
+        done = min(done, self.total)
+        width = 30
+        filled = width * done // self.total
+        self.stream.write(
+            f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
+            f"{100 * done // self.total:3d}% {done:,}/{self.total:,} events"
+        )
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.write("\r\x1b[K")
+        self.stream.flush()
+
+
+def _progress_stream(count: int) -> TextIO | None:
+    stream = sys.stderr
+    isatty = getattr(stream, "isatty", None)
+    if count >= PROGRESS_MIN and isatty is not None and isatty():
+        return stream
+    return None
+
+
+def fold(
+    chosen: DefinitionSet, events: Sequence[Any], *, progress: TextIO | None = None
+) -> tuple[Node, ...]:
+    """The view after ``events``, folded through ``chosen`` (with a bar on ``progress``)."""
+    engine = create_conversation_engine(chosen.definitions, event_type=chosen.event_type)
+    fed = chosen.feed(events)
+    if progress is None:
+        engine.push_many(fed)
+        return engine.nodes()
+    bar = _Bar(progress, len(events))
+    step = max(10_000, len(events) // 100)
+    iterator = iter(fed)
+    done = 0
+    try:
+        while chunk := tuple(islice(iterator, step)):
+            engine.push_many(chunk)
+            done += len(chunk)
+            bar.update(done)
+    finally:
+        bar.close()
+    return engine.nodes()
+
+
+def _write(text: str, output: str | None) -> None:
+    if output is None or output == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    Path(output).write_text(text, encoding="utf-8")
+
+
+# -- replay ------------------------------------------------------------------------------
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    loaded = _load(args.log, args.lenient)
+    chosen = _choose(args.definitions, loaded.events, args.log)
+    events = _slice(loaded.events, args.at)
+    nodes = fold(chosen, events, progress=_progress_stream(len(events)))
+    definitions = chosen.definitions
+    if args.format == "json":
+        text = render_json(nodes, definitions, indent=2).decode() + "\n"
+    elif args.format == "html":
+        title = "Conversation" if args.log == "-" else Path(args.log).name
+        text = render_html(nodes, definitions, title=title)
+    else:
+        to_terminal = args.output in (None, "-")
+        color = {"always": True, "never": False}.get(args.color, None if to_terminal else False)
+        text = render_text(nodes, definitions, color=color)
+        if not nodes:
+            # Say so rather than print nothing: an empty view is a finding, not a failure.
+            text = f"(no nodes after {len(events)} events)\n"
+    _write(text, args.output)
+    return 0
+
+
+# -- check -------------------------------------------------------------------------------
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    loaded = _load(args.log, args.lenient)
+    chosen = _choose(args.definitions, loaded.events, args.log)
+    fed = tuple(chosen.feed(loaded.events))
+    report = check_determinism(
+        fed,
+        chosen.definitions,
+        seed=args.seed,
+        rounds=args.rounds,
+        event_type=chosen.event_type,
+    )
+    print(f"{args.log}: {report.describe()}")
+    return 0 if report.ok else 1
+
+
+# -- bench -------------------------------------------------------------------------------
+
+
+def _best(action: Callable[[], object], repeat: int) -> float:
+    """Seconds per call of ``action``, the best of ``repeat`` timed runs (timeit's way)."""
+    timer = timeit.Timer(action)
+    number, _ = timer.autorange()
+    return min(timer.repeat(repeat=repeat, number=number)) / number
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    if args.repeat < 1:
+        raise _Failure(f"--repeat {args.repeat}: must be at least 1")
+    data = Path(args.log).read_bytes()
+    loaded = load_events(io.BytesIO(data), lenient=args.lenient)
+    events = loaded.events
+    if not events:
+        raise _Failure(f"{args.log}: no events to measure")
+    chosen = _choose(args.definitions, events, args.log)
+
+    def decode() -> list[Any]:
+        return load_events(io.BytesIO(data), lenient=args.lenient).events
+
+    def fold_only() -> object:
+        engine = create_conversation_engine(chosen.definitions, event_type=chosen.event_type)
+        engine.push_many(chosen.feed(events))
+        return engine.nodes()
+
+    def both() -> object:
+        engine = create_conversation_engine(chosen.definitions, event_type=chosen.event_type)
+        engine.push_many(chosen.feed(decode()))
+        return engine.nodes()
+
+    count = len(events)
+    print(f"{args.log}: {count:,} events, {len(data):,} bytes, {chosen.name}")
+    for label, action in (("decode", decode), ("fold", fold_only), ("decode+fold", both)):
+        seconds = _best(action, args.repeat)
+        print(
+            f"  {label:<12} {count / seconds:>14,.0f} events/s"
+            f"  ({seconds * 1e3:.3f} ms per pass, best of {args.repeat})"
+        )
+    return 0
+
+
+# -- store -------------------------------------------------------------------------------
+
+
+def _existing_store(path: str) -> EventStore:
+    # EventStore creates a missing file; reading commands must not leave one behind.
+    if not os.path.exists(path):
+        raise _Failure(f"{path}: no such event store")
+    return EventStore(path)
+
+
+def _cmd_store_import(args: argparse.Namespace) -> int:
+    loaded = _load(args.log, args.lenient)
+    conversation = args.conversation or Path(args.log).stem.split(".")[0]
+    with EventStore(args.store) as store:
+        expected = None if args.append else 0
+        length = store.append(conversation, loaded.events, expected_position=expected)
+    print(f"imported {len(loaded.events)} events into {conversation!r} ({length} in all)")
+    return 0
+
+
+_entry_encoder = msgspec.json.Encoder()
+
+
+def _cmd_store_export(args: argparse.Namespace) -> int:
+    with _existing_store(args.store) as store:
+        if args.conversation not in store.conversations():
+            raise _Failure(f"{args.store}: no conversation {args.conversation!r}")
+        entries: list[Entry[Any]] = store.read_entries(args.conversation)
+    data = _entry_encoder.encode_lines(entries)
+    if args.output is None or args.output == "-":
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        Path(args.output).write_bytes(data)
+    return 0
+
+
+def _cmd_store_ls(args: argparse.Namespace) -> int:
+    with _existing_store(args.store) as store:
+        conversations = store.conversations()
+    for conversation, length in conversations.items():
+        print(f"{conversation}\t{length}")
+    return 0
+
+
+def _cmd_store_append(args: argparse.Namespace) -> int:
+    loaded = load_events(sys.stdin.buffer, lenient=args.lenient)
+    for problem in loaded.problems:
+        _warn(f"skipped: {problem}")
+    with EventStore(args.store) as store:
+        length = store.append(
+            args.conversation, loaded.events, expected_position=args.expected_position
+        )
+    print(length)
+    return 0
+
+
+# -- serve -------------------------------------------------------------------------------
+
+
+def _serve_module() -> ModuleType | None:
+    # Only the argparse half of the server is imported here: it must not import starlette.
+    try:
+        return importlib.import_module("replay._serve_cli")
+    except ImportError:
+        return None
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    module = _serve_module()
+    if module is None:
+        print(SERVE_HINT, file=sys.stderr)
+        return 2
+    try:
+        status: int = module.run(args)
+    except ImportError as exc:
+        if isinstance(exc, ModuleNotFoundError) and exc.name and exc.name.startswith("replay"):
+            raise
+        print(SERVE_HINT, file=sys.stderr)
+        return 2
+    return status
+
+
+# -- the parser ------------------------------------------------------------------------
+
+
+def _add_definitions(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--definitions",
+        "-d",
+        action="append",
+        metavar="MODULE[:ATTR]",
+        help=(
+            "definitions to replay with: an importable attribute holding a definition or a "
+            "sequence of them, or a module exposing DEFINITIONS (repeatable, in order). "
+            "Default: the set of the protocol detected from the log's events"
+        ),
+    )
+
+
+def _add_log(parser: argparse.ArgumentParser, help: str = "the recording ('-': stdin)") -> None:
+    parser.add_argument("log", metavar="LOG", help=help)
+    parser.add_argument(
+        "--lenient",
+        action="store_true",
+        help="skip bad lines (each reported on stderr) instead of stopping at the first",
+    )
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``convo`` argument parser (the serve subcommand's own options included)."""
+    parser = argparse.ArgumentParser(
+        prog="convo",
+        description="Replay, check, measure and store conversation event logs.",
+        epilog="Exit status: 0 ok, 1 check found a divergence, 2 bad input or usage.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    replay = commands.add_parser(
+        "replay", help="render the view of a log", description="Render the view of a log."
+    )
+    _add_log(replay)
+    _add_definitions(replay)
+    replay.add_argument("--format", "-f", choices=("text", "json", "html"), default="text")
+    replay.add_argument(
+        "--at", type=_non_negative, metavar="N", help="the view after the first N events"
+    )
+    replay.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
+    replay.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="text colours (rich): auto = when stdout is a terminal",
+    )
+    replay.set_defaults(handler=_cmd_replay)
+
+    check = commands.add_parser(
+        "check",
+        help="prove every way of replaying a log gives the same view",
+        description="Run the determinism checker; exit 1 at the first divergence.",
+    )
+    _add_log(check)
+    _add_definitions(check)
+    check.add_argument("--seed", type=int, default=0, help="fixes every random choice")
+    check.add_argument(
+        "--rounds", type=_non_negative, default=3, help="random variants per way (default 3)"
+    )
+    check.set_defaults(handler=_cmd_check)
+
+    bench = commands.add_parser(
+        "bench",
+        help="measure decode and fold speed",
+        description="Print events/s for decode, fold and both together (best of N).",
+    )
+    _add_log(bench, help="the recording")
+    _add_definitions(bench)
+    bench.add_argument("--repeat", type=int, default=5, metavar="N", help="best of N runs")
+    bench.set_defaults(handler=_cmd_bench)
+
+    store = commands.add_parser(
+        "store",
+        help="move logs in and out of the SQLite event store",
+        description="Move logs in and out of the SQLite event store.",
+    )
+    actions = store.add_subparsers(dest="action", metavar="ACTION", required=True)
+    imp = actions.add_parser("import", help="append a recording as a new conversation")
+    imp.add_argument("store", metavar="FILE", help="the store (created when missing)")
+    _add_log(imp)
+    imp.add_argument(
+        "--conversation", "-c", metavar="ID", help="its id (default: the log's file name)"
+    )
+    imp.add_argument(
+        "--append", action="store_true", help="append to the conversation if it exists"
+    )
+    imp.set_defaults(handler=_cmd_store_import)
+    exp = actions.add_parser("export", help="write a conversation as a JSON Lines log")
+    exp.add_argument("store", metavar="FILE")
+    exp.add_argument("conversation", metavar="ID")
+    exp.add_argument("--output", "-o", metavar="LOG", help="write here instead of stdout")
+    exp.set_defaults(handler=_cmd_store_export)
+    ls = actions.add_parser("ls", help="list conversations and their lengths")
+    ls.add_argument("store", metavar="FILE")
+    ls.set_defaults(handler=_cmd_store_ls)
+    app = actions.add_parser(
+        "append",
+        help="append events read from stdin (JSON Lines); prints the new length",
+    )
+    app.add_argument("store", metavar="FILE", help="the store (created when missing)")
+    app.add_argument("conversation", metavar="ID")
+    app.add_argument(
+        "--expected-position",
+        type=_non_negative,
+        metavar="N",
+        help="append only if the conversation has exactly N events",
+    )
+    app.add_argument("--lenient", action="store_true", help="skip bad lines")
+    app.set_defaults(handler=_cmd_store_append)
+
+    serve = commands.add_parser(
+        "serve", help="serve a live view (the [serve] extra)", description="Serve a live view."
+    )
+    module = _serve_module()
+    if module is not None:
+        module.add_arguments(serve)
+    else:
+        serve.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    serve.set_defaults(handler=_cmd_serve)
+    return parser
+
+
+# -- entry point -----------------------------------------------------------------------
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split("\n"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``convo`` with ``argv`` (default: the process's arguments); returns the exit
+    status instead of exiting, so it can be called in-process."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error argparse already printed
+        return exc.code if isinstance(exc.code, int) else 2
+    where = getattr(args, "log", None) or getattr(args, "store", None)
+    try:
+        status: int = args.handler(args)
+    except (_Failure, DefinitionSpecError, LogError) as exc:
+        message = str(exc)
+    except StoreError as exc:
+        message = f"{args.store}: {exc}"
+    except ConversationError as exc:  # a definition failed on this log, or was rejected
+        message = f"{where}: {exc}" if where else str(exc)
+    except OSError as exc:
+        message = f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc)
+    except KeyboardInterrupt:
+        return 130
+    else:
+        return status
+    print(f"convo: error: {_one_line(message)}", file=sys.stderr)
+    return 2

@@ -1,0 +1,425 @@
+"""Which protocol a recording speaks, and the definition set that folds it.
+
+Theory of operation
+-------------------
+A ``DefinitionSet`` is what a replay needs besides the events: the definitions, the
+routing key for the engine (``event_type``) and the protocol's pre-pass, if it has
+one. The pre-pass exists because some protocols leave out who an event belongs to
+(Anthropic's deltas carry only a block index, AG-UI's chunks may omit their id), and
+``match`` must be pure: the protocol module names it in a small causal pass that
+wraps each raw event in an envelope (see ``definitions.anthropic``). The set is read
+off the module by the convention its own ``fold()`` follows, never re-implemented:
+
+- a module with ``scope(events)`` is fed ``scope(events)`` and routed by its
+  ``event_type`` (``definitions.anthropic``, ``definitions.openai_chat``);
+- a module with a ``Router`` class is fed ``Router().route(events)`` and routed by
+  the envelope's class (``definitions.ag_ui``, ``definitions.ai_sdk``);
+- any other module is fed the events as they are and routed by its ``event_type``,
+  or by the shared key ``definitions.event_type`` (the built-in kinds, plug-ins).
+
+``detect_protocol`` tells the protocol from the events' ``type`` values (and, for
+Chat Completions chunks, which have none, from their shape). Each event of the
+first ``SCAN`` votes for the one protocol whose vocabulary holds its type; types
+that several protocols share (``error``) and unknown types do not vote. The most
+votes win; a tie goes to the earlier protocol of ``PROTOCOLS``; no votes at all
+means the built-in kinds, the default vocabulary. ``Detection.ambiguous`` says when
+more than one protocol got votes, so a caller can say what it chose.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from types import ModuleType
+from typing import Any, Final
+
+import attrs
+
+from definitions import event_type as shared_event_type
+from engine import Node
+
+from ._log import ReplayError
+from ._replay import replay
+
+__all__ = [
+    "PROTOCOLS",
+    "DefinitionSet",
+    "DefinitionSpecError",
+    "Detection",
+    "detect_protocol",
+    "load_definitions",
+    "protocol_definitions",
+]
+
+PROTOCOLS: Final[Mapping[str, tuple[str, str]]] = {
+    "builtin": ("built-in kinds", "definitions.builtin"),
+    "anthropic": ("Anthropic Messages", "definitions.anthropic"),
+    "openai_chat": ("OpenAI Chat Completions", "definitions.openai_chat"),
+    "openai_responses": ("OpenAI Responses", "definitions.openai_responses"),
+    "ag_ui": ("AG-UI", "definitions.ag_ui"),
+    "ai_sdk": ("AI SDK UI message stream", "definitions.ai_sdk"),
+}
+"""Every protocol ``detect_protocol`` knows: name -> (title, definition module)."""
+
+SCAN: Final = 2000
+"""How many events (from the start of a recording) ``detect_protocol`` looks at."""
+
+_ANTHROPIC: Final = frozenset(
+    {
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+    }
+)
+_AG_UI: Final = frozenset(
+    {
+        "RUN_STARTED",
+        "RUN_FINISHED",
+        "RUN_ERROR",
+        "STEP_STARTED",
+        "STEP_FINISHED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "TEXT_MESSAGE_CHUNK",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_CHUNK",
+        "TOOL_CALL_RESULT",
+        "REASONING_START",
+        "REASONING_END",
+        "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_END",
+        "REASONING_MESSAGE_CHUNK",
+        "REASONING_ENCRYPTED_VALUE",
+        "THINKING_START",
+        "THINKING_END",
+        "THINKING_TEXT_MESSAGE_START",
+        "THINKING_TEXT_MESSAGE_CONTENT",
+        "THINKING_TEXT_MESSAGE_END",
+        "STATE_SNAPSHOT",
+        "STATE_DELTA",
+        "MESSAGES_SNAPSHOT",
+        "ACTIVITY_SNAPSHOT",
+        "ACTIVITY_DELTA",
+        "RAW",
+        "CUSTOM",
+    }
+)
+_AI_SDK: Final = frozenset(
+    {
+        "start",
+        "finish",
+        "abort",
+        "message-metadata",
+        "text-start",
+        "text-delta",
+        "text-end",
+        "reasoning-start",
+        "reasoning-delta",
+        "reasoning-end",
+        "tool-input-start",
+        "tool-input-delta",
+        "tool-input-available",
+        "tool-input-error",
+        "tool-output-available",
+        "tool-output-error",
+        "tool-approval-request",
+        "tool-output-denied",
+        "start-step",
+        "finish-step",
+        "file",
+        "source-url",
+        "source-document",
+    }
+)
+
+
+def _builtin_tags() -> frozenset[str]:
+    from definitions.builtin import TAGS  # the built-in vocabulary, from its one source
+
+    return TAGS
+
+
+def _vote(event: Any, builtin: frozenset[str]) -> str | None:
+    """The protocol whose vocabulary holds ``event``'s type, or ``None``."""
+    if type(event) is not dict:
+        # A typed event (a tagged msgspec Struct): only the built-in kinds decode to those.
+        return "builtin" if shared_event_type(event) in builtin else None
+    kind = event.get("type")
+    if not isinstance(kind, str):
+        # Chat Completions chunks carry no "type"; they carry their object name.
+        if event.get("object") == "chat.completion.chunk" or ("choices" in event and "id" in event):
+            return "openai_chat"
+        return None
+    if kind in builtin:
+        return "builtin"
+    if kind in _ANTHROPIC:
+        return "anthropic"
+    if kind.startswith("response."):
+        return "openai_responses"
+    if kind in _AG_UI:
+        return "ag_ui"
+    if kind in _AI_SDK or kind.startswith("data-"):
+        return "ai_sdk"
+    return None
+
+
+@attrs.frozen(kw_only=True)
+class Detection:
+    """What ``detect_protocol`` decided and why.
+
+    ``protocol`` is a key of ``PROTOCOLS``; ``votes`` counts the scanned events each
+    protocol recognised (``scanned`` of them were looked at). ``ambiguous`` is true
+    when more than one protocol got votes; ``recognised`` is false when none did and
+    the built-in kinds were chosen as the default.
+    """
+
+    protocol: str
+    votes: Mapping[str, int]
+    scanned: int
+
+    @property
+    def title(self) -> str:
+        """The protocol's name for people (``"Anthropic Messages"``)."""
+        return PROTOCOLS[self.protocol][0]
+
+    @property
+    def module(self) -> str:
+        """The module holding the protocol's definition set."""
+        return PROTOCOLS[self.protocol][1]
+
+    @property
+    def ambiguous(self) -> bool:
+        """More than one protocol recognised some of the events."""
+        return len(self.votes) > 1
+
+    @property
+    def recognised(self) -> bool:
+        """Some event belonged to a known protocol."""
+        return bool(self.votes)
+
+    def describe(self) -> str:
+        """One line: the choice and the evidence for it."""
+        if not self.recognised:
+            return (
+                f"no event of a known protocol among the first {self.scanned}; "
+                f"using the {self.title} ({self.module})"
+            )
+        found = ", ".join(f"{PROTOCOLS[name][0]}: {count}" for name, count in _ranked(self.votes))
+        verdict = f"{self.title} ({self.module})"
+        if self.ambiguous:
+            return f"ambiguous recording, chose {verdict}; events recognised per protocol: {found}"
+        return f"{verdict}: {self.votes[self.protocol]} of {self.scanned} events recognised"
+
+
+def _ranked(votes: Mapping[str, int]) -> list[tuple[str, int]]:
+    order = list(PROTOCOLS)
+    return sorted(votes.items(), key=lambda item: (-item[1], order.index(item[0])))
+
+
+def detect_protocol(events: Iterable[Any]) -> Detection:
+    """Tell which protocol ``events`` (a recording's raw events, in order) speak.
+
+    Looks at the first ``SCAN`` events only (see the module docstring for the rule).
+    Never raises for odd events: anything unrecognised simply does not vote.
+    """
+    builtin = _builtin_tags()
+    votes: Counter[str] = Counter()
+    scanned = 0
+    for event in events:
+        if scanned >= SCAN:
+            break
+        scanned += 1
+        name = _vote(event, builtin)
+        if name is not None:
+            votes[name] += 1
+    protocol = _ranked(votes)[0][0] if votes else "builtin"
+    return Detection(protocol=protocol, votes=dict(votes), scanned=scanned)
+
+
+# -- definition sets -------------------------------------------------------------------
+
+
+class DefinitionSpecError(ReplayError, ValueError):
+    """A definitions spec (``MODULE`` or ``MODULE:ATTR``) could not be loaded.
+
+    ``spec`` is the spec as given; the message starts ``cannot import '<spec>':`` and
+    says why (the import failed, the attribute is missing, the value is not
+    definitions). The import's own exception, if any, is ``__cause__``.
+    """
+
+    def __init__(self, spec: str, reason: str) -> None:
+        super().__init__(f"cannot import {spec!r}: {reason}")
+        self.spec = spec
+
+
+def _identity(events: Iterable[Any]) -> Iterable[Any]:
+    return events
+
+
+@attrs.frozen(kw_only=True)
+class DefinitionSet:
+    """Definitions and the way a recording is fed to them.
+
+    ``definitions`` are registered in order; ``prepare`` is the protocol's pre-pass
+    (raw events in, the envelopes the definitions match out; ``None`` when events go
+    in as they are); ``event_type`` is the engine's routing key. ``name`` says where
+    the set came from, for messages.
+    """
+
+    name: str
+    definitions: tuple[Any, ...]
+    prepare: Callable[[Iterable[Any]], Iterable[Any]] | None = None
+    event_type: Callable[[Any], Hashable] = shared_event_type
+
+    def feed(self, events: Iterable[Any]) -> Iterable[Any]:
+        """``events`` as the definitions take them: through the pre-pass, lazily."""
+        return events if self.prepare is None else self.prepare(events)
+
+    def replay(self, events: Iterable[Any]) -> tuple[Node, ...]:
+        """The view after folding the raw ``events`` (``replay.replay`` on the fed events)."""
+        return replay(self.feed(events), self.definitions, event_type=self.event_type)
+
+    @classmethod
+    def from_module(
+        cls, module: ModuleType, definitions: Iterable[Any] | None = None, *, name: str = ""
+    ) -> DefinitionSet:
+        """The set a protocol module folds with, by the convention of its ``fold()``
+        (see the module docstring); ``definitions`` default to its ``DEFINITIONS``."""
+        if definitions is None:
+            definitions = module.DEFINITIONS
+        prepare, route = _wiring(module)
+        return cls(
+            name=name or module.__name__,
+            definitions=tuple(definitions),
+            prepare=prepare,
+            event_type=route,
+        )
+
+
+def _wiring(
+    module: ModuleType,
+) -> tuple[Callable[[Iterable[Any]], Iterable[Any]] | None, Callable[[Any], Hashable]]:
+    scope = getattr(module, "scope", None)
+    route = getattr(module, "event_type", None)
+    if callable(scope):
+        return scope, route if callable(route) else shared_event_type
+    router = getattr(module, "Router", None)
+    if isinstance(router, type) and callable(getattr(router, "route", None)):
+
+        def prepare(events: Iterable[Any]) -> Iterable[Any]:
+            # One router per log: its tables describe this log's ids only.
+            routed: Iterable[Any] = router().route(events)
+            return routed
+
+        return prepare, route if callable(route) else type
+    return None, route if callable(route) else shared_event_type
+
+
+def protocol_definitions(protocol: str) -> DefinitionSet:
+    """The definition set of a protocol named in ``PROTOCOLS``.
+
+    Raises ``DefinitionSpecError`` when its module cannot be imported (a set still
+    being written, or a broken install).
+    """
+    title, module_name = PROTOCOLS[protocol]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise DefinitionSpecError(
+            module_name, f"the {title} definition set is not available ({exc})"
+        ) from exc
+    return DefinitionSet.from_module(module, name=f"{title} ({module_name})")
+
+
+def _is_definition(value: object) -> bool:
+    return isinstance(getattr(value, "kind", None), str) and callable(getattr(value, "match", None))
+
+
+def _import(spec: str) -> tuple[ModuleType, object]:
+    module_name, _, attribute = spec.partition(":")
+    if not module_name:
+        raise DefinitionSpecError(spec, "expected MODULE or MODULE:ATTR")
+    # As uvicorn does for its app: a plug-in module beside the user resolves even when
+    # `convo` runs from a console script (whose sys.path[0] is the script's folder).
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # any failure while importing user code: report, no traceback
+        raise DefinitionSpecError(spec, f"{type(exc).__name__}: {exc}") from exc
+    value: object = module
+    for part in attribute.split(".") if attribute else ():
+        try:
+            value = getattr(value, part)
+        except AttributeError as exc:
+            raise DefinitionSpecError(spec, f"{type(exc).__name__}: {exc}") from exc
+    if isinstance(value, ModuleType):
+        # MODULE:ATTR naming a module, or a bare MODULE: its DEFINITIONS, its wiring.
+        module = value
+        if not hasattr(module, "DEFINITIONS"):
+            raise DefinitionSpecError(
+                spec,
+                f"module {module.__name__!r} has no DEFINITIONS; name the attribute "
+                "that holds the definitions: MODULE:ATTR",
+            )
+        value = module.DEFINITIONS
+    return module, value
+
+
+def _as_definitions(spec: str, value: object) -> tuple[Any, ...]:
+    if _is_definition(value):
+        return (value,)
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise DefinitionSpecError(
+            spec,
+            f"expected a definition or a sequence of definitions, got {type(value).__name__}",
+        )
+    return tuple(value)
+
+
+def load_definitions(specs: Sequence[str]) -> DefinitionSet:
+    """The definition set named by ``specs``, each ``MODULE`` (its ``DEFINITIONS``) or
+    ``MODULE:ATTR`` (a dotted attribute holding a definition or a sequence of them).
+
+    Definitions are registered in the order given. The module each spec names
+    supplies the pre-pass and routing key (see the module docstring), so
+    ``definitions.anthropic`` works as well as ``myapp.kinds:ALL``; two specs whose
+    modules need different pre-passes cannot be combined. The current directory is
+    importable, as for ``python -m``. Raises ``DefinitionSpecError``; whether each
+    value really is a definition is checked when an engine registers it
+    (``RegistrationError``).
+    """
+    if not specs:
+        raise ValueError("load_definitions needs at least one spec")
+    found: list[Any] = []
+    prepare: Callable[[Iterable[Any]], Iterable[Any]] | None = None
+    route: Callable[[Any], Hashable] = shared_event_type
+    fed_by: tuple[str, str] | None = None  # (module, spec) whose wiring is in force
+    for spec in specs:
+        module, value = _import(spec)
+        found.extend(_as_definitions(spec, value))
+        wiring = _wiring(module)
+        if wiring == (None, shared_event_type):
+            continue
+        if fed_by is not None and fed_by[0] != module.__name__:
+            raise DefinitionSpecError(
+                spec,
+                f"its module feeds events differently from {fed_by[1]!r} (its own "
+                "pre-pass or routing key); definitions from both cannot be replayed together",
+            )
+        fed_by = (module.__name__, spec)
+        prepare, route = wiring
+    return DefinitionSet(
+        name=" ".join(specs), definitions=tuple(found), prepare=prepare, event_type=route
+    )
