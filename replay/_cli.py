@@ -50,6 +50,8 @@ __all__ = ["main"]
 SERVE_HINT = "install the server extra: pip install -e '.[serve]'"
 PROGRESS_MIN = 50_000
 """Replays of at least this many events show a progress bar when stderr is a terminal."""
+BENCH_RUN = 0.2
+"""``convo bench`` times runs of at least this many seconds (timeit's autorange target)."""
 
 
 class _Failure(Exception):
@@ -199,10 +201,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _best(action: Callable[[], object], repeat: int) -> float:
-    """Seconds per call of ``action``, the best of ``repeat`` timed runs (timeit's way)."""
+    """Seconds per call of ``action``: the best of ``repeat`` runs, each of as many calls
+    as take ``BENCH_RUN`` seconds (one call at least), as ``timeit`` does."""
     timer = timeit.Timer(action)
-    number, _ = timer.autorange()
-    return min(timer.repeat(repeat=repeat, number=number)) / number
+    number = 1
+    while (elapsed := timer.timeit(number)) < BENCH_RUN and number < 1 << 30:
+        number *= 2 if elapsed <= 0 else max(2, min(10, int(BENCH_RUN / elapsed) + 1))
+    return min([elapsed, *timer.repeat(repeat=repeat - 1, number=number)]) / number
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
