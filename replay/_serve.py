@@ -1,0 +1,599 @@
+"""The live web view: server-side rendered conversations kept current over SSE.
+
+Theory of operation
+-------------------
+One ``_Conversation`` per open conversation owns an engine (frames from an
+``AsyncioScheduler`` on the server's loop), an ``HtmlRenderer`` (fragments cached by
+state identity) and ``position``: how many of the conversation's store events it
+has folded. Events are pushed one by one, ``position`` set before each push, so a
+notification always knows exactly which prefix of the log it shows. The engine's
+coalescing is the only rate limit: per-token deltas arrive at most once a frame,
+discrete facts (a tool result, an approval) at once.
+
+The engine's listener diffs the notified nodes against the last ones by state
+identity (states are immutable, so "same object" means "unchanged") and stamps
+each changed key with the notification's position (``changed_at``). That stamp
+is the whole protocol: an SSE message with ``id: P`` carries every node whose
+stamp is above the client's last id, keyed by ``node.key``, as ``append`` if the
+client has never seen the key and ``replace`` otherwise (the client tells which).
+A client that resumes with ``Last-Event-ID: P`` therefore gets exactly what it
+missed; replacing by key is idempotent, so nothing is ever duplicated, and since
+nodes are never removed nothing is lost. An id above the server's position (the
+store was replaced) gets a ``reset`` with the whole view.
+
+Clients hold no queue: each has a cursor (its last id) and a wake-up flag. The
+listener sets the flags and returns; it never waits for a socket. A client that
+keeps up is sent the shared, pre-encoded message of the latest notification; one
+that fell behind (a slow network, a paused tab) is sent one merged catch-up
+computed from the stamps, which is the "drop to resync" of a bounded queue taken
+to its limit: memory per client is constant and a stalled client costs nothing
+until it reads again. Stalled sockets are cut by the send timeout, vanished ones
+by disconnect detection and the keep-alive ping.
+
+Live tail: one task polls the store with ``PRAGMA data_version`` on its own
+connection every ``poll_interval``. SQLite changes that number whenever another
+connection commits, so it sees appends from any process (an agent, ``convo store
+append``, this server's ingest endpoint) with one cheap query per tick and no
+file watching, which is unreliable for WAL files and across platforms. When it
+changes, the open conversations whose length grew read their new events (in a
+worker thread) and fold them. In-process appends also wake the poller at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import msgspec
+from sse_starlette import EventSourceResponse
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from definitions import builtin, event_type
+from engine import AsyncioScheduler, ConversationError, Node, create_conversation_engine
+
+from ._render import RenderError
+from ._render_html import HtmlRenderer
+from ._store import ConcurrencyError, EventStore, StoreBusyError
+
+__all__ = ["CSP", "Live", "create_app", "parse_events"]
+
+log = logging.getLogger("replay.serve")
+
+STATIC = Path(__file__).parent / "static"
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+"""The Content-Security-Policy of every response: our own static script and
+stylesheet only, no inline script, style or handler, whatever a node contains."""
+
+_SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+]
+
+_BATCH = 2000  # events read per store query: bounds one fold step between awaits
+_MAX_BODY = 8 * 1024 * 1024
+_encode = msgspec.json.Encoder().encode
+_decode_any: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
+
+
+class _Client:
+    __slots__ = ("wake",)
+
+    def __init__(self) -> None:
+        self.wake = asyncio.Event()
+
+
+class _Conversation:
+    """One open conversation: its engine, renderer, change stamps and clients."""
+
+    def __init__(self, conversation: str, definitions: Sequence[Any], frame_interval: float):
+        self.id = conversation
+        self.position = 0  # events folded: the next store position to read
+        self.notified = 0  # position of the latest notification
+        self.failures = 0  # events a definition rejected (logged, skipped)
+        self.nodes: tuple[Node, ...] = ()
+        self.changed_at: dict[str, int] = {}
+        self.clients: set[_Client] = set()
+        self.lock = asyncio.Lock()  # one catch-up at a time
+        self.last_used = time.monotonic()
+        self._seen: dict[str, tuple[object, int]] = {}
+        self._latest: tuple[int, int, list[Node]] | None = None  # previous, position, nodes
+        self._latest_frame: bytes | None = None
+        self._renderer = HtmlRenderer(definitions, title=conversation)
+        self.engine = create_conversation_engine(
+            definitions, AsyncioScheduler(frame_interval), event_type=event_type
+        )
+        self.engine.subscribe(self._on_nodes)
+
+    # -- folding -------------------------------------------------------------------
+
+    async def catch_up(self, store: EventStore) -> None:
+        """Fold every event the store has beyond ``position``."""
+        async with self.lock:
+            while True:
+                start = self.position
+                rows = await asyncio.to_thread(store.read, self.id, start, start + _BATCH)
+                self.fold(rows, start)
+                if len(rows) < _BATCH:
+                    return
+
+    def fold(self, events: Sequence[Any], start: int) -> None:
+        """Push ``events`` (store positions ``start``, ``start + 1``, ...) one at a time."""
+        push = self.engine.push
+        for offset, event in enumerate(events):
+            self.position = start + offset + 1
+            try:
+                push(event)
+            except ConversationError as exc:
+                # A bad event must not stop the view: the engine left no trace of it.
+                self.failures += 1
+                log.warning(
+                    "conversation %r, event #%d skipped: %s", self.id, self.position - 1, exc
+                )
+
+    def _on_nodes(self, nodes: tuple[Node, ...]) -> None:
+        position = self.position
+        seen = self._seen
+        changed_at = self.changed_at
+        changed: list[Node] = []
+        for node in nodes:
+            last = seen.get(node.key)
+            if last is None or last[0] is not node.state or last[1] != node.seq:
+                seen[node.key] = (node.state, node.seq)
+                changed_at[node.key] = position
+                changed.append(node)
+        self.nodes = nodes
+        if not changed:
+            return
+        self._latest = (self.notified, position, changed)
+        self._latest_frame = None
+        self.notified = position
+        for client in self.clients:
+            client.wake.set()
+
+    # -- rendering -----------------------------------------------------------------
+
+    def fragment(self, node: Node) -> str:
+        """The node's ``<article>``; a definition that fails to render shows the error."""
+        try:
+            return self._renderer.fragment(node)
+        except RenderError as exc:
+            key = escape(node.key, quote=True)
+            return (
+                f'<article class="node render-error" id="{key}" data-key="{key}" '
+                f'data-kind="{escape(node.kind, quote=True)}" data-seq="{node.seq}">\n'
+                f"<header>#{node.seq} {key}</header>\n"
+                f'<div class="body"><pre class="error">{escape(str(exc), quote=True)}</pre></div>'
+                "\n</article>\n"
+            )
+
+    def frame_since(self, cursor: int) -> tuple[bytes, int] | None:
+        """The SSE message bringing a client at ``cursor`` up to date, and its id.
+
+        ``None`` when the client has everything. Shared and encoded once for clients
+        that saw the notification before the latest; merged from the stamps for the
+        others; a ``reset`` with every node for a cursor beyond ``notified``.
+        """
+        if cursor == self.notified:
+            return None
+        latest = self._latest
+        if latest is not None and latest[0] == cursor:
+            if self._latest_frame is None:
+                self._latest_frame = self._encode(latest[2], latest[1], reset=False)
+            return self._latest_frame, latest[1]
+        if cursor > self.notified:
+            return self._encode(list(self.nodes), self.notified, reset=True), self.notified
+        changed_at = self.changed_at
+        nodes = [node for node in self.nodes if changed_at[node.key] > cursor]
+        return self._encode(nodes, self.notified, reset=False), self.notified
+
+    def _encode(self, nodes: list[Node], position: int, *, reset: bool) -> bytes:
+        data = _encode(
+            {
+                "position": position,
+                "reset": reset,
+                "nodes": [
+                    {"key": node.key, "seq": node.seq, "html": self.fragment(node)}
+                    for node in nodes
+                ],
+            }
+        )
+        return b"id: %d\nevent: patch\ndata: %s\n\n" % (position, data)
+
+    def page_body(self) -> str:
+        """The fragments of the view as last notified (pending frames flushed first)."""
+        self.engine.flush()
+        return "".join(self.fragment(node) for node in self.nodes)
+
+
+class Live:
+    """The open conversations of one store and the poller that keeps them current.
+
+    ``open(id)`` folds a conversation on first use; ``kick()`` makes the poller look
+    at the store now. Hubs without clients are kept up to ``max_idle``, least
+    recently used first out, so reopening a page is cheap but memory stays bounded.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        definitions: Iterable[Any] = builtin.DEFINITIONS,
+        *,
+        poll_interval: float = 0.05,
+        frame_interval: float = 0.016,
+        max_idle: int = 64,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.definitions = tuple(definitions)
+        self.poll_interval = poll_interval
+        self.frame_interval = frame_interval
+        self.max_idle = max_idle
+        self.store = EventStore(self.path)
+        self.writer = EventStore(self.path)  # appends never wait behind a long read
+        self.conversations: dict[str, _Conversation] = {}
+        self.polls = 0
+        # Our own connection: data_version only moves for commits by *other* connections.
+        self._version_db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._kick: asyncio.Event | None = None
+        self._poller: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Start the poller on the running loop; idempotent."""
+        if self._poller is None or self._poller.done():
+            self._kick = asyncio.Event()
+            self._poller = asyncio.get_running_loop().create_task(self._poll_forever())
+
+    async def stop(self) -> None:
+        """Stop the poller and close the store connections."""
+        if self._poller is not None:
+            self._poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poller
+            self._poller = None
+        self.store.close()
+        self.writer.close()
+        self._version_db.close()
+
+    def kick(self) -> None:
+        """Make the poller check the store now instead of at its next tick."""
+        if self._kick is not None:
+            self._kick.set()
+
+    async def open(self, conversation: str) -> _Conversation | None:
+        """The live conversation, folded up to the store's end; ``None`` if unknown."""
+        self.start()
+        hub = self.conversations.get(conversation)
+        if hub is None:
+            if await asyncio.to_thread(self.store.length, conversation) == 0:
+                return None
+            hub = self.conversations.get(conversation)  # another request may have won
+            if hub is None:
+                hub = _Conversation(conversation, self.definitions, self.frame_interval)
+                self.conversations[conversation] = hub
+                self._evict()
+        hub.last_used = time.monotonic()
+        await hub.catch_up(self.store)
+        return hub
+
+    async def append(
+        self, conversation: str, events: Sequence[Any], expected_position: int | None
+    ) -> int:
+        """Append to the store (in a worker thread) and wake the poller; the new length."""
+        length = await asyncio.to_thread(
+            self.writer.append,
+            conversation,
+            events,
+            expected_position=expected_position,
+            time=time.time(),
+        )
+        self.kick()
+        return length
+
+    def _evict(self) -> None:
+        idle = [hub for hub in self.conversations.values() if not hub.clients]
+        if len(idle) <= self.max_idle:
+            return
+        idle.sort(key=lambda hub: hub.last_used)
+        for hub in idle[: len(idle) - self.max_idle]:
+            del self.conversations[hub.id]
+
+    def _data_version(self) -> int:
+        row = self._version_db.execute("PRAGMA data_version").fetchone()
+        return int(row[0])
+
+    async def poll(self) -> None:
+        """Fold whatever the store gained for every open conversation."""
+        self.polls += 1
+        hubs = list(self.conversations.values())
+        if not hubs:
+            return
+
+        def lengths() -> list[int]:
+            return [self.store.length(hub.id) for hub in hubs]
+
+        for hub, length in zip(hubs, await asyncio.to_thread(lengths), strict=True):
+            if length > hub.position:
+                await hub.catch_up(self.store)
+
+    async def _poll_forever(self) -> None:
+        assert self._kick is not None
+        kick = self._kick
+        version = self._data_version()
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(kick.wait(), self.poll_interval)
+            kicked = kick.is_set()
+            kick.clear()
+            now = self._data_version()
+            if now == version and not kicked:
+                continue
+            version = now
+            try:
+                await self.poll()
+            except Exception:  # a broken poll must not end the live tail
+                log.exception("polling the event store failed")
+
+
+# -- request handling ---------------------------------------------------------------
+
+
+def parse_events(body: bytes) -> list[dict[str, Any]]:
+    """The events of an ingest body: one JSON object, a JSON array of objects, or JSON
+    Lines (one object per line, blank lines ignored).
+
+    Raises ``ValueError`` naming the line (or array index) that is not a JSON object.
+    """
+    try:
+        whole = _decode_any.decode(body)
+    except msgspec.DecodeError:
+        whole = None
+        events: list[Any] = []
+        for number, line in enumerate(body.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                events.append(_decode_any.decode(line))
+            except msgspec.DecodeError as exc:
+                raise ValueError(f"line {number}: {exc}") from None
+            if not isinstance(events[-1], dict):
+                raise ValueError(f"line {number}: an event is a JSON object") from None
+        if not events:
+            raise ValueError("no events in the body") from None
+        return events
+    items = whole if isinstance(whole, list) else [whole]
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            where = f"item {index}" if isinstance(whole, list) else "the body"
+            raise ValueError(f"{where}: an event is a JSON object")
+    if not items:
+        raise ValueError("no events in the body")
+    return items
+
+
+def _href(request: Request, conversation: str, suffix: str = "") -> str:
+    root = request.scope.get("root_path", "")
+    return f"{root}/conversations/{quote(conversation, safe='')}{suffix}"
+
+
+def _page(request: Request, title: str, body: str) -> str:
+    root = escape(request.scope.get("root_path", ""), quote=True)
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{escape(title, quote=True)} · convo</title>\n"
+        f'<link rel="stylesheet" href="{root}/static/convo.css">\n'
+        f'<script src="{root}/static/convo.js" defer></script>\n'
+        f'</head>\n<body>\n<nav class="bar"><a href="{root}/">convo</a></nav>\n'
+        f"<main>\n{body}</main>\n</body>\n</html>\n"
+    )
+
+
+def _error(request: Request, status: int, message: str) -> HTMLResponse:
+    body = f'<h1>{status}</h1>\n<p class="note">{escape(message, quote=True)}</p>\n'
+    return HTMLResponse(_page(request, str(status), body), status_code=status)
+
+
+def _problem(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message, **extra}, status_code=status)
+
+
+class _SecurityHeaders:
+    # A pure ASGI wrapper: BaseHTTPMiddleware would buffer nothing but costs a task
+    # per request, which matters for long-lived streams.
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *_SECURITY_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def create_app(
+    store: str | os.PathLike[str],
+    *,
+    definitions: Iterable[Any] = builtin.DEFINITIONS,
+    token: str | None = None,
+    poll_interval: float = 0.05,
+    frame_interval: float = 0.016,
+    ping_interval: float = 15.0,
+    send_timeout: float = 30.0,
+    background: Sequence[Callable[[Live], Coroutine[Any, Any, None]]] = (),
+) -> Starlette:
+    """The ASGI app serving the conversations of the SQLite store at ``store``.
+
+    Routes: ``GET /`` lists conversations; ``GET /conversations/{id}`` is the
+    server-rendered page (works without JavaScript); ``GET /conversations/{id}/stream``
+    the SSE stream of keyed node fragments (resumes from ``Last-Event-ID`` or
+    ``?after=``); ``POST /conversations/{id}/events`` appends JSON or JSON Lines
+    events, only when ``token`` is set and given as ``Authorization: Bearer``, with
+    optimistic concurrency through ``X-Expected-Position`` or ``?expected_position=``.
+    ``background`` coroutines (e.g. the demo writer) run for the app's lifetime.
+    ``app.state.live`` is the ``Live`` registry.
+    """
+    live = Live(store, definitions, poll_interval=poll_interval, frame_interval=frame_interval)
+
+    async def index(request: Request) -> Response:
+        conversations = await asyncio.to_thread(live.store.conversations)
+        if conversations:
+            rows = "".join(
+                f'<li><a href="{escape(_href(request, cid), quote=True)}">'
+                f'{escape(cid, quote=True)}</a> <span class="count">{length} events</span></li>\n'
+                for cid, length in conversations.items()
+            )
+            listing = f'<ul class="conversations">\n{rows}</ul>\n'
+        else:
+            listing = '<p class="note">No conversations in this store yet.</p>\n'
+        return HTMLResponse(_page(request, "Conversations", f"<h1>Conversations</h1>\n{listing}"))
+
+    async def page(request: Request) -> Response:
+        conversation: str = request.path_params["conversation"]
+        hub = await live.open(conversation)
+        if hub is None:
+            return _error(request, 404, f"No conversation {conversation!r} in this store.")
+        fragments = hub.page_body()
+        stream = escape(_href(request, conversation, "/stream"), quote=True)
+        title = escape(conversation, quote=True)
+        body = (
+            f"<h1>{title}</h1>\n"
+            f'<section class="conversation" data-stream="{stream}" '
+            f'data-position="{hub.notified}" data-live="off" aria-live="polite">\n'
+            f"{fragments}</section>\n"
+            '<noscript><p class="note">JavaScript is off: reload for new events.</p></noscript>\n'
+        )
+        return HTMLResponse(_page(request, conversation, body))
+
+    async def stream(request: Request) -> Response:
+        conversation: str = request.path_params["conversation"]
+        resume = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+        try:
+            cursor = int(resume)
+            if cursor < 0:
+                raise ValueError
+        except ValueError:
+            return _problem(400, f"Last-Event-ID/after must be a position >= 0, not {resume!r}")
+        hub = await live.open(conversation)
+        if hub is None:
+            return _problem(404, f"no conversation {conversation!r}")
+        return EventSourceResponse(
+            _frames(hub, cursor), ping=ping_interval, send_timeout=send_timeout, sep="\n"
+        )
+
+    async def ingest(request: Request) -> Response:
+        if token is None:
+            return _problem(403, "ingest is off: start the server with a token (--token)")
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            given.strip().encode(), token.encode()
+        ):
+            response = _problem(401, "missing or wrong token: send Authorization: Bearer TOKEN")
+            response.headers["www-authenticate"] = "Bearer"
+            return response
+        raw = request.headers.get("x-expected-position") or request.query_params.get(
+            "expected_position"
+        )
+        expected: int | None = None
+        if raw is not None:
+            try:
+                expected = int(raw)
+                if expected < 0:
+                    raise ValueError
+            except ValueError:
+                return _problem(400, f"expected position must be an integer >= 0, not {raw!r}")
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > _MAX_BODY:
+                return _problem(413, f"body over {_MAX_BODY} bytes; send fewer events per request")
+        try:
+            events = parse_events(bytes(body))
+        except ValueError as exc:
+            return _problem(400, f"bad events: {exc}")
+        conversation: str = request.path_params["conversation"]
+        try:
+            length = await live.append(conversation, events, expected)
+        except ConcurrencyError as exc:
+            return _problem(409, str(exc), expected=exc.expected, actual=exc.actual)
+        except StoreBusyError as exc:
+            response = _problem(503, str(exc))
+            response.headers["retry-after"] = "1"
+            return response
+        return JSONResponse(
+            {"conversation": conversation, "appended": len(events), "position": length},
+            status_code=201,
+        )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        live.start()
+        tasks = [asyncio.get_running_loop().create_task(job(live)) for job in background]
+        try:
+            yield
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            await live.stop()
+
+    app = Starlette(
+        routes=[
+            Route("/", index),
+            # The suffixed routes first: a conversation id may contain "/".
+            Route("/conversations/{conversation:path}/stream", stream),
+            Route("/conversations/{conversation:path}/events", ingest, methods=["POST"]),
+            Route("/conversations/{conversation:path}", page),
+            Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.live = live
+    app.add_middleware(_SecurityHeaders)
+    return app
+
+
+async def _frames(hub: _Conversation, cursor: int) -> AsyncIterator[bytes]:
+    """The SSE body for one client: catch-up first, then one message per wake-up."""
+    client = _Client()
+    hub.clients.add(client)
+    try:
+        yield b"retry: 1000\n\n"
+        while True:
+            client.wake.clear()
+            message = hub.frame_since(cursor)
+            if message is None:
+                await client.wake.wait()
+                continue
+            frame, cursor = message
+            yield frame
+    finally:
+        hub.clients.discard(client)
+        hub.last_used = time.monotonic()

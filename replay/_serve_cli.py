@@ -1,0 +1,209 @@
+"""``convo serve``: the live web view from the command line.
+
+Imported lazily by the CLI; starlette and uvicorn (the ``serve`` extra) are imported
+only inside ``run``, so ``convo`` works without them until ``serve`` is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ipaddress
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._serve import Live
+
+__all__ = ["EXAMPLE", "add_arguments", "demo_delay", "demo_writer", "main", "run"]
+
+EXAMPLE = Path(__file__).parent / "examples" / "agent_session.jsonl"
+"""The bundled example log that ``--demo`` replays."""
+
+_INSTALL = "convo serve needs the serve extra: pip install 'convo-engine[serve]'"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``serve``'s arguments to ``parser``."""
+    parser.add_argument(
+        "log",
+        nargs="?",
+        metavar="LOG",
+        help="a recording to show (any format `convo replay` reads); loaded into a "
+        "temporary store as one conversation named after the file",
+    )
+    parser.add_argument("--store", metavar="FILE", help="serve the conversations of this store")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default: loopback only)"
+    )
+    parser.add_argument("--port", type=int, default=8000, help="port (0 picks a free one)")
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="stream the bundled example conversation with realistic timing",
+    )
+    parser.add_argument(
+        "--demo-speed",
+        type=float,
+        default=1.0,
+        metavar="X",
+        help="demo time runs X times faster (0: no pauses)",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("CONVO_SERVE_TOKEN"),
+        help="enable POST /conversations/{id}/events, requiring 'Authorization: Bearer "
+        "TOKEN' (default: $CONVO_SERVE_TOKEN; ingest is off without one)",
+    )
+    parser.add_argument(
+        "--poll-interval",
+        type=float,
+        default=0.05,
+        metavar="SECONDS",
+        help="how often the store is checked for events from other processes",
+    )
+
+
+def demo_delay(event: Any) -> float:
+    """Seconds to wait before ``event`` in the demo: tokens quickly, tools and people
+    slowly, so every kind of update is visible."""
+    kind = event.get("type", "") if isinstance(event, dict) else ""
+    if kind.endswith(".delta") or kind == "tool_call.arguments_delta":
+        return 0.035
+    if kind == "message.start":
+        return 0.9 if event.get("role") == "user" else 0.4
+    return {
+        "tool_call.result": 1.2,
+        "tool_call.denied": 0.8,
+        "approval.request": 0.5,
+        "approval.decision": 2.0,
+        "status.update": 0.6,
+        "tool_call.start": 0.4,
+    }.get(kind, 0.15)
+
+
+def demo_writer(
+    events: Sequence[Any], *, speed: float = 1.0, runs: int = 20, pause: float = 4.0
+) -> Callable[[Live], Coroutine[Any, Any, None]]:
+    """A background job appending ``events`` to conversations ``demo-01``,
+    ``demo-02``, ... one at a time with ``demo_delay`` pauses (divided by ``speed``;
+    ``speed=0`` means none), ``runs`` times, so a late visitor still sees one stream."""
+
+    async def write(live: Live) -> None:
+        scale = 0.0 if speed <= 0 else 1.0 / speed
+        for run in range(1, runs + 1):
+            conversation = f"demo-{run:02d}"
+            for index, event in enumerate(events):
+                # The first event at once: the announced page exists as soon as it is shown.
+                if scale and (run > 1 or index > 0):
+                    await asyncio.sleep(demo_delay(event) * scale)
+                await live.append(conversation, [event], None)
+            await asyncio.sleep(pause * scale)
+
+    return write
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@contextlib.contextmanager
+def _store_path(args: argparse.Namespace) -> Iterator[tuple[str, list[Any]]]:
+    """The store file to serve and the events of LOG to load into it first."""
+    from ._formats import load_events
+
+    events: list[Any] = []
+    if args.log is not None:
+        events = load_events(args.log).events
+    if args.store is not None:
+        yield args.store, events
+        return
+    with tempfile.TemporaryDirectory(prefix="convo-serve-") as directory:
+        yield os.path.join(directory, "events.sqlite"), events
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until interrupted; returns the exit status."""
+    try:
+        import uvicorn
+
+        from ._serve import create_app
+    except ImportError as exc:
+        print(f"{_INSTALL} ({exc})", file=sys.stderr)
+        return 2
+    from ._formats import load_events
+    from ._store import EventStore
+
+    if args.log is None and args.store is None and not args.demo:
+        print("convo serve: give a LOG, --store FILE or --demo", file=sys.stderr)
+        return 2
+    if args.log is not None and args.store is not None:
+        print("convo serve: give a LOG or --store FILE, not both", file=sys.stderr)
+        return 2
+    if not _loopback(args.host):
+        print(
+            f"convo serve: warning: binding {args.host}, reachable from other machines; "
+            "conversation content will be visible to anyone who can connect",
+            file=sys.stderr,
+        )
+    try:
+        with _store_path(args) as (path, events):
+            if events:
+                with EventStore(path) as store:
+                    store.append(Path(args.log).stem, events)
+            background = []
+            if args.demo:
+                example = load_events(EXAMPLE).events
+                background.append(demo_writer(example, speed=args.demo_speed))
+            app = create_app(
+                path, token=args.token, poll_interval=args.poll_interval, background=background
+            )
+            config = uvicorn.Config(
+                app, host=args.host, port=args.port, log_level="warning", lifespan="on"
+            )
+            server = uvicorn.Server(config)
+            asyncio.run(_serve(server, args))
+    except OSError as exc:
+        print(f"convo serve: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+async def _serve(server: Any, args: argparse.Namespace) -> None:
+    async def announce() -> None:
+        while not server.started:
+            await asyncio.sleep(0.02)
+        host, port = server.servers[0].sockets[0].getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        where = "/conversations/demo-01" if args.demo else "/"
+        # Tests and scripts read this line to learn the port when --port 0.
+        print(f"convo serve: http://{shown}:{port}{where}", flush=True)
+
+    task = asyncio.get_running_loop().create_task(announce())
+    try:
+        await server.serve()
+    finally:
+        task.cancel()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m replay._serve_cli``: the same as ``convo serve``."""
+    parser = argparse.ArgumentParser(prog="convo serve", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
