@@ -282,8 +282,15 @@ class Router:
 
     def route(self, events: Iterable[Mapping[str, Any]]) -> Iterator[Routed]:
         """Envelopes of ``events``, in order."""
+        handlers = self._handlers
+        route_one = self.__call__
         for event in events:
-            yield self(event)
+            # The common case inline (a known chunk, no pending step); else the full path.
+            handler = handlers.get(event.get("type"))
+            if handler is None or self._current.pending_steps:
+                yield route_one(event)
+            else:
+                yield handler(event)
 
     def on_push_start(self, ctx: Any) -> None:
         """Push-hook form: replace the pushed raw chunk with its envelope."""
@@ -597,7 +604,10 @@ class _TextDefinition:
 
     @staticmethod
     def match(routed: Routed) -> Claim | None:
-        return routed.claim if _target(routed) == _TEXT else None
+        try:
+            return routed.claim if routed.target == _TEXT else None
+        except AttributeError:
+            raise TypeError(_NOT_ROUTED) from None
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> TextPart:
@@ -643,7 +653,10 @@ class _ReasoningDefinition(_TextDefinition):
 
     @staticmethod
     def match(routed: Routed) -> Claim | None:
-        return routed.claim if _target(routed) == _REASONING else None
+        try:
+            return routed.claim if routed.target == _REASONING else None
+        except AttributeError:
+            raise TypeError(_NOT_ROUTED) from None
 
 
 _OUTPUT_STATES: Final = {
@@ -659,7 +672,10 @@ class _ToolDefinition:
 
     @staticmethod
     def match(routed: Routed) -> Claim | None:
-        return routed.claim if _target(routed) == _TOOL else None
+        try:
+            return routed.claim if routed.target == _TOOL else None
+        except AttributeError:
+            raise TypeError(_NOT_ROUTED) from None
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> ToolPart:
@@ -833,7 +849,10 @@ class _PartDefinition:
 
     @staticmethod
     def match(routed: Routed) -> Claim | None:
-        return routed.claim if _target(routed) == _PART else None
+        try:
+            return routed.claim if routed.target == _PART else None
+        except AttributeError:
+            raise TypeError(_NOT_ROUTED) from None
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> Part:
