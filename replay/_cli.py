@@ -457,7 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
     if module is not None:
         module.add_arguments(serve)
     else:
-        serve.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        serve.epilog = SERVE_HINT
     serve.set_defaults(handler=_cmd_serve)
     return parser
 
@@ -474,7 +474,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     status instead of exiting, so it can be called in-process."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown and args.command == "serve" and _serve_module() is None:
+            # Options of a server that is not installed: say what to install.
+            print(SERVE_HINT, file=sys.stderr)
+            return 2
+        if unknown:
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:  # --help, or a usage error argparse already printed
         return exc.code if isinstance(exc.code, int) else 2
     where = getattr(args, "log", None) or getattr(args, "store", None)
