@@ -15,9 +15,11 @@ import pytest
 
 pytest.importorskip("starlette", reason="pip install -e '.[serve,serve-test]'")
 pytest.importorskip("sse_starlette", reason="pip install -e '.[serve,serve-test]'")
-httpx = pytest.importorskip("httpx", reason="pip install -e '.[serve,serve-test]'")
+pytest.importorskip("httpx", reason="pip install -e '.[serve,serve-test]'")
 
-from starlette.applications import Starlette  # noqa: E402
+import httpx
+from starlette.applications import Starlette
+from starlette.types import Message
 
 # Not a timing assertion: only a guard so a broken stream fails instead of hanging.
 HANG_GUARD = 20.0
@@ -64,6 +66,7 @@ def hostile_events() -> list[dict[str, Any]]:
 SAFE_TAGS = frozenset(
     {"html", "head", "meta", "title", "link", "script", "body", "nav", "a", "main", "h1"}
     | {"section", "article", "header", "div", "span", "pre", "noscript", "p", "ul", "li"}
+    | {"progress"}
 )
 
 
@@ -146,14 +149,14 @@ class SseStream:
         self.task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> SseStream:
-        async def receive() -> dict[str, Any]:
+        async def receive() -> Message:
             if not self._requested:
                 self._requested = True
                 return {"type": "http.request", "body": b"", "more_body": False}
             await self._gone.wait()
             return {"type": "http.disconnect"}
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 self.status = message["status"]
                 self.headers = {k.decode(): v.decode() for k, v in message["headers"]}
