@@ -3,10 +3,20 @@
 ``read_log``/``write_log``/``LogWriter`` handle our JSON Lines log (one envelope per
 line); ``load_events`` reads any recording (our log, SSE, JSON arrays, JSON Lines of
 raw provider events); ``EventStore`` is the embedded SQLite event store.
+``detect_protocol`` tells which protocol a recording speaks and ``protocol_definitions``
+/ ``load_definitions`` give the ``DefinitionSet`` (definitions, pre-pass, routing) to
+replay it with, as ``convo replay`` does.
 ``replay`` folds a log into its final view; ``check_determinism`` proves every way
 of replaying it agrees; ``render_json``/``render_text``/``render_html`` render views.
 """
 
+from ._detect import PROTOCOLS as PROTOCOLS
+from ._detect import DefinitionSet as DefinitionSet
+from ._detect import DefinitionSpecError as DefinitionSpecError
+from ._detect import Detection as Detection
+from ._detect import detect_protocol as detect_protocol
+from ._detect import load_definitions as load_definitions
+from ._detect import protocol_definitions as protocol_definitions
 from ._determinism import WAYS as WAYS
 from ._determinism import DeterminismError as DeterminismError
 from ._determinism import Divergence as Divergence
@@ -36,8 +46,12 @@ from ._store import StoreBusyError as StoreBusyError
 from ._store import StoreError as StoreError
 
 __all__ = [
+    "PROTOCOLS",
     "WAYS",
     "ConcurrencyError",
+    "DefinitionSet",
+    "DefinitionSpecError",
+    "Detection",
     "DeterminismError",
     "Divergence",
     "Entry",
@@ -55,7 +69,10 @@ __all__ = [
     "StoreError",
     "assert_deterministic",
     "check_determinism",
+    "detect_protocol",
+    "load_definitions",
     "load_events",
+    "protocol_definitions",
     "read_log",
     "render_html",
     "render_json",
