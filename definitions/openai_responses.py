@@ -1,0 +1,632 @@
+"""OpenAI Responses API streaming: fold ``response.*`` events.
+
+Theory of operation
+-------------------
+A recording holds several responses in a row (agent loops). Item events name
+their item by ``output_index`` (and ``item_id``), never the response they belong
+to, and some providers rotate every id on every event. Which response an event
+belongs to is decided outside the pure ``match`` by ``scope(events)``, a small pure
+pre-pass that wraps each raw event, without copying it, in
+``Scoped(response_id, event)``: ``response_id`` is the id that the latest
+``response.created`` carried. Definitions match on that envelope:
+
+- ``openai_response`` (node id: the response id) starts on ``response.created``
+  and takes the other lifecycle events (``in_progress``, ``queued``,
+  ``completed``, ``failed``, ``incomplete``) and ``error``;
+- ``openai_response_item`` (node id: ``"<response id>/<output_index>"``) starts on
+  ``response.output_item.added`` and takes every event that carries its
+  ``output_index``: content parts, text/argument/summary deltas, ``done``.
+
+Items are addressed by position, as the SDK does: ``item_id`` and ``call_id`` are
+payload, so ids rotating on every event, or a ``call_id`` that changes between
+``added`` and ``done``, do not split or misplace an item. The scope depends only on
+the events before it, so a replay scopes a log the same way every time. Events
+before the first ``response.created`` a scoper saw (a window cut mid-response, or
+a recording whose first line is unreadable) are scoped to ``None`` and dropped: no
+content is attributed to a response whose start is not in view. Live users keep
+one ``Scoper`` per stream and push ``scoper(event)``.
+
+Per delta the work is one envelope, one claim and one new frozen item state whose
+text is a ``StreamedText`` append. JSON is never parsed while folding.
+
+Rebuild (``responses(nodes)`` and ``snapshots(nodes)``) gives plain dicts in the
+shape of the SDK's ``ResponseStreamState`` (openai 3.57), as ``to_dict(mode="json")``
+prints them: the fields present in the events, numbers the SDK types as ``float``
+coerced to float, ``parsed``/``parsed_arguments`` null on completion.
+
+Corrections to ``ResponseStreamState`` (tested in the conformance suite):
+reasoning summary parts and deltas are folded into the live snapshot (the SDK
+leaves ``summary`` empty until ``done``); each response of a log is its own object;
+a lifecycle event whose response id differs from ``response.created``'s (ids
+rotating per event) continues the current response instead of failing; an item's
+``done`` payload replaces its ``added`` one even when its ``call_id`` changed.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from typing import Any, Final
+
+import msgspec
+
+from engine import Claim, Node, create_conversation_engine
+
+from ._routing import event_type as _event_type
+from ._text import StreamedText
+
+__all__ = [
+    "DEFINITIONS",
+    "ItemDefinition",
+    "ItemState",
+    "PartState",
+    "ResponseDefinition",
+    "ResponseState",
+    "Scoped",
+    "Scoper",
+    "event_type",
+    "fold",
+    "responses",
+    "scope",
+    "snapshots",
+]
+
+_EMPTY = StreamedText()
+
+
+class Scoped(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """A raw Responses event and the id of the response it belongs to.
+
+    ``response_id`` is ``None`` for events before the first ``response.created`` the
+    scoper saw: no definition claims those.
+    """
+
+    response_id: str | None
+    event: dict[str, Any]
+
+
+def _created_id(event: dict[str, Any]) -> str:
+    response = event.get("response")
+    if not isinstance(response, dict):
+        raise ValueError("response.created has no 'response' object")
+    return str(response.get("id") or "")
+
+
+class Scoper:
+    """Names the response of each event of one stream, in order (see ``scope``)."""
+
+    __slots__ = ("response_id",)
+
+    def __init__(self) -> None:
+        self.response_id: str | None = None
+
+    def __call__(self, event: dict[str, Any]) -> Scoped:
+        """Wrap ``event``; a ``response.created`` makes its id the current scope."""
+        if event.get("type") == "response.created":
+            self.response_id = _created_id(event)
+        return Scoped(self.response_id, event)
+
+
+def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
+    """Wrap each raw event of one stream in ``Scoped`` (the pure pre-pass)."""
+    response_id: str | None = None
+    for event in events:
+        if event.get("type") == "response.created":
+            response_id = _created_id(event)
+        yield Scoped(response_id, event)
+
+
+def event_type(event: object) -> Hashable:
+    """Routing key for ``create_conversation_engine(event_type=...)``: the inner type."""
+    if type(event) is Scoped:
+        return event.event.get("type")
+    return _event_type(event)
+
+
+# -- states -------------------------------------------------------------------------
+
+
+class ResponseState(msgspec.Struct, frozen=True, gc=False):
+    """One response: ``response.created``'s payload and the lifecycle events after it."""
+
+    created: dict[str, Any]
+    #: the latest lifecycle event's type and response payload
+    status: str = "response.created"
+    latest: dict[str, Any] | None = None
+    #: ``response.completed``'s payload, what the SDK's final response is made of
+    completed: dict[str, Any] | None = None
+    #: ``response.failed`` / ``response.incomplete``: (type, payload)
+    ended: tuple[str, dict[str, Any]] | None = None
+    #: the payload of an ``error`` event inside this response
+    error: Any = None
+
+
+class PartState(msgspec.Struct, frozen=True, gc=False):
+    """A content part (message) or summary part (reasoning) and the text streamed into it."""
+
+    part: dict[str, Any]
+    text: StreamedText = _EMPTY
+
+
+class ItemState(msgspec.Struct, frozen=True, gc=False):
+    """One output item of a response, at its ``output_index``."""
+
+    response_id: str
+    output_index: int
+    #: the ``output_item.added`` payload
+    item: dict[str, Any]
+    #: message content parts, from the added item's ``content`` and ``content_part.added``
+    parts: tuple[PartState, ...] = ()
+    #: function call arguments streamed after the added item's ``arguments``
+    arguments: StreamedText = _EMPTY
+    #: reasoning summary parts, from the added item's ``summary`` and summary events
+    summary: tuple[PartState, ...] = ()
+    #: other streamed text of the item (tool input, code, command), for rendering only
+    pending: StreamedText = _EMPTY
+    #: the ``output_item.done`` payload
+    done: dict[str, Any] | None = None
+
+
+# -- definitions --------------------------------------------------------------------
+
+_LIFECYCLE: Final = frozenset(
+    {
+        "response.created",
+        "response.in_progress",
+        "response.queued",
+        "response.completed",
+        "response.failed",
+        "response.incomplete",
+    }
+)
+_ENDED: Final = frozenset({"response.failed", "response.incomplete"})
+
+# Every item event of the SDK's ResponseStreamEvent union (they carry output_index).
+_ITEM_TYPES: Final = frozenset(
+    {
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.output_text.annotation.added",
+        "response.refusal.delta",
+        "response.refusal.done",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.reasoning_summary_part.added",
+        "response.reasoning_summary_part.done",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_summary_text.done",
+        "response.reasoning_text.delta",
+        "response.reasoning_text.done",
+        "response.custom_tool_call_input.delta",
+        "response.custom_tool_call_input.done",
+        "response.code_interpreter_call.in_progress",
+        "response.code_interpreter_call.interpreting",
+        "response.code_interpreter_call.completed",
+        "response.code_interpreter_call_code.delta",
+        "response.code_interpreter_call_code.done",
+        "response.compaction.compacting",
+        "response.file_search_call.in_progress",
+        "response.file_search_call.searching",
+        "response.file_search_call.completed",
+        "response.web_search_call.in_progress",
+        "response.web_search_call.searching",
+        "response.web_search_call.completed",
+        "response.image_generation_call.in_progress",
+        "response.image_generation_call.generating",
+        "response.image_generation_call.partial_image",
+        "response.image_generation_call.completed",
+        "response.mcp_call.in_progress",
+        "response.mcp_call.completed",
+        "response.mcp_call.failed",
+        "response.mcp_call_arguments.delta",
+        "response.mcp_call_arguments.done",
+        "response.mcp_list_tools.in_progress",
+        "response.mcp_list_tools.completed",
+        "response.mcp_list_tools.failed",
+        "response.shell_call_command.added",
+        "response.shell_call_command.delta",
+        "response.shell_call_command.done",
+        "response.shell_call_output_content.delta",
+        "response.shell_call_output_content.done",
+        "response.apply_patch_call_operation_diff.delta",
+        "response.apply_patch_call_operation_diff.done",
+    }
+)
+# Deltas the SDK's snapshot does not fold: kept as ``pending`` text for renderers.
+_PENDING: Final = frozenset(t for t in _ITEM_TYPES if t.endswith(".delta")) - {
+    "response.output_text.delta",
+    "response.function_call_arguments.delta",
+    "response.reasoning_summary_text.delta",
+}
+_ITEM_PUBLICATION: Final = {t: "animation-frame" for t in _ITEM_TYPES if t.endswith(".delta")}
+
+
+class ResponseDefinition:
+    """Kind ``openai_response``: one node per response, id = ``response.created``'s id."""
+
+    kind = "openai_response"
+    event_types = _LIFECYCLE | {"error", Scoped}
+    publication = "immediate"
+
+    def match(self, event: Scoped) -> Claim | None:
+        """Start on ``response.created``, update on the other lifecycle events and ``error``."""
+        response_id = event.response_id
+        if response_id is None:
+            return None
+        kind = event.event.get("type")
+        if kind == "response.created":
+            return Claim(response_id, "start")
+        if kind in _LIFECYCLE or kind == "error":
+            return Claim(response_id, "update")
+        return None
+
+    def start(self, event: Scoped, reader: object) -> ResponseState:
+        """The response as ``response.created`` announced it."""
+        return ResponseState(event.event["response"])
+
+    def update(self, state: ResponseState, event: Scoped) -> ResponseState:
+        """Record a lifecycle event (its response payload) or an ``error`` event."""
+        raw = event.event
+        kind = raw["type"]
+        if kind == "error":
+            return msgspec.structs.replace(state, error=raw.get("error", raw))
+        response = raw.get("response")
+        if not isinstance(response, dict):
+            raise ValueError(f"{kind} has no 'response' object")
+        if kind == "response.completed":
+            return msgspec.structs.replace(state, status=kind, latest=response, completed=response)
+        if kind in _ENDED:
+            return msgspec.structs.replace(
+                state, status=kind, latest=response, ended=(kind, response)
+            )
+        return msgspec.structs.replace(state, status=kind, latest=response)
+
+    def render_text(self, node: Node) -> str:
+        """``response (model) status``, and the error message if there is one."""
+        state: ResponseState = node.state
+        payload = state.latest or state.created
+        parts = ["response", f"({payload.get('model', '?')})", f"[{payload.get('status', '?')}]"]
+        error = state.error or payload.get("error")
+        if isinstance(error, dict):
+            parts.append(f"error: {error.get('message') or error.get('code')}")
+        return " ".join(parts)
+
+    def render_html(self, node: Node) -> str:
+        """The model, status and error, escaped."""
+        body = html.escape(self.render_text(node), quote=True)
+        return f'<div class="openai-response">{body}</div>'
+
+
+def _pad(parts: tuple[PartState, ...], index: int, kind: str) -> tuple[PartState, ...]:
+    """``parts`` long enough to hold ``index`` (a delta whose part.added was lost)."""
+    if index < len(parts):
+        return parts
+    missing = index + 1 - len(parts)
+    return parts + tuple(PartState({"type": kind, "text": ""}) for _ in range(missing))
+
+
+class ItemDefinition:
+    """Kind ``openai_response_item``: one node per output item, id ``<response>/<index>``."""
+
+    kind = "openai_response_item"
+    event_types = _ITEM_TYPES | {Scoped}
+
+    def publication(self, event: Scoped) -> str:
+        """Deltas wait for a frame; an item's start, progress and end are published at once."""
+        return _ITEM_PUBLICATION.get(event.event.get("type"), "immediate")  # type: ignore[arg-type]
+
+    def match(self, event: Scoped) -> Claim | None:
+        """Start on ``output_item.added``; update on events carrying its ``output_index``."""
+        response_id = event.response_id
+        if response_id is None:
+            return None
+        raw = event.event
+        index = raw.get("output_index")
+        if type(index) is not int:
+            return None
+        kind = raw.get("type")
+        if kind == "response.output_item.added":
+            if raw.get("item") is None:  # the SDK skips an empty added event too
+                return None
+            return Claim(f"{response_id}/{index}", "start")
+        if kind in _ITEM_TYPES:
+            return Claim(f"{response_id}/{index}", "update")
+        return None
+
+    def start(self, event: Scoped, reader: object) -> ItemState:
+        """The item as ``output_item.added`` announced it."""
+        raw = event.event
+        item = raw["item"]
+        if not isinstance(item, dict):
+            raise ValueError("response.output_item.added has an 'item' that is not an object")
+        assert event.response_id is not None
+        kind = item.get("type")
+        parts: tuple[PartState, ...] = ()
+        summary: tuple[PartState, ...] = ()
+        if kind == "message":
+            parts = tuple(PartState(p) for p in item.get("content") or ())
+        elif kind == "reasoning":
+            summary = tuple(PartState(p) for p in item.get("summary") or ())
+        return ItemState(event.response_id, raw["output_index"], item, parts, _EMPTY, summary)
+
+    def update(self, state: ItemState, event: Scoped) -> ItemState:
+        """Fold one item event the way the SDK does, plus reasoning summaries."""
+        raw = event.event
+        kind = raw["type"]
+        item_type = state.item.get("type")
+        if kind == "response.output_text.delta":
+            index = raw.get("content_index")
+            parts = state.parts
+            if item_type != "message" or type(index) is not int or not 0 <= index < len(parts):
+                return state
+            part = parts[index]
+            if part.part.get("type") != "output_text":
+                return state
+            new = PartState(part.part, part.text + raw["delta"])
+            return ItemState(
+                state.response_id,
+                state.output_index,
+                state.item,
+                (*parts[:index], new, *parts[index + 1 :]),
+                state.arguments,
+                state.summary,
+                state.pending,
+                state.done,
+            )
+        if kind == "response.function_call_arguments.delta":
+            if item_type != "function_call":
+                return state
+            return ItemState(
+                state.response_id,
+                state.output_index,
+                state.item,
+                state.parts,
+                state.arguments + raw["delta"],
+                state.summary,
+                state.pending,
+                state.done,
+            )
+        if kind == "response.reasoning_summary_text.delta":
+            index = raw.get("summary_index")
+            if item_type != "reasoning" or type(index) is not int or index < 0:
+                return state
+            summary = _pad(state.summary, index, "summary_text")
+            part = summary[index]
+            new = PartState(part.part, part.text + raw["delta"])
+            summary = (*summary[:index], new, *summary[index + 1 :])
+            return msgspec.structs.replace(state, summary=summary)
+        if kind == "response.output_item.done":
+            item = raw.get("item")
+            if not isinstance(item, dict):
+                raise ValueError("response.output_item.done has no 'item' object")
+            return msgspec.structs.replace(state, done=item)
+        if kind == "response.content_part.added":
+            if item_type != "message":
+                return state
+            return msgspec.structs.replace(state, parts=(*state.parts, PartState(raw["part"])))
+        if kind == "response.reasoning_summary_part.added":
+            index = raw.get("summary_index")
+            if item_type != "reasoning" or type(index) is not int or index < 0:
+                return state
+            summary = _pad(state.summary, index - 1, "summary_text") if index else state.summary
+            new = PartState(raw["part"])
+            summary = (*summary[:index], new, *summary[index + 1 :])
+            return msgspec.structs.replace(state, summary=summary)
+        if kind in _PENDING:
+            delta = raw.get("delta")
+            if type(delta) is str and delta:
+                return msgspec.structs.replace(state, pending=state.pending + delta)
+        return state  # progress and *.done events: the done item carries the result
+
+    def render_text(self, node: Node) -> str:
+        """Message text, ``name(arguments)`` for calls, the summary for reasoning."""
+        state: ItemState = node.state
+        item = state.done if state.done is not None else _snapshot_item(state)
+        kind = item.get("type")
+        if kind == "message":
+            lines = []
+            for part in item.get("content") or ():
+                if part.get("type") == "refusal":
+                    lines.append(f"[refusal] {part.get('refusal', '')}")
+                else:
+                    lines.append(str(part.get("text", "")))
+            return "\n".join(lines)
+        if kind == "function_call":
+            return f"{item.get('name', '')}({item.get('arguments', '')})"
+        if kind == "reasoning":
+            texts = [str(p.get("text", "")) for p in item.get("summary") or ()]
+            return "[reasoning] " + "\n".join(texts)
+        if state.done is None and state.pending:
+            return f"[{kind}] {state.pending}"
+        rest = {k: v for k, v in item.items() if k not in ("type", "id")}
+        return f"[{kind}] {json.dumps(rest, ensure_ascii=False, sort_keys=True, default=str)}"
+
+    def render_html(self, node: Node) -> str:
+        """The item's text (or its payload as JSON), escaped."""
+        state: ItemState = node.state
+        kind = html.escape(str(state.item.get("type")), quote=True)
+        body = html.escape(self.render_text(node), quote=True)
+        return f'<div class="openai-response-item" data-type="{kind}">{body}</div>'
+
+
+RESPONSE: Final = ResponseDefinition()
+ITEM: Final = ItemDefinition()
+DEFINITIONS: Final = (RESPONSE, ITEM)
+"""The Responses definitions to register: responses, then their output items."""
+
+
+# -- rebuild ------------------------------------------------------------------------
+
+# Where the SDK's models type a number as float (construct_type turns 1 into 1.0).
+_F: Final = "float"
+_LOGPROB: Final = {"logprob": _F, "top_logprobs": [{"logprob": _F}]}
+_RANKING: Final = {
+    "score_threshold": _F,
+    "hybrid_search": {"embedding_weight": _F, "text_weight": _F},
+}
+_TOOL_FLOATS: Final = {"ranking_options": _RANKING}
+_ITEM_FLOATS: Final = {
+    "content": [{"logprobs": [_LOGPROB]}],
+    "results": [{"score": _F}],
+    "tools": [_TOOL_FLOATS],
+}
+_RESPONSE_FLOATS: Final = {
+    "created_at": _F,
+    "completed_at": _F,
+    "temperature": _F,
+    "top_p": _F,
+    "tools": [_TOOL_FLOATS],
+    "output": [_ITEM_FLOATS],
+}
+
+
+def _floats(value: Any, schema: Any) -> Any:
+    """``value`` with the numbers at ``schema``'s float paths as floats (copy on write)."""
+    if schema is _F:
+        if type(value) is int:
+            coerced = float(value)
+            return coerced if coerced == value else value
+        return value
+    if type(schema) is list:
+        if type(value) is not list:
+            return value
+        inner = schema[0]
+        items = [_floats(v, inner) for v in value]
+        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+    if type(value) is not dict:
+        return value
+    out = None
+    for key, sub in schema.items():
+        if key in value:
+            old = value[key]
+            new = _floats(old, sub)
+            if new is not old:
+                if out is None:
+                    out = dict(value)
+                out[key] = new
+    return value if out is None else out
+
+
+def _part(part: PartState) -> dict[str, Any]:
+    if not part.text:
+        return part.part
+    return {**part.part, "text": str(part.part.get("text") or "") + str(part.text)}
+
+
+def _snapshot_item(state: ItemState) -> dict[str, Any]:
+    """The item as the live snapshot holds it: added payload plus folded deltas."""
+    item = state.item
+    kind = item.get("type")
+    if kind == "message":
+        if state.parts or "content" in item:
+            return {**item, "content": [_part(p) for p in state.parts]}
+    elif kind == "function_call":
+        if state.arguments:
+            return {**item, "arguments": str(item.get("arguments") or "") + str(state.arguments)}
+    elif kind == "reasoning" and (state.summary or "summary" in item):
+        return {**item, "summary": [_part(p) for p in state.summary]}
+    return item
+
+
+def _parsed_item(item: dict[str, Any]) -> dict[str, Any]:
+    """``parse_response`` without a text format or input tools: null ``parsed`` fields."""
+    kind = item.get("type")
+    if kind == "message":
+        content = [
+            {**p, "parsed": None} if p.get("type") == "output_text" else p
+            for p in item.get("content") or ()
+        ]
+        return {**item, "content": content}
+    if kind == "function_call":
+        return {**item, "parsed_arguments": None}
+    return item
+
+
+class _Collected:
+    __slots__ = ("items", "state")
+
+    def __init__(self, state: ResponseState) -> None:
+        self.state = state
+        self.items: list[ItemState] = []
+
+
+def _collect(nodes: Sequence[Node]) -> list[_Collected]:
+    out: list[_Collected] = []
+    by_id: dict[str, _Collected] = {}
+    for node in nodes:
+        kind = node.kind
+        if kind == ResponseDefinition.kind:
+            collected = by_id[node.id] = _Collected(node.state)
+            out.append(collected)
+        elif kind == ItemDefinition.kind:
+            owner = by_id.get(node.state.response_id)
+            if owner is not None:
+                owner.items.append(node.state)
+    return out
+
+
+def _snapshot(collected: _Collected) -> dict[str, Any]:
+    response = dict(collected.state.created)
+    output = list(response.get("output") or ())
+    output.extend(_snapshot_item(item) for item in collected.items)
+    response["output"] = output
+    result: dict[str, Any] = _floats(response, _RESPONSE_FLOATS)
+    return result
+
+
+def _finished_output(collected: _Collected) -> list[dict[str, Any]]:
+    """The items by ``output_index``: each ``done`` payload, else its live snapshot."""
+    items = sorted(collected.items, key=lambda s: s.output_index)
+    return [s.done if s.done is not None else _snapshot_item(s) for s in items]
+
+
+def _response(collected: _Collected) -> dict[str, Any]:
+    state = collected.state
+    result: dict[str, Any]
+    if state.completed is not None:
+        response = dict(state.completed)
+        if response.get("output") is None:
+            response["output"] = _finished_output(collected)
+        response["output"] = [_parsed_item(item) for item in response["output"]]
+        result = _floats(response, _RESPONSE_FLOATS)
+        return result
+    if state.ended is not None:
+        response = dict(state.ended[1])
+        if response.get("output") is None:
+            response["output"] = _finished_output(collected)
+        result = _floats(response, _RESPONSE_FLOATS)
+        return result
+    return _snapshot(collected)
+
+
+def responses(nodes: Sequence[Node]) -> list[dict[str, Any]]:
+    """The SDK's result for each response the nodes hold, in log order.
+
+    A completed response is what ``ResponseStream.get_final_response()`` returns; a
+    failed or incomplete one is the response of the ``response.failed`` /
+    ``response.incomplete`` event the SDK's stream yields (output recovered from the
+    items when the event omits it); one still streaming (or cut off) is its live
+    snapshot (see ``snapshots``). Items whose response node is absent are left out.
+    """
+    return [_response(c) for c in _collect(nodes)]
+
+
+def snapshots(nodes: Sequence[Node]) -> list[dict[str, Any]]:
+    """Each response as folded from its deltas so far (the SDK's current snapshot).
+
+    ``response.created``'s payload with every added item and the text, arguments and
+    reasoning summaries streamed into them, in the order the items were added.
+    """
+    return [_snapshot(c) for c in _collect(nodes)]
+
+
+def fold(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The final responses of one recording's raw events (in order); see ``responses``."""
+    engine = create_conversation_engine(DEFINITIONS, event_type=event_type)
+    engine.push_many(scope(events))
+    return responses(engine.nodes())
