@@ -842,6 +842,13 @@ class _StepDefinition:
         return '<div class="step">step</div>'
 
 
+_PART_FIELDS: Final = {
+    "file": ("mediaType", "url", "providerMetadata"),
+    "source-url": ("sourceId", "url", "title", "providerMetadata"),
+    "source-document": ("sourceId", "mediaType", "title", "filename", "providerMetadata"),
+}
+
+
 class _PartDefinition:
     kind = _PART
     event_types = _with_after_step(_ToPart)
@@ -858,38 +865,24 @@ class _PartDefinition:
     def start(routed: Routed, reader: Reader) -> Part:
         event = routed.event
         kind = event["type"]
-        fields: dict[str, Any]
-        if kind == "file":
-            fields = {"type": "file", "mediaType": event.get("mediaType"), "url": event.get("url")}
-            if event.get("providerMetadata") is not None:
-                fields["providerMetadata"] = event["providerMetadata"]
-        elif kind == "source-url":
-            fields = {
-                "type": kind,
-                "sourceId": event.get("sourceId"),
-                "url": event.get("url"),
-                "title": event.get("title"),
-                "providerMetadata": event.get("providerMetadata"),
-            }
-        elif kind == "source-document":
-            fields = {
-                "type": kind,
-                "sourceId": event.get("sourceId"),
-                "mediaType": event.get("mediaType"),
-                "title": event.get("title"),
-                "filename": event.get("filename"),
-                "providerMetadata": event.get("providerMetadata"),
-            }
-        else:  # data-*: the chunk itself is the part
-            fields = dict(event)
-        return Part(routed.message, kind, {k: v for k, v in fields.items() if v is not None})
+        # An absent field is the reference's undefined (dropped); a JSON null is kept.
+        if kind.startswith("data-"):
+            return Part(routed.message, kind, dict(event))  # the chunk itself is the part
+        fields = {"type": kind}
+        for key in _PART_FIELDS[kind]:
+            if key in event:
+                fields[key] = event[key]
+        if kind == "file" and fields.get("providerMetadata", 0) is None:
+            del fields["providerMetadata"]  # spread only when != null
+        return Part(routed.message, kind, fields)
 
     @staticmethod
     def update(part: Part, routed: Routed) -> Part:
-        data = routed.event.get("data")
-        if part.fields.get("data") is data:
-            return part
-        return Part(part.message, part.type, {**part.fields, "data": data})
+        event = routed.event
+        fields = {key: value for key, value in part.fields.items() if key != "data"}
+        if "data" in event:
+            fields["data"] = event["data"]
+        return Part(part.message, part.type, fields)
 
     @staticmethod
     def render_text(node: Node) -> str:
