@@ -114,8 +114,6 @@ class ConversationEngine:
         self._listeners: dict[int, Listener] = {}
         self._next_listener = 0
         self._depth = 0  # nesting of push calls on the lock-holding thread
-        self._folding = False  # inside definition or hook code: pushing is misuse
-        self._level = NOT_ACCEPTED  # most urgent publication since the last check
         self._frame: object | None = None  # token of the pending frame
         self._frame_cancel: Cancel | None = None
         self._frame_due = False  # a frame fired while a push was running
@@ -137,7 +135,7 @@ class ConversationEngine:
         the engine stays usable. Cost: one ``match`` per definition (per routed
         definition with ``event_type=``), plus ``start``/``update`` for each claim.
         """
-        self.push_many((event,), hooks=hooks)
+        self.push_many((event,), hooks=hooks)  # one call more costs ~5% of a push
 
     def push_many(self, events: Iterable[object], *, hooks: Iterable[object] = ()) -> None:
         """Fold events in order with one publication check at the end.
@@ -145,19 +143,21 @@ class ConversationEngine:
         If event *k* fails, events before it stay folded (and are published), event
         *k* leaves no trace, later events are not folded, and the error is raised.
         """
-        call_hooks = _Hooks(hooks, per_call=True) if hooks else _NO_HOOKS
         with self._lock:
-            if self._folding:
+            fold = self._fold
+            if fold.busy:
                 raise UsageError(
                     "push() was called from inside a definition or push hook; definitions "
                     "must be pure — push from a listener (subscribe) instead"
                 )
             self._depth += 1
             try:
-                if self._hooks.hooks or call_hooks.hooks:
-                    self._fold_hooked(events, self._hooks + call_hooks)
+                if hooks:
+                    self._fold_hooked(events, self._hooks + _Hooks(hooks, per_call=True))
+                elif self._hooks.hooks:
+                    self._fold_hooked(events, self._hooks)
                 else:
-                    self._fold_plain(events)
+                    fold.apply(events)
             except BaseException as exc:
                 self._depth -= 1
                 if self._depth == 0:
@@ -167,21 +167,10 @@ class ConversationEngine:
                         exc.add_note(f"while publishing the events before it: {listener_error}")
                 raise
             self._depth -= 1
-            if self._depth == 0:
+            # The common streaming case, a frame already pending for frame-level
+            # changes, needs no publication work: skip the call.
+            if not self._depth and (fold.level != FRAME or self._frame is None or self._frame_due):
                 self._publish()
-
-    def _fold_plain(self, events: Iterable[object]) -> None:
-        apply = self._fold.apply
-        level = self._level
-        self._folding = True
-        try:
-            for event in events:
-                event_level = apply(event)
-                if event_level > level:
-                    level = event_level
-        finally:
-            self._folding = False
-            self._level = level
 
     def _fold_hooked(self, events: Iterable[object], hooks: _Hooks) -> None:
         fold = self._fold
@@ -189,7 +178,7 @@ class ConversationEngine:
         for event in events:
             ctx = PushContext(event=event, position=fold.position)
             started = clock()
-            self._folding = True
+            fold.busy = True  # pushing from a hook is misuse, as from a definition
             try:
                 for hook, member in hooks.start:
                     _call_hook(hook, "on_push_start", member, ctx)
@@ -197,10 +186,8 @@ class ConversationEngine:
                     fold.position += 1
                     self._skipped += 1
                 else:
-                    level = fold.apply(ctx.event)
+                    fold.apply((ctx.event,))
                     ctx.changed = fold.changed_keys()
-                    if level > self._level:
-                        self._level = level
             except BaseException as exc:
                 if fold.position == ctx.position:  # a start hook failed: still consumed
                     fold.position += 1
@@ -212,7 +199,7 @@ class ConversationEngine:
                         exc.add_note(str(hook_error))
                 raise
             finally:
-                self._folding = False
+                fold.busy = False
                 ctx.elapsed_ms = (clock() - started) * 1000.0
                 first: HookError | None = None
                 for hook, member in hooks.end:
@@ -285,8 +272,8 @@ class ConversationEngine:
 
     def _publish(self) -> None:
         """The check at the end of the outermost push; the lock is held."""
-        level = self._level
-        self._level = NOT_ACCEPTED
+        level = self._fold.level
+        self._fold.level = NOT_ACCEPTED
         if self._frame_due:
             self._frame_due = False
             self._notify()

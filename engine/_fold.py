@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import difflib
 from bisect import bisect_left
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Final
 
 from ._errors import DefinitionError, EventError, RegistrationError, UsageError
@@ -62,7 +62,7 @@ _NEW: Final = object()  # the "old state" of a record that this event created
 class _Record:
     """The engine's mutable view of one node; ``node`` caches its frozen form."""
 
-    __slots__ = ("dirty", "id", "key", "kind", "node", "seq", "state")
+    __slots__ = ("id", "key", "kind", "node", "seq", "state")
 
     def __init__(self, kind: str, id: str, seq: int, state: Any) -> None:
         self.key = f"{kind}:{id}"
@@ -70,8 +70,9 @@ class _Record:
         self.id = id
         self.seq = seq
         self.state = state
+        # The frozen form, made lazily; None means "changed since last frozen" and
+        # such a record is in Fold.dirty (possibly twice: harmless).
         self.node: Node | None = None
-        self.dirty = False
 
     def materialize(self) -> Node:
         node = self.node
@@ -93,6 +94,7 @@ class _Registered:
         "open",
         "publication",
         "publication_level",
+        "publication_levels",
         "start",
         "update",
     )
@@ -128,8 +130,18 @@ class _Registered:
         publication = getattr(definition, "publication", None)
         self.publication: Callable[[Any], object] | None = None
         self.publication_level = IMMEDIATE
+        self.publication_levels: dict[Hashable, int] | None = None
         if publication is None:
             pass
+        elif isinstance(publication, Mapping):
+            levels = {key: LEVELS.get(value, NOT_ACCEPTED) for key, value in publication.items()}
+            bad = [value for value in publication.values() if LEVELS.get(value) is None]
+            if bad:
+                raise RegistrationError(
+                    f"definition {kind!r}: publication maps to {bad[0]!r}; use one of "
+                    "'animation-frame', 'immediate' or 'none'"
+                )
+            self.publication_levels = levels
         elif isinstance(publication, str):
             level = LEVELS.get(publication)
             if level is None:
@@ -144,7 +156,8 @@ class _Registered:
         else:
             raise RegistrationError(
                 f"definition {kind!r}: publication is {publication!r}; it must be a "
-                "function of the event or one of 'animation-frame', 'immediate', 'none'"
+                "function of the event, a mapping from event type to publication, or one "
+                "of 'animation-frame', 'immediate', 'none'"
             )
 
         event_types = getattr(definition, "event_types", None)
@@ -161,6 +174,23 @@ class _Registered:
                 raise RegistrationError(
                     f"definition {kind!r}: event_types must hold hashable event types"
                 ) from exc
+
+
+    def slot(self, event_type: Hashable, routed: bool) -> _Slot:
+        """What the fold needs of this entry for events of one type, resolved once."""
+        if self.publication is not None:
+            level = _CALL
+        elif self.publication_levels is not None:
+            level = self.publication_levels.get(event_type, IMMEDIATE) if routed else _CALL
+        else:
+            level = self.publication_level
+        return (self.match, self.update, self.open, self, level)
+
+
+_CALL: Final = -2  # a slot's level when publication(event) must be called
+_Slot = tuple[
+    Callable[[Any], Claim | None], Callable[[Any, Any], Any], dict[str, "_Record"], _Registered, int
+]
 
 
 def _missing_message(definition: object, index: int, missing: list[str]) -> str:
@@ -233,9 +263,18 @@ class Fold:
             raise RegistrationError(
                 f"event_type must be a function of the event, not {event_type!r}"
             )
+        if event_type is None:
+            for entry in registered:
+                if entry.publication_levels is not None:
+                    raise RegistrationError(
+                        f"definition {entry.kind!r}: publication is a mapping from event "
+                        "type, which needs the engine's event_type= function; pass "
+                        "create_conversation_engine(..., event_type=...)"
+                    )
         self.registered: tuple[_Registered, ...] = tuple(registered)
+        self.slots: tuple[_Slot, ...] = tuple(entry.slot(None, False) for entry in registered)
         self.event_type = event_type
-        self.routes: dict[Hashable, tuple[_Registered, ...]] = {}
+        self.routes: dict[Hashable, tuple[_Slot, ...]] = {}
         self.records: list[_Record] = []
         self.by_kind: dict[str, list[_Record]] = {entry.kind: [] for entry in registered}
         self.nodes_list: list[Node | None] = []
@@ -243,24 +282,28 @@ class Fold:
         self.cached: tuple[Node, ...] | None = ()
         self.position = 0  # events handed to apply() or skipped so far
         self.version = 0  # accepted events so far
+        self.level = NOT_ACCEPTED  # most urgent publication since the engine last looked
         self.dropped = 0
-        self.changed: list[tuple[_Record, Any, Node | None]] | None = None
+        self.busy = False  # inside apply(): definitions are running
+        # The changes of the last folded event, for push hooks' ctx.changed.
+        self.last_first: _Record | None = None
+        self.last_more: list[tuple[_Record, Any, Node | None]] | None = None
 
     # -- routing -------------------------------------------------------------------
 
-    def _route(self, event: object) -> tuple[_Registered, ...]:
+    def _route(self, event: object, position: int) -> tuple[_Slot, ...]:
+        """The slots of the entries that may claim ``event``, made once per event type."""
         assert self.event_type is not None
         try:
             event_type = self.event_type(event)
             entries = self.routes.get(event_type)
         except Exception as exc:
             raise EventError(
-                f"event_type() failed for event #{self.position}: {exc!r}",
-                position=self.position,
+                f"event_type() failed for event #{position}: {exc!r}", position=position
             ) from exc
         if entries is None:
             entries = tuple(
-                entry
+                entry.slot(event_type, True)
                 for entry in self.registered
                 if entry.event_types is None or event_type in entry.event_types
             )
@@ -269,96 +312,134 @@ class Fold:
 
     # -- the fold ------------------------------------------------------------------
 
-    def apply(self, event: object) -> int:
-        """Fold one event atomically; return its publication level or NOT_ACCEPTED."""
-        entries = self.registered if self.event_type is None else self._route(event)
+    def apply(self, events: Iterable[object]) -> None:
+        """Fold events in order, each atomically; raise ``level`` to the most urgent
+        publication level among the accepted ones.
+
+        On a failure, the events before it stay folded, the failing one leaves no
+        trace, and the error is raised. This is the hot path: everything it touches
+        per event lives in locals, and the undo log is only allocated for an event
+        that changes more than one node.
+        """
+        slots = self.slots
+        event_type = self.event_type
+        routes = self.routes
+        dirty = self.dirty
         position = self.position
-        self.position = position + 1
-        changes: list[tuple[_Record, Any, Node | None]] | None = None
+        accepted = 0
         level = NOT_ACCEPTED
         entry: _Registered | None = None
         method = "match"
         claim: object = None
         record: _Record | None = None
+        # The undo log of the current event: its first change in locals, more in a list.
+        first: _Record | None = None
+        first_state: Any = None
+        first_node: Node | None = None
+        more: list[tuple[_Record, Any, Node | None]] | None = None
+        self.busy = True
         try:
-            for entry in entries:
-                method = "match"
-                claim = entry.match(event)
-                if claim is None:
-                    continue
-                record = entry.open.get(claim.id)
-                role = claim.role
-                if role == "update":
-                    if record is None:
-                        self.dropped += 1
+            for event in events:
+                first = more = entry = None
+                event_level = NOT_ACCEPTED
+                if event_type is None:
+                    entries = slots
+                else:
+                    entries = routes.get(event_type(event))  # type: ignore[assignment]
+                    if entries is None:
+                        entries = self._route(event, position)
+                for match, update, open_, entry, entry_level in entries:
+                    method = "match"
+                    claim = match(event)
+                    if claim is None:
                         continue
-                    method = "update"
-                    old = record.state
-                    new = entry.update(old, event)
-                    if new is old:
-                        continue
-                    if changes is None:
-                        changes = []
-                    changes.append((record, old, record.node))
-                    record.state = new
-                    record.node = None
-                elif role == "start":
-                    method = "start"
-                    if record is None:
-                        record = self._new_record(entry, claim, event)
-                        if changes is None:
-                            changes = []
-                        changes.append((record, _NEW, None))
+                    record = open_.get(claim.id)
+                    role = claim.role
+                    if role == "update":
+                        if record is None:
+                            self.dropped += 1
+                            continue
+                        method = "update"
+                        old = record.state
+                        new = update(old, event)
+                        if new is old:
+                            continue
+                        old_node = record.node
+                        record.state = new
+                    elif role == "start":
+                        method = "start"
+                        if record is None:
+                            record = self._new_record(entry, claim, event)
+                            old = _NEW
+                            old_node = None
+                        else:
+                            reader = _Reader(self, record.seq)
+                            try:
+                                state = entry.start(event, reader)
+                            finally:
+                                reader._seq = -1
+                            old = record.state
+                            old_node = record.node
+                            record.state = state
                     else:
-                        reader = _Reader(self, record.seq)
-                        try:
-                            state = entry.start(event, reader)
-                        finally:
-                            reader._seq = -1
-                        if changes is None:
-                            changes = []
-                        changes.append((record, record.state, record.node))
-                        record.state = state
-                        record.node = None
-                else:
-                    raise _BadClaim(
-                        f"match() returned a Claim with role {role!r}; "
-                        "the role must be 'start' or 'update'"
-                    )
-                publication = entry.publication
-                if publication is None:
-                    entry_level = entry.publication_level
-                else:
-                    method = "publication"
-                    value = publication(event)
-                    entry_level = LEVELS.get(value, NOT_ACCEPTED)
-                    if entry_level < 0:
                         raise _BadClaim(
-                            f"publication() returned {value!r}; it must return "
-                            "'animation-frame', 'immediate' or 'none'"
+                            f"match() returned a Claim with role {role!r}; "
+                            "the role must be 'start' or 'update'"
                         )
-                if entry_level > level:
-                    level = entry_level
+                    # Logged before anything below can raise, so undo sees this change.
+                    if first is None:
+                        first, first_state, first_node = record, old, old_node
+                    elif more is None:
+                        more = [(record, old, old_node)]
+                    else:
+                        more.append((record, old, old_node))
+                    if old_node is not None:
+                        record.node = None
+                        dirty.append(record)
+                    if entry_level == _CALL:
+                        method = "publication"
+                        value = entry.publication(event)  # type: ignore[misc]
+                        entry_level = LEVELS.get(value, NOT_ACCEPTED)
+                        if entry_level < 0:
+                            raise _BadClaim(
+                                f"publication() returned {value!r}; it must return "
+                                "'animation-frame', 'immediate' or 'none'"
+                            )
+                    if entry_level > event_level:
+                        event_level = entry_level
+                position += 1
+                if first is not None:
+                    accepted += 1
+                    if event_level > level:
+                        level = event_level
         except BaseException as exc:
-            if changes is not None:
-                self._undo(changes)
-            if not isinstance(exc, Exception) or entry is None:
+            if first is not None:
+                if more is not None:
+                    for change in reversed(more):
+                        self._undo(*change)
+                self._undo(first, first_state, first_node)
+            self.busy = False
+            self._commit(position + 1, accepted, level)  # the failed event is consumed
+            if not isinstance(exc, Exception):
                 raise
+            if entry is None:  # routing failed, before any definition ran
+                if isinstance(exc, EventError):
+                    raise
+                raise EventError(
+                    f"event_type() failed for event #{position}: {exc!r}", position=position
+                ) from exc
             raise _definition_error(exc, entry, method, position, claim, record) from (
                 None if isinstance(exc, _BadClaim) else exc
             )
-        self.changed = changes
-        if changes is None:
-            return NOT_ACCEPTED
-        self.version += 1
-        self.cached = None
-        dirty = self.dirty
-        for change in changes:
-            changed = change[0]
-            if not changed.dirty:
-                changed.dirty = True
-                dirty.append(changed)
-        return level
+        self.busy = False
+        self.position = position
+        if accepted:
+            self.version += accepted
+            self.cached = None
+            if level > self.level:
+                self.level = level
+        self.last_first = first
+        self.last_more = more
 
     def _new_record(self, entry: _Registered, claim: Claim, event: object) -> _Record:
         id = claim.id
@@ -374,24 +455,36 @@ class Fold:
         self.records.append(record)
         self.nodes_list.append(None)
         self.by_kind[entry.kind].append(record)
+        self.dirty.append(record)
         entry.open[id] = record
         return record
 
-    def _undo(self, changes: list[tuple[_Record, Any, Node | None]]) -> None:
-        for record, old, node in reversed(changes):
-            if old is _NEW:
-                self.records.pop()
-                self.nodes_list.pop()
-                self.by_kind[record.kind].pop()
-                del next(e for e in self.registered if e.kind == record.kind).open[record.id]
-            else:
-                record.state = old
-                record.node = node
+    def _commit(self, position: int, accepted: int, level: int) -> None:
+        """Record the events folded before a failure (the failed one changed nothing)."""
+        self.position = position
+        if accepted:
+            self.version += accepted
+            self.cached = None
+            if level > self.level:
+                self.level = level
+        self.last_first = self.last_more = None
+
+    def _undo(self, record: _Record, old: Any, node: Node | None) -> None:
+        if old is _NEW:
+            self.records.pop()
+            self.nodes_list.pop()
+            self.by_kind[record.kind].pop()
+            del next(e for e in self.registered if e.kind == record.kind).open[record.id]
+        else:
+            record.state = old
+            record.node = node
 
     def changed_keys(self) -> tuple[str, ...]:
-        """Keys of the nodes the last applied event started, reopened or changed."""
-        changes = self.changed
-        return () if changes is None else tuple(change[0].key for change in changes)
+        """Keys of the nodes the last event folded by ``apply`` changed."""
+        first = self.last_first
+        if first is None:
+            return ()
+        return (first.key, *(change[0].key for change in self.last_more or ()))
 
     def nodes(self) -> tuple[Node, ...]:
         cached = self.cached
@@ -399,7 +492,6 @@ class Fold:
             return cached
         nodes_list = self.nodes_list
         for record in self.dirty:
-            record.dirty = False
             nodes_list[record.seq] = record.materialize()
         self.dirty.clear()
         cached = self.cached = tuple(nodes_list)  # type: ignore[arg-type]

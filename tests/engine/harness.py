@@ -104,7 +104,9 @@ def model_fold(definitions: Sequence[Any], events: Iterable[Event]) -> list[tupl
                 seq = found[0].seq if found else len(nodes)
 
                 class _Reader:
-                    def previous(self, kind: str, seq: int = seq) -> Node | None:
+                    def previous(
+                        self, kind: str, seq: int = seq, nodes: list[ModelNode] = nodes
+                    ) -> Node | None:
                         older = [n for n in nodes if n.kind == kind and n.seq < seq]
                         if not older:
                             return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
@@ -118,9 +119,7 @@ class TestPreviousLooksBackwardOnly:
         assert engine.nodes()[0].state.previous == (None,)
 
     def test_previous_returns_the_current_state_of_the_earlier_node(self) -> None:
-        engine = fold(
-            [ev("a", "start", "1"), ev("a", "update", "1", v=4), ev("b", "start", "2")]
-        )
+        engine = fold([ev("a", "start", "1"), ev("a", "update", "1", v=4), ev("b", "start", "2")])
         assert engine.nodes()[1].state.previous == (("a", "1", 0),)
 
     def test_reader_is_closed_when_start_returns(self) -> None:
@@ -189,8 +188,12 @@ class TestEventsAreAtomic:
         engine = fold([])
         with pytest.raises(DefinitionError, match="at event #2"):
             engine.push_many(
-                [ev("a", "start", "1"), ev("a", "update", "1"), ev("a", "update", "1", v=13)]
-                + [ev("a", "start", "never")]
+                [
+                    ev("a", "start", "1"),
+                    ev("a", "update", "1"),
+                    ev("a", "update", "1", v=13),
+                    ev("a", "start", "never"),
+                ]
             )
         assert [(n.key, n.state.total) for n in engine.nodes()] == [("a:1", 2)]
         assert engine.statistics().events_pushed == 3
@@ -261,8 +264,6 @@ class TestMatchesModel:
         ]
         engine = create_conversation_engine(tallies())
         for event in log:
-            try:
+            with contextlib.suppress(DefinitionError):
                 engine.push(event)
-            except DefinitionError:
-                pass
         assert as_tuples(engine.nodes()) == model_fold(tallies(), log)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 from typing import Any
 
 from hypothesis import given, settings
@@ -54,10 +56,8 @@ def model_level(before: list[Event], event: Event) -> int:
 def fold_one_at_a_time(log: list[Event]) -> tuple[Node, ...]:
     engine = create_conversation_engine(tallies())
     for event in log:
-        try:
+        with contextlib.suppress(DefinitionError):
             engine.push(event)
-        except DefinitionError:
-            pass
     return engine.nodes()
 
 
@@ -74,7 +74,7 @@ class TestRandomLogs:
     def test_random_batch_splits_match_the_model(self, log: list[Event], cuts: list[int]) -> None:
         engine = create_conversation_engine(tallies())
         bounds = sorted({0, len(log), *(c % (len(log) + 1) for c in cuts)})
-        for start, stop in zip(bounds, bounds[1:], strict=False):
+        for start, stop in itertools.pairwise(bounds):
             position = start
             while position < stop:
                 try:
@@ -102,11 +102,13 @@ class TestRandomFrameTiming:
         engine.subscribe(lambda nodes: seen.append((nodes, engine.statistics().events_pushed)))
         queue = list(log)
 
-        def push(batch: list[Event]) -> None:
+        def push(batch: list[Event]) -> int:
+            """Push ``batch``, resuming after failures; return how many calls it took."""
             start = len(pushed)
             pushed.extend(batch)
-            position = 0
+            position = calls = 0
             while position < len(batch):
+                calls += 1
                 try:
                     if len(batch) == 1:
                         engine.push(batch[0])
@@ -115,6 +117,7 @@ class TestRandomFrameTiming:
                     break
                 except DefinitionError as error:
                     position = error.position - start + 1
+            return calls
 
         for step in plan:
             before = len(seen)
@@ -131,8 +134,8 @@ class TestRandomFrameTiming:
                         assert scheduler.pending == 1
             elif step == "batch" and queue:
                 batch, queue = queue[:5], queue[5:]
-                push(batch)
-                assert len(seen) <= before + 1, "one notification check per batch"
+                calls = push(batch)
+                assert len(seen) <= before + calls, "one notification check per push_many"
             elif step == "fire":
                 scheduler.fire()
                 assert len(seen) <= before + 1
@@ -168,10 +171,8 @@ class EngineMachine(RuleBasedStateMachine):
 
     def _push(self, event: Event) -> None:
         self.log.append(event)
-        try:
+        with contextlib.suppress(DefinitionError):
             self.engine.push(event)
-        except DefinitionError:
-            pass
 
     @rule(event=events)
     def push(self, event: Event) -> None:
