@@ -327,3 +327,29 @@ class TestManualScheduler:
         engine.push(ev("a", "start", "1", pub=FRAME))
         engine.push(ev("a", "update", "1", pub=FRAME))
         assert len(seen) == 2
+
+
+class TestPublicationMapping:
+    """publication may map event types to publications, resolved once per type."""
+
+    class Mapped(Tally):
+        event_types = frozenset({"start", "update"})
+        publication = {"update": "animation-frame"}  # type: ignore[assignment]  # noqa: RUF012
+
+    def test_mapped_types_publish_as_mapped_and_others_immediately(self) -> None:
+        h = Harness.make([self.Mapped("a")], event_type=lambda event: event["op"])
+        h.push(ev("a", "start", "1"))  # not in the mapping: immediate
+        assert h.notifications == 1
+        h.push(ev("a", "update", "1"), ev("a", "update", "1"))
+        assert (h.notifications, h.scheduler.pending) == (1, 1)
+
+    def test_a_mapping_needs_event_type(self) -> None:
+        with pytest.raises(RegistrationError, match="needs the engine's event_type"):
+            create_conversation_engine([self.Mapped("a")])
+
+    def test_a_mapping_to_a_bad_value_is_rejected(self) -> None:
+        class Bad(Tally):
+            publication = {"update": "later"}  # type: ignore[assignment]  # noqa: RUF012
+
+        with pytest.raises(RegistrationError, match="maps to 'later'"):
+            create_conversation_engine([Bad("a")], event_type=lambda event: event["op"])
