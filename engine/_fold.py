@@ -175,7 +175,6 @@ class _Registered:
                     f"definition {kind!r}: event_types must hold hashable event types"
                 ) from exc
 
-
     def slot(self, event_type: Hashable, routed: bool) -> _Slot:
         """What the fold needs of this entry for events of one type, resolved once."""
         if self.publication is not None:
