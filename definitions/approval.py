@@ -24,7 +24,9 @@ from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
 
-from engine import Claim, Node, Reader
+from engine import Node, Reader
+
+from ._vocabulary import Vocabulary
 
 __all__ = ["DEFINITION", "ApprovalDefinition", "ApprovalState", "Decision", "Event", "Request"]
 
@@ -51,11 +53,8 @@ class Decision(msgspec.Struct, frozen=True, tag_field="type", tag="approval.deci
 Event: TypeAlias = Request | Decision
 """Any approval event, for typed decoding: ``msgspec.json.Decoder(approval.Event)``."""
 
-_STRUCTS: Final[dict[str, type[Event]]] = {
-    cls.__struct_config__.tag: cls  # type: ignore[misc]
-    for cls in (Request, Decision)
-}
-_TAGS: Final[dict[type, str]] = {cls: tag for tag, cls in _STRUCTS.items()}
+_VOCABULARY: Final = Vocabulary(Request, Decision, opens="approval.request")
+_TAGS: Final = _VOCABULARY.tags
 
 
 class ApprovalState(msgspec.Struct, frozen=True):
@@ -68,32 +67,19 @@ class ApprovalState(msgspec.Struct, frozen=True):
     reason: str | None = None
 
 
-def _typed(event: Any) -> Event:
-    if type(event) is dict:
-        return msgspec.convert(event, _STRUCTS[event["type"]])
-    return event  # type: ignore[no-any-return]
+_typed: Final = _VOCABULARY.typed
 
 
 class ApprovalDefinition:
     """Folds ``approval.*`` events into ``ApprovalState`` nodes keyed by approval id."""
 
     kind: Final = "approval"
-    event_types: Final = frozenset(_STRUCTS)
+    event_types: Final = frozenset(_VOCABULARY.structs)
     publication: Final = "immediate"
 
-    def match(self, event: Event | dict[str, Any]) -> Claim | None:
-        """Claim ``approval.*`` events by their ``id``; a request opens the node."""
-        if type(event) is dict:
-            tag = event.get("type")
-            id = event.get("id")
-        else:
-            tag = _TAGS.get(type(event))
-            id = getattr(event, "id", None)
-        if tag not in _STRUCTS:
-            return None
-        if type(id) is not str:
-            raise ValueError(f"{tag} event needs an 'id' str, got {id!r}")
-        return Claim(id, "start" if tag == "approval.request" else "update")
+    # Claim by ``id``; 'approval.request' opens the node. An attribute, not a method: the
+    # engine calls the vocabulary's claim directly, one call less per event.
+    match: Final = _VOCABULARY.claim
 
     def start(self, event: Event | dict[str, Any], reader: Reader) -> ApprovalState:
         """A pending approval of the requested action."""

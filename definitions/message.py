@@ -24,9 +24,10 @@ from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
 
-from engine import Claim, Node, Publication, Reader
+from engine import Node, Publication, Reader
 
 from ._text import StreamedText
+from ._vocabulary import Vocabulary
 
 __all__ = [
     "DEFINITION",
@@ -71,11 +72,8 @@ class Abort(msgspec.Struct, frozen=True, tag_field="type", tag="message.abort"):
 Event: TypeAlias = Start | Delta | End | Abort
 """Any message event, for typed decoding: ``msgspec.json.Decoder(message.Event)``."""
 
-_STRUCTS: Final[dict[str, type[Event]]] = {
-    cls.__struct_config__.tag: cls  # type: ignore[misc]
-    for cls in (Start, Delta, End, Abort)
-}
-_TAGS: Final[dict[type, str]] = {cls: tag for tag, cls in _STRUCTS.items()}
+_VOCABULARY: Final = Vocabulary(Start, Delta, End, Abort, opens="message.start")
+_TAGS: Final = _VOCABULARY.tags
 
 Status: TypeAlias = Literal["streaming", "done", "aborted"]
 
@@ -89,32 +87,18 @@ class MessageState(msgspec.Struct, frozen=True):
     reason: str | None = None
 
 
-def _typed(event: Any) -> Event:
-    """The Struct form of a discrete event (validated, defaults filled)."""
-    if type(event) is dict:
-        return msgspec.convert(event, _STRUCTS[event["type"]])
-    return event  # type: ignore[no-any-return]
+_typed: Final = _VOCABULARY.typed
 
 
 class MessageDefinition:
     """Folds the ``message.*`` events into ``MessageState`` nodes keyed by message id."""
 
     kind: Final = "message"
-    event_types: Final = frozenset(_STRUCTS)
+    event_types: Final = frozenset(_VOCABULARY.structs)
 
-    def match(self, event: Event | dict[str, Any]) -> Claim | None:
-        """Claim ``message.*`` events by their ``id``; a start opens the node."""
-        if type(event) is dict:
-            tag = event.get("type")
-            id = event.get("id")
-        else:
-            tag = _TAGS.get(type(event))
-            id = getattr(event, "id", None)
-        if tag not in _STRUCTS:
-            return None
-        if type(id) is not str:
-            raise ValueError(f"{tag} event needs an 'id' str, got {id!r}")
-        return Claim(id, "start" if tag == "message.start" else "update")
+    # Claim by ``id``; 'message.start' opens the node. An attribute, not a method: the
+    # engine calls the vocabulary's claim directly, one call less per event.
+    match: Final = _VOCABULARY.claim
 
     def start(self, event: Event | dict[str, Any], reader: Reader) -> MessageState:
         """A new streaming message with the start's role and initial text."""
@@ -129,7 +113,7 @@ class MessageDefinition:
                 return _append(state, event.get("text"))
             typed = _typed(event)
         else:
-            typed = event  # type: ignore[assignment]
+            typed = event
         if isinstance(typed, Delta):
             return _append(state, typed.text)
         if state.status != "streaming":

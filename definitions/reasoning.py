@@ -26,9 +26,10 @@ from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
 
-from engine import Claim, Node, Publication, Reader
+from engine import Node, Publication, Reader
 
 from ._text import StreamedText
+from ._vocabulary import Vocabulary
 
 __all__ = [
     "DEFINITION",
@@ -74,11 +75,8 @@ class End(msgspec.Struct, frozen=True, tag_field="type", tag="reasoning.end"):
 Event: TypeAlias = Start | Delta | Redacted | End
 """Any reasoning event, for typed decoding: ``msgspec.json.Decoder(reasoning.Event)``."""
 
-_STRUCTS: Final[dict[str, type[Event]]] = {
-    cls.__struct_config__.tag: cls  # type: ignore[misc]
-    for cls in (Start, Delta, Redacted, End)
-}
-_TAGS: Final[dict[type, str]] = {cls: tag for tag, cls in _STRUCTS.items()}
+_VOCABULARY: Final = Vocabulary(Start, Delta, Redacted, End, opens="reasoning.start")
+_TAGS: Final = _VOCABULARY.tags
 
 PLACEHOLDERS: Final[dict[str, str]] = {
     "redacted": "[reasoning redacted by the provider: content not shown]",
@@ -97,31 +95,18 @@ class ReasoningState(msgspec.Struct, frozen=True):
     data: str = ""
 
 
-def _typed(event: Any) -> Event:
-    if type(event) is dict:
-        return msgspec.convert(event, _STRUCTS[event["type"]])
-    return event  # type: ignore[no-any-return]
+_typed: Final = _VOCABULARY.typed
 
 
 class ReasoningDefinition:
     """Folds the ``reasoning.*`` events into ``ReasoningState`` nodes keyed by id."""
 
     kind: Final = "reasoning"
-    event_types: Final = frozenset(_STRUCTS)
+    event_types: Final = frozenset(_VOCABULARY.structs)
 
-    def match(self, event: Event | dict[str, Any]) -> Claim | None:
-        """Claim ``reasoning.*`` events by their ``id``; a start opens the node."""
-        if type(event) is dict:
-            tag = event.get("type")
-            id = event.get("id")
-        else:
-            tag = _TAGS.get(type(event))
-            id = getattr(event, "id", None)
-        if tag not in _STRUCTS:
-            return None
-        if type(id) is not str:
-            raise ValueError(f"{tag} event needs an 'id' str, got {id!r}")
-        return Claim(id, "start" if tag == "reasoning.start" else "update")
+    # Claim by ``id``; 'reasoning.start' opens the node. An attribute, not a method: the
+    # engine calls the vocabulary's claim directly, one call less per event.
+    match: Final = _VOCABULARY.claim
 
     def start(self, event: Event | dict[str, Any], reader: Reader) -> ReasoningState:
         """An empty, open reasoning block."""
@@ -135,7 +120,7 @@ class ReasoningDefinition:
                 return _append(state, event.get("text"))
             typed = _typed(event)
         else:
-            typed = event  # type: ignore[assignment]
+            typed = event
         if isinstance(typed, Delta):
             return _append(state, typed.text)
         if state.done:

@@ -38,10 +38,11 @@ from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
 
-from engine import Claim, Node, Publication, Reader
+from engine import Node, Publication, Reader
 
 from ._json import PartialJson
 from ._text import StreamedText
+from ._vocabulary import Vocabulary
 
 __all__ = [
     "DEFINITION",
@@ -103,11 +104,10 @@ class Denied(msgspec.Struct, frozen=True, tag_field="type", tag="tool_call.denie
 Event: TypeAlias = Start | ArgumentsDelta | ArgumentsEnd | Result | Error | Denied
 """Any tool call event, for typed decoding: ``msgspec.json.Decoder(tool_call.Event)``."""
 
-_STRUCTS: Final[dict[str, type[Event]]] = {
-    cls.__struct_config__.tag: cls  # type: ignore[misc]
-    for cls in (Start, ArgumentsDelta, ArgumentsEnd, Result, Error, Denied)
-}
-_TAGS: Final[dict[type, str]] = {cls: tag for tag, cls in _STRUCTS.items()}
+_VOCABULARY: Final = Vocabulary(
+    Start, ArgumentsDelta, ArgumentsEnd, Result, Error, Denied, opens="tool_call.start"
+)
+_TAGS: Final = _VOCABULARY.tags
 _DELTA: Final = "tool_call.arguments_delta"
 
 Status: TypeAlias = Literal["streaming", "ready", "invalid", "done", "failed", "denied"]
@@ -141,31 +141,18 @@ class ToolCallState(msgspec.Struct, frozen=True):
         return self.input if self.arguments_done else self.parser.preview
 
 
-def _typed(event: Any) -> Event:
-    if type(event) is dict:
-        return msgspec.convert(event, _STRUCTS[event["type"]])
-    return event  # type: ignore[no-any-return]
+_typed: Final = _VOCABULARY.typed
 
 
 class ToolCallDefinition:
     """Folds the ``tool_call.*`` events into ``ToolCallState`` nodes keyed by call id."""
 
     kind: Final = "tool_call"
-    event_types: Final = frozenset(_STRUCTS)
+    event_types: Final = frozenset(_VOCABULARY.structs)
 
-    def match(self, event: Event | dict[str, Any]) -> Claim | None:
-        """Claim ``tool_call.*`` events by their ``id``; a start opens the node."""
-        if type(event) is dict:
-            tag = event.get("type")
-            id = event.get("id")
-        else:
-            tag = _TAGS.get(type(event))
-            id = getattr(event, "id", None)
-        if tag not in _STRUCTS:
-            return None
-        if type(id) is not str:
-            raise ValueError(f"{tag} event needs an 'id' str, got {id!r}")
-        return Claim(id, "start" if tag == "tool_call.start" else "update")
+    # Claim by ``id``; 'tool_call.start' opens the node. An attribute, not a method: the
+    # engine calls the vocabulary's claim directly, one call less per event.
+    match: Final = _VOCABULARY.claim
 
     def start(self, event: Event | dict[str, Any], reader: Reader) -> ToolCallState:
         """A call of the named tool whose arguments are about to stream."""
@@ -180,7 +167,7 @@ class ToolCallDefinition:
                 return _append(state, event.get("text"))
             typed = _typed(event)
         else:
-            typed = event  # type: ignore[assignment]
+            typed = event
         if isinstance(typed, ArgumentsDelta):
             return _append(state, typed.text)
         tag = _TAGS[type(typed)]
