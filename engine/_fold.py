@@ -3,9 +3,13 @@
 Theory of operation
 -------------------
 Each registered definition becomes a ``_Registered`` entry holding its bound
-members and the open nodes of its kind (``id -> _Record``). ``apply(event)`` offers
-the event to every entry in registration order (rule 1: it never stops at the first
-claim), so one event may drive several nodes, at most one per definition.
+members and the open nodes of its kind (``id -> _Record``). ``apply(events)``
+offers each event to every entry in registration order (rule 1: it never stops at
+the first claim), so one event may drive several nodes, at most one per definition.
+With an ``event_type`` function, the entries offered an event are those whose
+``event_types`` admit its type: a *route* (a tuple of slots: the entry's bound
+members and its publication level for that type), made once per type. Skipping a
+``match`` that cannot claim is observably the same as calling it.
 
 A start claim for an id with no open node creates a ``_Record`` whose ``seq`` is
 the number of nodes started so far (rule 2). Records are never removed, so the list
@@ -20,18 +24,22 @@ and dropped (rule 3).
 ``seq`` below it, so a reader never sees a node started later (rule 5). Within one
 event the entries run in order, so a definition registered later sees what an
 earlier one started for the same event, exactly as a one-at-a-time replay would.
+The reader is closed when ``start`` returns.
 
-Events are atomic (rule 7). Changes are applied as they are computed and logged in
-``changes``; if any member raises, the log is undone in reverse and the error is
-raised as ``DefinitionError``. Nothing else is touched until the event succeeds.
+Events are atomic (rule 7). Changes are applied as they are computed and logged
+(the first in locals, more in a list: most events change one node); if any member
+raises, the log is undone in reverse and the error is raised as
+``DefinitionError``. Events before it in the batch stay folded.
 
-Nodes are frozen values made lazily (rule 6): a change marks its record dirty and
-drops the cached tuple; ``nodes()`` rebuilds ``Node`` objects for dirty records only
-and makes a new tuple, so the tuple returned stays the same object until the next
-accepted event. An update that returns the identical state object is no change.
+Nodes are frozen values made lazily (rule 6): a change drops the record's cached
+``Node`` (putting the record on the dirty list) and the cached tuple; ``nodes()``
+refreezes dirty records only and makes a new tuple, so the tuple returned stays the
+same object until the next accepted event. An update that returns the identical
+state object is no change.
 
 Publication levels are small ints so the engine can take the most urgent with
-``max``: ``NONE < FRAME < IMMEDIATE``, and ``NOT_ACCEPTED`` below them all.
+``max``: ``NONE < FRAME < IMMEDIATE``, and ``NOT_ACCEPTED`` below them all. ``level``
+keeps the most urgent since the engine last looked.
 """
 
 from __future__ import annotations
