@@ -261,7 +261,29 @@ def aisdk_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
                 cursors[i] += 1
             for call in draw(st.permutations(range(calls))):
                 tool_call_id = f"call_{index}_{step}_{call}"
-                outcome = draw(st.sampled_from(["output", "error", "none"]))
+                outcome = draw(
+                    st.sampled_from(["output", "error", "none", "approval", "denied", "bad-input"])
+                )
+                if outcome in ("approval", "denied"):
+                    events.append(
+                        {
+                            "type": "tool-approval-request",
+                            "toolCallId": tool_call_id,
+                            "approvalId": f"a{call}",
+                        }
+                    )
+                if outcome == "denied":
+                    events.append({"type": "tool-output-denied", "toolCallId": tool_call_id})
+                elif outcome == "bad-input":
+                    events.append(
+                        {
+                            "type": "tool-input-error",
+                            "toolCallId": tool_call_id,
+                            "toolName": f"tool{call}",
+                            "input": "{bad",
+                            "errorText": "invalid input",
+                        }
+                    )
                 if outcome == "output":
                     events.append(
                         {
@@ -279,6 +301,18 @@ def aisdk_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
                 events.append({"type": "data-status", "id": "s", "data": draw(_JSON)})
             if draw(st.booleans()):
                 events.append({"type": "source-url", "sourceId": "src", "url": "https://x.test/"})
+            if draw(st.booleans()):
+                events.append(
+                    {
+                        "type": "source-document",
+                        "sourceId": "d",
+                        "mediaType": "text/plain",
+                        "title": draw(_TEXT),
+                    }
+                )
+                events.append({"type": "file", "mediaType": "image/png", "url": "data:,x"})
+            if draw(st.booleans()):
+                events.append({"type": "message-metadata", "messageMetadata": {"step": step}})
             events.append({"type": "finish-step"})
         events.append({"type": "finish", "finishReason": "stop"})
     return events
