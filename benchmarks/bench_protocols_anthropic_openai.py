@@ -1,4 +1,5 @@
-"""Events/s of ``definitions.anthropic`` / ``openai_chat`` ``fold()`` vs the SDK references.
+"""Events/s of ``definitions.anthropic`` / ``openai_chat`` / ``openai_responses`` ``fold()``
+vs the SDK references.
 
 Run: ``python benchmarks/bench_protocols_anthropic_openai.py`` (needs ../shared and the
 pinned SDKs of the test extra). Every figure comes from the same run: the largest
@@ -18,7 +19,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from definitions import anthropic, openai_chat  # noqa: E402
+from definitions import anthropic, openai_chat, openai_responses  # noqa: E402
 from tests.conformance import _python_oracles as oracles  # noqa: E402
 
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "recorded"
@@ -60,6 +61,44 @@ def chat_reference(events: list[dict[str, Any]]) -> object:
     for event in events:
         list(state.handle_chunk(construct_type(type_=ChatCompletionChunk, value=event)))
     return state.current_completion_snapshot
+
+
+def responses_reference(events: list[dict[str, Any]]) -> object:
+    """One ``ResponseStreamState`` per response, as the oracle folds a log."""
+    from openai._models import construct_type
+    from openai._types import omit
+    from openai.lib.streaming.responses import ResponseStreamState
+    from openai.types.responses import ResponseStreamEvent
+
+    state: Any = None
+    for event in events:
+        if state is None or event.get("type") == "response.created":
+            state = ResponseStreamState(input_tools=omit, text_format=omit)
+        state.handle_event(construct_type(type_=ResponseStreamEvent, value=event))
+    return state
+
+
+def synthetic_responses(deltas: int) -> list[dict[str, Any]]:
+    response = {"id": "r", "object": "response", "created_at": 1, "model": "m", "output": []}
+    response |= {"status": "in_progress", "tools": [], "parallel_tool_calls": True}
+    item = {"id": "m", "type": "message", "role": "assistant", "status": "in_progress"}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    where = {"item_id": "m", "output_index": 0, "content_index": 0}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": response},
+        {"type": "response.output_item.added", "output_index": 0, "item": {**item, "content": []}},
+        {"type": "response.content_part.added", **where, "part": part},
+    ]
+    events += [
+        {"type": "response.output_text.delta", **where, "delta": "abcdefgh", "logprobs": []}
+        for _ in range(deltas)
+    ]
+    text = "abcdefgh" * deltas
+    done = {**item, "status": "completed", "content": [{**part, "text": text}]}
+    events.append({"type": "response.output_item.done", "output_index": 0, "item": done})
+    final = {**response, "status": "completed", "output": [done]}
+    events.append({"type": "response.completed", "response": final})
+    return events
 
 
 def synthetic_anthropic(deltas: int) -> list[dict[str, Any]]:
@@ -149,6 +188,22 @@ def main() -> None:
     for path in sorted(chat, key=lambda p: p.stat().st_size)[-2:]:
         row(path.name, oracles.openai_read_events(path), openai_chat.fold, refs_c)
     row("synthetic chat (content deltas)", synthetic_chat(100_000), openai_chat.fold, refs_c)
+    refs_r = {"openai-responses-state": responses_reference}
+    responses = [
+        p
+        for p in FIXTURES.iterdir()
+        if p.name.startswith(("vercel-openai-responses", "openai_responses"))
+        and "parallel-tool-call-wrapper" not in p.name  # unreadable lines
+        and "id-rotation" not in p.name  # the SDK refuses it
+    ]
+    for path in sorted(responses, key=lambda p: p.stat().st_size)[-3:]:
+        row(path.name, oracles.openai_read_events(path), openai_responses.fold, refs_r)
+    row(
+        "synthetic responses (output_text deltas)",
+        synthetic_responses(100_000),
+        openai_responses.fold,
+        refs_r,
+    )
 
 
 if __name__ == "__main__":
