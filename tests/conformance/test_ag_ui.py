@@ -285,6 +285,42 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
                     ],
                 }
             )
+        extra = draw(st.sampled_from(["none", "chunked-call", "restart", "step", "encrypted"]))
+        if extra == "chunked-call":
+            call = f"k{turn}"
+            args = json.dumps({"q": draw(_TEXT)})
+            pieces = _split(args, draw(st.lists(st.integers(0, 99), max_size=3)))
+            events.append(
+                {
+                    "type": "TOOL_CALL_CHUNK",
+                    "toolCallId": call,
+                    "toolCallName": "chunked",
+                    "parentMessageId": message,
+                    "delta": pieces[0],
+                }
+            )
+            events += [{"type": "TOOL_CALL_CHUNK", "delta": p} for p in pieces[1:]]
+        elif extra == "restart":  # the same id again: the reference continues the message
+            events += [
+                {"type": "TEXT_MESSAGE_START", "messageId": message, "role": "assistant"},
+                {"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": draw(_TEXT)},
+                {"type": "TEXT_MESSAGE_END", "messageId": message},
+            ]
+        elif extra == "step":
+            events += [
+                {"type": "STEP_STARTED", "stepName": f"s{turn}"},
+                {"type": "CUSTOM", "name": "c", "value": draw(_TEXT)},
+                {"type": "STEP_FINISHED", "stepName": f"s{turn}"},
+            ]
+        elif extra == "encrypted":
+            events.append(
+                {
+                    "type": "REASONING_ENCRYPTED_VALUE",
+                    "subtype": "message",
+                    "entityId": message,
+                    "encryptedValue": "opaque",
+                }
+            )
     events.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
     return events
 
