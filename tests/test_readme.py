@@ -17,7 +17,8 @@ pytest_plugins = ["pytester"]
 def test_readme_opens_with_the_two_setup_commands() -> None:
     shell = [code.strip() for lang, code in BLOCKS if lang == "sh"]
     main_job, tests = shell[0], shell[1]
-    assert "pip install -e ." in main_job and "convo replay replay/examples/" in main_job
+    assert "pip install -e ." in main_job
+    assert "convo replay replay/examples/" in main_job
     assert tests.endswith("pip install -e '.[test]' && pytest")
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "pip install -e '.[test]' && pytest" in ci.splitlines()[-1]
