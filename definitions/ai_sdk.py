@@ -776,6 +776,11 @@ class _ToolDefinition:
         return replace(part, **fields)
 
     @staticmethod
+    def render_json(node: Node) -> object:
+        """The part as the reference shows it (undefined fields absent), and its message."""
+        return {"message": node.state.message, "part": _tool_dict(node.state)}
+
+    @staticmethod
     def render_text(node: Node) -> str:
         part: ToolPart = node.state
         text = f"tool {part.tool_name} [{part.state}] {part.raw or _json(part.input)}"
