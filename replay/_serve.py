@@ -91,6 +91,7 @@ _SECURITY_HEADERS = [
 
 _BATCH = 2000  # events read per store query: bounds one fold step between awaits
 _MAX_BODY = 8 * 1024 * 1024
+_IDLE_GRACE = 30.0  # seconds a clientless hub is kept whatever the idle limit
 _encode = msgspec.json.Encoder().encode
 _decode_any: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 
@@ -229,8 +230,9 @@ class Live:
     """The open conversations of one store and the poller that keeps them current.
 
     ``open(id)`` folds a conversation on first use; ``kick()`` makes the poller look
-    at the store now. Hubs without clients are kept up to ``max_idle``, least
-    recently used first out, so reopening a page is cheap but memory stays bounded.
+    at the store now. Hubs without clients are kept up to ``max_idle`` (and any
+    used in the last 30 s), least recently used first out, so reopening a page is
+    cheap but memory stays bounded.
     """
 
     def __init__(
@@ -309,7 +311,14 @@ class Live:
         return length
 
     def _evict(self) -> None:
-        idle = [hub for hub in self.conversations.values() if not hub.clients]
+        # A hub just opened for a stream has no client until the response starts:
+        # only hubs unused for a while may go, or a stream would hold an unpolled hub.
+        settled = time.monotonic() - _IDLE_GRACE
+        idle = [
+            hub
+            for hub in self.conversations.values()
+            if not hub.clients and hub.last_used < settled
+        ]
         if len(idle) <= self.max_idle:
             return
         idle.sort(key=lambda hub: hub.last_used)

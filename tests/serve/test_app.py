@@ -550,3 +550,26 @@ class TestResumeProperty:
                 assert view == final_view(events)
 
         asyncio.run(scenario())
+
+
+class TestEviction:
+    """Idle conversations are dropped, but never one a stream is about to use."""
+
+    def test_a_just_opened_conversation_is_kept_whatever_the_limit(self, tmp_path: Path) -> None:
+        event = {"type": "reasoning.start", "id": "r"}
+        path = make_store(tmp_path / "s.sqlite", {f"c{i}": [event] for i in range(6)})
+
+        async def scenario() -> None:
+            app = app_for(path)
+            async with running(app):
+                live = app.state.live
+                live.max_idle = 0
+                hubs = [await live.open(f"c{i}") for i in range(5)]
+                assert all(live.conversations[f"c{i}"] is hubs[i] for i in range(5))
+                for hub in hubs[:3]:
+                    assert hub is not None
+                    hub.last_used -= 3600  # long unused
+                await live.open("c5")  # opening a new one evicts the long-unused
+                assert sorted(live.conversations) == ["c3", "c4", "c5"]
+
+        asyncio.run(scenario())
