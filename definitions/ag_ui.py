@@ -28,11 +28,16 @@ reference), ``ag_ui_state`` (STATE_SNAPSHOT / RFC 6902 STATE_DELTA), ``ag_ui_run
 (RUN_* with its steps and error) and ``ag_ui_event`` (CUSTOM, RAW, MESSAGES_SNAPSHOT).
 ``messages(nodes)`` and ``state(nodes)`` rebuild what the reference prints.
 
-Where we differ from the reference on purpose (each has a conformance test):
-``verifyEvents`` rejects streams that lack ``RUN_STARTED`` or carry orphan deltas;
-a view shows what arrived, so we fold them as ``--no-verify`` does. Unknown event
-types (and THINKING_*, which AG-UI 1.0 dropped) make no node, as ``enforceEvents``
-drops them.
+Where we differ from the reference on purpose (each has a test):
+``verifyEvents`` rejects streams that lack ``RUN_STARTED`` or carry orphan deltas,
+and ``transformChunks`` raises on a first chunk without its id; a view shows what
+arrived, so we fold them as ``--no-verify`` does and give an id-less chunk with no
+open stream (a window's cut-off continuation) no node. Unknown event types (and
+THINKING_*, which AG-UI 1.0 dropped) make no node, as ``enforceEvents`` drops them.
+
+Not folded (no fixture or generated stream has them): ACTIVITY_SNAPSHOT/DELTA,
+``metadata`` merging, SUBAGENT_* lanes beyond chunk attribution, and deltas for a
+message that only a MESSAGES_SNAPSHOT brought (it has no node, so they are dropped).
 """
 
 from __future__ import annotations
@@ -84,6 +89,8 @@ class Routed:
     """
 
     __slots__ = ("claim", "delta", "event", "owner", "owner_claim")
+    owner: str
+    owner_claim: Claim
     target: ClassVar[str] = ""
     pub: ClassVar[str] = _NOW
 
@@ -245,7 +252,9 @@ class Router:
         open_ = self._lanes.get(lane)
         if open_ is None or open_[0] != kind or message_id not in (None, open_[1]):
             if message_id is None:
-                raise ValueError(f"the first {event['type']} of a stream must have a messageId")
+                # The reference raises ("First ... must have a messageId"); in a window cut
+                # mid-stream this is the continuation of a cut-off message: no node.
+                return Routed(event)
             self._lanes[lane] = (kind, message_id)
             if message_id not in self._roles:
                 role = (event.get("role") or "assistant") if kind == "text" else "reasoning"
@@ -267,9 +276,9 @@ class Router:
         if parent:
             role = self._roles.get(parent)
             if role == "assistant":
-                routed = _ToTool(event, Claim(tool_call_id, "start"), delta)
-                routed.owner = parent
-                return routed
+                to_tool = _ToTool(event, Claim(tool_call_id, "start"), delta)
+                to_tool.owner = parent
+                return to_tool
             owner = tool_call_id if role is not None else parent
         else:
             owner = tool_call_id
@@ -301,10 +310,12 @@ class Router:
         open_ = self._lanes.get(lane)
         if open_ is not None and open_[0] == "tool" and tool_call_id in (None, open_[1]):
             return _ToolDelta(event, self._tool_updates[open_[1]], delta)
-        if tool_call_id is None:
-            raise ValueError("the first TOOL_CALL_CHUNK of a stream must have a toolCallId")
-        if event.get("toolCallName") is None:
-            raise ValueError("the first TOOL_CALL_CHUNK of a stream must have a toolCallName")
+        if tool_call_id is None or (
+            event.get("toolCallName") is None and tool_call_id not in self._tool_updates
+        ):
+            # The reference raises (a first chunk needs both); in a window cut mid-call it
+            # is the continuation of a cut-off call: no node.
+            return Routed(event)
         self._lanes[lane] = ("tool", tool_call_id)
         return self._tool_begin(event, tool_call_id, delta)
 
@@ -464,7 +475,7 @@ class _MessageDefinition:
         if target == _MESSAGE:
             return routed.claim
         if target == _BOTH:
-            return routed.owner_claim  # type: ignore[no-any-return]
+            return routed.owner_claim
         return None
 
     @staticmethod
@@ -883,7 +894,7 @@ def messages(nodes: Iterable[Node]) -> list[dict[str, Any]]:
     its earlier results); tool calls appear as ``toolCalls`` on their owner.
     """
     out: list[dict[str, Any]] = []
-    by_id: dict[str, dict[str, Any]] = {}
+    by_id: dict[Any, dict[str, Any]] = {}
     for node in nodes:
         kind = node.kind
         if kind == "ag_ui_message":

@@ -95,9 +95,17 @@ class TestAttribution:
         ]
         assert [m["content"] for m in ag_ui.fold(events)] == ["xy", "zw"]
 
-    def test_first_chunk_without_an_id_is_an_error(self) -> None:
-        with pytest.raises(ValueError, match="must have a messageId"):
-            ag_ui.fold([{"type": "TEXT_MESSAGE_CHUNK", "delta": "x"}])
+    def test_chunk_without_id_or_open_stream_makes_no_node(self) -> None:
+        # transformChunks raises here ("First TEXT_MESSAGE_CHUNK must have a messageId");
+        # in a window cut mid-stream it is a cut-off message's continuation: show nothing.
+        events = [
+            {"type": "TEXT_MESSAGE_CHUNK", "delta": "cut"},
+            {"type": "TOOL_CALL_CHUNK", "delta": "{}"},
+            {"type": "TOOL_CALL_CHUNK", "toolCallId": "c", "delta": "{}"},
+        ]
+        assert ag_ui.project(events) == ()
+        expected = run_batch([{"protocol": "agui", "events": events[:1]}])[0]
+        assert "must have a messageId" in expected["error"]
 
     def test_tool_result_sharing_its_calls_message_id_is_a_new_message(self) -> None:
         events = [
@@ -339,3 +347,23 @@ def test_generated_streams_match_reference(streams: list[list[dict[str, Any]]]) 
         nodes = ag_ui.project(stream)
         assert_same(expected["messages"], ag_ui.messages(nodes), "generated messages")
         assert_same(expected["state"], ag_ui.state(nodes), "generated state")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(agui_stream(), st.data())
+def test_window_never_misattributes(stream: list[dict[str, Any]], data: st.DataObject) -> None:
+    """A window cut anywhere shows a text message whole when its first start is inside
+    the window; one started before the cut shows only what a restart inside the window
+    added (a suffix of its content): cut-off content never lands elsewhere."""
+    cut = data.draw(st.integers(0, len(stream)), label="cut")
+    window = stream[cut:]
+    full = {m["id"]: m for m in ag_ui.fold(stream)}
+    before = {e.get("messageId") for e in stream[:cut] if e["type"].endswith("MESSAGE_START")}
+    before |= {e.get("messageId") for e in stream[:cut] if e["type"].endswith("_CHUNK")}
+    for message in ag_ui.fold(window):
+        if message["role"] in ("assistant", "reasoning") and "toolCalls" not in message:
+            whole = full[message["id"]].get("content") or ""
+            if message["id"] in before:
+                assert whole.endswith(message.get("content") or "")
+            else:
+                assert message.get("content") == full[message["id"]].get("content")

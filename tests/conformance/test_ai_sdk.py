@@ -330,3 +330,29 @@ def test_generated_streams_match_reference(streams: list[list[dict[str, Any]]]) 
     for stream, expected in zip(streams, results, strict=True):
         assert "error" not in expected, (expected["error"], stream)
         assert_same(expected["messages"], ai_sdk.fold(stream), "generated messages")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(aisdk_stream(), st.data())
+def test_window_never_misattributes(stream: list[dict[str, Any]], data: st.DataObject) -> None:
+    """A window cut anywhere shows whole messages for the starts it holds, and nothing of
+    the cut-off message's parts except those that start inside the window."""
+    cut = data.draw(st.integers(0, len(stream)), label="cut")
+    window = stream[cut:]
+    full = {m["id"]: m for m in ai_sdk.fold(stream)}
+    starts = {e["messageId"] for e in window if e["type"] == "start"}
+    for message in ai_sdk.fold(window):
+        if message["id"] in starts:
+            assert message == full[message["id"]]
+        else:  # the message whose start was cut: only parts that started in the window
+            assert message["id"] == ""
+            assert len(message["parts"]) <= len(full[stream_message_at(stream, cut)]["parts"])
+
+
+def stream_message_at(stream: list[dict[str, Any]], cut: int) -> str:
+    """The id of the message open at position ``cut`` of ``stream``."""
+    current = ""
+    for event in stream[:cut]:
+        if event["type"] == "start":
+            current = event.get("messageId", current)
+    return current
