@@ -297,17 +297,17 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
         if extra == "chunked-call":
             call = f"k{turn}"
             args = json.dumps({"q": draw(_TEXT)})
-            pieces = _split(args, draw(st.lists(st.integers(0, 99), max_size=3)))
+            chunks = _split(args, draw(st.lists(st.integers(0, 99), max_size=3)))
             events.append(
                 {
                     "type": "TOOL_CALL_CHUNK",
                     "toolCallId": call,
                     "toolCallName": "chunked",
                     "parentMessageId": message,
-                    "delta": pieces[0],
+                    "delta": chunks[0],
                 }
             )
-            events += [{"type": "TOOL_CALL_CHUNK", "delta": p} for p in pieces[1:]]
+            events += [{"type": "TOOL_CALL_CHUNK", "delta": p} for p in chunks[1:]]
         elif extra == "restart":  # the same id again: the reference continues the message
             events += [
                 {"type": "TEXT_MESSAGE_START", "messageId": message, "role": "assistant"},
