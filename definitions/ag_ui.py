@@ -59,11 +59,13 @@ __all__ = [
     "DEFINITIONS",
     "EventNode",
     "Message",
+    "PatchError",
     "Routed",
     "Router",
     "Run",
     "SharedState",
     "ToolCall",
+    "apply_patch",
     "fold",
     "messages",
     "project",
@@ -462,6 +464,8 @@ _pub = attrgetter("pub")
 
 
 class _MessageDefinition:
+    """Messages of any role; claims what the router names in ``claim`` (or ``owner_claim``)."""
+
     kind = "ag_ui_message"
     event_types = frozenset({_ToMessage, _MessageDelta, _ToolAndOwner})
     publication = staticmethod(_pub)
@@ -556,6 +560,8 @@ class _MessageDefinition:
 
 
 class _ToolCallDefinition:
+    """Tool calls: name, raw streamed arguments, owner message, end."""
+
     kind = "ag_ui_tool_call"
     event_types = frozenset({_ToTool, _ToolDelta, _ToolAndOwner})
     publication = staticmethod(_pub)
@@ -617,6 +623,8 @@ class _ToolCallDefinition:
 
 
 class _StateDefinition:
+    """The one shared-state node: a snapshot reopens it, a delta patches it."""
+
     kind = "ag_ui_state"
     event_types = frozenset({_ToState})
     publication = _NOW
@@ -655,6 +663,8 @@ class _StateDefinition:
 
 
 class _RunDefinition:
+    """One node per RUN_STARTED: finish or error, and the steps seen."""
+
     kind = "ag_ui_run"
     event_types = frozenset({_ToRun})
     publication = _NOW
@@ -702,6 +712,8 @@ class _RunDefinition:
 
 
 class _EventDefinition:
+    """One node per CUSTOM, RAW or MESSAGES_SNAPSHOT event."""
+
     kind = "ag_ui_event"
     event_types = frozenset({_ToOther})
     publication = _NOW

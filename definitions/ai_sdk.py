@@ -24,9 +24,11 @@ the reference's initial message), never to an earlier message.
 
 Kinds: ``ai_sdk_message`` (id, metadata, finish reason, abort, errors),
 ``ai_sdk_text``, ``ai_sdk_reasoning``, ``ai_sdk_tool`` (static ``tool-<name>`` and
-``dynamic-tool`` parts, approval, denial) and ``ai_sdk_part`` (step-start, data-*,
-file, source-url, source-document). ``ui_messages(nodes)`` rebuilds the final
-``UIMessage`` of each message, as the last snapshot ``readUIMessageStream`` yields.
+``dynamic-tool`` parts, approval, denial), ``ai_sdk_step`` (step-start parts, shown
+once a later chunk of the message yields a snapshot, as in the reference) and
+``ai_sdk_part`` (data-*, file, source-url, source-document). ``ui_messages(nodes)``
+rebuilds the final ``UIMessage`` of each message, as the last snapshot
+``readUIMessageStream`` yields.
 
 Tool input deltas are kept as raw text and parsed once, in the rebuild, with the
 reference's partial-JSON repair (``fixJson``), never per delta.
@@ -52,6 +54,7 @@ from ._text import StreamedText
 
 __all__ = [
     "DEFINITIONS",
+    "UNSET",
     "MessageState",
     "Part",
     "Routed",
@@ -535,6 +538,8 @@ def _merge(existing: Any, incoming: Any) -> Any:
 
 
 class _MessageDefinition:
+    """One node per message: id, metadata, finish, abort, errors."""
+
     kind = _MESSAGE
     # A part's start may start its message too; deltas never do.
     event_types = _with_after_step(
@@ -597,6 +602,8 @@ class _MessageDefinition:
 
 
 class _TextDefinition:
+    """Text parts: streamed text, done, provider metadata."""
+
     kind = _TEXT
     event_types = _with_after_step(_ToText, _TextDelta)
     publication = staticmethod(_pub)
@@ -647,6 +654,8 @@ class _TextDefinition:
 
 
 class _ReasoningDefinition(_TextDefinition):
+    """Reasoning parts (a text part that shows its id)."""
+
     kind = _REASONING
     event_types = _with_after_step(_ToReasoning, _ReasoningDelta)
     label = "reasoning"
@@ -666,6 +675,8 @@ _OUTPUT_STATES: Final = {
 
 
 class _ToolDefinition:
+    """Tool invocation parts through input, output, approval and denial."""
+
     kind = _TOOL
     event_types = _with_after_step(_ToTool, _ToolDelta)
     publication = staticmethod(_pub)
@@ -821,6 +832,8 @@ class Step(msgspec.Struct, frozen=True):
 
 
 class _StepDefinition:
+    """Step-start parts, started when a later chunk's snapshot shows them."""
+
     kind = _STEP
     event_types = frozenset(_AFTER_STEP.values())
     publication = _NOW
@@ -855,6 +868,8 @@ _PART_FIELDS: Final = {
 
 
 class _PartDefinition:
+    """Discrete parts: data-*, file, source-url, source-document."""
+
     kind = _PART
     event_types = _with_after_step(_ToPart)
     publication = _NOW
