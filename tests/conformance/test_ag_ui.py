@@ -128,6 +128,9 @@ class TestAttribution:
         )
         engine.push_many(events)
         assert ag_ui.messages(engine.nodes()) == ag_ui.fold(events)
+        unrouted = create_conversation_engine(ag_ui.DEFINITIONS, hooks=[ag_ui.Router()])
+        unrouted.push_many(events)  # no event_type: every match sees every envelope
+        assert ag_ui.messages(unrouted.nodes()) == ag_ui.fold(events)
 
 
 class TestStatePatches:

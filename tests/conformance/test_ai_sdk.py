@@ -104,6 +104,9 @@ class TestAttribution:
         )
         engine.push_many(events)
         assert ai_sdk.ui_messages(engine.nodes()) == ai_sdk.fold(events)
+        unrouted = create_conversation_engine(ai_sdk.DEFINITIONS, hooks=[ai_sdk.Router()])
+        unrouted.push_many(events)  # no event_type: every match sees every envelope
+        assert ai_sdk.ui_messages(unrouted.nodes()) == ai_sdk.fold(events)
 
 
 class TestErrors:
