@@ -33,6 +33,7 @@ h1{font-size:1.25rem;margin:0 0 1rem}
 padding:.5rem .75rem;overflow-wrap:anywhere}
 .node>header{color:#5b6573;font-size:.8rem;margin-bottom:.25rem}
 .node pre{white-space:pre-wrap;margin:0;font:13px/1.4 ui-monospace,monospace}
+.message .text,.reasoning,.tool-call .output,.tool-call .error{white-space:pre-wrap}
 @media (prefers-color-scheme:dark){body{background:#15181c;color:#e4e7eb}\
 .node{background:#1d2126;border-color:#333a42}.node>header{color:#9aa4b0}}
 """
