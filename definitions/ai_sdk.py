@@ -841,7 +841,9 @@ class _StepDefinition:
     @staticmethod
     def match(routed: Routed) -> Claim | None:
         _target(routed)
-        return routed.step_claim
+        # Set only on the ...AfterStep envelopes (an unset slot: without event_type
+        # routing this sees every envelope).
+        return getattr(routed, "step_claim", None)
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> Step:
