@@ -256,7 +256,7 @@ def _existing_store(path: str) -> EventStore:
 
 def _cmd_store_import(args: argparse.Namespace) -> int:
     loaded = _load(args.log, args.lenient)
-    conversation = args.conversation or Path(args.log).stem.split(".")[0]
+    conversation = args.conversation or Path(args.log).stem
     with EventStore(args.store) as store:
         expected = None if args.append else 0
         length = store.append(conversation, loaded.events, expected_position=expected)

@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 from types import ModuleType
@@ -290,21 +291,11 @@ class TestEveryFixture:
         assert parse_html(page).open == []
 
     @pytest.mark.parametrize("path", FIXTURES)
-    def test_renders_json(
-        self, path: Path, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
-    ) -> None:
+    def test_renders_json(self, path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         protocol = expected_protocol(path)
         if protocol == "openai_responses":
             pytest.importorskip("definitions.openai_responses", reason="not written yet")
         lenient = ["--lenient"] if path.name == BROKEN else []
-        if protocol == "ai_sdk" and b"tool-input-start" in path.read_bytes():
-            request.applymarker(
-                pytest.mark.xfail(
-                    reason="definitions.ai_sdk: a tool part's state holds the UNSET sentinel, "
-                    "which has no JSON form, and ai_sdk_tool has no render_json",
-                    strict=True,
-                )
-            )
         status, data, err = run(capsys, "replay", path, "-f", "json", *lenient)
         assert status == 0, err
         if path.name == BROKEN:
@@ -395,7 +386,7 @@ class TestBadInput:
     def test_garbage_never_tracebacks(self, data: bytes) -> None:
         """Whatever the bytes, the result is a view or a one-line error."""
         # No fixtures here: hypothesis runs the body many times per test.
-        path = Path(os.environ.get("TMPDIR", "/tmp")) / f"convo-garbage-{os.getpid()}.jsonl"
+        path = Path(tempfile.gettempdir()) / f"convo-garbage-{os.getpid()}.jsonl"
         path.write_bytes(data)
         try:
             err = io.StringIO()
