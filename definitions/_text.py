@@ -21,6 +21,9 @@ __all__ = ["StreamedText"]
 
 _BLOCK = 1024
 _new = object.__new__
+# Shared by every text with no full block yet: one object fewer per node for the
+# garbage collector to trace; replaced by a list when the first block fills.
+_NO_BLOCKS: list[str] = []
 
 
 class StreamedText:
@@ -40,7 +43,7 @@ class StreamedText:
     def __init__(self, text: str = "") -> None:
         if type(text) is not str:
             raise TypeError(f"StreamedText takes a str, not {type(text).__name__}")
-        self._blocks = []
+        self._blocks = _NO_BLOCKS
         self._nblocks = 0
         self._head = text
 
@@ -55,8 +58,8 @@ class StreamedText:
             return new
         blocks = self._blocks
         nblocks = self._nblocks
-        if len(blocks) != nblocks:  # an older version is being extended: branch off
-            blocks = blocks[:nblocks]
+        if blocks is _NO_BLOCKS or len(blocks) != nblocks:  # first block, or an older
+            blocks = blocks[:nblocks]  # version is being extended: a list of its own
         blocks.append(head)
         new._blocks = blocks
         new._nblocks = nblocks + 1
