@@ -324,6 +324,7 @@ class ConversationEngine:
             self._again = True
             return
         fold = self._fold
+        fold.level = NOT_ACCEPTED  # what is pending is delivered now
         self._notifying = True
         failure: tuple[Listener, Exception] | None = None  # the first listener to raise
         try:

@@ -47,6 +47,16 @@ class TestAnimationFrame:
         assert h.scheduler.fire() == 0  # flush cancelled the frame
         assert h.notifications == 1
 
+    def test_after_a_frame_an_ignored_event_requests_no_frame(self) -> None:
+        h = Harness.make()
+        h.push(ev("a", "start", "1"), ev("a", "update", "1", pub=FRAME))
+        h.push(ev("a", "update", "1", pub=FRAME))  # coalesced into the pending frame
+        h.scheduler.fire()
+        requested = h.engine.statistics().frames_requested
+        h.push(ev("a", "noise", "1"), ev("a", "update", "nobody", pub=FRAME))
+        assert h.engine.statistics().frames_requested == requested
+        assert h.scheduler.pending == 0
+
     def test_push_many_checks_once_at_its_end(self) -> None:
         h = Harness.make()
         h.engine.push_many([ev("a", "start", str(i)) for i in range(10)])
