@@ -425,8 +425,7 @@ class Fold:
                     for change in reversed(more):
                         self._undo(*change)
                 self._undo(first, first_state, first_node)
-            self.busy = False
-            self._commit(position + 1, accepted, level)  # the failed event is consumed
+            self._commit(position + 1, accepted, level, None, None)  # failed one consumed
             if not isinstance(exc, Exception):
                 raise
             if entry is None:  # routing failed, before any definition ran
@@ -438,15 +437,7 @@ class Fold:
             raise _definition_error(exc, entry, method, position, claim, record) from (
                 None if isinstance(exc, _BadClaim) else exc
             )
-        self.busy = False
-        self.position = position
-        if accepted:
-            self.version += accepted
-            self.cached = None
-            if level > self.level:
-                self.level = level
-        self.last_first = first
-        self.last_more = more
+        self._commit(position, accepted, level, first, more)
 
     def _new_record(self, entry: _Registered, claim: Claim, event: object) -> _Record:
         id = claim.id
@@ -466,15 +457,24 @@ class Fold:
         entry.open[id] = record
         return record
 
-    def _commit(self, position: int, accepted: int, level: int) -> None:
-        """Record the events folded before a failure (the failed one changed nothing)."""
+    def _commit(
+        self,
+        position: int,
+        accepted: int,
+        level: int,
+        first: _Record | None,
+        more: list[tuple[_Record, Any, Node | None]] | None,
+    ) -> None:
+        """Record what a batch folded (on a failure, the events before it)."""
+        self.busy = False
         self.position = position
         if accepted:
             self.version += accepted
             self.cached = None
             if level > self.level:
                 self.level = level
-        self.last_first = self.last_more = None
+        self.last_first = first
+        self.last_more = more
 
     def _undo(self, record: _Record, old: Any, node: Node | None) -> None:
         if old is _NEW:
