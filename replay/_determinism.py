@@ -40,8 +40,10 @@ reproduced by its seed alone, whichever ways are selected.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
+from itertools import chain, compress
+from operator import is_not
+from typing import Any, NoReturn
 
 import attrs
 import msgspec
@@ -52,6 +54,7 @@ from engine import create_conversation_engine as _create
 from ._render import state_json
 
 __all__ = [
+    "SAMPLES",
     "WAYS",
     "DeterminismError",
     "Divergence",
@@ -62,6 +65,10 @@ __all__ = [
 
 WAYS: tuple[str, ...] = ("whole", "one", "twice", "batches", "frames", "windows")
 """Every way ``check_determinism`` can replay a log, in the order it tries them."""
+
+SAMPLES = 1024
+"""The event-by-event way compares after every event of a log (or window) of at most
+this many events; on a longer one, after this many sampled events and the last."""
 
 
 @attrs.frozen(kw_only=True)
@@ -201,7 +208,8 @@ _Difference = tuple[str | None, Any, Any, str]
 def _compare(
     left: Sequence[Node], right: Sequence[Node], left_canon: _Canon, right_canon: _Canon
 ) -> _Difference | None:
-    """The first node (in seq order) where two views differ, or ``None``."""
+    """The first node (in seq order) where two views differ, or ``None``: O(n) encodes
+    at worst; ``_Pair`` is the incremental form used while a way runs."""
     for index in range(max(len(left), len(right))):
         a = left[index] if index < len(left) else None
         b = right[index] if index < len(right) else None
@@ -222,12 +230,102 @@ def _compare(
     return None
 
 
+class _Pair:
+    """Compares the views of two engines as they advance, looking only at what moved.
+
+    The last pair of views found equal is kept; a node that is the same ``Node`` object
+    on both sides as then is equal still (nodes are frozen; a state mutated in place is
+    caught separately, see ``frames``). Finding the moved indices is two C-level scans
+    (``map(is_not, ...)``), so a comparison costs O(n) pointer checks plus the encoding
+    of the nodes that changed since the last one, instead of O(n) encodings.
+    """
+
+    __slots__ = ("left_canon", "left_seen", "right_canon", "right_seen")
+
+    def __init__(self, left_canon: _Canon, right_canon: _Canon) -> None:
+        self.left_canon = left_canon
+        self.right_canon = right_canon
+        self.left_seen: tuple[Node, ...] = ()
+        self.right_seen: tuple[Node, ...] = ()
+
+    def __call__(self, left: tuple[Node, ...], right: tuple[Node, ...]) -> _Difference | None:
+        if left is self.left_seen and right is self.right_seen:
+            return None
+        count = len(left)
+        if count != len(right):
+            return _compare(left, right, self.left_canon, self.right_canon)
+        seen = min(len(self.left_seen), count)
+        moved = set(compress(range(seen), map(is_not, left, self.left_seen)))
+        moved.update(compress(range(seen), map(is_not, right, self.right_seen)))
+        left_canon = self.left_canon
+        right_canon = self.right_canon
+        for index in chain(sorted(moved), range(seen, count)):
+            a = left[index]
+            b = right[index]
+            if a.key != b.key or left_canon(a) != right_canon(b):
+                return _compare(left[index:], right[index:], left_canon, right_canon)
+        self.left_seen = left
+        self.right_seen = right
+        return None
+
+
 class _Diverged(Exception):
     """Internal: unwinds a way at its first divergence."""
 
     def __init__(self, divergence: Divergence) -> None:
         super().__init__(divergence.reason)
         self.divergence = divergence
+
+
+@attrs.frozen
+class _Fed:
+    """Raw events ``[offset:offset + raw]`` of the log as the definitions take them.
+
+    ``origins[k]`` is the log position of the raw event last read by the pre-pass when
+    it produced ``events[k]`` (``None`` without a pre-pass: fed event ``k`` is raw
+    event ``offset + k``), so every reported position is a position in the raw log.
+    """
+
+    events: tuple[Any, ...]
+    origins: tuple[int, ...] | None
+    offset: int
+    raw: int
+
+    def at(self, index: int) -> int:
+        """The log position after fed event ``index`` (``-1``: before any)."""
+        if index < 0:
+            return self.offset - 1
+        if self.origins is None:
+            return self.offset + index
+        return self.origins[index]
+
+    @property
+    def last(self) -> int:
+        """The log position of the window's last raw event."""
+        return self.offset + self.raw - 1
+
+
+def _feed(
+    raw: Sequence[Any],
+    prepare: Callable[[Iterable[Any]], Iterable[Any]] | None,
+    offset: int = 0,
+) -> _Fed:
+    if prepare is None:
+        return _Fed(tuple(raw), None, offset, len(raw))
+    pulled = offset - 1
+
+    def tracked() -> Iterator[Any]:
+        nonlocal pulled
+        for position, event in enumerate(raw, offset):
+            pulled = position
+            yield event
+
+    events: list[Any] = []
+    origins: list[int] = []
+    for event in prepare(tracked()):
+        events.append(event)
+        origins.append(pulled)
+    return _Fed(tuple(events), tuple(origins), offset, len(raw))
 
 
 class _Reference:
@@ -246,20 +344,27 @@ class _Reference:
         return self.engine.nodes()
 
 
+_Baseline = tuple[tuple[Node, ...], _Canon]
+
+
 class _Check:
     def __init__(
         self,
-        events: Sequence[Any],
+        raw: Sequence[Any],
         definitions: Sequence[Any],
         event_type: Callable[[Any], Hashable] | None,
+        prepare: Callable[[Iterable[Any]], Iterable[Any]] | None,
         seed: int,
         rounds: int,
+        samples: int,
     ) -> None:
-        self.events = events
+        self.raw = raw
         self.definitions = definitions
         self.event_type = event_type
+        self.prepare = prepare
         self.seed = seed
         self.rounds = rounds
+        self.samples = samples
         self.tried: list[str] = []
 
     def engine(self, scheduler: ManualScheduler | None = None) -> ConversationEngine:
@@ -268,17 +373,21 @@ class _Check:
     def rng(self, way: str) -> random.Random:
         return random.Random(f"{self.seed}/{way}")
 
+    def feed(self, start: int, end: int) -> _Fed:
+        """Raw events ``[start:end]`` through a fresh run of the pre-pass."""
+        return _feed(self.raw[start:end], self.prepare, start)
+
     # -- comparisons ---------------------------------------------------------------
 
     @staticmethod
     def expect(
-        left: Sequence[Node],
-        right: Sequence[Node],
-        canons: tuple[_Canon, _Canon],
+        left: tuple[Node, ...],
+        right: tuple[Node, ...],
+        pair: _Pair,
         position: int,
         ways: tuple[str, str],
     ) -> None:
-        difference = _compare(left, right, *canons)
+        difference = pair(left, right)
         if difference is not None:
             key, a, b, reason = difference
             raise _Diverged(
@@ -294,7 +403,7 @@ class _Check:
             )
 
     @staticmethod
-    def fail(position: int, way: str, other: str, reason: str) -> None:
+    def fail(position: int, way: str, other: str, reason: str) -> NoReturn:
         raise _Diverged(
             Divergence(
                 position=position,
@@ -310,85 +419,128 @@ class _Check:
     # -- the ways ------------------------------------------------------------------
 
     def run(self, ways: Collection[str]) -> Divergence | None:
-        events = self.events
         self.tried.append("whole")
-        baseline = self.whole(events)  # errors here are the log's own: they propagate
+        fed = self.feed(0, len(self.raw))
+        baseline = self.whole(fed)  # errors here are the log's own: they propagate
         try:
             if "one" in ways:
-                self.one(events, 0, "", baseline)
+                self.one(self.feed(0, len(self.raw)), "", baseline)
             if "twice" in ways:
                 self.tried.append("twice")
-                again = self.whole(events)
+                again = self.whole(self.feed(0, len(self.raw)))
                 self.expect(
                     again[0],
                     baseline[0],
-                    (again[1], baseline[1]),
-                    len(events) - 1,
+                    _Pair(again[1], baseline[1]),
+                    fed.last,
                     ("twice", "whole"),
                 )
             for round in range(self.rounds):
                 if "batches" in ways:
-                    self.batches(events, 0, f"batches#{round}", baseline)
+                    self.batches(self.feed(0, len(self.raw)), f"batches#{round}", baseline)
             for round in range(self.rounds):
                 if "frames" in ways:
-                    self.frames(events, 0, f"frames#{round}", baseline)
+                    self.frames(self.feed(0, len(self.raw)), f"frames#{round}", baseline)
             if "windows" in ways:
                 self.windows()
         except _Diverged as diverged:
             return diverged.divergence
         return None
 
-    def whole(self, events: Sequence[Any]) -> tuple[tuple[Node, ...], _Canon]:
+    def whole(self, fed: _Fed) -> _Baseline:
         engine = self.engine()
-        engine.push_many(events)
+        engine.push_many(fed.events)
         return engine.nodes(), _Canon()
 
-    def guarded(self, way: str, reference_way: str, offset: int, step: Callable[[], None]) -> None:
+    def guarded(self, fed: _Fed, way: str, reference_way: str, step: Callable[[], None]) -> None:
         """Run ``step``; an engine error (which the baseline did not raise) diverges."""
         try:
             step()
         except ConversationError as exc:
             position = getattr(exc, "position", -1)
             self.fail(
-                offset + position if position >= 0 else offset - 1,
+                fed.at(position) if position >= 0 else fed.offset - 1,
                 way,
                 reference_way,
                 f"{way} raised {type(exc).__name__}: {exc}",
             )
 
-    def one(
-        self,
-        events: Sequence[Any],
-        offset: int,
-        prefix: str,
-        baseline: tuple[tuple[Node, ...], _Canon],
-    ) -> None:
+    def checkpoints(self, rng: random.Random, count: int) -> list[int]:
+        """Where an event-by-event fold compares with its reference: after every event
+        of a short log, else after one random event in each of ``samples`` equal
+        strata of the log, and after the last."""
+        if count <= self.samples:
+            return list(range(count))
+        points = {count - 1}
+        for stratum in range(self.samples):
+            low = stratum * count // self.samples
+            high = (stratum + 1) * count // self.samples
+            points.add(rng.randrange(low, high))
+        return sorted(points)
+
+    def one(self, fed: _Fed, prefix: str, baseline: _Baseline) -> None:
         way = f"{prefix}one"
         reference_way = f"{prefix}whole"
         self.tried.append(way)
+        events = fed.events
         engine = self.engine()
         reference = _Reference(self, events)
         canon = _Canon()
+        pair = _Pair(canon, reference.canon)
+        points = self.checkpoints(self.rng(way), len(events))
+        agreed = -1  # the last checkpoint where the views agreed
 
         def step() -> None:
-            for index, event in enumerate(events):
+            nonlocal agreed
+            push = engine.push
+            done = 0
+            for point in points:
+                for event in events[done : point + 1]:
+                    push(event)
+                done = point + 1
+                try:
+                    self.expect(
+                        engine.nodes(),
+                        reference.at(done),
+                        pair,
+                        fed.at(point),
+                        (way, reference_way),
+                    )
+                except _Diverged as diverged:
+                    if point > agreed + 1:
+                        self.narrow(fed, way, reference_way, agreed, point)
+                    raise diverged from None
+                agreed = point
+
+        self.guarded(fed, way, reference_way, step)
+        self.expect(
+            engine.nodes(), baseline[0], _Pair(canon, baseline[1]), fed.last, (way, reference_way)
+        )
+
+    def narrow(self, fed: _Fed, way: str, reference_way: str, agreed: int, seen: int) -> None:
+        """Replay ``one`` afresh to the last checkpoint that agreed, then compare after
+        every event up to the one where the divergence was seen: raises at the first
+        event where the views differ. Returns if the rerun does not diverge there (a
+        definition that is only sometimes wrong); the caller reports what it saw."""
+        events = fed.events
+        engine = self.engine()
+        reference = _Reference(self, events)
+        pair = _Pair(_Canon(), reference.canon)
+
+        def step() -> None:
+            for event in events[: agreed + 1]:
                 engine.push(event)
+            for index in range(agreed + 1, seen + 1):
+                engine.push(events[index])
                 self.expect(
                     engine.nodes(),
                     reference.at(index + 1),
-                    (canon, reference.canon),
-                    offset + index,
+                    pair,
+                    fed.at(index),
                     (way, reference_way),
                 )
 
-        self.guarded(way, reference_way, offset, step)
-        self.expect(
-            engine.nodes(),
-            baseline[0],
-            (canon, baseline[1]),
-            offset + len(events) - 1,
-            (way, reference_way),
-        )
+        self.guarded(fed, way, reference_way, step)
 
     def splits(self, rng: random.Random, count: int) -> list[int]:
         """Random cut points: the ends of the batches, the last one ``count``."""
@@ -398,17 +550,14 @@ class _Check:
         return [*sorted(cuts), count]
 
     def batches(
-        self,
-        events: Sequence[Any],
-        offset: int,
-        way: str,
-        baseline: tuple[tuple[Node, ...], _Canon],
-        reference_way: str = "whole",
+        self, fed: _Fed, way: str, baseline: _Baseline, reference_way: str = "whole"
     ) -> None:
         self.tried.append(way)
+        events = fed.events
         engine = self.engine()
         reference = _Reference(self, events)
         canon = _Canon()
+        pair = _Pair(canon, reference.canon)
         ends = self.splits(self.rng(way), len(events))
 
         def step() -> None:
@@ -417,40 +566,32 @@ class _Check:
                 engine.push_many(events[start:end])
                 start = end
                 self.expect(
-                    engine.nodes(),
-                    reference.at(end),
-                    (canon, reference.canon),
-                    offset + end - 1,
-                    (way, reference_way),
+                    engine.nodes(), reference.at(end), pair, fed.at(end - 1), (way, reference_way)
                 )
 
-        self.guarded(way, reference_way, offset, step)
+        self.guarded(fed, way, reference_way, step)
         self.expect(
-            engine.nodes(),
-            baseline[0],
-            (canon, baseline[1]),
-            offset + len(events) - 1,
-            (way, reference_way),
+            engine.nodes(), baseline[0], _Pair(canon, baseline[1]), fed.last, (way, reference_way)
         )
 
     def frames(
-        self,
-        events: Sequence[Any],
-        offset: int,
-        way: str,
-        baseline: tuple[tuple[Node, ...], _Canon],
-        reference_way: str = "whole",
+        self, fed: _Fed, way: str, baseline: _Baseline, reference_way: str = "whole"
     ) -> None:
         self.tried.append(way)
+        events = fed.events
         rng = self.rng(way)
         scheduler = ManualScheduler()
         engine = self.engine(scheduler)
         reference = _Reference(self, events)
         canon = _Canon()
+        pair = _Pair(canon, reference.canon)
         ends = self.splits(rng, len(events))
         folded = 0  # events pushed when the current push returns
         last: list[tuple[Node, ...]] = []
-        kept: list[tuple[int, tuple[Node, ...], list[tuple[str, str, int, object]]]] = []
+        # What each notification delivered that the one before had not: (position,
+        # node, its canonical form then), re-encoded at the end to catch in-place
+        # mutation. Each changed node once per notification: O(events) in all.
+        delivered: list[tuple[int, Node, tuple[str, str, int, object]]] = []
         failure: list[_Diverged] = []
         label = f"{way} notification"
 
@@ -458,20 +599,17 @@ class _Check:
             if failure:
                 return
             try:
-                position = offset + folded - 1
+                position = fed.at(folded - 1)
                 if last and nodes is last[-1]:
                     self.fail(position, label, way, "notified twice with the same version")
                 if nodes is not engine.nodes():
                     self.fail(position, label, way, "notified with a tuple other than nodes()")
-                self.expect(
-                    nodes,
-                    reference.at(folded),
-                    (canon, reference.canon),
-                    position,
-                    (label, reference_way),
-                )
-                if not last or rng.random() < 0.1:
-                    kept.append((position, nodes, [_canonical(node) for node in nodes]))
+                self.expect(nodes, reference.at(folded), pair, position, (label, reference_way))
+                before = last[0] if last else ()
+                moved = compress(range(len(before)), map(is_not, nodes, before))
+                for index in chain(moved, range(len(before), len(nodes))):
+                    node = nodes[index]
+                    delivered.append((position, node, canon(node)))  # cached by the compare
                 last[:] = [nodes]
             except _Diverged as diverged:
                 failure.append(diverged)
@@ -479,7 +617,7 @@ class _Check:
                 failure.append(
                     _Diverged(
                         Divergence(
-                            position=offset + folded - 1,
+                            position=fed.at(folded - 1),
                             key=None,
                             left=None,
                             right=None,
@@ -515,30 +653,28 @@ class _Check:
             if failure:
                 raise failure[0]
 
-        self.guarded(way, reference_way, offset, step)
+        self.guarded(fed, way, reference_way, step)
         final = engine.nodes()
-        end = offset + len(events) - 1
         if engine.statistics().events_accepted and (not last or last[-1] is not final):
-            self.fail(end, label, way, "the final view was never notified, even after flush()")
-        self.expect(final, baseline[0], (canon, baseline[1]), end, (way, reference_way))
-        for position, nodes, forms in kept:
-            for node, form in zip(nodes, forms, strict=True):
-                if _canonical(node) != form:
-                    raise _Diverged(
-                        Divergence(
-                            position=position,
-                            key=node.key,
-                            left=_delivered(form[3]),
-                            right=node.state,
-                            left_way=label,
-                            right_way=f"{way} at the end",
-                            reason="the state changed after it was delivered: a definition "
-                            "mutated its state in place instead of returning a new one",
-                        )
+            self.fail(fed.last, label, way, "the final view was never notified, even after flush()")
+        self.expect(final, baseline[0], _Pair(canon, baseline[1]), fed.last, (way, reference_way))
+        for position, node, form in delivered:
+            if _canonical(node) != form:
+                raise _Diverged(
+                    Divergence(
+                        position=position,
+                        key=node.key,
+                        left=_delivered(form[3]),
+                        right=node.state,
+                        left_way=label,
+                        right_way=f"{way} at the end",
+                        reason="the state changed after it was delivered: a definition "
+                        "mutated its state in place instead of returning a new one",
                     )
+                )
 
     def windows(self) -> None:
-        count = len(self.events)
+        count = len(self.raw)
         if count < 2:
             return
         rng = self.rng("windows")
@@ -550,30 +686,41 @@ class _Check:
             self.window(start, end)
 
     def window(self, start: int, end: int) -> None:
+        """Raw events ``[start:end]``, wrapped afresh by the pre-pass as a paginated
+        reader would, replayed every way."""
         prefix = f"window[{start}:{end}]/"
-        events = self.events[start:end]
         self.tried.append(f"{prefix}whole")
+
+        def fresh() -> _Fed:
+            try:
+                return self.feed(start, end)
+            except Exception as exc:  # the pre-pass cannot take a cut-off stream
+                self.fail(
+                    start,
+                    f"{prefix}whole",
+                    "whole",
+                    f"the pre-pass raised on the window: {type(exc).__name__}: {exc}",
+                )
+
+        fed = fresh()
+        engine = self.engine()
         try:
-            engine = self.engine()
-            engine.push_many(events)
+            engine.push_many(fed.events)
         except ConversationError as exc:
             position = getattr(exc, "position", -1)
             self.fail(
-                start + position if position >= 0 else start,
+                fed.at(position) if position >= 0 else start,
                 f"{prefix}whole",
                 "whole",
                 f"the window raised {type(exc).__name__}: {exc}",
             )
-            return
         baseline = (engine.nodes(), _Canon())
-        self.cut_off_rules(events, start, prefix, engine)
-        self.one(events, start, prefix, baseline)
-        self.batches(events, start, f"{prefix}batches", baseline, f"{prefix}whole")
-        self.frames(events, start, f"{prefix}frames", baseline, f"{prefix}whole")
+        self.cut_off_rules(fed, prefix, engine)
+        self.one(fresh(), prefix, baseline)
+        self.batches(fresh(), f"{prefix}batches", baseline, f"{prefix}whole")
+        self.frames(fresh(), f"{prefix}frames", baseline, f"{prefix}whole")
 
-    def cut_off_rules(
-        self, events: Sequence[Any], offset: int, prefix: str, engine: ConversationEngine
-    ) -> None:
+    def cut_off_rules(self, fed: _Fed, prefix: str, engine: ConversationEngine) -> None:
         """The window shows exactly the nodes started inside it; updates before their
         start (in the window) are dropped."""
         routed = [
@@ -583,7 +730,7 @@ class _Check:
         event_type = self.event_type
         started: dict[str, int] = {}
         dropped = 0
-        for index, event in enumerate(events):
+        for index, event in enumerate(fed.events):
             kind_of_event = event_type(event) if event_type is not None else None
             for kind, match, types in routed:
                 if event_type is not None and types is not None and kind_of_event not in types:
@@ -593,7 +740,7 @@ class _Check:
                     continue
                 key = f"{kind}:{claim.id}"
                 if claim.role == "start":
-                    started.setdefault(key, offset + index)
+                    started.setdefault(key, fed.at(index))
                 elif key not in started:
                     dropped += 1
         nodes = engine.nodes()
@@ -602,7 +749,7 @@ class _Check:
             if node.key not in started:
                 raise _Diverged(
                     Divergence(
-                        position=offset + len(events) - 1,
+                        position=fed.last,
                         key=node.key,
                         left=node.state,
                         right=None,
@@ -619,7 +766,7 @@ class _Check:
         actual = engine.statistics().updates_dropped
         if actual != dropped:
             self.fail(
-                offset + len(events) - 1,
+                fed.last,
                 f"{prefix}whole",
                 f"{prefix}claims",
                 f"the engine dropped {actual} updates; the claims say {dropped} came before "
@@ -635,31 +782,43 @@ def check_determinism(
     ways: Collection[str] = WAYS,
     rounds: int = 3,
     event_type: Callable[[Any], Hashable] | None = None,
+    prepare: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
+    samples: int = SAMPLES,
 ) -> Report:
     """Replay ``events`` through ``definitions`` in many ways and report whether the
     views agree (see the module docstring for the ways and what each checks).
 
     ``ways`` selects among ``WAYS`` (``whole`` always runs: it is the baseline);
     ``rounds`` is how many random variants of ``batches`` and ``frames`` run, and how
-    many random windows; ``seed`` fixes every random choice. The checker stops at
-    the first divergence. Definitions must be reusable across engines (each way
-    makes fresh ones). Cost: about ``4 + 2 * rounds`` folds of the log plus as many
-    of each window, and a comparison of the changed nodes at every observation.
+    many random windows; ``seed`` fixes every random choice. ``prepare`` is the
+    protocol's pre-pass (``DefinitionSet.prepare``): ``events`` are then the raw
+    events, and every way (each window too) feeds a fresh run of ``prepare`` over its
+    raw events; positions in the report are positions in ``events``. ``samples``
+    bounds the comparisons of the event-by-event way on a log longer than it (see
+    the module docstring). The checker stops at the first divergence. Definitions
+    must be reusable across engines (each way makes fresh ones).
 
-    Raises what the engine raises when the plain ``whole`` replay fails (the log
-    cannot be replayed at all); an error in any other way is a divergence.
+    Cost: about ``4 + 2 * rounds`` folds of the log plus as many of each window,
+    ``O(samples + 64 * rounds)`` comparisons of O(nodes) pointer checks each, and
+    one encoding of each node per comparison it changed between: linear in the log.
+
+    Raises what the engine (or ``prepare``) raises when the plain ``whole`` replay
+    fails (the log cannot be replayed at all); an error in any other way is a
+    divergence.
     """
     unknown = sorted(set(ways) - set(WAYS))
     if unknown:
         raise ValueError(f"unknown ways {unknown}; choose among {', '.join(WAYS)}")
     if rounds < 0:
         raise ValueError(f"rounds must be >= 0, not {rounds!r}")
-    check = _Check(tuple(events), tuple(definitions), event_type, seed, rounds)
+    if samples < 1:
+        raise ValueError(f"samples must be >= 1, not {samples!r}")
+    check = _Check(tuple(events), tuple(definitions), event_type, prepare, seed, rounds, samples)
     divergence = check.run(ways)
     return Report(
         ok=divergence is None,
         seed=seed,
-        events=len(check.events),
+        events=len(check.raw),
         ways=tuple(check.tried),
         divergence=divergence,
     )
@@ -673,11 +832,20 @@ def assert_deterministic(
     ways: Collection[str] = WAYS,
     rounds: int = 3,
     event_type: Callable[[Any], Hashable] | None = None,
+    prepare: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
+    samples: int = SAMPLES,
 ) -> Report:
     """``check_determinism`` that raises ``DeterminismError`` (an ``AssertionError``)
     describing the first divergence; returns the report when the views agree."""
     report = check_determinism(
-        events, definitions, seed=seed, ways=ways, rounds=rounds, event_type=event_type
+        events,
+        definitions,
+        seed=seed,
+        ways=ways,
+        rounds=rounds,
+        event_type=event_type,
+        prepare=prepare,
+        samples=samples,
     )
     if not report.ok:
         raise DeterminismError(report)
