@@ -16,17 +16,39 @@ same nodes, compared by value (the canonical JSON of ``_render.state_json``, or
   them, each folded ``whole``, ``one``, in ``batches`` and with ``frames``.
 
 Every way but ``whole``/``twice`` runs in lockstep with a *reference* engine fed
-by ``push_many`` up to the same point, and the two views are compared at every
-observation (after each push, after each batch, at each notification), so a
-divergence is reported at the first event where it shows, not only at the end.
-Each way's final view is also compared with the baseline.
+by ``push_many`` up to the same point, and the two views are compared at its
+observations: after each batch, at each notification, and for ``one`` after every
+event of a log of at most ``SAMPLES`` events, else after one random event in each
+of ``SAMPLES`` equal strata and after the last. When ``one`` first sees a
+divergence at a sampled point, it replays afresh to the last point that agreed and
+compares after every event from there: the report names the first event where the
+views differ, as a comparison after every event would. Each way's final view is
+also compared with the baseline.
+
+Comparisons are incremental (``_Pair``): nodes are frozen, so only the indices whose
+``Node`` objects moved since the last comparison that agreed are encoded and
+compared, and the moved ones are found by C-level pointer scans. So a comparison is
+O(nodes) pointer checks plus the encoding of what changed, the number of
+comparisons is bounded, and the whole check is linear in the log. (Comparing after
+every event re-encoded every changed node each time: a long streamed text cost
+events x its length, and the node scan events x nodes.) The trade: a divergence
+that appears and heals between two sampled points of a long log is seen only if
+another way observes it.
 
 A notification must carry the nodes of the one-shot fold of the same prefix, be
 ``engine.nodes()`` at that moment, never repeat the previous notification's
 version (tuple identity: the engine keeps the tuple until an event is accepted),
 and after the final ``flush()`` the last notification must be the final view:
-nothing is lost. A few notified views are re-encoded at the end: a state that
-changed after it was delivered was mutated in place.
+nothing is lost. Every node a notification delivered new is re-encoded at the end:
+a state that changed after it was delivered was mutated in place.
+
+With a protocol's pre-pass (``prepare``: raw events in, the envelopes the
+definitions match out, e.g. ``definitions.anthropic.scope``), ``events`` are raw:
+every way feeds a fresh run of the pre-pass, and a window is cut from the raw log
+and wrapped afresh, as a paginated reader would (so a pre-pass that cannot take a
+stream starting inside a message shows here). Positions in a report are positions
+in the raw log: a wrapped event is placed at the raw event the pre-pass had just
+read when it produced it.
 
 For a window, the rules for cut-off nodes (DESIGN rule 3) are checked against the
 definitions' own ``match``: the window's nodes are exactly the keys that a start

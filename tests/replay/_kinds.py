@@ -228,3 +228,19 @@ def conversation() -> list[Event]:
         {"type": "message.delta", "id": "m1", "delta": "Again"},
         {"type": "note", "id": "n2"},
     ]
+
+
+def long_conversation(count: int, late: int) -> list[Event]:
+    """``count`` events of streamed messages (many deltas each) with a single ``note``
+    at position ``late``: a large log whose only stamped node starts late."""
+    events: list[Event] = []
+    message = 0
+    while len(events) < count:
+        ident = f"m{message}"
+        events.append({"type": "message.start", "id": ident, "role": "assistant"})
+        events.extend({"type": "message.delta", "id": ident, "delta": f"w{i} "} for i in range(200))
+        events.append({"type": "message.end", "id": ident})
+        message += 1
+    del events[count:]
+    events[late] = {"type": "note", "id": "late"}
+    return events

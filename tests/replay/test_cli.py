@@ -24,6 +24,7 @@ from definitions import builtin, event_type
 from engine import Claim, Node, Reader
 from replay import load_events, read_log, render_json, replay
 from replay._cli import SERVE_HINT, main
+from replay._determinism import check_determinism
 
 from ._kinds import GlobalCounterKind
 from .test_detect import BROKEN, FIXTURES, expected_protocol
@@ -464,6 +465,28 @@ class TestCheck:
         status, out, _ = run(capsys, "check", path, "--rounds", "1")
         assert status == 0, out
         assert out.startswith(f"{path}: deterministic: ")
+
+    @pytest.mark.parametrize("protocol", ["anthropic", "ai_sdk"])
+    def test_raw_events_and_the_pre_pass(
+        self, protocol: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """The checker gets the raw events and the set's pre-pass (so windows are cut
+        from the raw log and wrapped afresh), not the wrapped events."""
+        path = fixture(lambda p: expected_protocol(p) == protocol)
+        seen: dict[str, Any] = {}
+
+        def spy(events: Any, definitions: Any, **options: Any) -> Any:
+            seen["events"] = list(events)
+            seen.update(options)
+            return check_determinism(seen["events"], definitions, **options)
+
+        monkeypatch.setattr(cli, "check_determinism", spy)
+        status, out, _ = run(capsys, "check", path, "--rounds", "1")
+        assert status == 0, out
+        assert seen["events"] == load_events(path).events
+        assert seen["prepare"] is not None
+        wrapped = list(seen["prepare"](seen["events"]))
+        assert type(wrapped[0]) is not dict
 
     def test_divergence(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         log = write_jsonl(tmp_path / "notes.jsonl", [{"type": "note", "id": "n"}])

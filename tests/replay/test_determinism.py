@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,15 +11,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import replay._determinism as determinism
 from definitions import event_type
 from engine import Claim, DefinitionError, Reader
+from replay import load_events
+from replay._detect import protocol_definitions
 from replay._determinism import (
+    SAMPLES,
     WAYS,
     DeterminismError,
     assert_deterministic,
     check_determinism,
 )
 
+from .._shared import shared_files
 from ._kinds import (
     LOGS,
     ClockKind,
@@ -27,6 +33,7 @@ from ._kinds import (
     RandomKind,
     conversation,
     kinds,
+    long_conversation,
 )
 
 FIRST_NOTE = next(i for i, e in enumerate(conversation()) if e["type"] == "note")
@@ -174,3 +181,210 @@ def test_bundled_example_log_is_deterministic() -> None:
     builtin, events = example_events()
     report = check_determinism(events, builtin.DEFINITIONS, rounds=1, event_type=event_type)
     assert report.ok, report.describe()
+
+
+class TestLargeLogs:
+    """On a long log the event-by-event way compares at sampled points, then narrows a
+    divergence back to the first event where the views differ."""
+
+    @pytest.mark.parametrize("make", STAMPED, ids=lambda k: k.__name__)
+    def test_late_divergence_named_exactly(self, make: type[Any]) -> None:
+        late = 5_557
+        events = long_conversation(6_000, late)
+        assert len(events) > SAMPLES  # sampled, not compared after every event
+        report = check_determinism(events, [*kinds(), make()], rounds=1, event_type=event_type)
+        divergence = report.divergence
+        assert divergence is not None
+        assert divergence.key == "stamped:late"
+        assert divergence.position == late
+        assert {divergence.left_way, divergence.right_way} == {"one", "whole"}
+
+    def test_long_deterministic_log(self) -> None:
+        report = check_determinism(long_conversation(6_000, 5_557), kinds(), rounds=1)
+        assert report.ok, report.describe()
+
+    def test_comparisons_bounded_by_samples(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The event-by-event way compares ``samples`` times and at the end, not once
+        per event."""
+        calls = 0
+        compare = determinism._Pair.__call__
+
+        def counted(self: Any, left: Any, right: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            return compare(self, left, right)
+
+        monkeypatch.setattr(determinism._Pair, "__call__", counted)
+        report = check_determinism(
+            long_conversation(3_000, 2_999), kinds(), ways=["one"], samples=16
+        )
+        assert report.ok
+        assert calls <= 16 + 2  # the samples, the last event, the final view
+
+    @settings(max_examples=60, deadline=None)
+    @given(LOGS, st.integers(1, 4), st.sampled_from(STAMPED), st.integers(0, 2**32))
+    def test_narrowing_finds_what_every_event_finds(
+        self, events: list[dict[str, Any]], samples: int, make: type[Any], seed: int
+    ) -> None:
+        """Sampled comparison then narrowing names the same first divergence as a
+        comparison after every event."""
+        dense = check_determinism(events, [*kinds(), make()], ways=["one"], seed=seed)
+        sparse = check_determinism(
+            events, [*kinds(), make()], ways=["one"], seed=seed, samples=samples
+        )
+        assert sparse.ok == dense.ok
+        if dense.divergence is not None:
+            assert sparse.divergence is not None
+            assert (sparse.divergence.position, sparse.divergence.key) == (
+                dense.divergence.position,
+                dense.divergence.key,
+            )
+
+    def test_bad_samples(self) -> None:
+        with pytest.raises(ValueError, match="samples must be >= 1"):
+            check_determinism([], kinds(), samples=0)
+
+
+# -- a protocol's pre-pass ---------------------------------------------------------------
+
+
+def _anthropic_message(ident: str, deltas: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "message_start",
+            "message": {
+                "id": ident,
+                "type": "message",
+                "role": "assistant",
+                "content": [],
+                "model": "m",
+                "stop_reason": None,
+                "usage": {"input_tokens": 1, "output_tokens": 0},
+            },
+        },
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        *(
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": f"w{i} "},
+            }
+            for i in range(deltas)
+        ),
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 1},
+        },
+        {"type": "message_stop"},
+    ]
+
+
+# Message A's deltas straddle the middle: the newest page, [17:34], cuts its start off.
+CUT = [*_anthropic_message("msg_A", 20), *_anthropic_message("msg_B", 4)]
+
+
+def _fragile_scope(events: Iterable[Any]) -> Iterator[Any]:
+    """``anthropic.scope`` that cannot take a stream starting inside a message."""
+    anthropic = pytest.importorskip("definitions.anthropic")
+    seen_start = False
+    for event in events:
+        seen_start = seen_start or event.get("type") == "message_start"
+        if not seen_start:
+            raise ValueError(f"{event.get('type')} before any message_start")
+        yield from anthropic.scope([event])
+
+
+class TestPrepare:
+    """With ``prepare``, every way feeds the raw events through a fresh pre-pass, and a
+    window is cut from the raw log, not from the wrapped events."""
+
+    def test_windows_are_cut_from_raw_events(self) -> None:
+        raw = conversation()
+        inputs: list[list[Any]] = []
+
+        def prepare(events: Iterable[Any]) -> Iterator[Any]:
+            seen = list(events)
+            inputs.append(seen)
+            return iter(seen)
+
+        report = check_determinism(raw, kinds(), prepare=prepare)
+        assert report.ok, report.describe()
+        windows = {way.split("/")[0] for way in report.ways if way.startswith("window[")}
+        assert windows
+        for window in windows:
+            start, end = map(int, window.removeprefix("window[").removesuffix("]").split(":"))
+            assert raw[start:end] in inputs, window
+        assert all(
+            raw == seen or any(raw[i : i + len(seen)] == seen for i in range(len(raw)))
+            for seen in inputs
+        )
+
+    def test_positions_are_raw_positions(self) -> None:
+        """A pre-pass that drops events (pings) does not shift the reported position."""
+        raw: list[dict[str, Any]] = []
+        for event in conversation():
+            raw += [{"type": "ping"}, event]
+
+        def drop_pings(events: Iterable[Any]) -> Iterator[Any]:
+            return (event for event in events if event["type"] != "ping")
+
+        report = check_determinism(raw, [*kinds(), ClockKind()], prepare=drop_pings)
+        assert report.divergence is not None
+        assert raw[report.divergence.position] == {"type": "note", "id": "n1"}
+
+    def test_window_cutting_a_message_start(self) -> None:
+        chosen = protocol_definitions("anthropic")
+        report = check_determinism(
+            CUT, chosen.definitions, prepare=chosen.prepare, event_type=chosen.event_type
+        )
+        assert report.ok, report.describe()
+        half = len(CUT) // 2
+        assert f"window[{half}:{len(CUT)}]/frames" in report.ways
+        keys = [node.key for node in chosen.replay(CUT[half:])]
+        assert keys
+        assert not [key for key in keys if "msg_A" in key]
+
+    def test_pre_pass_failing_on_a_cut_window_is_caught(self) -> None:
+        """Slicing the wrapped events would hide a pre-pass that cannot start inside a
+        message; wrapping each raw window afresh shows it."""
+        chosen = protocol_definitions("anthropic")
+        sliced = check_determinism(
+            list(_fragile_scope(CUT)), chosen.definitions, event_type=chosen.event_type
+        )
+        assert sliced.ok, sliced.describe()
+        report = check_determinism(
+            CUT, chosen.definitions, prepare=_fragile_scope, event_type=chosen.event_type
+        )
+        divergence = report.divergence
+        assert divergence is not None
+        assert divergence.left_way.startswith("window[")
+        assert "the pre-pass raised on the window" in divergence.reason
+        start = int(divergence.left_way.removeprefix("window[").split(":")[0])
+        assert divergence.position == start
+
+    @pytest.mark.parametrize(
+        "path",
+        [
+            *shared_files("fixtures", "recorded", pattern="anthropic*"),
+            *shared_files("fixtures", "recorded", pattern="aisdk*"),
+            *shared_files("fixtures", "recorded", pattern="vercel-langchain*.jsonl"),
+            *shared_files("fixtures", "synthetic", pattern="a[in]*_synth.jsonl"),
+            *shared_files("fixtures", "synthetic", pattern="aisdk_*.jsonl"),
+        ],
+    )
+    def test_fixture(self, path: Path) -> None:
+        """Recorded Anthropic and AI SDK streams, windows wrapped afresh."""
+        protocol = "anthropic" if "anthropic" in path.name else "ai_sdk"
+        chosen = protocol_definitions(protocol)
+        events = load_events(path).events
+        report = check_determinism(
+            events,
+            chosen.definitions,
+            rounds=2,
+            prepare=chosen.prepare,
+            event_type=chosen.event_type,
+        )
+        assert report.ok, report.describe()
+        assert report.events == len(events)
