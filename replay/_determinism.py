@@ -228,11 +228,16 @@ _Difference = tuple[str | None, Any, Any, str]
 
 
 def _compare(
-    left: Sequence[Node], right: Sequence[Node], left_canon: _Canon, right_canon: _Canon
+    left: Sequence[Node],
+    right: Sequence[Node],
+    left_canon: _Canon,
+    right_canon: _Canon,
+    start: int = 0,
 ) -> _Difference | None:
-    """The first node (in seq order) where two views differ, or ``None``: O(n) encodes
-    at worst; ``_Pair`` is the incremental form used while a way runs."""
-    for index in range(max(len(left), len(right))):
+    """The first node (in seq order, from ``start``) where two views differ, or
+    ``None``: O(n) encodes at worst; ``_Pair`` is the incremental form used while a
+    way runs."""
+    for index in range(start, max(len(left), len(right))):
         a = left[index] if index < len(left) else None
         b = right[index] if index < len(right) else None
         if a is None:
@@ -285,7 +290,7 @@ class _Pair:
             a = left[index]
             b = right[index]
             if a.key != b.key or left_canon(a) != right_canon(b):
-                return _compare(left[index:], right[index:], left_canon, right_canon)
+                return _compare(left, right, left_canon, right_canon, index)
         self.left_seen = left
         self.right_seen = right
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from ._kinds import (
     ClockKind,
     GlobalCounterKind,
     MutatingKind,
+    NoteKind,
     RandomKind,
     conversation,
     kinds,
@@ -239,6 +241,22 @@ class TestLargeLogs:
                 dense.divergence.position,
                 dense.divergence.key,
             )
+
+    def test_names_the_seq_where_keys_differ(self) -> None:
+        """A claim id drawn at random: the report names the right seq, late in a view."""
+
+        class RandomId(NoteKind):
+            kind = "random_id"
+
+            def match(self, event: Any) -> Claim | None:
+                if event.get("type") != "note":
+                    return None
+                return Claim(str(random.random()), "start")
+
+        report = check_determinism(conversation(), [*kinds(), RandomId()], ways=["one"])
+        assert report.divergence is not None
+        assert report.divergence.position == FIRST_NOTE
+        assert "seq 4 is random_id:" in report.divergence.reason
 
     def test_bad_samples(self) -> None:
         with pytest.raises(ValueError, match="samples must be >= 1"):
