@@ -157,7 +157,11 @@ def convo_snapshot(request: pytest.FixtureRequest) -> ConvoSnapshot:
 
 @pytest.fixture
 def convo_assert_deterministic(request: pytest.FixtureRequest) -> Callable[..., Report]:
-    """``assert_deterministic(events, definitions, ...)`` seeded by ``--convo-seed``."""
+    """``assert_deterministic(events, definitions, ...)`` seeded by ``--convo-seed``.
+
+    For a protocol set with a pre-pass, pass the raw events and ``prepare=`` (e.g.
+    ``definitions.anthropic.scope``, with ``event_type=definitions.anthropic.event_type``).
+    """
     seed = int(request.config.getoption("--convo-seed"))
 
     def check(
@@ -167,9 +171,16 @@ def convo_assert_deterministic(request: pytest.FixtureRequest) -> Callable[..., 
         ways: Collection[str] = WAYS,
         rounds: int = 3,
         event_type: Callable[[Any], Hashable] | None = None,
+        prepare: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
     ) -> Report:
         return assert_deterministic(
-            _events(log), definitions, seed=seed, ways=ways, rounds=rounds, event_type=event_type
+            _events(log),
+            definitions,
+            seed=seed,
+            ways=ways,
+            rounds=rounds,
+            event_type=event_type,
+            prepare=prepare,
         )
 
     return check

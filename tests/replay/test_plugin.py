@@ -185,3 +185,29 @@ class TestConvoAssertDeterministic:
 def test_help_lists_the_options(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest(*PLUGIN, "--help")
     result.stdout.fnmatch_lines(["*--convo-update-snapshots*", "*--convo-seed*"])
+
+
+def test_assert_deterministic_fixture_takes_a_pre_pass(pytester: pytest.Pytester) -> None:
+    """A protocol set's raw events and its pre-pass go through the fixture."""
+    pytester.makepyfile(
+        test_anthropic="""
+from definitions import anthropic
+
+EVENTS = [
+    {"type": "message_start", "message": {"id": "m1", "type": "message", "role": "assistant",
+     "content": [], "model": "x", "stop_reason": None, "stop_sequence": None,
+     "usage": {"input_tokens": 1, "output_tokens": 1}}},
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}},
+    {"type": "content_block_stop", "index": 0},
+    {"type": "message_stop"},
+]
+
+def test_raw_events(convo_assert_deterministic):
+    report = convo_assert_deterministic(
+        EVENTS, anthropic.DEFINITIONS, prepare=anthropic.scope, event_type=anthropic.event_type
+    )
+    assert report.ok
+"""
+    )
+    pytester.runpytest_inprocess("-p", "no:hypothesispytest").assert_outcomes(passed=1)
