@@ -21,7 +21,19 @@ The parser state is small and shared between versions:
   within a delta the string body is skipped with one regular-expression search.
 
 Work per delta is O(len(delta)) plus O(1) per structural token; a token is
-decoded once, when it ends. ``preview`` (the value so far) is computed on demand
+decoded once, when it ends.
+
+Parsing is deferred until someone looks. ``feed`` only records the delta: a new
+version holds the last parsed version (its *base*) and the text since it (under
+``_LAZY_LIMIT`` characters; a longer pending text is parsed at once). The first read
+of a version (``preview``, ``error``, ``complete``, ``value``, ``finish``, equality)
+parses its pending text in one pass and keeps the result, so a view that reads the
+latest version per frame parses each character once, and a fold that nobody reads
+mid-stream pays one call per delta plus one parse of larger pieces. ``finish`` of a
+document never read mid-stream tries ``json.loads`` first (C speed; same values and
+the same rejections, NaN and Infinity included) and falls back to the incremental
+parser for its error message. Reading old versions costs at most ``_LAZY_LIMIT``
+characters each. ``preview`` (the value so far) is computed on demand
 and cached per version: O(items in the open containers + the partial string),
 which is what rendering that value costs anyway; it is never computed per delta.
 
@@ -78,6 +90,11 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 _LITERALS = {"t": ("true", True), "f": ("false", False), "n": ("null", None)}
 _MISSING: Final[Any] = object()
 _EMPTY = StreamedText()
+# Pending text a version may hold unparsed; longer pending text is parsed in feed.
+_LAZY_LIMIT: Final = 512
+
+
+_new = object.__new__
 
 
 def _reject_constant(name: str) -> Any:
@@ -144,15 +161,18 @@ class PartialJson:
     ``PartialJson().feed('{"a": [1, "b').preview == {"a": [1, "b"]}``. Feeding is
     O(len(delta)) amortized; the parser it was called on is unchanged. Never raises
     on malformed input: ``error`` says what and where, and ``preview`` keeps the
-    valid part. Equal parsers have read texts with the same length and result.
+    valid part. Equal parsers have read texts with the same length and result (failed
+    ones: the same error and preview, whatever text followed the error).
     """
 
     __slots__ = (
+        "_base",
         "_error",
         "_escape",
         "_is_key",
         "_length",
         "_mode",
+        "_pending",
         "_preview",
         "_stack",
         "_token",
@@ -168,8 +188,12 @@ class PartialJson:
     _error: str | None
     _length: int
     _preview: Any
+    _base: PartialJson | None  # None once parsed; else the version to parse _pending on
+    _pending: str
 
     def __init__(self) -> None:
+        self._base = None
+        self._pending = ""
         self._stack = None
         self._mode = _VALUE
         self._token = _EMPTY  # StreamedText of a string/number body; str of a literal
@@ -185,16 +209,22 @@ class PartialJson:
     @property
     def error(self) -> str | None:
         """Why the text is not JSON (with the character position), or ``None``."""
+        if self._base is not None:
+            self._resolve()
         return self._error
 
     @property
     def complete(self) -> bool:
         """Whether a whole top-level value has been read (whitespace may follow)."""
+        if self._base is not None:
+            self._resolve()
         return self._mode == _END
 
     @property
     def value(self) -> Any:
         """The parsed value once ``complete``; raises ``ValueError`` before that."""
+        if self._base is not None:
+            self._resolve()
         if self._mode != _END:
             raise ValueError(self._error or "the JSON document is not complete")
         return self._top
@@ -203,6 +233,8 @@ class PartialJson:
     def preview(self) -> Any:
         """The value read so far, prefix-compatible with the final one; ``None`` when
         nothing is known yet. Shares finished containers with the parser: read-only."""
+        if self._base is not None:
+            self._resolve()
         preview = self._preview
         if preview is _MISSING:
             preview = self._preview = self._build_preview()
@@ -234,17 +266,29 @@ class PartialJson:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PartialJson):
             return NotImplemented
+        if self._base is not None:
+            self._resolve()
+        if other._base is not None:
+            other._resolve()
+        # A failed parser ignores the text after the error, and how much of that it
+        # saw depends on how the text was split: only the error and preview count.
         return (
-            self._length == other._length
-            and self._mode == other._mode
+            self._mode == other._mode
             and self._error == other._error
+            and (self._mode == _ERROR or self._length == other._length)
             and self.preview == other.preview
         )
 
     def __hash__(self) -> int:
+        if self._base is not None:
+            self._resolve()
+        if self._mode == _ERROR:
+            return hash((self._mode, self._error))
         return hash((self._length, self._mode, self._error))
 
     def __repr__(self) -> str:
+        if self._base is not None:
+            self._resolve()
         if self._error is not None:
             return f"PartialJson(error={self._error!r})"
         return f"PartialJson(preview={self.preview!r}, complete={self.complete})"
@@ -254,11 +298,18 @@ class PartialJson:
     def finish(self) -> PartialJson:
         """The parser at the end of the text: a pending top-level number completes;
         anything else unfinished becomes an error ("ends before ...")."""
+        base = self._base
+        if base is not None:
+            if base._length == 0 and base._mode == _VALUE:  # the whole text is pending
+                done = _loads(self._pending)
+                if done is not None:
+                    return done
+            self._resolve()
         mode = self._mode
         if mode in (_END, _ERROR):
             return self
         if mode == _NUMBER and self._stack is None:
-            new = self.feed(" ")
+            new = self._advance(" ")
             new._length -= 1
             return new
         where = "a string" if mode == _STRING else _EXPECTED.get(mode, "a value or closer")
@@ -275,7 +326,9 @@ class PartialJson:
         return new
 
     def _copy(self) -> PartialJson:
-        new = object.__new__(PartialJson)
+        new = _new(PartialJson)
+        new._base = None
+        new._pending = ""
         new._stack = self._stack
         new._mode = self._mode
         new._token = self._token
@@ -289,8 +342,47 @@ class PartialJson:
 
     def feed(self, delta: str) -> PartialJson:
         """This parser after ``delta``; ``self`` when ``delta`` is empty or the parser
-        already failed. O(len(delta)) plus O(1) per token."""
-        if not delta or self._mode == _ERROR:
+        is known to have failed. O(len(delta)) plus O(1) per token, paid when the new
+        version is first read (see the module's theory of operation)."""
+        if not delta:
+            return self
+        base = self._base
+        if base is None:
+            if self._mode == _ERROR:
+                return self
+            base = self
+            pending = delta
+        else:
+            pending = self._pending + delta
+        if len(pending) >= _LAZY_LIMIT:
+            return base._advance(pending)
+        new = _new(PartialJson)
+        new._base = base
+        new._pending = pending
+        new._length = base._length + len(pending)
+        new._preview = _MISSING
+        return new
+
+    def _resolve(self) -> None:
+        """Parse the pending text and keep the result in this version (a cache: the
+        version's value does not change)."""
+        assert self._base is not None
+        done = self._base._advance(self._pending)
+        self._stack = done._stack
+        self._mode = done._mode
+        self._token = done._token
+        self._is_key = done._is_key
+        self._escape = done._escape
+        self._top = done._top
+        self._error = done._error
+        self._length = done._length
+        self._preview = _MISSING
+        self._pending = ""
+        self._base = None  # last: a concurrent reader resolves again until now
+
+    def _advance(self, delta: str) -> PartialJson:
+        """This parsed version after ``delta``, parsed now; ``delta`` is not empty."""
+        if self._mode == _ERROR:
             return self
         stack = self._stack
         mode = self._mode
@@ -457,7 +549,9 @@ class PartialJson:
                 error = _unexpected(char, self._length + i, mode)
                 break
 
-        new = object.__new__(PartialJson)
+        new = _new(PartialJson)
+        new._base = None
+        new._pending = ""
         new._stack = stack
         new._mode = _ERROR if error is not None else mode
         new._token = token
@@ -468,6 +562,20 @@ class PartialJson:
         new._length = self._length + n
         new._preview = _MISSING
         return new
+
+
+def _loads(text: str) -> PartialJson | None:
+    """The finished parser of a whole document by ``json.loads``, or None when the
+    stdlib rejects it (the incremental parser then says why)."""
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return None
+    new = PartialJson()
+    new._mode = _END
+    new._top = value
+    new._length = len(text)
+    return new
 
 
 def _unexpected(char: str, position: int, mode: int) -> str:

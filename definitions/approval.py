@@ -79,7 +79,7 @@ class ApprovalDefinition:
 
     # Claim by ``id``; 'approval.request' opens the node. An attribute, not a method: the
     # engine calls the vocabulary's claim directly, one call less per event.
-    match: Final = _VOCABULARY.claim
+    match: Final = staticmethod(_VOCABULARY.claim)
 
     def start(self, event: Event | dict[str, Any], reader: Reader) -> ApprovalState:
         """A pending approval of the requested action."""

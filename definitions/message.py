@@ -74,6 +74,8 @@ Event: TypeAlias = Start | Delta | End | Abort
 
 _VOCABULARY: Final = Vocabulary(Start, Delta, End, Abort, opens="message.start")
 _TAGS: Final = _VOCABULARY.tags
+_DELTA: Final = "message.delta"
+_PUBLICATION: Final[dict[object, Publication]] = {_DELTA: "animation-frame"}
 
 Status: TypeAlias = Literal["streaming", "done", "aborted"]
 
@@ -98,7 +100,7 @@ class MessageDefinition:
 
     # Claim by ``id``; 'message.start' opens the node. An attribute, not a method: the
     # engine calls the vocabulary's claim directly, one call less per event.
-    match: Final = _VOCABULARY.claim
+    match: Final = staticmethod(_VOCABULARY.claim)
 
     def start(self, event: Event | dict[str, Any], reader: Reader) -> MessageState:
         """A new streaming message with the start's role and initial text."""
@@ -108,14 +110,19 @@ class MessageDefinition:
 
     def update(self, state: MessageState, event: Event | dict[str, Any]) -> MessageState:
         """Append a delta, or close the message on end/abort."""
-        if type(event) is dict:
-            if event["type"] == "message.delta":
-                return _append(state, event.get("text"))
+        # The delta of a streaming message is the hot path: checked inline, one call.
+        cls = type(event)
+        if cls is dict:
+            if event["type"] == _DELTA:  # type: ignore[index]
+                text = event.get("text")  # type: ignore[union-attr]
+                if type(text) is str and state.status == "streaming":
+                    return MessageState(state.role, state.text + text) if text else state
+                return _append(state, text)  # raises, naming the problem
             typed = _typed(event)
+        elif cls is Delta:
+            return _append(state, event.text)  # type: ignore[union-attr]
         else:
             typed = event
-        if isinstance(typed, Delta):
-            return _append(state, typed.text)
         if state.status != "streaming":
             raise ValueError(f"{_TAGS[type(typed)]} for a message that is already {state.status}")
         if isinstance(typed, End):
@@ -124,10 +131,12 @@ class MessageDefinition:
             return MessageState(state.role, state.text, "aborted", typed.reason)
         raise ValueError(f"cannot update a message with {typed!r}")
 
-    def publication(self, event: Event | dict[str, Any]) -> Publication:
+    @staticmethod
+    def publication(event: Event | dict[str, Any]) -> Publication:
         """Deltas wait for the next animation frame; start, end and abort are immediate."""
-        tag = event.get("type") if type(event) is dict else _TAGS.get(type(event))
-        return "animation-frame" if tag == "message.delta" else "immediate"
+        if type(event) is dict:
+            return _PUBLICATION.get(event.get("type"), "immediate")
+        return "animation-frame" if type(event) is Delta else "immediate"
 
     def render_text(self, node: Node) -> str:
         """``role: text``, with the abort reason or an ellipsis while streaming."""

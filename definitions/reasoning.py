@@ -77,6 +77,8 @@ Event: TypeAlias = Start | Delta | Redacted | End
 
 _VOCABULARY: Final = Vocabulary(Start, Delta, Redacted, End, opens="reasoning.start")
 _TAGS: Final = _VOCABULARY.tags
+_DELTA: Final = "reasoning.delta"
+_PUBLICATION: Final[dict[object, Publication]] = {_DELTA: "animation-frame"}
 
 PLACEHOLDERS: Final[dict[str, str]] = {
     "redacted": "[reasoning redacted by the provider: content not shown]",
@@ -106,7 +108,7 @@ class ReasoningDefinition:
 
     # Claim by ``id``; 'reasoning.start' opens the node. An attribute, not a method: the
     # engine calls the vocabulary's claim directly, one call less per event.
-    match: Final = _VOCABULARY.claim
+    match: Final = staticmethod(_VOCABULARY.claim)
 
     def start(self, event: Event | dict[str, Any], reader: Reader) -> ReasoningState:
         """An empty, open reasoning block."""
@@ -115,14 +117,21 @@ class ReasoningDefinition:
 
     def update(self, state: ReasoningState, event: Event | dict[str, Any]) -> ReasoningState:
         """Append a delta, mark the content redacted, or close the block."""
-        if type(event) is dict:
-            if event["type"] == "reasoning.delta":
-                return _append(state, event.get("text"))
+        # The delta of an open block is the hot path: checked inline, one call.
+        cls = type(event)
+        if cls is dict:
+            if event["type"] == _DELTA:  # type: ignore[index]
+                text = event.get("text")  # type: ignore[union-attr]
+                if type(text) is str and not state.done:
+                    if not text:
+                        return state
+                    return ReasoningState(state.text + text, False, state.redacted, state.data)
+                return _append(state, text)  # raises, naming the problem
             typed = _typed(event)
+        elif cls is Delta:
+            return _append(state, event.text)  # type: ignore[union-attr]
         else:
             typed = event
-        if isinstance(typed, Delta):
-            return _append(state, typed.text)
         if state.done:
             raise ValueError(f"{_TAGS[type(typed)]} for a reasoning block that already ended")
         if isinstance(typed, Redacted):
@@ -131,10 +140,12 @@ class ReasoningDefinition:
             return ReasoningState(state.text, True, state.redacted, state.data)
         raise ValueError(f"cannot update reasoning with {typed!r}")
 
-    def publication(self, event: Event | dict[str, Any]) -> Publication:
+    @staticmethod
+    def publication(event: Event | dict[str, Any]) -> Publication:
         """Deltas wait for the next animation frame; the other events are immediate."""
-        tag = event.get("type") if type(event) is dict else _TAGS.get(type(event))
-        return "animation-frame" if tag == "reasoning.delta" else "immediate"
+        if type(event) is dict:
+            return _PUBLICATION.get(event.get("type"), "immediate")
+        return "animation-frame" if type(event) is Delta else "immediate"
 
     def render_text(self, node: Node) -> str:
         """``reasoning: text``, then the placeholder when content is hidden."""

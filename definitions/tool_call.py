@@ -109,6 +109,7 @@ _VOCABULARY: Final = Vocabulary(
 )
 _TAGS: Final = _VOCABULARY.tags
 _DELTA: Final = "tool_call.arguments_delta"
+_PUBLICATION: Final[dict[object, Publication]] = {_DELTA: "animation-frame"}
 
 Status: TypeAlias = Literal["streaming", "ready", "invalid", "done", "failed", "denied"]
 _FINAL: Final = frozenset({"done", "failed", "denied"})
@@ -152,7 +153,7 @@ class ToolCallDefinition:
 
     # Claim by ``id``; 'tool_call.start' opens the node. An attribute, not a method: the
     # engine calls the vocabulary's claim directly, one call less per event.
-    match: Final = _VOCABULARY.claim
+    match: Final = staticmethod(_VOCABULARY.claim)
 
     def start(self, event: Event | dict[str, Any], reader: Reader) -> ToolCallState:
         """A call of the named tool whose arguments are about to stream."""
@@ -162,14 +163,23 @@ class ToolCallDefinition:
 
     def update(self, state: ToolCallState, event: Event | dict[str, Any]) -> ToolCallState:
         """Extend or finish the arguments, or record the outcome."""
-        if type(event) is dict:
-            if event["type"] == _DELTA:
-                return _append(state, event.get("text"))
+        # An arguments delta of a streaming call is the hot path: checked inline.
+        cls = type(event)
+        if cls is dict:
+            if event["type"] == _DELTA:  # type: ignore[index]
+                text = event.get("text")  # type: ignore[union-attr]
+                if type(text) is str and state.status == "streaming":
+                    if not text:
+                        return state
+                    return ToolCallState(
+                        state.name, state.arguments + text, state.parser.feed(text)
+                    )
+                return _append(state, text)  # raises, naming the problem
             typed = _typed(event)
+        elif cls is ArgumentsDelta:
+            return _append(state, event.text)  # type: ignore[union-attr]
         else:
             typed = event
-        if isinstance(typed, ArgumentsDelta):
-            return _append(state, typed.text)
         tag = _TAGS[type(typed)]
         if state.status in _FINAL:
             raise ValueError(f"{tag} for a tool call that is already {state.status}")
@@ -196,10 +206,12 @@ class ToolCallDefinition:
             return msgspec.structs.replace(state, status="denied", reason=typed.reason)
         raise ValueError(f"cannot update a tool call with {typed!r}")
 
-    def publication(self, event: Event | dict[str, Any]) -> Publication:
+    @staticmethod
+    def publication(event: Event | dict[str, Any]) -> Publication:
         """Argument deltas wait for the next animation frame; the rest is immediate."""
-        tag = event.get("type") if type(event) is dict else _TAGS.get(type(event))
-        return "animation-frame" if tag == _DELTA else "immediate"
+        if type(event) is dict:
+            return _PUBLICATION.get(event.get("type"), "immediate")
+        return "animation-frame" if type(event) is ArgumentsDelta else "immediate"
 
     def render_text(self, node: Node) -> str:
         """A header line (tool, id, status), then the arguments and the outcome."""
