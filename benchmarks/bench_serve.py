@@ -9,7 +9,9 @@ prints updates delivered per second and the server's CPU time per event.
     python benchmarks/bench_serve.py [--conversations 100] [--rounds 40] [--deltas 10]
 
 Needs the ``serve`` and ``serve-test`` extras (uvicorn, httpx). Linux only (server CPU
-time is read from /proc).
+time is read from /proc). The reference, measured in the same run, is the CPU time of
+folding the same events in this process with no server: the ratio is what serving
+(SQLite, rendering, SSE) costs on top of the fold.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from pathlib import Path
 
 import httpx
 
-from replay import EventStore
+from definitions import builtin
+from replay import EventStore, replay
 
 ROOT = Path(__file__).parents[1]
 GUARD = 120.0
@@ -126,6 +129,27 @@ async def main(args: argparse.Namespace) -> None:
     print(f"server CPU             {cpu:.2f} s  ({100 * cpu / elapsed:.0f}% of one core)")
     print(f"server CPU per event   {1e6 * cpu / events:.1f} us")
     print(f"server CPU per update  {1e6 * cpu / updates:.1f} us")
+    reference = fold_cpu_per_event(args.rounds, args.deltas)
+    print(f"reference: the same events folded in process, no server: {1e6 * reference:.2f} us")
+    print(f"server CPU per event / in-process fold: {cpu / events / reference:.1f}x")
+
+
+def fold_cpu_per_event(rounds: int, deltas: int) -> float:
+    """CPU seconds per event to fold one conversation's events in this process."""
+    events: list[dict[str, str]] = [{"type": "message.start", "id": "m", "role": "ai"}]
+    events += [
+        {"type": "message.delta", "id": "m", "text": f"tok{round_}.{i} "}
+        for round_ in range(rounds)
+        for i in range(deltas)
+    ]
+    events.append({"type": "message.end", "id": "m"})
+    best = float("inf")
+    for _ in range(5):
+        started = time.process_time()
+        for _ in range(20):
+            replay(events, builtin.DEFINITIONS)
+        best = min(best, (time.process_time() - started) / (20 * len(events)))
+    return best
 
 
 if __name__ == "__main__":
