@@ -143,7 +143,9 @@ class ConversationEngine:
         If event *k* fails, events before it stay folded (and are published), event
         *k* leaves no trace, later events are not folded, and the error is raised.
         """
-        with self._lock:
+        # acquire/release rather than ``with``: ~750 CPU instructions less per push.
+        self._lock.acquire()
+        try:
             fold = self._fold
             if fold.busy:
                 raise UsageError(
@@ -171,6 +173,8 @@ class ConversationEngine:
             # changes, needs no publication work: skip the call.
             if not self._depth and (fold.level != FRAME or self._frame is None or self._frame_due):
                 self._publish()
+        finally:
+            self._lock.release()
 
     def _fold_hooked(self, events: Iterable[object], hooks: _Hooks) -> None:
         fold = self._fold
