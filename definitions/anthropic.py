@@ -25,12 +25,15 @@ restarts that message in place (engine rule 4).
 
 Live users wrap their stream: ``engine.push_many(scope(events))``, or keep one
 ``Scoper`` and call ``scoper(event)`` per event. Route with
-``event_type=anthropic.event_type`` (the inner event's type); the definitions
-also list ``Scoped`` in ``event_types``, so ``definitions.event_type`` works too.
+``event_type=anthropic.event_type`` (the inner event's type): the block
+definition's publication is a mapping from that type, which the engine resolves
+once per type, and which needs the engine's ``event_type``.
 
-Per delta the work is one envelope, one claim and one new frozen state whose text
-is a ``StreamedText`` append; tool input JSON is parsed once, when ``messages()``
-rebuilds (``definitions._partial_json``, jiter's partial-mode semantics).
+Per delta the work is one envelope (which carries the block's claim, made once per
+block by the scoper), one attribute read to claim it and one new frozen state whose
+text is a ``StreamedText`` append; tool input JSON is parsed once, when
+``messages()`` rebuilds (``definitions._partial_json``, jiter's partial-mode
+semantics).
 
 ``messages(nodes)`` rebuilds the SDK's ``Message`` dicts (as
 ``accumulate_event`` + ``to_dict(mode="json")`` give them), one per message in
@@ -47,7 +50,7 @@ from typing import Any, Final
 
 import msgspec
 
-from engine import Claim, Node, create_conversation_engine
+from engine import Claim, Node, Publication, create_conversation_engine
 
 from ._partial_json import PartialJSONError, parse_partial_json
 from ._routing import event_type as _event_type
@@ -76,27 +79,56 @@ class Scoped(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """A raw Anthropic event and the id of the message it belongs to.
 
     ``message_id`` is ``None`` for events before the first ``message_start`` the
-    scoper saw (a window cut mid-message): no definition claims those.
+    scoper saw (a window cut mid-message): no definition claims those. ``block`` is
+    the block definition's claim for a ``content_block_*`` event with an int
+    ``index`` in a scoped message, made once per block by the scoper (a delta's
+    claim is then one attribute read, with no id formatted per delta); ``None``
+    otherwise, and ``match`` works the claim out from the event.
     """
 
     message_id: str | None
     event: dict[str, Any]
+    block: Claim | None = None
 
 
 class Scoper:
     """Names the message of each event of one stream, in order (see ``scope``)."""
 
-    __slots__ = ("message_id",)
+    __slots__ = ("_claims", "message_id")
 
     def __init__(self) -> None:
         self.message_id: str | None = None
+        # the current message's block update claims by index
+        self._claims: dict[int, Claim] = {}
 
     def __call__(self, event: dict[str, Any]) -> Scoped:
         """Wrap ``event``; a ``message_start`` makes its id the current scope."""
-        if event.get("type") == "message_start":
+        kind = event.get("type")
+        if kind == "message_start":
             message = event.get("message") or {}
             self.message_id = str(message.get("id") or "")
-        return Scoped(self.message_id, event)
+            self._claims = {}
+        return _wrap(self.message_id, event, kind, self._claims)
+
+
+def _wrap(
+    message_id: str | None, event: dict[str, Any], kind: object, claims: dict[int, Claim]
+) -> Scoped:
+    """``Scoped`` with the block claim of a ``content_block_*`` event."""
+    if message_id is None:
+        return Scoped(None, event)
+    if kind == "content_block_delta" or kind == "content_block_stop":
+        index = event.get("index")
+        if type(index) is int:  # other indexes are left to match (and its errors)
+            claim = claims.get(index)
+            if claim is None:
+                claim = claims[index] = Claim(f"{message_id}/{index}", "update")
+            return Scoped(message_id, event, claim)
+    elif kind == "content_block_start":
+        index = event.get("index")
+        if type(index) is int:
+            return Scoped(message_id, event, Claim(f"{message_id}/{index}", "start"))
+    return Scoped(message_id, event)
 
 
 def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
@@ -105,14 +137,24 @@ def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
     ``ping`` events are dropped (the SDK drops them before folding too).
     """
     message_id: str | None = None
+    claims: dict[int, Claim] = {}
     for event in events:
         kind = event.get("type")
-        if kind == "message_start":
+        if kind == "content_block_delta":  # the hot path, inline
+            index = event.get("index")
+            if message_id is not None and type(index) is int:
+                claim = claims.get(index)
+                if claim is None:
+                    claim = claims[index] = Claim(f"{message_id}/{index}", "update")
+                yield Scoped(message_id, event, claim)
+                continue
+        elif kind == "message_start":
             message = event.get("message") or {}
             message_id = str(message.get("id") or "")
+            claims = {}
         elif kind == "ping":
             continue
-        yield Scoped(message_id, event)
+        yield _wrap(message_id, event, kind, claims)
 
 
 def event_type(event: object) -> Hashable:
@@ -155,7 +197,8 @@ _MESSAGE_TYPES: Final = frozenset({"message_start", "message_delta", "message_st
 _BLOCK_TYPES: Final = frozenset(
     {"content_block_start", "content_block_delta", "content_block_stop"}
 )
-_BLOCK_PUBLICATION: Final = {
+_replace: Final = msgspec.structs.replace
+_BLOCK_PUBLICATION: Final[dict[Hashable, Publication]] = {
     "content_block_start": "immediate",
     "content_block_delta": "animation-frame",
     "content_block_stop": "immediate",
@@ -238,12 +281,16 @@ class BlockDefinition:
     kind = "anthropic_block"
     event_types = _BLOCK_TYPES | {Scoped}
 
-    def publication(self, event: Scoped) -> str:
-        """Deltas wait for a frame; block starts and stops are published at once."""
-        return _BLOCK_PUBLICATION.get(event.event["type"], "immediate")
+    # Per event type, resolved by the engine once per route: no call per delta. It
+    # needs the engine's event_type (anthropic.event_type, as fold() and replay pass).
+    publication: Final = _BLOCK_PUBLICATION
 
-    def match(self, event: Scoped) -> Claim | None:
+    @staticmethod
+    def match(event: Scoped) -> Claim | None:
         """Start on ``content_block_start``; update on its deltas and stop."""
+        claim = event.block
+        if claim is not None:  # made by the scoper
+            return claim
         message_id = event.message_id
         if message_id is None:
             return None
@@ -272,32 +319,15 @@ class BlockDefinition:
         delta = raw["delta"]
         kind = delta["type"]
         block_type = state.block.get("type")
+        # replace() builds the 8-field state in C: cheaper than passing every field
         if kind == "text_delta":
             if block_type != "text":
                 return state
-            return BlockState(
-                state.message_id,
-                state.index,
-                state.block,
-                state.text + delta["text"],
-                state.partial_json,
-                state.citations,
-                state.signature,
-                state.stopped,
-            )
+            return _replace(state, text=state.text + delta["text"])
         if kind == "input_json_delta":
             if block_type not in _TRACKS_INPUT:
                 return state
-            return BlockState(
-                state.message_id,
-                state.index,
-                state.block,
-                state.text,
-                state.partial_json + delta["partial_json"],
-                state.citations,
-                state.signature,
-                state.stopped,
-            )
+            return _replace(state, partial_json=state.partial_json + delta["partial_json"])
         if kind == "thinking_delta":
             if block_type != "thinking":
                 return state
