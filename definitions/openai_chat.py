@@ -57,6 +57,7 @@ __all__ = [
 ]
 
 _EMPTY = StreamedText()
+_replace: Final = msgspec.structs.replace
 # Pairs (value, previous) form an immutable list with O(1) append.
 _Cons = tuple[Any, Any] | None
 
@@ -268,6 +269,32 @@ class CompletionDefinition:
     def update(self, state: CompletionState, event: ScopedChunk) -> CompletionState:
         """Fold one more chunk: its choices' deltas, its usage and fingerprint."""
         chunk = event.chunk
+        choices = state.choices
+        raw = chunk.get("choices")
+        # The common chunk, inline: one choice appending content to a one-choice
+        # completion (what _choice does for it, without its general bookkeeping).
+        if type(raw) is list and len(raw) == 1 and len(choices) == 1:
+            choice = raw[0]
+            old = choices[0]
+            if old is not None and type(choice) is dict:
+                delta = choice.get("delta")
+                if (
+                    type(delta) is dict
+                    and len(delta) == 1
+                    and choice.get("index") == 0
+                    and choice.get("logprobs") is None
+                    and not choice.get("finish_reason")
+                ):
+                    value = delta.get("content")
+                    content = old.content  # not None: "content" is in has_message
+                    if type(value) is str and content is not None:
+                        return CompletionState(
+                            state.first,
+                            (_replace(old, content=content + value),),
+                            state.chunks + 1,
+                            chunk.get("usage"),
+                            chunk.get("system_fingerprint"),
+                        )
         return CompletionState(
             state.first,
             _fold_choices(state.choices, chunk),
