@@ -471,9 +471,12 @@ class PartialJson:
                 need = target[len(token) :]
                 piece = delta[i : i + len(need)]
                 if not need.startswith(piece):
+                    # up to the first wrong character: the message must not depend
+                    # on how the text was split into deltas
+                    wrong = next(k for k, char in enumerate(piece) if char != need[k])
                     error = (
-                        f"invalid literal {(token + piece)!r} at position {self._length + i}; "
-                        f"expected {target!r}"
+                        f"invalid literal {(token + piece[: wrong + 1])!r} at position "
+                        f"{self._length + i + wrong}; expected {target!r}"
                     )
                     break
                 token = token + piece

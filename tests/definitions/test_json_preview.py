@@ -252,3 +252,83 @@ class TestLinear:
         assert whole == pieces
         assert hash(whole) == hash(pieces)
         assert whole != PartialJson().feed(text + "e")
+
+
+def eager(text: str, cuts: list[int]) -> list[PartialJson]:
+    """``feed_all`` with every version read as soon as it is made (nothing deferred)."""
+    out = [PartialJson()]
+    previous = 0
+    for cut in [*sorted(cuts), len(text)]:
+        parser = out[-1].feed(text[previous:cut])
+        _ = parser.preview
+        out.append(parser)
+        previous = cut
+    return out
+
+
+class TestDeferred:
+    """Parsing waits for a read; when and in what order versions are read never
+    changes what they hold."""
+
+    @settings(max_examples=100)
+    @given(documents, st.data())
+    def test_read_order_does_not_matter(self, doc: tuple[Any, str], data: Any) -> None:
+        _, text = doc
+        cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=12))
+        lazy = feed_all(text, cuts)
+        order = data.draw(st.permutations(range(len(lazy))))
+        for index in order:  # read in a random order, some versions never before
+            _ = lazy[index].preview
+        for read_late, read_early in zip(lazy, eager(text, cuts), strict=True):
+            assert read_late == read_early
+            assert same(read_late.preview, read_early.preview)
+        assert same(lazy[-1].finish().value, eager(text, cuts)[-1].finish().value)
+
+    @settings(max_examples=100)
+    @given(documents, st.data())
+    def test_finish_unread_and_read_agree_on_mutated_text(
+        self, doc: tuple[Any, str], data: Any
+    ) -> None:
+        """``finish`` of a never-read text (json.loads first) and of one read mid-way
+        (incremental) give equal parsers, the same value or the same error."""
+        _, text = doc
+        position = data.draw(st.integers(0, len(text)))
+        insert = data.draw(st.sampled_from(["", "x", ",", "]", '"', "\\", "NaN", "1e400"]))
+        mutated = text[:position] + insert + text[position:]
+        cut = data.draw(st.integers(0, len(mutated)))
+        unread = PartialJson().feed(mutated[:cut]).feed(mutated[cut:]).finish()
+        read = PartialJson().feed(mutated[:cut])
+        _ = read.preview
+        read = read.feed(mutated[cut:]).finish()
+        assert unread == read
+        assert unread.error == read.error
+        if read.error is None:
+            assert same(unread.value, read.value)
+
+    def test_failed_parsers_compare_by_error_and_preview(self) -> None:
+        """How much text after an error a version saw depends on the split: ignored."""
+        whole = PartialJson().feed('{"a": 1 x} more')
+        split = PartialJson().feed('{"a": 1 x')
+        _ = split.error  # read: later feeds return it unchanged
+        split = split.feed("} more")
+        assert whole.error == split.error
+        assert whole == split
+        assert hash(whole) == hash(split)
+
+    def test_long_pending_text_is_parsed_in_feed(self) -> None:
+        parser = PartialJson().feed('["' + "x" * 600)
+        assert parser._base is None  # over the limit: parsed now, not deferred
+        short = PartialJson().feed("[1, ")
+        assert short._base is not None
+        assert short.preview == [1]
+        assert short._base is None  # the read kept its result
+
+    def test_deep_nesting_finishes_without_recursion(self) -> None:
+        text = "[" * 5000 + "]" * 5000
+        parser = PartialJson().feed(text[:300]).feed(text[300:]).finish()
+        assert PartialJson().feed("[" * 200 + "]" * 200).finish().error is None
+        assert parser.error is None
+        value = parser.value
+        for _ in range(4999):
+            value = value[0]
+        assert value == []
