@@ -147,3 +147,36 @@ def test_partial_json_agrees_with_jiter(value: dict[str, Any], cut: int, ascii_o
 
     text = json.dumps(value, ensure_ascii=ascii_only)[:cut]
     assert parse_partial_json(text) == from_json(text.encode(), partial_mode=True)
+
+
+def test_a_hand_built_envelope_without_a_block_claim_folds_the_same() -> None:
+    """``Scoped(message_id, event)`` built by hand (block=None) matches what scope() builds."""
+    events = [
+        {
+            "type": "message_start",
+            "message": {
+                "id": "m1",
+                "type": "message",
+                "role": "assistant",
+                "content": [],
+                "model": "x",
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            },
+        },
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_stop"},
+    ]
+    scoped = list(anthropic.scope(events))
+    assert any(envelope.block is not None for envelope in scoped)
+    by_hand = [anthropic.Scoped(envelope.message_id, envelope.event) for envelope in scoped]
+    engines = []
+    for envelopes in (scoped, by_hand):
+        engine = create_conversation_engine(anthropic.DEFINITIONS, event_type=anthropic.event_type)
+        engine.push_many(envelopes)
+        engines.append(anthropic.messages(engine.nodes()))
+    assert engines[0] == engines[1]
+    assert engines[0][0]["content"][0]["text"] == "hi"

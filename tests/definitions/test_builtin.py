@@ -287,3 +287,20 @@ class TestLinearFolding:
         message, reasoning, call = engine.nodes()
         assert len(message.state.text) == len(reasoning.state.text) == 8 * n
         assert call.state.input == {"content": 'ab"def ' * n}
+
+
+class TestClaimCache:
+    """The shared cache of update claims never changes what a claim says."""
+
+    def test_claims_stay_right_across_cache_clears(self) -> None:
+        from definitions import _vocabulary
+        from definitions.message import DEFINITION as message
+
+        ids = [f"m{i}" for i in range(_vocabulary._CLAIM_CACHE_SIZE * 2 + 7)]
+        for id in ids:  # more distinct ids than the cache holds: it is cleared twice
+            claim = message.match({"type": "message.delta", "id": id, "text": "x"})
+            assert (claim.id, claim.role) == (id, "update")
+        again = message.match({"type": "message.delta", "id": ids[0], "text": "x"})
+        assert (again.id, again.role) == (ids[0], "update")
+        start = message.match({"type": "message.start", "id": ids[0]})
+        assert (start.id, start.role) == (ids[0], "start")
