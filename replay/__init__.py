@@ -12,7 +12,6 @@ of replaying it agrees; ``render_json``/``render_text``/``render_html`` render v
 
 from ._detect import PROTOCOLS as PROTOCOLS
 from ._detect import DefinitionSet as DefinitionSet
-from ._detect import DefinitionSpecError as DefinitionSpecError
 from ._detect import Detection as Detection
 from ._detect import detect_protocol as detect_protocol
 from ._detect import load_definitions as load_definitions
@@ -23,27 +22,28 @@ from ._determinism import Divergence as Divergence
 from ._determinism import Report as Report
 from ._determinism import assert_deterministic as assert_deterministic
 from ._determinism import check_determinism as check_determinism
+from ._errors import ConcurrencyError as ConcurrencyError
+from ._errors import DefinitionSpecError as DefinitionSpecError
+from ._errors import LogError as LogError
+from ._errors import RenderError as RenderError
+from ._errors import ReplayError as ReplayError
+from ._errors import StoreBusyError as StoreBusyError
+from ._errors import StoreError as StoreError
 from ._formats import Format as Format
 from ._formats import Loaded as Loaded
 from ._formats import load_events as load_events
 from ._log import Entry as Entry
 from ._log import Log as Log
-from ._log import LogError as LogError
 from ._log import LogWriter as LogWriter
-from ._log import ReplayError as ReplayError
 from ._log import read_log as read_log
 from ._log import write_log as write_log
-from ._render import RenderError as RenderError
 from ._render import render_json as render_json
 from ._render_html import HtmlRenderer as HtmlRenderer
 from ._render_html import render_html as render_html
 from ._render_text import render_text as render_text
 from ._render_text import strip_controls as strip_controls
 from ._replay import replay as replay
-from ._store import ConcurrencyError as ConcurrencyError
 from ._store import EventStore as EventStore
-from ._store import StoreBusyError as StoreBusyError
-from ._store import StoreError as StoreError
 
 __all__ = [
     "PROTOCOLS",

@@ -32,18 +32,18 @@ from engine import ConversationError, Node, create_conversation_engine
 
 from ._detect import (
     DefinitionSet,
-    DefinitionSpecError,
     detect_protocol,
     load_definitions,
     protocol_definitions,
 )
 from ._determinism import check_determinism
+from ._errors import DefinitionSpecError, LogError, StoreError
 from ._formats import Loaded, load_events
-from ._log import Entry, LogError
+from ._log import Entry
 from ._render import render_json
 from ._render_html import render_html
 from ._render_text import render_text
-from ._store import EventStore, StoreError
+from ._store import EventStore
 
 __all__ = ["main"]
 

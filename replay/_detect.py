@@ -41,13 +41,12 @@ import attrs
 from definitions import event_type as shared_event_type
 from engine import Node
 
-from ._log import ReplayError
+from ._errors import DefinitionSpecError
 from ._replay import replay
 
 __all__ = [
     "PROTOCOLS",
     "DefinitionSet",
-    "DefinitionSpecError",
     "Detection",
     "detect_protocol",
     "load_definitions",
@@ -247,19 +246,6 @@ def detect_protocol(events: Iterable[Any]) -> Detection:
 
 
 # -- definition sets -------------------------------------------------------------------
-
-
-class DefinitionSpecError(ReplayError, ValueError):
-    """A definitions spec (``MODULE`` or ``MODULE:ATTR``) could not be loaded.
-
-    ``spec`` is the spec as given; the message starts ``cannot import '<spec>':`` and
-    says why (the import failed, the attribute is missing, the value is not
-    definitions). The import's own exception, if any, is ``__cause__``.
-    """
-
-    def __init__(self, spec: str, reason: str) -> None:
-        super().__init__(f"cannot import {spec!r}: {reason}")
-        self.spec = spec
 
 
 def _identity(events: Iterable[Any]) -> Iterable[Any]:

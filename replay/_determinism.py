@@ -73,6 +73,7 @@ import msgspec
 from engine import ConversationEngine, ConversationError, ManualScheduler, Node
 from engine import create_conversation_engine as _create
 
+from ._errors import ReplayError
 from ._render import state_json
 
 __all__ = [
@@ -151,7 +152,7 @@ class Report:
         return f"{head}\n{self.divergence.describe()}"
 
 
-class DeterminismError(AssertionError):
+class DeterminismError(ReplayError, AssertionError):
     """``assert_deterministic`` found two ways of replaying a log that disagree.
 
     ``report`` is the full ``Report``; the message is its description.

@@ -27,8 +27,8 @@ from typing import Any, Literal
 import attrs
 import msgspec
 
+from ._errors import LogError
 from ._log import (
-    LogError,
     Source,
     decode_lines,
     line_error,

@@ -28,14 +28,12 @@ from typing import IO, Any, BinaryIO, Generic, Literal, TypeVar, overload
 import attrs
 import msgspec
 
-from engine import ConversationError
+from ._errors import LogError
 
 __all__ = [
     "Entry",
     "Log",
-    "LogError",
     "LogWriter",
-    "ReplayError",
     "Source",
     "read_log",
     "write_log",
@@ -46,36 +44,6 @@ Source = str | os.PathLike[str] | bytes | BinaryIO
 
 T = TypeVar("T")
 EventT = TypeVar("EventT")
-
-
-class ReplayError(ConversationError):
-    """Root of the errors raised by ``replay`` (logs, stores)."""
-
-
-class LogError(ReplayError, ValueError):
-    """A line (or frame) of a log or recording could not be decoded.
-
-    ``path`` names the file (``None`` for an unnamed stream), ``line`` and ``column``
-    are 1-based (the column counts characters; 1 when msgspec gives no offset),
-    ``truncated`` is true for an unterminated last line, the trace of a crash while
-    appending. The message says all of that and what was expected; msgspec's own
-    location (``- at `$.position```) is kept at its end.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: str | None,
-        line: int,
-        column: int,
-        truncated: bool = False,
-    ) -> None:
-        super().__init__(message)
-        self.path = path
-        self.line = line
-        self.column = column
-        self.truncated = truncated
 
 
 class Entry(msgspec.Struct, Generic[EventT], frozen=True, omit_defaults=True, gc=False):

@@ -19,21 +19,9 @@ import msgspec
 from definitions import StreamedText
 from engine import Node
 
-from ._log import ReplayError
+from ._errors import RenderError
 
-__all__ = ["RenderError", "render_json"]
-
-
-class RenderError(ReplayError):
-    """A node could not be rendered: its definition's render member raised, or its
-    state has no JSON form. ``kind``, ``key`` and ``method`` say where; the original
-    exception is ``__cause__``."""
-
-    def __init__(self, message: str, *, kind: str, key: str, method: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.key = key
-        self.method = method
+__all__ = ["render_json"]
 
 
 def _enc_hook(value: Any) -> Any:

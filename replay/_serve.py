@@ -66,9 +66,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from definitions import builtin, event_type
 from engine import AsyncioScheduler, ConversationError, Node, create_conversation_engine
 
-from ._render import RenderError
+from ._errors import ConcurrencyError, RenderError, StoreBusyError
 from ._render_html import HtmlRenderer
-from ._store import ConcurrencyError, EventStore, StoreBusyError
+from ._store import EventStore
 
 __all__ = ["CSP", "Live", "create_app", "parse_events"]
 

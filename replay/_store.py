@@ -21,9 +21,12 @@ from typing import Any
 
 import msgspec
 
-from ._log import Entry, ReplayError
+from ._errors import ConcurrencyError, StoreBusyError
+from ._log import Entry
 
-__all__ = ["ConcurrencyError", "EventStore", "StoreBusyError", "StoreError"]
+__all__ = [
+    "EventStore",
+]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -41,35 +44,6 @@ CREATE TABLE IF NOT EXISTS conversations (
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
-
-
-class StoreError(ReplayError):
-    """The event store refused or failed an operation."""
-
-
-class ConcurrencyError(StoreError):
-    """An append expected a conversation's length that it no longer has; nothing was written.
-
-    ``conversation``, ``expected`` (the caller's ``expected_position``) and ``actual``
-    (the length found) say which; read the new events and retry.
-    """
-
-    def __init__(self, conversation: str, expected: int, actual: int) -> None:
-        super().__init__(
-            f"conversation {conversation!r}: expected to append at position {expected}, "
-            f"but it has {actual} events (another writer appended first); nothing was written"
-        )
-        self.conversation = conversation
-        self.expected = expected
-        self.actual = actual
-
-
-class StoreBusyError(StoreError):
-    """Another connection held the write lock for longer than the busy timeout.
-
-    Nothing was written; the append may be retried as it is. ``__cause__`` is
-    SQLite's error.
-    """
 
 
 class EventStore:
