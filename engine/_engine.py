@@ -329,6 +329,11 @@ class ConversationEngine:
             return
         fold = self._fold
         fold.level = NOT_ACCEPTED  # what is pending is delivered now
+        if not self._listeners and not self._hooks.publish:
+            # Nobody to tell: skip the O(n) snapshot. A later subscriber hears of the
+            # next change, with nodes() as it is then.
+            self._notified_version = fold.version
+            return
         self._notifying = True
         failure: tuple[Listener, Exception] | None = None  # the first listener to raise
         try:

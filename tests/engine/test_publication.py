@@ -224,6 +224,16 @@ class TestListeners:
         assert scheduler.requested == 0
         assert engine.statistics().notifications == 0
 
+    def test_no_subscriber_builds_no_snapshot_for_immediate_changes(self) -> None:
+        engine = create_conversation_engine(tallies())
+        engine.push_many([ev("a", "start", "1"), ev("a", "update", "1")])
+        assert engine._fold.cached is None  # nobody asked for nodes(): none were built
+        assert engine.statistics().notifications == 0
+        seen: list[Any] = []
+        engine.subscribe(seen.append)
+        engine.push(ev("a", "update", "1"))  # the first notification carries everything
+        assert [n.state.total for n in seen[-1]] == [3]
+
     def test_listener_must_be_callable(self) -> None:
         engine = create_conversation_engine(tallies())
         with pytest.raises(RegistrationError):
