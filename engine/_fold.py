@@ -49,7 +49,13 @@ from bisect import bisect_left
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Final
 
-from ._errors import DefinitionError, EventError, RegistrationError, UsageError
+from ._errors import (
+    ConversationError,
+    DefinitionError,
+    EventError,
+    RegistrationError,
+    UsageError,
+)
 from ._types import Claim, Node
 
 NOT_ACCEPTED: Final = -1
@@ -344,6 +350,7 @@ class Fold:
         first_state: Any = None
         first_node: Node | None = None
         more: list[tuple[_Record, Any, Node | None]] | None = None
+        failure: BaseException | None = None
         self.busy = True
         try:
             for event in events:
@@ -425,19 +432,21 @@ class Fold:
                     for change in reversed(more):
                         self._undo(*change)
                 self._undo(first, first_state, first_node)
-            self._commit(position + 1, accepted, level, None, None)  # failed one consumed
-            if not isinstance(exc, Exception):
-                raise
-            if entry is None:  # routing failed, before any definition ran
-                if isinstance(exc, EventError):
-                    raise
-                raise EventError(
-                    f"event_type() failed for event #{position}: {exc!r}", position=position
-                ) from exc
-            raise _definition_error(exc, entry, method, position, claim, record) from (
-                None if isinstance(exc, _BadClaim) else exc
-            )
-        self._commit(position, accepted, level, first, more)
+                first = more = None
+            failure = exc
+        # One commit for both paths (inline: for push() it runs once per event). On a
+        # failure it records the events before it; the failed one changed nothing.
+        self.busy = False
+        self.position = position if failure is None else position + 1
+        if accepted:
+            self.version += accepted
+            self.cached = None
+            if level > self.level:
+                self.level = level
+        self.last_first = first
+        self.last_more = more
+        if failure is not None:
+            raise _failure(failure, entry, method, position, claim, record)
 
     def _new_record(self, entry: _Registered, claim: Claim, event: object) -> _Record:
         id = claim.id
@@ -456,25 +465,6 @@ class Fold:
         self.dirty.append(record)
         entry.open[id] = record
         return record
-
-    def _commit(
-        self,
-        position: int,
-        accepted: int,
-        level: int,
-        first: _Record | None,
-        more: list[tuple[_Record, Any, Node | None]] | None,
-    ) -> None:
-        """Record what a batch folded (on a failure, the events before it)."""
-        self.busy = False
-        self.position = position
-        if accepted:
-            self.version += accepted
-            self.cached = None
-            if level > self.level:
-                self.level = level
-        self.last_first = first
-        self.last_more = more
 
     def _undo(self, record: _Record, old: Any, node: Node | None) -> None:
         if old is _NEW:
@@ -503,6 +493,30 @@ class Fold:
         self.dirty.clear()
         cached = self.cached = tuple(nodes_list)  # type: ignore[arg-type]
         return cached
+
+
+def _failure(
+    exc: BaseException,
+    entry: _Registered | None,
+    method: str,
+    position: int,
+    claim: object,
+    record: _Record | None,
+) -> BaseException:
+    """The exception to raise for ``exc``, raised while folding event ``position``."""
+    if not isinstance(exc, Exception):
+        return exc  # KeyboardInterrupt and the like go up as they are
+    error: ConversationError
+    if entry is None:  # routing failed, before any definition ran
+        if isinstance(exc, EventError):
+            return exc
+        error = EventError(f"event_type() failed for event #{position}: {exc!r}", position=position)
+    else:
+        error = _definition_error(exc, entry, method, position, claim, record)
+        if isinstance(exc, _BadClaim):
+            return error  # the message says it all; the internal class is no cause
+    error.__cause__ = exc
+    return error
 
 
 class _BadClaim(Exception):
