@@ -29,7 +29,7 @@ from typing import Any
 
 from ._errors import HookError, ListenerError, RegistrationError, UsageError
 from ._fold import FRAME, IMMEDIATE, NOT_ACCEPTED, Fold
-from ._types import Cancel, Listener, Node, PushContext, Scheduler, Statistics
+from ._types import Cancel, Definition, Listener, Node, PushContext, Scheduler, Statistics
 
 _HOOK_METHODS = ("on_push_start", "on_error", "on_push_end", "on_publish")
 _get_running_loop = asyncio.events._get_running_loop
@@ -94,7 +94,7 @@ class ConversationEngine:
 
     def __init__(
         self,
-        definitions: Iterable[Any],
+        definitions: Iterable[Definition[Any, Any]],
         *,
         scheduler: Scheduler | None = None,
         hooks: Iterable[object] = (),
@@ -379,7 +379,7 @@ def _call_hook(hook: object, method: str, member: Callable[[Any], object], arg: 
 
 
 def create_conversation_engine(
-    definitions: Iterable[Any],
+    definitions: Iterable[Definition[Any, Any]],
     scheduler: Scheduler | None = None,
     hooks: Iterable[object] = (),
     *,
