@@ -4,6 +4,8 @@
 state machines (any objects with ``kind``, ``match``, ``start``, ``update``);
 ``push`` events, read ``nodes()``, ``subscribe`` to coalesced notifications.
 No I/O, no clock, no asyncio requirement; see DESIGN.md for the rules.
+``engine.testing.check_definition`` checks a definition of your own against the
+contract the engine relies on.
 """
 
 from ._engine import ConversationEngine as ConversationEngine
