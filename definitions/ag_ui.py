@@ -53,6 +53,7 @@ import msgspec
 
 from engine import Claim, Node, Reader, create_conversation_engine
 
+from ._envelope import claims_for
 from ._text import StreamedText
 
 __all__ = [
@@ -566,13 +567,7 @@ class _ToolCallDefinition:
     event_types = frozenset({_ToTool, _ToolDelta, _ToolAndOwner})
     publication = staticmethod(_pub)
 
-    @staticmethod
-    def match(routed: Routed) -> Claim | None:
-        try:
-            target = routed.target
-        except AttributeError:
-            raise TypeError(_NOT_ROUTED) from None
-        return routed.claim if target in (_TOOL, _BOTH) else None
+    match = staticmethod(claims_for(_TOOL, _BOTH, not_routed=_NOT_ROUTED))
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> ToolCall:
@@ -629,13 +624,7 @@ class _StateDefinition:
     event_types = frozenset({_ToState})
     publication = _NOW
 
-    @staticmethod
-    def match(routed: Routed) -> Claim | None:
-        try:
-            target = routed.target
-        except AttributeError:
-            raise TypeError(_NOT_ROUTED) from None
-        return routed.claim if target == _ToState.target else None
+    match = staticmethod(claims_for(_ToState.target, not_routed=_NOT_ROUTED))
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> SharedState:
@@ -669,13 +658,7 @@ class _RunDefinition:
     event_types = frozenset({_ToRun})
     publication = _NOW
 
-    @staticmethod
-    def match(routed: Routed) -> Claim | None:
-        try:
-            target = routed.target
-        except AttributeError:
-            raise TypeError(_NOT_ROUTED) from None
-        return routed.claim if target == _ToRun.target else None
+    match = staticmethod(claims_for(_ToRun.target, not_routed=_NOT_ROUTED))
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> Run:
@@ -718,13 +701,7 @@ class _EventDefinition:
     event_types = frozenset({_ToOther})
     publication = _NOW
 
-    @staticmethod
-    def match(routed: Routed) -> Claim | None:
-        try:
-            target = routed.target
-        except AttributeError:
-            raise TypeError(_NOT_ROUTED) from None
-        return routed.claim if target == _ToOther.target else None
+    match = staticmethod(claims_for(_ToOther.target, not_routed=_NOT_ROUTED))
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> EventNode:

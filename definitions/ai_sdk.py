@@ -50,6 +50,7 @@ import msgspec
 
 from engine import Claim, Node, Reader, create_conversation_engine
 
+from ._envelope import claims_for
 from ._text import StreamedText
 
 __all__ = [
@@ -609,12 +610,7 @@ class _TextDefinition:
     publication = staticmethod(_pub)
     label = "text"
 
-    @staticmethod
-    def match(routed: Routed) -> Claim | None:
-        try:
-            return routed.claim if routed.target == _TEXT else None
-        except AttributeError:
-            raise TypeError(_NOT_ROUTED) from None
+    match = staticmethod(claims_for(_TEXT, not_routed=_NOT_ROUTED))
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> TextPart:
@@ -660,12 +656,7 @@ class _ReasoningDefinition(_TextDefinition):
     event_types = _with_after_step(_ToReasoning, _ReasoningDelta)
     label = "reasoning"
 
-    @staticmethod
-    def match(routed: Routed) -> Claim | None:
-        try:
-            return routed.claim if routed.target == _REASONING else None
-        except AttributeError:
-            raise TypeError(_NOT_ROUTED) from None
+    match = staticmethod(claims_for(_REASONING, not_routed=_NOT_ROUTED))
 
 
 _OUTPUT_STATES: Final = {
@@ -681,12 +672,7 @@ class _ToolDefinition:
     event_types = _with_after_step(_ToTool, _ToolDelta)
     publication = staticmethod(_pub)
 
-    @staticmethod
-    def match(routed: Routed) -> Claim | None:
-        try:
-            return routed.claim if routed.target == _TOOL else None
-        except AttributeError:
-            raise TypeError(_NOT_ROUTED) from None
+    match = staticmethod(claims_for(_TOOL, not_routed=_NOT_ROUTED))
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> ToolPart:
@@ -876,12 +862,7 @@ class _PartDefinition:
     event_types = _with_after_step(_ToPart)
     publication = _NOW
 
-    @staticmethod
-    def match(routed: Routed) -> Claim | None:
-        try:
-            return routed.claim if routed.target == _PART else None
-        except AttributeError:
-            raise TypeError(_NOT_ROUTED) from None
+    match = staticmethod(claims_for(_PART, not_routed=_NOT_ROUTED))
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> Part:

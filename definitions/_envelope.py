@@ -1,0 +1,33 @@
+"""What the Router-based protocol sets (``ag_ui``, ``ai_sdk``) share.
+
+Their ``Router`` decides each event's claim before the fold and wraps the event in
+an envelope carrying it and its ``target`` kind; the definitions only check that
+the envelope is theirs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from engine import Claim
+
+__all__ = ["claims_for"]
+
+
+def claims_for(*targets: str, not_routed: str) -> Callable[[Any], Claim | None]:
+    """The ``match`` of a definition taking the envelopes routed to ``targets``.
+
+    A raw event (no ``target``) raises ``TypeError(not_routed)``, a message that
+    names the fix (push through the Router). A closure, called as directly as a
+    method would be: no extra call per event.
+    """
+
+    def match(routed: Any) -> Claim | None:
+        try:
+            target = routed.target
+        except AttributeError:
+            raise TypeError(not_routed) from None
+        return routed.claim if target in targets else None
+
+    return match
