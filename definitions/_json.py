@@ -329,16 +329,20 @@ class PartialJson:
         new = _new(PartialJson)
         new._base = None
         new._pending = ""
-        new._stack = self._stack
-        new._mode = self._mode
-        new._token = self._token
-        new._is_key = self._is_key
-        new._escape = self._escape
-        new._top = self._top
-        new._error = self._error
-        new._length = self._length
-        new._preview = _MISSING
+        new._take(self)
         return new
+
+    def _take(self, other: PartialJson) -> None:
+        """Take ``other``'s parse state (its preview is rebuilt when read)."""
+        self._stack = other._stack
+        self._mode = other._mode
+        self._token = other._token
+        self._is_key = other._is_key
+        self._escape = other._escape
+        self._top = other._top
+        self._error = other._error
+        self._length = other._length
+        self._preview = _MISSING
 
     def feed(self, delta: str) -> PartialJson:
         """This parser after ``delta``; ``self`` when ``delta`` is empty or the parser
@@ -367,16 +371,7 @@ class PartialJson:
         """Parse the pending text and keep the result in this version (a cache: the
         version's value does not change)."""
         assert self._base is not None
-        done = self._base._advance(self._pending)
-        self._stack = done._stack
-        self._mode = done._mode
-        self._token = done._token
-        self._is_key = done._is_key
-        self._escape = done._escape
-        self._top = done._top
-        self._error = done._error
-        self._length = done._length
-        self._preview = _MISSING
+        self._take(self._base._advance(self._pending))
         self._pending = ""
         self._base = None  # last: a concurrent reader resolves again until now
 
