@@ -201,9 +201,35 @@ class _Registered:
 
 
 _CALL: Final = -2  # a slot's level when publication(event) must be called
+_WRAPPED: Final = "wrapped"  # apply()'s ``method`` when the error raised is already final
 _Slot = tuple[
     Callable[[Any], Claim | None], Callable[[Any, Any], Any], dict[str, "_Record"], _Registered, int
 ]
+# A route is the one slot of its type's entries, folded inline by apply(), or, for
+# no slot or several, (None, None, None, slots, NOT_ACCEPTED) for _fold_slots().
+_Route = tuple[Any, Any, Any, Any, int]
+
+
+def _route_of(slots: tuple[_Slot, ...]) -> _Route:
+    return slots[0] if len(slots) == 1 else (None, None, None, slots, NOT_ACCEPTED)
+
+
+def _publication(entry: _Registered, event: object) -> int:
+    """The level of ``entry.publication(event)``, checked."""
+    value = entry.publication(event)  # type: ignore[misc]
+    level = LEVELS.get(value, NOT_ACCEPTED)
+    if level < 0:
+        raise _BadClaim(
+            f"publication() returned {value!r}; it must return "
+            "'animation-frame', 'immediate' or 'none'"
+        )
+    return level
+
+
+def _bad_role(role: object) -> _BadClaim:
+    return _BadClaim(
+        f"match() returned a Claim with role {role!r}; the role must be 'start' or 'update'"
+    )
 
 
 def _missing_message(definition: object, index: int, missing: list[str]) -> str:
@@ -285,9 +311,9 @@ class Fold:
                         "create_conversation_engine(..., event_type=...)"
                     )
         self.registered: tuple[_Registered, ...] = tuple(registered)
-        self.slots: tuple[_Slot, ...] = tuple(entry.slot(None, False) for entry in registered)
+        self.route_all = _route_of(tuple(entry.slot(None, False) for entry in registered))
         self.event_type = event_type
-        self.routes: dict[Hashable, tuple[_Slot, ...]] = {}
+        self.routes: dict[Hashable, _Route] = {}
         self.records: list[_Record] = []
         self.by_kind: dict[str, list[_Record]] = {entry.kind: [] for entry in registered}
         self.nodes_list: list[Node | None] = []
@@ -298,30 +324,30 @@ class Fold:
         self.level = NOT_ACCEPTED  # most urgent publication since the engine last looked
         self.dropped = 0
         self.busy = False  # inside apply(): definitions are running
-        # The changes of the last folded event, for push hooks' ctx.changed.
-        self.last_first: _Record | None = None
-        self.last_more: list[tuple[_Record, Any, Node | None]] | None = None
+        # What the last event folded by apply() changed, for push hooks' ctx.changed.
+        self.last: _Record | tuple[_Record, ...] | None = None
 
     # -- routing -------------------------------------------------------------------
 
-    def _route(self, event: object, position: int) -> tuple[_Slot, ...]:
-        """The slots of the entries that may claim ``event``, made once per event type."""
+    def _route(self, event: object, position: int) -> _Route:
+        """The route of ``event``'s type, made once per event type."""
         assert self.event_type is not None
         try:
             event_type = self.event_type(event)
-            entries = self.routes.get(event_type)
+            route = self.routes.get(event_type)
         except Exception as exc:
             raise EventError(
                 f"event_type() failed for event #{position}: {exc!r}", position=position
             ) from exc
-        if entries is None:
-            entries = tuple(
-                entry.slot(event_type, True)
-                for entry in self.registered
-                if entry.event_types is None or event_type in entry.event_types
+        if route is None:
+            route = self.routes[event_type] = _route_of(
+                tuple(
+                    entry.slot(event_type, True)
+                    for entry in self.registered
+                    if entry.event_types is None or event_type in entry.event_types
+                )
             )
-            self.routes[event_type] = entries
-        return entries
+        return route
 
     # -- the fold ------------------------------------------------------------------
 
@@ -331,122 +357,162 @@ class Fold:
 
         On a failure, the events before it stay folded, the failing one leaves no
         trace, and the error is raised. This is the hot path: everything it touches
-        per event lives in locals, and the undo log is only allocated for an event
-        that changes more than one node.
+        per event lives in locals. An event whose route has one slot (the common
+        case) is folded inline and needs no undo: every call that can raise comes
+        before its one change. Other routes go through ``_fold_slots``.
         """
-        slots = self.slots
+        route_all = self.route_all
         event_type = self.event_type
         routes = self.routes
         dirty = self.dirty
-        position = self.position
+        position = self.position - 1
         accepted = 0
         level = NOT_ACCEPTED
-        entry: _Registered | None = None
-        method = "match"
-        claim: object = None
+        last: _Record | tuple[_Record, ...] | None = None
+        entry: Any = None
+        method = ""
+        claim: Any = None  # what match() returned: checked as it is used
         record: _Record | None = None
-        # The undo log of the current event: its first change in locals, more in a list.
-        first: _Record | None = None
-        first_state: Any = None
-        first_node: Node | None = None
-        more: list[tuple[_Record, Any, Node | None]] | None = None
+        route: _Route | None
         failure: BaseException | None = None
         self.busy = True
         try:
             for event in events:
-                first = more = entry = None
-                event_level = NOT_ACCEPTED
+                position += 1
+                method = "event_type"
                 if event_type is None:
-                    entries = slots
+                    route = route_all
                 else:
-                    entries = routes.get(event_type(event))  # type: ignore[assignment]
-                    if entries is None:
-                        entries = self._route(event, position)
-                for match, update, open_, entry, entry_level in entries:
-                    method = "match"
-                    claim = match(event)
-                    if claim is None:
+                    route = routes.get(event_type(event))
+                    if route is None:
+                        route = self._route(event, position)
+                match, update, open_, entry, entry_level = route
+                if match is None:  # no slot, or several: entry holds the slots
+                    method = _WRAPPED
+                    changed = self._fold_slots(entry, event, position)
+                    if changed is not None:
+                        accepted += 1
+                        last, entry_level = changed
+                        if entry_level > level:
+                            level = entry_level
+                    continue
+                method = "match"
+                claim = match(event)
+                if claim is None:
+                    continue
+                record = open_.get(claim.id)
+                role = claim.role
+                if role == "update":
+                    if record is None:
+                        self.dropped += 1
                         continue
-                    record = open_.get(claim.id)
-                    role = claim.role
-                    if role == "update":
-                        if record is None:
-                            self.dropped += 1
-                            continue
-                        method = "update"
-                        old = record.state
-                        new = update(old, event)
-                        if new is old:
-                            continue
-                        old_node = record.node
-                        record.state = new
-                    elif role == "start":
-                        method = "start"
-                        if record is None:
-                            record = self._new_record(entry, claim, event)
-                            old = _NEW
-                            old_node = None
-                        else:
-                            reader = _Reader(self, record.seq)
-                            try:
-                                state = entry.start(event, reader)
-                            finally:
-                                reader._seq = -1
-                            old = record.state
-                            old_node = record.node
-                            record.state = state
-                    else:
-                        raise _BadClaim(
-                            f"match() returned a Claim with role {role!r}; "
-                            "the role must be 'start' or 'update'"
-                        )
-                    # Logged before anything below can raise, so undo sees this change.
-                    if first is None:
-                        first, first_state, first_node = record, old, old_node
-                    elif more is None:
-                        more = [(record, old, old_node)]
-                    else:
-                        more.append((record, old, old_node))
-                    if old_node is not None:
-                        record.node = None
-                        dirty.append(record)
+                    method = "update"
+                    new = update(record.state, event)
+                    if new is record.state:
+                        continue
                     if entry_level == _CALL:
                         method = "publication"
-                        value = entry.publication(event)  # type: ignore[misc]
-                        entry_level = LEVELS.get(value, NOT_ACCEPTED)
-                        if entry_level < 0:
-                            raise _BadClaim(
-                                f"publication() returned {value!r}; it must return "
-                                "'animation-frame', 'immediate' or 'none'"
-                            )
-                    if entry_level > event_level:
-                        event_level = entry_level
-                position += 1
-                if first is not None:
-                    accepted += 1
-                    if event_level > level:
-                        level = event_level
+                        entry_level = _publication(entry, event)
+                    node = record.node
+                    record.state = new
+                    if node is not None:
+                        record.node = None
+                        dirty.append(record)
+                elif role == "start":
+                    if entry_level == _CALL:
+                        method = "publication"
+                        entry_level = _publication(entry, event)
+                    method = "start"
+                    if record is None:
+                        record = self._new_record(entry, claim, event)
+                    else:
+                        self._reopen(entry, record, event)
+                else:
+                    raise _bad_role(role)
+                accepted += 1
+                last = record
+                if entry_level > level:
+                    level = entry_level
         except BaseException as exc:
-            if first is not None:
-                if more is not None:
-                    for change in reversed(more):
-                        self._undo(*change)
-                self._undo(first, first_state, first_node)
-                first = more = None
             failure = exc
         # One commit for both paths (inline: for push() it runs once per event). On a
         # failure it records the events before it; the failed one changed nothing.
         self.busy = False
-        self.position = position if failure is None else position + 1
+        self.position = position + 1
         if accepted:
             self.version += accepted
             self.cached = None
             if level > self.level:
                 self.level = level
-        self.last_first = first
-        self.last_more = more
+        self.last = last if failure is None else None
+        if failure is not None:
+            if method == _WRAPPED:
+                raise failure
+            raise _failure(failure, entry, method, position, claim, record)
+
+    def _fold_slots(
+        self, slots: tuple[_Slot, ...], event: object, position: int
+    ) -> tuple[tuple[_Record, ...], int] | None:
+        """Fold one event through several slots (or none): the changed records and
+        the most urgent level, or None if nothing changed. Changes are logged and
+        undone in reverse if a later slot raises; the error raised is the final one."""
+        changes: list[tuple[_Record, Any, Node | None]] = []
+        event_level = NOT_ACCEPTED
+        entry: _Registered | None = None
+        method = "match"
+        claim: object = None
+        record: _Record | None = None
+        failure: BaseException | None = None
+        try:
+            for match, update, open_, entry, entry_level in slots:
+                method = "match"
+                claim = match(event)
+                if claim is None:
+                    continue
+                record = open_.get(claim.id)
+                role = claim.role
+                if role == "update":
+                    if record is None:
+                        self.dropped += 1
+                        continue
+                    method = "update"
+                    old = record.state
+                    new = update(old, event)
+                    if new is old:
+                        continue
+                    old_node = record.node
+                    if entry_level == _CALL:
+                        method = "publication"
+                        entry_level = _publication(entry, event)
+                    changes.append((record, old, old_node))
+                    record.state = new
+                    if old_node is not None:
+                        record.node = None
+                        self.dirty.append(record)
+                elif role == "start":
+                    if entry_level == _CALL:
+                        method = "publication"
+                        entry_level = _publication(entry, event)
+                    method = "start"
+                    if record is None:
+                        record = self._new_record(entry, claim, event)
+                        changes.append((record, _NEW, None))
+                    else:
+                        changes.append((record, record.state, record.node))
+                        self._reopen(entry, record, event)
+                else:
+                    raise _bad_role(role)
+                if entry_level > event_level:
+                    event_level = entry_level
+        except BaseException as exc:
+            for change in reversed(changes):
+                self._undo(*change)
+            failure = exc
         if failure is not None:
             raise _failure(failure, entry, method, position, claim, record)
+        if not changes:
+            return None
+        return tuple(change[0] for change in changes), event_level
 
     def _new_record(self, entry: _Registered, claim: Claim, event: object) -> _Record:
         id = claim.id
@@ -466,6 +532,17 @@ class Fold:
         entry.open[id] = record
         return record
 
+    def _reopen(self, entry: _Registered, record: _Record, event: object) -> None:
+        reader = _Reader(self, record.seq)
+        try:
+            state = entry.start(event, reader)
+        finally:
+            reader._seq = -1
+        record.state = state
+        if record.node is not None:
+            record.node = None
+            self.dirty.append(record)
+
     def _undo(self, record: _Record, old: Any, node: Node | None) -> None:
         if old is _NEW:
             self.records.pop()
@@ -477,11 +554,13 @@ class Fold:
             record.node = node
 
     def changed_keys(self) -> tuple[str, ...]:
-        """Keys of the nodes the last event folded by ``apply`` changed."""
-        first = self.last_first
-        if first is None:
+        """Keys of the nodes changed by the event of the last ``apply((event,))``."""
+        last = self.last
+        if last is None:
             return ()
-        return (first.key, *(change[0].key for change in self.last_more or ()))
+        if isinstance(last, _Record):
+            return (last.key,)
+        return tuple(record.key for record in last)
 
     def nodes(self) -> tuple[Node, ...]:
         cached = self.cached
