@@ -219,11 +219,14 @@ def _publication(entry: _Registered, event: object) -> int:
     value = entry.publication(event)  # type: ignore[misc]
     level = LEVELS.get(value, NOT_ACCEPTED)
     if level < 0:
-        raise _BadClaim(
-            f"publication() returned {value!r}; it must return "
-            "'animation-frame', 'immediate' or 'none'"
-        )
+        raise _bad_publication(value)
     return level
+
+
+def _bad_publication(value: object) -> _BadClaim:
+    return _BadClaim(
+        f"publication() returned {value!r}; it must return 'animation-frame', 'immediate' or 'none'"
+    )
 
 
 def _bad_role(role: object) -> _BadClaim:
@@ -365,6 +368,7 @@ class Fold:
         event_type = self.event_type
         routes = self.routes
         dirty = self.dirty
+        levels = LEVELS
         position = self.position - 1
         accepted = 0
         level = NOT_ACCEPTED
@@ -410,9 +414,12 @@ class Fold:
                     new = update(record.state, event)
                     if new is record.state:
                         continue
-                    if entry_level == _CALL:
+                    if entry_level == _CALL:  # inline: streamed deltas take this path
                         method = "publication"
-                        entry_level = _publication(entry, event)
+                        value = entry.publication(event)
+                        entry_level = levels.get(value, NOT_ACCEPTED)
+                        if entry_level < 0:
+                            raise _bad_publication(value)
                     node = record.node
                     record.state = new
                     if node is not None:
