@@ -190,8 +190,7 @@ class ConversationEngine:
                     fold.position += 1
                     self._skipped += 1
                 else:
-                    fold.apply((ctx.event,))
-                    ctx.changed = fold.changed_keys()
+                    ctx.changed = fold.apply_one(ctx.event)
             except BaseException as exc:
                 if fold.position == ctx.position:  # a start hook failed: still consumed
                     fold.position += 1

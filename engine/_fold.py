@@ -327,8 +327,6 @@ class Fold:
         self.level = NOT_ACCEPTED  # most urgent publication since the engine last looked
         self.dropped = 0
         self.busy = False  # inside apply(): definitions are running
-        # What the last event folded by apply() changed, for push hooks' ctx.changed.
-        self.last: _Record | tuple[_Record, ...] | None = None
 
     # -- routing -------------------------------------------------------------------
 
@@ -362,17 +360,18 @@ class Fold:
         trace, and the error is raised. This is the hot path: everything it touches
         per event lives in locals. An event whose route has one slot (the common
         case) is folded inline and needs no undo: every call that can raise comes
-        before its one change. Other routes go through ``_fold_slots``.
+        before its one change. Other routes go through ``_fold_slots``. Streams are
+        mostly accepted events, so the loop counts the events it rejects.
         """
         route_all = self.route_all
         event_type = self.event_type
         routes = self.routes
         dirty = self.dirty
         levels = LEVELS
-        position = self.position - 1
-        accepted = 0
+        first = self.position
+        position = first - 1  # the position of the last event looked at
+        rejected = 0
         level = NOT_ACCEPTED
-        last: _Record | tuple[_Record, ...] | None = None
         entry: Any = None
         method = ""
         claim: Any = None  # what match() returned: checked as it is used
@@ -383,79 +382,103 @@ class Fold:
         try:
             for event in events:
                 position += 1
-                method = "event_type"
-                if event_type is None:
-                    route = route_all
-                else:
-                    route = routes.get(event_type(event))
-                    if route is None:
-                        route = self._route(event, position)
-                match, update, open_, entry, entry_level = route
-                if match is None:  # no slot, or several: entry holds the slots
-                    method = _WRAPPED
-                    changed = self._fold_slots(entry, event, position)
-                    if changed is not None:
-                        accepted += 1
-                        last, entry_level = changed
-                        if entry_level > level:
-                            level = entry_level
-                    continue
-                method = "match"
-                claim = match(event)
-                if claim is None:
-                    continue
-                record = open_.get(claim.id)
-                role = claim.role
-                if role == "update":
-                    if record is None:
-                        self.dropped += 1
-                        continue
-                    method = "update"
-                    new = update(record.state, event)
-                    if new is record.state:
-                        continue
-                    if entry_level == _CALL:  # inline: streamed deltas take this path
-                        method = "publication"
-                        value = entry.publication(event)
-                        entry_level = levels.get(value, NOT_ACCEPTED)
-                        if entry_level < 0:
-                            raise _bad_publication(value)
-                    node = record.node
-                    record.state = new
-                    if node is not None:
-                        record.node = None
-                        dirty.append(record)
-                elif role == "start":
-                    if entry_level == _CALL:
-                        method = "publication"
-                        entry_level = _publication(entry, event)
-                    method = "start"
-                    if record is None:
-                        record = self._new_record(entry, claim, event)
+                try:
+                    method = "event_type"
+                    if event_type is None:
+                        route = route_all
                     else:
-                        self._reopen(entry, record, event)
-                else:
-                    raise _bad_role(role)
-                accepted += 1
-                last = record
-                if entry_level > level:
-                    level = entry_level
-        except BaseException as exc:
-            failure = exc
-        # One commit for both paths (inline: for push() it runs once per event). On a
-        # failure it records the events before it; the failed one changed nothing.
-        self.busy = False
-        self.position = position + 1
-        if accepted:
-            self.version += accepted
-            self.cached = None
-            if level > self.level:
-                self.level = level
-        self.last = last if failure is None else None
+                        route = routes.get(event_type(event))
+                        if route is None:
+                            route = self._route(event, position)
+                    match, update, open_, entry, entry_level = route
+                    if match is None:  # no slot, or several: entry holds the slots
+                        method = _WRAPPED
+                        changed = self._fold_slots(entry, event, position)
+                        if changed is None:
+                            rejected += 1
+                        elif changed[1] > level:
+                            level = changed[1]
+                        continue
+                    method = "match"
+                    claim = match(event)
+                    if claim is None:
+                        rejected += 1
+                        continue
+                    record = open_.get(claim.id)
+                    if claim.role == "update":
+                        if record is None:
+                            self.dropped += 1
+                            rejected += 1
+                            continue
+                        method = "update"
+                        new = update(record.state, event)
+                        if new is record.state:
+                            rejected += 1
+                            continue
+                        if entry_level == _CALL:  # inline: streamed deltas take this path
+                            method = "publication"
+                            value = entry.publication(event)
+                            entry_level = levels.get(value, NOT_ACCEPTED)
+                            if entry_level < 0:
+                                raise _bad_publication(value)
+                        record.state = new
+                        if record.node is not None:
+                            record.node = None
+                            dirty.append(record)
+                    elif claim.role == "start":
+                        if entry_level == _CALL:
+                            method = "publication"
+                            entry_level = _publication(entry, event)
+                        method = "start"
+                        if record is None:
+                            record = self._new_record(entry, claim, event)
+                        else:
+                            self._reopen(entry, record, event)
+                    else:
+                        raise _bad_role(claim.role)
+                    if entry_level > level:
+                        level = entry_level
+                except BaseException as exc:
+                    failure = exc
+                    rejected += 1
+                    break
+        finally:
+            # One commit for every way out. A failed event is consumed and changed
+            # nothing; an exception from ``events`` itself goes up as it is, after
+            # the events before it are committed.
+            self.busy = False
+            self.position = position + 1
+            accepted = position + 1 - first - rejected
+            if accepted:
+                self.version += accepted
+                self.cached = None
+                if level > self.level:
+                    self.level = level
         if failure is not None:
             if method == _WRAPPED:
                 raise failure
             raise _failure(failure, entry, method, position, claim, record)
+
+    def apply_one(self, event: object) -> tuple[str, ...]:
+        """Fold one event as ``apply`` does; the keys of the nodes it changed (for push
+        hooks' ``ctx.changed``)."""
+        position = self.position
+        self.busy = True
+        try:
+            route = self._route(event, position) if self.event_type is not None else self.route_all
+            slots: tuple[_Slot, ...] = route[3] if route[0] is None else (route,)
+            changed = self._fold_slots(slots, event, position)
+        finally:
+            self.busy = False
+            self.position = position + 1
+        if changed is None:
+            return ()
+        records, level = changed
+        self.version += 1
+        self.cached = None
+        if level > self.level:
+            self.level = level
+        return tuple(record.key for record in records)
 
     def _fold_slots(
         self, slots: tuple[_Slot, ...], event: object, position: int
@@ -560,15 +583,6 @@ class Fold:
             record.state = old
             record.node = node
 
-    def changed_keys(self) -> tuple[str, ...]:
-        """Keys of the nodes changed by the event of the last ``apply((event,))``."""
-        last = self.last
-        if last is None:
-            return ()
-        if isinstance(last, _Record):
-            return (last.key,)
-        return tuple(record.key for record in last)
-
     def nodes(self) -> tuple[Node, ...]:
         cached = self.cached
         if cached is not None:
@@ -593,7 +607,7 @@ def _failure(
     if not isinstance(exc, Exception):
         return exc  # KeyboardInterrupt and the like go up as they are
     error: ConversationError
-    if entry is None:  # routing failed, before any definition ran
+    if entry is None or method == "event_type":  # routing failed: no definition ran
         if isinstance(exc, EventError):
             return exc
         error = EventError(f"event_type() failed for event #{position}: {exc!r}", position=position)

@@ -198,6 +198,25 @@ class TestEventsAreAtomic:
         assert [(n.key, n.state.total) for n in engine.nodes()] == [("a:1", 2)]
         assert engine.statistics().events_pushed == 3
 
+    @pytest.mark.parametrize("routed", [False, True])
+    def test_a_failing_event_source_keeps_what_came_before_and_goes_up_as_it_is(
+        self, routed: bool
+    ) -> None:
+        def source() -> Any:
+            yield ev("a", "start", "1")
+            yield ev("a", "update", "1")
+            raise OSError("the log went away")
+
+        router: Any = (lambda event: event["op"]) if routed else None
+        engine = create_conversation_engine(tallies(), event_type=router)
+        with pytest.raises(OSError, match="went away") as info:
+            engine.push_many(source())
+        assert not isinstance(info.value, DefinitionError)  # no definition is to blame
+        assert [(n.key, n.state.total) for n in engine.nodes()] == [("a:1", 2)]
+        assert engine.statistics().events_pushed == 2
+        engine.push(ev("a", "update", "1"))  # still usable, positions continue
+        assert engine.nodes()[0].state.total == 3
+
     @pytest.mark.parametrize(
         ("returned", "message"),
         [
