@@ -56,7 +56,7 @@ class MessageDefinition:
         return MessageState(event["role"], StreamedText())
 
     def update(self, state: MessageState, event: Event) -> MessageState:
-        return MessageState(state.role, state.text + event["text"])
+        return MessageState(state.role, state.text.append(event["text"]))
 
     # Resolved once per event type by the engine: no call per event.
     publication: ClassVar = {"message.start": "immediate", "message.delta": "animation-frame"}
@@ -83,7 +83,7 @@ class ToolCallDefinition:
         return ToolState(event["name"], StreamedText())
 
     def update(self, state: ToolState, event: Event) -> ToolState:
-        return ToolState(state.name, state.arguments + event["delta"])
+        return ToolState(state.name, state.arguments.append(event["delta"]))
 
     publication: ClassVar = {"tool_call.start": "immediate", "tool_call.delta": "animation-frame"}
 

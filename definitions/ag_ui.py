@@ -517,7 +517,7 @@ class _MessageDefinition:
             return Message(
                 message.id,
                 message.role,
-                content + delta,
+                content.append(delta),
                 message.name,
                 message.tool_call_id,
                 message.encrypted_value,
@@ -588,7 +588,7 @@ class _ToolCallDefinition:
                 call.id,
                 call.name,
                 call.parent,
-                call.arguments + delta,
+                call.arguments.append(delta),
                 call.ended,
                 call.encrypted_value,
             )

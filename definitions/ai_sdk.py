@@ -628,7 +628,7 @@ class _TextDefinition:
             return TextPart(
                 part.message,
                 part.id,
-                part.text + delta,
+                part.text.append(delta),
                 part.done,
                 part.provider_metadata if metadata is None else metadata,
             )

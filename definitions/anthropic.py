@@ -323,15 +323,15 @@ class BlockDefinition:
         if kind == "text_delta":
             if block_type != "text":
                 return state
-            return _replace(state, text=state.text + delta["text"])
+            return _replace(state, text=state.text.append(delta["text"]))
         if kind == "input_json_delta":
             if block_type not in _TRACKS_INPUT:
                 return state
-            return _replace(state, partial_json=state.partial_json + delta["partial_json"])
+            return _replace(state, partial_json=state.partial_json.append(delta["partial_json"]))
         if kind == "thinking_delta":
             if block_type != "thinking":
                 return state
-            return msgspec.structs.replace(state, text=state.text + delta["thinking"])
+            return msgspec.structs.replace(state, text=state.text.append(delta["thinking"]))
         if kind == "signature_delta":
             if block_type != "thinking":
                 return state

@@ -116,7 +116,7 @@ class MessageDefinition:
             if event["type"] == _DELTA:  # type: ignore[index]
                 text = event.get("text")  # type: ignore[union-attr]
                 if type(text) is str and state.status == "streaming":
-                    return MessageState(state.role, state.text + text) if text else state
+                    return MessageState(state.role, state.text.append(text)) if text else state
                 return _append(state, text)  # raises, naming the problem
             typed = _typed(event)
         elif cls is Delta:
@@ -174,7 +174,7 @@ def _append(state: MessageState, text: object) -> MessageState:
         raise ValueError(f"message.delta for a message that is already {state.status}")
     if not text:
         return state
-    return MessageState(state.role, state.text + text)
+    return MessageState(state.role, state.text.append(text))
 
 
 def _suffix(state: MessageState) -> str:

@@ -152,7 +152,7 @@ def _tool_call(calls: tuple[ToolCallState, ...], delta: dict[str, Any]) -> ToolC
     if function:
         piece = function.get("arguments")
         if type(piece) is str:
-            arguments = arguments + piece
+            arguments = arguments.append(piece)
         if not name and function.get("name"):
             name = function["name"]
     extra = call.extra
@@ -290,7 +290,7 @@ class CompletionDefinition:
                     if type(value) is str and content is not None:
                         return CompletionState(
                             state.first,
-                            (_replace(old, content=content + value),),
+                            (_replace(old, content=content.append(value)),),
                             state.chunks + 1,
                             chunk.get("usage"),
                             chunk.get("system_fingerprint"),

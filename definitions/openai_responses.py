@@ -371,7 +371,7 @@ class ItemDefinition:
             part = parts[index]
             if part.part.get("type") != "output_text":
                 return state
-            new = PartState(part.part, part.text + raw["delta"])
+            new = PartState(part.part, part.text.append(raw["delta"]))
             # replace() builds the 8-field state in C: cheaper than passing every field
             if len(parts) == 1:
                 return _replace(state, parts=(new,))
@@ -379,14 +379,14 @@ class ItemDefinition:
         if kind == "response.function_call_arguments.delta":
             if item_type != "function_call":
                 return state
-            return _replace(state, arguments=state.arguments + raw["delta"])
+            return _replace(state, arguments=state.arguments.append(raw["delta"]))
         if kind == "response.reasoning_summary_text.delta":
             index = raw.get("summary_index")
             if item_type != "reasoning" or type(index) is not int or index < 0:
                 return state
             summary = _pad(state.summary, index, "summary_text")
             part = summary[index]
-            new = PartState(part.part, part.text + raw["delta"])
+            new = PartState(part.part, part.text.append(raw["delta"]))
             summary = (*summary[:index], new, *summary[index + 1 :])
             return msgspec.structs.replace(state, summary=summary)
         if kind == "response.output_item.done":

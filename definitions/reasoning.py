@@ -125,7 +125,9 @@ class ReasoningDefinition:
                 if type(text) is str and not state.done:
                     if not text:
                         return state
-                    return ReasoningState(state.text + text, False, state.redacted, state.data)
+                    return ReasoningState(
+                        state.text.append(text), False, state.redacted, state.data
+                    )
                 return _append(state, text)  # raises, naming the problem
             typed = _typed(event)
         elif cls is Delta:
@@ -188,7 +190,7 @@ def _append(state: ReasoningState, text: object) -> ReasoningState:
         raise ValueError("reasoning.delta for a reasoning block that already ended")
     if not text:
         return state
-    return ReasoningState(state.text + text, False, state.redacted, state.data)
+    return ReasoningState(state.text.append(text), False, state.redacted, state.data)
 
 
 DEFINITION: Final = ReasoningDefinition()

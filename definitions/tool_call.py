@@ -172,7 +172,7 @@ class ToolCallDefinition:
                     if not text:
                         return state
                     return ToolCallState(
-                        state.name, state.arguments + text, state.parser.feed(text)
+                        state.name, state.arguments.append(text), state.parser.feed(text)
                     )
                 return _append(state, text)  # raises, naming the problem
             typed = _typed(event)
@@ -270,7 +270,7 @@ def _append(state: ToolCallState, text: object) -> ToolCallState:
         )
     if not text:
         return state
-    return ToolCallState(state.name, state.arguments + text, state.parser.feed(text))
+    return ToolCallState(state.name, state.arguments.append(text), state.parser.feed(text))
 
 
 def _escape(text: str) -> str:

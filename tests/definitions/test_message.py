@@ -181,7 +181,7 @@ class TestLinear:
         assert states[10].text == "".join(f"{i:07d}," for i in range(10))
         # every version with a full block extends the same backing store (those before
         # the first block share an empty one): no per-delta copy of the text
-        stores = {id(s.text._blocks) for s in states[1:] if s.text._blocks}
+        stores = {id(s.text._prefix[0]) for s in states[1:] if s.text._prefix}
         assert len(stores) == 1
 
     @given(st.lists(st.text(max_size=8), max_size=60))
