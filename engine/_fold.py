@@ -387,8 +387,9 @@ class Fold:
                     if event_type is None:
                         route = route_all
                     else:
-                        route = routes.get(event_type(event))
-                        if route is None:
+                        try:
+                            route = routes[event_type(event)]
+                        except KeyError:  # a new type (or a KeyError in event_type)
                             route = self._route(event, position)
                     match, update, open_, entry, entry_level = route
                     if match is None:  # no slot, or several: entry holds the slots
