@@ -121,6 +121,25 @@ class TestRouting:
         assert calls == ["start"]
         assert [(n.key, n.state.total) for n in engine.nodes()] == [("a:1", 1), ("b:1", 2)]
 
+    @pytest.mark.parametrize(
+        ("router", "cause"),
+        [
+            (lambda event: event["op"], KeyError),  # raised where a new type would be
+            (lambda event: event["op"] if event else [], TypeError),  # unhashable
+            (lambda event: event["op"] if event else 1 / 0, ZeroDivisionError),
+        ],
+    )
+    def test_a_failing_event_type_is_an_event_error_that_keeps_the_batch_before_it(
+        self, router: Any, cause: type[Exception]
+    ) -> None:
+        from engine import EventError
+
+        engine = create_conversation_engine([Tally("a")], event_type=router)
+        with pytest.raises(EventError, match="event #2") as info:
+            engine.push_many([ev("a", "start", "1"), ev("a", "update", "1"), {}])
+        assert isinstance(info.value.__cause__, cause)
+        assert [(n.key, n.state.total) for n in engine.nodes()] == [("a:1", 2)]
+
     def test_a_raising_event_type_names_the_position(self) -> None:
         from engine import EventError
 
