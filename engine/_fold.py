@@ -47,6 +47,8 @@ from __future__ import annotations
 import difflib
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Iterable, Mapping
+from itertools import islice
+from operator import length_hint
 from typing import Any, Final
 
 from ._errors import (
@@ -201,7 +203,7 @@ class _Registered:
 
 
 _CALL: Final = -2  # a slot's level when publication(event) must be called
-_WRAPPED: Final = "wrapped"  # apply()'s ``method`` when the error raised is already final
+_CHUNK: Final = 1024  # events taken at a time from an iterable that is not a list
 _Slot = tuple[
     Callable[[Any], Claim | None], Callable[[Any, Any], Any], dict[str, "_Record"], _Registered, int
 ]
@@ -330,16 +332,12 @@ class Fold:
 
     # -- routing -------------------------------------------------------------------
 
-    def _route(self, event: object, position: int) -> _Route:
-        """The route of ``event``'s type, made once per event type."""
+    def _route(self, event: object) -> _Route:
+        """The route of ``event``'s type, made once per event type. What
+        ``event_type`` raises goes up as it is: the caller knows the position."""
         assert self.event_type is not None
-        try:
-            event_type = self.event_type(event)
-            route = self.routes.get(event_type)
-        except Exception as exc:
-            raise EventError(
-                f"event_type() failed for event #{position}: {exc!r}", position=position
-            ) from exc
+        event_type = self.event_type(event)
+        route = self.routes.get(event_type)
         if route is None:
             route = self.routes[event_type] = _route_of(
                 tuple(
@@ -357,11 +355,34 @@ class Fold:
         publication level among the accepted ones.
 
         On a failure, the events before it stay folded, the failing one leaves no
-        trace, and the error is raised. This is the hot path: everything it touches
-        per event lives in locals. An event whose route has one slot (the common
-        case) is folded inline and needs no undo: every call that can raise comes
-        before its one change. Other routes go through ``_fold_slots``. Streams are
-        mostly accepted events, so the loop counts the events it rejects.
+        trace, and the error is raised. A list or tuple is folded as it is; other
+        iterables in chunks of ``_CHUNK`` (``list.extend`` keeps what it got before
+        the iterable raised, so an error from the events' source goes up as it is,
+        after the events before it are folded).
+        """
+        if type(events) is list or type(events) is tuple:
+            self._apply(events)
+            return
+        iterator = iter(events)
+        while True:
+            chunk: list[object] = []
+            try:
+                chunk.extend(islice(iterator, _CHUNK))
+            except BaseException:
+                self._apply(chunk)
+                raise
+            self._apply(chunk)
+            if len(chunk) < _CHUNK:
+                return
+
+    def _apply(self, events: list[object] | tuple[object, ...]) -> None:
+        """``apply`` for a list or tuple. This is the hot path: everything it touches
+        per event lives in locals, and positions are read off the list's iterator
+        (how many items it has left) rather than counted. An event whose route has
+        one slot (the common case) is folded inline and needs no undo: every call
+        that can raise comes before its one change. Other routes go through
+        ``_fold_slots``. Streams are mostly accepted events, so the loop counts the
+        events it rejects.
         """
         route_all = self.route_all
         event_type = self.event_type
@@ -369,7 +390,8 @@ class Fold:
         dirty = self.dirty
         levels = LEVELS
         first = self.position
-        position = first - 1  # the position of the last event looked at
+        size = len(events)
+        iterator = iter(events)
         rejected = 0
         level = NOT_ACCEPTED
         entry: Any = None
@@ -380,8 +402,7 @@ class Fold:
         failure: BaseException | None = None
         self.busy = True
         try:
-            for event in events:
-                position += 1
+            for event in iterator:
                 try:
                     method = "event_type"
                     if event_type is None:
@@ -390,11 +411,11 @@ class Fold:
                         try:
                             route = routes[event_type(event)]
                         except KeyError:  # a new type (or a KeyError in event_type)
-                            route = self._route(event, position)
+                            route = self._route(event)
                     match, update, open_, entry, entry_level = route
                     if match is None:  # no slot, or several: entry holds the slots
-                        method = _WRAPPED
-                        changed = self._fold_slots(entry, event, position)
+                        method = "slots"
+                        changed = self._fold_slots(entry, event)
                         if changed is None:
                             rejected += 1
                         elif changed[1] > level:
@@ -448,30 +469,45 @@ class Fold:
             # nothing; an exception from ``events`` itself goes up as it is, after
             # the events before it are committed.
             self.busy = False
-            self.position = position + 1
-            accepted = position + 1 - first - rejected
+            taken = size - length_hint(iterator)  # events folded or failed
+            self.position = first + taken
+            accepted = taken - rejected
             if accepted:
                 self.version += accepted
                 self.cached = None
                 if level > self.level:
                     self.level = level
         if failure is not None:
-            if method == _WRAPPED:
-                raise failure
-            raise _failure(failure, entry, method, position, claim, record)
+            if isinstance(failure, _Failed):  # from _fold_slots, which says who failed
+                failure, entry, method, claim, record = failure.args
+            raise _failure(failure, entry, method, self.position - 1, claim, record)
 
     def apply_one(self, event: object) -> tuple[str, ...]:
         """Fold one event as ``apply`` does; the keys of the nodes it changed (for push
         hooks' ``ctx.changed``)."""
         position = self.position
+        changed = None
+        failure: BaseException | None = None
         self.busy = True
         try:
-            route = self._route(event, position) if self.event_type is not None else self.route_all
-            slots: tuple[_Slot, ...] = route[3] if route[0] is None else (route,)
-            changed = self._fold_slots(slots, event, position)
+            if self.event_type is None:
+                route = self.route_all
+            else:
+                try:
+                    route = self._route(event)
+                except BaseException as exc:
+                    failure = _failure(exc, None, "event_type", position, None, None)
+            if failure is None:
+                slots: tuple[_Slot, ...] = route[3] if route[0] is None else (route,)
+                changed = self._fold_slots(slots, event)
+        except _Failed as failed:
+            error, entry, method, claim, record = failed.args
+            failure = _failure(error, entry, method, position, claim, record)
         finally:
             self.busy = False
             self.position = position + 1
+        if failure is not None:
+            raise failure
         if changed is None:
             return ()
         records, level = changed
@@ -482,11 +518,12 @@ class Fold:
         return tuple(record.key for record in records)
 
     def _fold_slots(
-        self, slots: tuple[_Slot, ...], event: object, position: int
+        self, slots: tuple[_Slot, ...], event: object
     ) -> tuple[tuple[_Record, ...], int] | None:
         """Fold one event through several slots (or none): the changed records and
         the most urgent level, or None if nothing changed. Changes are logged and
-        undone in reverse if a later slot raises; the error raised is the final one."""
+        undone in reverse if a slot raises; then ``_Failed`` is raised, saying who
+        failed (the caller knows the position)."""
         changes: list[tuple[_Record, Any, Node | None]] = []
         event_level = NOT_ACCEPTED
         entry: _Registered | None = None
@@ -540,7 +577,7 @@ class Fold:
                 self._undo(*change)
             failure = exc
         if failure is not None:
-            raise _failure(failure, entry, method, position, claim, record)
+            raise _Failed(failure, entry, method, claim, record)
         if not changes:
             return None
         return tuple(change[0] for change in changes), event_level
@@ -618,6 +655,10 @@ def _failure(
             return error  # the message says it all; the internal class is no cause
     error.__cause__ = exc
     return error
+
+
+class _Failed(Exception):
+    """Raised by ``_fold_slots`` once undone: (exception, entry, method, claim, record)."""
 
 
 class _BadClaim(Exception):

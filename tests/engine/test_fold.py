@@ -199,6 +199,22 @@ class TestEventsAreAtomic:
         assert engine.statistics().events_pushed == 3
 
     @pytest.mark.parametrize("routed", [False, True])
+    def test_a_long_generator_fails_at_the_right_position(self, routed: bool) -> None:
+        # Iterables that are not lists are folded in chunks: positions run across them.
+        def source() -> Any:
+            yield ev("a", "start", "1")
+            for i in range(1, 2500):
+                yield ev("a", "update", "1", v=13 if i == 2000 else 1)
+
+        router: Any = (lambda event: event["op"]) if routed else None
+        engine = create_conversation_engine(tallies(), event_type=router)
+        with pytest.raises(DefinitionError, match="at event #2000") as info:
+            engine.push_many(source())
+        assert info.value.position == 2000
+        assert engine.nodes()[0].state.total == 2000
+        assert engine.statistics().events_pushed == 2001
+
+    @pytest.mark.parametrize("routed", [False, True])
     def test_a_failing_event_source_keeps_what_came_before_and_goes_up_as_it_is(
         self, routed: bool
     ) -> None:
