@@ -9,8 +9,8 @@ length of the text, and older versions, held by views across notifications, neve
 change. Blocks are at least ``_BLOCK`` characters, so CPython's ~50 bytes per string
 add about 5% to the memory of the text, however small the deltas.
 
-Measured here: ~200 ns per append against ~30 ns for a plain ``str +`` of a short
-text (and against seconds for a plain ``+`` of a 1 MB text).
+Measured here: ~150 ns per ``append`` (~170 ns through ``+``) against ~30 ns for a
+plain ``str +`` of a short text (and against seconds for a plain ``+`` of a 1 MB text).
 """
 
 from __future__ import annotations
