@@ -39,7 +39,9 @@ state object is no change.
 
 Publication levels are small ints so the engine can take the most urgent with
 ``max``: ``NONE < FRAME < IMMEDIATE``, and ``NOT_ACCEPTED`` below them all. ``level``
-keeps the most urgent since the engine last looked.
+keeps the most urgent since the engine last looked. A slot whose publication is a
+function has the level ``_CALL``, above them all, so one comparison per streamed event
+both skips levels already reached and finds the calls to make.
 """
 
 from __future__ import annotations
@@ -202,7 +204,7 @@ class _Registered:
         return (self.match, self.update, self.open, self, level)
 
 
-_CALL: Final = -2  # a slot's level when publication(event) must be called
+_CALL: Final = 3  # a slot's level when publication(event) must be called: above all levels
 _CHUNK: Final = 1024  # events taken at a time from an iterable that is not a list
 _Slot = tuple[
     Callable[[Any], Claim | None], Callable[[Any, Any], Any], dict[str, "_Record"], _Registered, int
@@ -437,12 +439,19 @@ class Fold:
                         if new is record.state:
                             rejected += 1
                             continue
-                        if entry_level == _CALL:  # inline: streamed deltas take this path
-                            method = "publication"
-                            value = entry.publication(event)
-                            entry_level = levels.get(value, NOT_ACCEPTED)
-                            if entry_level < 0:
-                                raise _bad_publication(value)
+                        # One test in the common case (a constant level no more urgent
+                        # than the batch's so far): _CALL is above every level.
+                        if entry_level > level:
+                            if entry_level == _CALL:  # inline: streamed deltas come here
+                                method = "publication"
+                                value = entry.publication(event)
+                                entry_level = levels.get(value, NOT_ACCEPTED)
+                                if entry_level < 0:
+                                    raise _bad_publication(value)
+                                if entry_level > level:
+                                    level = entry_level
+                            else:
+                                level = entry_level
                         record.state = new
                         if record.node is not None:
                             record.node = None
@@ -456,10 +465,10 @@ class Fold:
                             record = self._new_record(entry, claim, event)
                         else:
                             self._reopen(entry, record, event)
+                        if entry_level > level:
+                            level = entry_level
                     else:
                         raise _bad_role(claim.role)
-                    if entry_level > level:
-                        level = entry_level
                 except BaseException as exc:
                     failure = exc
                     rejected += 1
