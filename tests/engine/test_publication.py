@@ -10,6 +10,7 @@ import pytest
 
 from engine import (
     AsyncioScheduler,
+    DefinitionError,
     ListenerError,
     ManualScheduler,
     Node,
@@ -56,6 +57,21 @@ class TestAnimationFrame:
         h.push(ev("a", "noise", "1"), ev("a", "update", "nobody", pub=FRAME))
         assert h.engine.statistics().frames_requested == requested
         assert h.scheduler.pending == 0
+
+    @pytest.mark.parametrize("failing", ["update", "start"])
+    @pytest.mark.parametrize("definitions", ["one", "three"])  # inline and general paths
+    def test_a_failed_event_adds_no_urgency(self, failing: str, definitions: str) -> None:
+        # The failing event asks for 'immediate': only the frame-level change before it
+        # was accepted, so a frame is requested and nobody is notified yet.
+        h = Harness.make([Tally("a")] if definitions == "one" else tallies())
+        h.push(ev("a", "start", "1"))
+        with pytest.raises(DefinitionError):
+            h.engine.push_many([ev("a", "update", "1", pub=FRAME), ev("a", failing, "1", v=13)])
+        assert h.notifications == 1
+        assert h.scheduler.pending == 1
+        h.scheduler.fire()
+        assert h.notifications == 2
+        assert h.seen[-1][0].state.total == 2
 
     def test_push_many_checks_once_at_its_end(self) -> None:
         h = Harness.make()
