@@ -402,6 +402,7 @@ class Fold:
         record: _Record | None = None
         route: _Route | None
         failure: BaseException | None = None
+        whole = False  # every event was looked at
         self.busy = True
         try:
             for event in iterator:
@@ -473,12 +474,15 @@ class Fold:
                     failure = exc
                     rejected += 1
                     break
+            else:
+                whole = True
         finally:
             # One commit for every way out. A failed event is consumed and changed
             # nothing; an exception from ``events`` itself goes up as it is, after
-            # the events before it are committed.
+            # the events before it are committed. (Asking the iterator how many it has
+            # left is slower than the loop for one event: only done when stopped early.)
             self.busy = False
-            taken = size - length_hint(iterator)  # events folded or failed
+            taken = size if whole else size - length_hint(iterator)  # folded or failed
             self.position = first + taken
             accepted = taken - rejected
             if accepted:
