@@ -71,6 +71,26 @@ def tallies() -> list[Tally]:
     ]
 
 
+@attrs.define
+class RoutedTally(Tally):
+    """A Tally that declares the event types it can claim (its kind and ``"*"``), for an
+    engine routing by ``to``: an event sent to one kind takes the fold's inline
+    one-slot path, one sent to ``"*"`` the general path."""
+
+    @property
+    def event_types(self) -> frozenset[str]:
+        return frozenset({self.kind, "*"})
+
+
+def route_to(event: Event) -> str:
+    return str(event["to"])
+
+
+def routed_tallies() -> list[Tally]:
+    """``tallies()`` as RoutedTally, for ``event_type=route_to``."""
+    return [RoutedTally(t.kind, t.looks_at) for t in tallies()]
+
+
 def ev(to: str, op: str, id: str, v: int = 1, pub: str = "immediate") -> Event:
     return {"to": to, "op": op, "id": id, "v": v, "pub": pub}
 

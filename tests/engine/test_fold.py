@@ -284,6 +284,46 @@ class TestEventsAreAtomic:
         assert [n.key for n in engine.nodes()] == ["a:1"]
 
 
+class TestEventsAreAtomicOnTheInlinePath:
+    """Rule 7 where one definition can claim the event (the fold's inline path, which
+    keeps no undo log: every call that can raise must come before the change)."""
+
+    def engine(self) -> Any:
+        return fold([ev("a", "start", "x", v=2)], [Tally("a")])
+
+    @pytest.mark.parametrize(
+        ("event", "method"),
+        [
+            (ev("a", "update", "x", v=13), "update"),
+            (ev("a", "start", "x", v=13), "start"),  # a reopen
+            (ev("a", "update", "x", pub="soon"), "publication"),
+            (ev("a", "start", "x", pub="soon"), "publication"),
+            (ev("a", "start", "new", pub="soon"), "publication"),
+        ],
+    )
+    def test_a_failure_leaves_no_trace(self, event: dict[str, Any], method: str) -> None:
+        engine = self.engine()
+        before = engine.nodes()
+        with pytest.raises(DefinitionError) as info:
+            engine.push_many([ev("a", "update", "x", v=0), event, ev("a", "update", "x")])
+        assert (info.value.kind, info.value.method, info.value.position) == ("a", method, 2)
+        assert engine.nodes() is before  # the no-change update before it changed nothing
+        assert engine.statistics().events_pushed == 3
+        engine.push(ev("a", "update", "x"))
+        assert [(n.key, n.state.total) for n in engine.nodes()] == [("a:x", 3)]
+
+    def test_a_raising_publication_function_leaves_no_trace(self) -> None:
+        class Loud(Tally):
+            def publication(self, event: dict[str, Any]) -> str:
+                raise RuntimeError("no level")
+
+        engine = fold([], [Loud("a")])
+        with pytest.raises(DefinitionError, match="publication\\(\\) raised RuntimeError"):
+            engine.push(ev("a", "start", "x"))
+        assert engine.nodes() == ()
+        assert engine.statistics().nodes == 0
+
+
 class TestMatchesModel:
     """The engine agrees with the naive reference fold on a hand-written log."""
 

@@ -6,6 +6,7 @@ import contextlib
 import itertools
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -17,7 +18,7 @@ from engine import (
     create_conversation_engine,
 )
 
-from .harness import Event, as_tuples, model_fold, tallies
+from .harness import Event, Tally, as_tuples, model_fold, route_to, routed_tallies, tallies
 
 LEVEL = {"none": 0, "animation-frame": 1, "immediate": 2}
 
@@ -32,16 +33,33 @@ events = st.fixed_dictionaries(
 )
 logs = st.lists(events, max_size=40)
 
+# Definitions and router of each engine set-up the properties run on, chosen so that
+# both ways the fold takes an event are exercised: several definitions per event
+# (the general path, with its undo log) and one (inline, with no undo log).
+SETUPS: dict[str, tuple[Any, Any]] = {
+    "three, unrouted (general path)": (tallies, None),
+    "one (inline path)": (lambda: [Tally("a", looks_at=("a", "b"))], None),
+    "three, routed by 'to' (both paths)": (routed_tallies, route_to),
+}
+setups = pytest.mark.parametrize("setup", list(SETUPS))
 
-def model_level(before: list[Event], event: Event) -> int:
+
+def make(setup: str, **kwargs: Any) -> tuple[list[Any], Any]:
+    """The definitions of ``setup`` and an engine registering them."""
+    definitions, router = SETUPS[setup]
+    return definitions(), create_conversation_engine(definitions(), event_type=router, **kwargs)
+
+
+def model_level(before: list[Event], event: Event, definitions: list[Any] | None = None) -> int:
     """The publication level of ``event`` after ``before`` (-1: not accepted).
 
     Written from the Tally rules: a start always changes its node, an update changes
     an open node unless v == 0, and v == 13 in a called start/update fails the event.
     """
-    open_keys = {row[0] for row in model_fold(tallies(), before)}
+    definitions = tallies() if definitions is None else definitions
+    open_keys = {row[0] for row in model_fold(definitions, before)}
     changed = False
-    for definition in tallies():
+    for definition in definitions:
         if event["to"] not in (definition.kind, "*") or event["op"] == "noise":
             continue
         is_open = f"{definition.kind}:{event['id']}" in open_keys
@@ -53,26 +71,36 @@ def model_level(before: list[Event], event: Event) -> int:
     return LEVEL[event["pub"]] if changed else -1
 
 
-def fold_one_at_a_time(log: list[Event]) -> tuple[Node, ...]:
-    engine = create_conversation_engine(tallies())
-    for event in log:
-        with contextlib.suppress(DefinitionError):
-            engine.push(event)
-    return engine.nodes()
+def accepted(definitions: list[Any], log: list[Event]) -> int:
+    """How many events of ``log`` the model says change a node."""
+    return sum(model_level(log[:i], event, definitions) >= 0 for i, event in enumerate(log))
 
 
 class TestRandomLogs:
     """Any log folds to what the model fold says, however it is pushed."""
 
-    @settings(max_examples=300)
-    @given(logs)
-    def test_one_at_a_time_matches_the_model(self, log: list[Event]) -> None:
-        assert as_tuples(fold_one_at_a_time(log)) == model_fold(tallies(), log)
-
+    @setups
     @settings(max_examples=200)
+    @given(logs)
+    def test_one_at_a_time_matches_the_model(self, setup: str, log: list[Event]) -> None:
+        definitions, engine = make(setup)
+        for event in log:
+            with contextlib.suppress(DefinitionError):
+                engine.push(event)
+        assert as_tuples(engine.nodes()) == model_fold(definitions, log)
+        stats = engine.statistics()
+        assert (stats.events_pushed, stats.events_accepted) == (
+            len(log),
+            accepted(definitions, log),
+        )
+
+    @setups
+    @settings(max_examples=150)
     @given(logs, st.lists(st.integers(min_value=0, max_value=40), max_size=8))
-    def test_random_batch_splits_match_the_model(self, log: list[Event], cuts: list[int]) -> None:
-        engine = create_conversation_engine(tallies())
+    def test_random_batch_splits_match_the_model(
+        self, setup: str, log: list[Event], cuts: list[int]
+    ) -> None:
+        definitions, engine = make(setup)
         bounds = sorted({0, len(log), *(c % (len(log) + 1) for c in cuts)})
         for start, stop in itertools.pairwise(bounds):
             position = start
@@ -82,20 +110,54 @@ class TestRandomLogs:
                     position = stop
                 except DefinitionError as error:
                     position = error.position + 1  # positions are log indices here
-        assert as_tuples(engine.nodes()) == model_fold(tallies(), log)
+        assert as_tuples(engine.nodes()) == model_fold(definitions, log)
+        stats = engine.statistics()
+        assert (stats.events_pushed, stats.events_accepted) == (
+            len(log),
+            accepted(definitions, log),
+        )
+
+    @setups
+    @settings(max_examples=100)
+    @given(logs, st.integers(min_value=0, max_value=40))
+    def test_a_generator_matches_the_model_up_to_its_failure(
+        self, setup: str, log: list[Event], stop: int
+    ) -> None:
+        # A non-list iterable is folded in chunks; a source that raises after ``stop``
+        # events leaves exactly those folded (or stops earlier at a failing event).
+        definitions, engine = make(setup)
+
+        def source() -> Any:
+            yield from log[:stop]
+            raise OSError("source ended")
+
+        done = 0
+        while True:
+            try:
+                engine.push_many(itertools.islice(source(), done, None))
+            except DefinitionError as error:
+                done = error.position + 1
+                continue
+            except OSError:
+                break
+        assert as_tuples(engine.nodes()) == model_fold(definitions, log[:stop])
+        assert engine.statistics().events_pushed == len(log[:stop])
 
 
 class TestRandomFrameTiming:
     """Whenever frames fire, notifications are exact, fresh and never lost."""
 
-    @settings(max_examples=200)
+    @setups
+    @settings(max_examples=150)
     @given(
         logs,
         st.lists(st.sampled_from(["push", "push", "push", "batch", "fire", "flush"]), max_size=60),
     )
-    def test_notifications_carry_the_prefix_view(self, log: list[Event], plan: list[str]) -> None:
+    def test_notifications_carry_the_prefix_view(
+        self, setup: str, log: list[Event], plan: list[str]
+    ) -> None:
         scheduler = ManualScheduler()
-        engine = create_conversation_engine(tallies(), scheduler=scheduler)
+        definitions, engine = make(setup, scheduler=scheduler)
         pushed: list[Event] = []
         # Each notification with the number of events the engine had been handed then.
         seen: list[tuple[tuple[Node, ...], int]] = []
@@ -123,7 +185,7 @@ class TestRandomFrameTiming:
             before = len(seen)
             if step == "push" and queue:
                 event = queue.pop(0)
-                level = model_level(pushed, event)
+                level = model_level(pushed, event, definitions)
                 push([event])
                 if level == 2:
                     assert len(seen) == before + 1, "immediate must notify now"
@@ -146,11 +208,11 @@ class TestRandomFrameTiming:
         push(queue)
         engine.flush()
         for (nodes, count), previous in zip(seen, [None, *seen], strict=False):
-            expected = model_fold(tallies(), pushed[:count])
+            expected = model_fold(definitions, pushed[:count])
             assert as_tuples(nodes) == expected, "a notification carries nodes() of that moment"
             if previous is not None:
                 assert nodes is not previous[0], "never notified with nothing new"
-        final = model_fold(tallies(), pushed)
+        final = model_fold(definitions, pushed)
         if seen:
             assert as_tuples(seen[-1][0]) == final, "nothing is lost after flush"
         else:
@@ -224,3 +286,18 @@ class EngineMachine(RuleBasedStateMachine):
 
 TestEngineMachine = EngineMachine.TestCase
 TestEngineMachine.settings = settings(max_examples=60, stateful_step_count=30)
+
+
+class RoutedEngineMachine(EngineMachine):
+    """The same, routed by ``to``: single-definition events take the inline path."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.engine = create_conversation_engine(
+            routed_tallies(), scheduler=self.scheduler, event_type=route_to
+        )
+        self.engine.subscribe(self.seen.append)
+
+
+TestRoutedEngineMachine = RoutedEngineMachine.TestCase
+TestRoutedEngineMachine.settings = settings(max_examples=60, stateful_step_count=30)
