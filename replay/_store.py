@@ -42,6 +42,12 @@ CREATE TABLE IF NOT EXISTS conversations (
 ) WITHOUT ROWID;
 """
 
+_HAS_SCHEMA = (
+    "SELECT count(*) = 2 FROM sqlite_master"
+    " WHERE type = 'table' AND name IN ('events', 'conversations')"
+)
+_CREATE_TIMEOUT = 30.0  # seconds to wait for the write lock when creating the tables
+
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 
@@ -67,11 +73,22 @@ class EventStore:
         # isolation_level=None: we issue BEGIN ourselves, so the transaction boundaries
         # are exactly the ones written below.
         self._db = sqlite3.connect(
-            self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            self.path,
+            timeout=max(busy_timeout, _CREATE_TIMEOUT),
+            isolation_level=None,
+            check_same_thread=False,
         )
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(_SCHEMA)  # idempotent; each statement commits itself
+            # Making the file takes the write lock: wait for other writers then, even
+            # with a short busy_timeout (opening must not fail because another process
+            # is appending). An existing store needs only a read, which never waits.
+            if not self._db.execute(_HAS_SCHEMA).fetchone()[0]:
+                self._db.execute("PRAGMA journal_mode=WAL")  # kept in the file
+                self._db.executescript(_SCHEMA)  # idempotent; each statement commits
+            self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        except sqlite3.OperationalError as exc:
+            self._db.close()
+            raise _busy(exc) from exc
         except BaseException:
             self._db.close()
             raise

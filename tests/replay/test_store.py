@@ -175,6 +175,22 @@ class TestBusy:
             assert s.read("a") == []
             assert s.append("a", ["x"]) == 1
 
+    def test_opening_never_waits_for_a_writer(self, tmp_path: Path) -> None:
+        # Another process appending holds the write lock: opening an existing store
+        # only reads, so it succeeds even with no busy timeout at all.
+        path = tmp_path / "events.db"
+        EventStore(path).close()
+        blocker = sqlite3.connect(path, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")
+        try:
+            with EventStore(path, busy_timeout=0) as s:
+                assert s.conversations() == {}
+                with pytest.raises(StoreBusyError):
+                    s.append("a", ["x"])
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+
 
 class TestThreads:
     """One store shared by threads serializes their appends."""
