@@ -47,6 +47,7 @@ both skips levels already reached and finds the calls to make.
 from __future__ import annotations
 
 import difflib
+import types
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from itertools import islice
@@ -75,6 +76,13 @@ LEVELS: Final[dict[object, int]] = {
 
 _REQUIRED = ("kind", "match", "start", "update")
 _NEW: Final = object()  # the "old state" of a record that this event created
+# Functions and methods: publication values that need no Mapping check (an ABC check).
+_PLAIN_CALLABLES: Final = (
+    types.FunctionType,
+    types.MethodType,
+    types.BuiltinFunctionType,
+    types.BuiltinMethodType,
+)
 
 
 class _Record:
@@ -151,6 +159,8 @@ class _Registered:
         self.publication_levels: dict[Hashable, int] | None = None
         if publication is None:
             pass
+        elif type(publication) is not dict and isinstance(publication, _PLAIN_CALLABLES):
+            self.publication = publication  # the common case, without the Mapping ABC check
         elif isinstance(publication, Mapping):
             levels = {key: LEVELS.get(value, NOT_ACCEPTED) for key, value in publication.items()}
             bad = [value for value in publication.values() if LEVELS.get(value) is None]
@@ -180,7 +190,9 @@ class _Registered:
 
         event_types = getattr(definition, "event_types", None)
         self.event_types: frozenset[Hashable] | None = None
-        if event_types is not None:
+        if type(event_types) is frozenset:
+            self.event_types = event_types
+        elif event_types is not None:
             if isinstance(event_types, str | bytes) or not isinstance(event_types, Iterable):
                 raise RegistrationError(
                     f"definition {kind!r}: event_types is {event_types!r}; it must be a "
