@@ -26,10 +26,15 @@ event the entries run in order, so a definition registered later sees what an
 earlier one started for the same event, exactly as a one-at-a-time replay would.
 The reader is closed when ``start`` returns.
 
-Events are atomic (rule 7). Changes are applied as they are computed and logged
-(the first in locals, more in a list: most events change one node); if any member
-raises, the log is undone in reverse and the error is raised as
-``DefinitionError``. Events before it in the batch stay folded.
+Events are atomic (rule 7). A route with one slot (most events: one definition can
+claim them) is folded inline by ``_apply`` with nothing to undo: every call that can
+raise (``match``, ``update`` or ``start``, ``publication``) comes before the slot's one
+change. A route with several slots goes through ``_fold_slots``, which logs each
+change and undoes the log in reverse if a later slot raises. Either way the error is
+raised as ``DefinitionError`` naming the event, and events before it in the batch
+stay folded. A list or tuple of events is iterated as it is, its positions read off
+its iterator (counting per event would allocate an int per event); any other
+iterable is read in chunks of ``_CHUNK``.
 
 Nodes are frozen values made lazily (rule 6): a change drops the record's cached
 ``Node`` (putting the record on the dirty list) and the cached tuple; ``nodes()``
