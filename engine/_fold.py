@@ -495,9 +495,10 @@ class Fold:
                 whole = True
         finally:
             # One commit for every way out. A failed event is consumed and changed
-            # nothing; an exception from ``events`` itself goes up as it is, after
-            # the events before it are committed. (Asking the iterator how many it has
-            # left is slower than the loop for one event: only done when stopped early.)
+            # nothing; an exception between two events (KeyboardInterrupt) goes up as
+            # it is, after the events before it are committed. (Asking the iterator
+            # how many it has left costs more than folding one event: only done when
+            # the loop stopped early.)
             self.busy = False
             taken = size if whole else size - length_hint(iterator)  # folded or failed
             self.position = first + taken
