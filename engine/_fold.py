@@ -479,10 +479,7 @@ class Fold:
                             method = "publication"
                             entry_level = _publication(entry, event)
                         method = "start"
-                        if record is None:
-                            record = self._new_record(entry, claim, event)
-                        else:
-                            self._reopen(entry, record, event)
+                        record = self._start(entry, claim, record, event)
                         if entry_level > level:
                             level = entry_level
                     else:
@@ -593,12 +590,10 @@ class Fold:
                         method = "publication"
                         entry_level = _publication(entry, event)
                     method = "start"
-                    if record is None:
-                        record = self._new_record(entry, claim, event)
-                        changes.append((record, _NEW, None))
-                    else:
-                        changes.append((record, record.state, record.node))
-                        self._reopen(entry, record, event)
+                    # Logged once start returned: until then nothing has changed.
+                    old, old_node = (_NEW, None) if record is None else (record.state, record.node)
+                    record = self._start(entry, claim, record, event)
+                    changes.append((record, old, old_node))
                 else:
                     raise _bad_role(role)
                 if entry_level > event_level:
@@ -613,17 +608,23 @@ class Fold:
             return None
         return tuple(change[0] for change in changes), event_level
 
-    def _new_record(self, entry: _Registered, claim: Claim, event: object) -> _Record:
+    def _start(
+        self, entry: _Registered, claim: Claim, record: _Record | None, event: object
+    ) -> _Record:
+        """Start a node for ``claim`` (``record`` None) or reopen ``record``; either way
+        nothing changes unless ``start`` returns."""
+        if record is not None:
+            state = self._call_start(entry, event, record.seq)
+            record.state = state
+            if record.node is not None:
+                record.node = None
+                self.dirty.append(record)
+            return record
         id = claim.id
         if type(id) is not str:
             raise _BadClaim(f"match() returned a Claim whose id is {id!r}; ids must be str")
         seq = len(self.records)
-        reader = _Reader(self, seq)
-        try:
-            state = entry.start(event, reader)
-        finally:
-            reader._seq = -1
-        record = _Record(entry.kind, id, seq, state)
+        record = _Record(entry.kind, id, seq, self._call_start(entry, event, seq))
         self.records.append(record)
         self.nodes_list.append(None)
         self.by_kind[entry.kind].append(record)
@@ -631,16 +632,13 @@ class Fold:
         entry.open[id] = record
         return record
 
-    def _reopen(self, entry: _Registered, record: _Record, event: object) -> None:
-        reader = _Reader(self, record.seq)
+    def _call_start(self, entry: _Registered, event: object, seq: int) -> Any:
+        """``entry.start`` with a reader of the nodes before ``seq``, closed after."""
+        reader = _Reader(self, seq)
         try:
-            state = entry.start(event, reader)
+            return entry.start(event, reader)
         finally:
             reader._seq = -1
-        record.state = state
-        if record.node is not None:
-            record.node = None
-            self.dirty.append(record)
 
     def _undo(self, record: _Record, old: Any, node: Node | None) -> None:
         if old is _NEW:
