@@ -55,6 +55,7 @@ import json
 import re
 from typing import Any, Final
 
+from ._cons import items
 from ._text import StreamedText
 
 __all__ = ["PartialJson"]
@@ -141,18 +142,8 @@ def _odd_backslashes(body: str, end: int) -> bool:
     return (end - k) % 2 == 1
 
 
-def _items(cons: Any) -> list[Any]:
-    """The items of a cons list, oldest first."""
-    out = []
-    while cons is not None:
-        out.append(cons[0])
-        cons = cons[1]
-    out.reverse()
-    return out
-
-
 def _materialize(frame: tuple[bool, Any, str | None]) -> Any:
-    return dict(_items(frame[1])) if frame[0] else _items(frame[1])
+    return dict(items(frame[1])) if frame[0] else items(frame[1])
 
 
 class PartialJson:

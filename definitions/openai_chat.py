@@ -41,6 +41,7 @@ import msgspec
 
 from engine import Claim, Node, create_conversation_engine
 
+from ._cons import Cons, items
 from ._text import StreamedText
 
 __all__ = [
@@ -58,8 +59,6 @@ __all__ = [
 
 _EMPTY = StreamedText()
 _replace: Final = msgspec.structs.replace
-# Pairs (value, previous) form an immutable list with O(1) append.
-_Cons = tuple[Any, Any] | None
 
 
 class ScopedChunk(msgspec.Struct, frozen=True, array_like=True, gc=False):
@@ -109,7 +108,7 @@ class ToolCallState(msgspec.Struct, frozen=True, gc=False):
     name: str | None = None
     arguments: StreamedText = _EMPTY
     has_function: bool = False
-    extra: _Cons = None  # other tool call fields, merged at rebuild
+    extra: Cons = None  # other tool call fields, merged at rebuild
 
 
 class ChoiceState(msgspec.Struct, frozen=True, gc=False):
@@ -121,7 +120,7 @@ class ChoiceState(msgspec.Struct, frozen=True, gc=False):
     content: StreamedText | None = None
     refusal: StreamedText | None = None
     tool_calls: tuple[ToolCallState, ...] = ()
-    extra: _Cons = None  # other message fields (reasoning_content, audio, ...)
+    extra: Cons = None  # other message fields (reasoning_content, audio, ...)
     logprobs: tuple[Any, ...] | None = None  # (content list | None, refusal list | None)
     has_message: tuple[str, ...] = ()  # message keys seen, in order
 
@@ -330,15 +329,6 @@ DEFINITIONS: Final = (COMPLETION,)
 # -- rebuild ------------------------------------------------------------------------
 
 
-def _items(cons: _Cons) -> list[Any]:
-    out = []
-    while cons is not None:
-        out.append(cons[0])
-        cons = cons[1]
-    out.reverse()
-    return out
-
-
 def _addable(old: Any, value: Any) -> bool:
     """Strings concatenate and numbers add in ``accumulate_delta``."""
     if isinstance(old, str):
@@ -372,7 +362,7 @@ def _message(choice: ChoiceState) -> dict[str, Any]:
     message: dict[str, Any] = {}
     for key in choice.has_message:
         message[key] = None
-    for key, value in _items(choice.extra):
+    for key, value in items(choice.extra):
         _accumulate(message, key, value)
     if choice.role is not None or "role" in choice.has_message:
         message["role"] = choice.role
@@ -383,7 +373,7 @@ def _message(choice: ChoiceState) -> dict[str, Any]:
     calls = []
     for call in sorted(choice.tool_calls, key=lambda c: c.index):
         out: dict[str, Any] = {}
-        for key, value in _items(call.extra):
+        for key, value in items(call.extra):
             _accumulate(out, key, value)
         if call.id is not None:
             out["id"] = call.id
