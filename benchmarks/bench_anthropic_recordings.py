@@ -28,6 +28,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench_protocols_anthropic_openai import anthropic_reference, anthropic_typed  # noqa: E402
+
 from definitions import anthropic  # noqa: E402
 from tests.conformance import _python_oracles as oracles  # noqa: E402
 
@@ -43,25 +45,6 @@ def best_rate(run: Callable[[Any], object], batches: list[Any], count: int) -> f
             run(batch)
         best = max(best, count * len(batches) / (time.perf_counter() - started))
     return best
-
-
-def sdk_fold(events: list[Any]) -> object:
-    from anthropic.lib.streaming._messages import accumulate_event
-
-    accumulate: Any = accumulate_event
-    snapshot: Any = None
-    json_bufs: dict[int, bytes] = {}
-    for event in events:
-        snapshot = accumulate(event=event, current_snapshot=snapshot, json_bufs=json_bufs)
-    return snapshot
-
-
-def typed(events: list[dict[str, Any]]) -> list[Any]:
-    from anthropic._models import construct_type_unchecked
-    from anthropic.types import RawMessageStreamEvent
-
-    kind: Any = RawMessageStreamEvent
-    return [construct_type_unchecked(type_=kind, value=event) for event in events]
 
 
 def main() -> None:
@@ -81,8 +64,8 @@ def main() -> None:
         count = len(events)
         fresh = [copy.deepcopy(events) for _ in range(repeat)]  # neither side mutates them
         ours = best_rate(anthropic.fold, fresh, count)
-        sdk_typed = best_rate(sdk_fold, [typed(events)] * repeat, count)
-        sdk_dicts = best_rate(sdk_fold, fresh, count)
+        sdk_typed = best_rate(anthropic_reference, [anthropic_typed(events)] * repeat, count)
+        sdk_dicts = best_rate(anthropic_reference, fresh, count)
         ratios.append(ours / sdk_typed)
         print(
             f"{path.name:<66} {count:>6} {ours / 1e6:7.3f}M {sdk_typed / 1e6:9.3f}M "

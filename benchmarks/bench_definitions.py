@@ -21,6 +21,7 @@ between runs; compare rows of the same run).
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import sys
@@ -125,33 +126,20 @@ def protocol_row(
 
 def anthropic_sdk_row(name: str, events: list[dict[str, Any]]) -> tuple[float, float] | None:
     """The SDK accumulator on raw dicts and on typed events; returns both rates."""
-    try:
-        from anthropic._models import construct_type_unchecked
-        from anthropic.lib.streaming._messages import accumulate_event
-        from anthropic.types import RawMessageStreamEvent
-    except ImportError:
+    if importlib.util.find_spec("anthropic") is None:
         print("anthropic-sdk: not installed (pip install the test extra)")
         return None
-    accumulate: Any = accumulate_event
-    construct: Any = construct_type_unchecked
-
-    def run(stream: list[Any]) -> object:
-        snapshot: Any = None
-        json_bufs: dict[int, bytes] = {}
-        for event in stream:
-            snapshot = accumulate(event=event, current_snapshot=snapshot, json_bufs=json_bufs)
-        return snapshot
 
     # as the oracle does: nothing before the first message_start
     starts = [i for i, e in enumerate(events) if e.get("type") == "message_start"]
     events = events[starts[0] :] if starts else []
-    typed = [construct(type_=RawMessageStreamEvent, value=e) for e in events]
+    typed = openai_bench.anthropic_typed(events)
     repeat = max(1, 20_000 // max(1, len(events)))
 
     def many(stream: list[Any]) -> Callable[[], None]:
         def action() -> None:
             for _ in range(repeat):
-                run(stream)
+                openai_bench.anthropic_reference(stream)
 
         return action
 

@@ -39,17 +39,31 @@ def rate(fold: Callable[[list[dict[str, Any]]], object], events: list[dict[str, 
     return best
 
 
-def anthropic_reference(events: list[dict[str, Any]]) -> object:
+def anthropic_reference(events: list[Any]) -> object:
+    """The SDK's ``accumulate_event`` over one stream, raw dicts or typed events, from
+    its first ``message_start`` (as the oracle folds it)."""
     from anthropic.lib.streaming._messages import accumulate_event
 
     accumulate: Any = accumulate_event
     snapshot: Any = None
     json_bufs: dict[int, bytes] = {}
     for event in events:
-        if snapshot is None and event.get("type") != "message_start":
-            continue
+        if snapshot is None:
+            kind = event.get("type") if type(event) is dict else event.type
+            if kind != "message_start":
+                continue
         snapshot = accumulate(event=event, current_snapshot=snapshot, json_bufs=json_bufs)
     return snapshot
+
+
+def anthropic_typed(events: list[dict[str, Any]]) -> list[Any]:
+    """The events as the SDK's own event models (what its stream builds per event), to
+    time its accumulate step alone."""
+    from anthropic._models import construct_type_unchecked
+    from anthropic.types import RawMessageStreamEvent
+
+    kind: Any = RawMessageStreamEvent
+    return [construct_type_unchecked(type_=kind, value=event) for event in events]
 
 
 def chat_reference(events: list[dict[str, Any]]) -> object:
