@@ -71,9 +71,13 @@ def model_level(before: list[Event], event: Event, definitions: list[Any] | None
     return LEVEL[event["pub"]] if changed else -1
 
 
-def accepted(definitions: list[Any], log: list[Event]) -> int:
-    """How many events of ``log`` the model says change a node."""
-    return sum(model_level(log[:i], event, definitions) >= 0 for i, event in enumerate(log))
+def assert_folded_like_the_model(engine: Any, definitions: list[Any], log: list[Event]) -> None:
+    """The engine, handed every event of ``log`` once, holds the model's nodes and
+    counts as accepted the events the model says change a node."""
+    assert as_tuples(engine.nodes()) == model_fold(definitions, log)
+    accepted = sum(model_level(log[:i], event, definitions) >= 0 for i, event in enumerate(log))
+    stats = engine.statistics()
+    assert (stats.events_pushed, stats.events_accepted) == (len(log), accepted)
 
 
 class TestRandomLogs:
@@ -87,12 +91,7 @@ class TestRandomLogs:
         for event in log:
             with contextlib.suppress(DefinitionError):
                 engine.push(event)
-        assert as_tuples(engine.nodes()) == model_fold(definitions, log)
-        stats = engine.statistics()
-        assert (stats.events_pushed, stats.events_accepted) == (
-            len(log),
-            accepted(definitions, log),
-        )
+        assert_folded_like_the_model(engine, definitions, log)
 
     @setups
     @settings(max_examples=150)
@@ -110,12 +109,7 @@ class TestRandomLogs:
                     position = stop
                 except DefinitionError as error:
                     position = error.position + 1  # positions are log indices here
-        assert as_tuples(engine.nodes()) == model_fold(definitions, log)
-        stats = engine.statistics()
-        assert (stats.events_pushed, stats.events_accepted) == (
-            len(log),
-            accepted(definitions, log),
-        )
+        assert_folded_like_the_model(engine, definitions, log)
 
     @setups
     @settings(max_examples=100)
@@ -140,8 +134,7 @@ class TestRandomLogs:
                 continue
             except OSError:
                 break
-        assert as_tuples(engine.nodes()) == model_fold(definitions, log[:stop])
-        assert engine.statistics().events_pushed == len(log[:stop])
+        assert_folded_like_the_model(engine, definitions, log[:stop])
 
 
 class TestRandomFrameTiming:
