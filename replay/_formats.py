@@ -21,8 +21,8 @@ truncated line instead.
 
 from __future__ import annotations
 
+import io
 import re
-from collections.abc import Iterator
 from typing import Any, Literal
 
 import attrs
@@ -106,8 +106,8 @@ def _detect(data: bytes) -> Format:
         return "sse"
     # JSON Lines: ours when the first line that decodes at all is an envelope. Looking
     # past undecodable lines matters: a recording may open with a cut-off line. Lines
-    # are cut one at a time: splitting the whole file cost as much as decoding a third.
-    for text in _lines(start):
+    # are read one at a time: splitting the whole file cost as much as decoding a third.
+    for text in io.BytesIO(start):  # each line keeps its b"\n": whitespace to JSON
         try:
             _any_decoder.decode(text)
         except msgspec.DecodeError:
@@ -118,16 +118,6 @@ def _detect(data: bytes) -> Format:
             return "jsonl"
         return "log"
     return "jsonl"
-
-
-def _lines(data: bytes) -> Iterator[bytes]:
-    start = 0
-    while start < len(data):
-        end = data.find(b"\n", start)
-        if end < 0:
-            end = len(data)
-        yield data[start:end]
-        start = end + 1
 
 
 def _is_keepalive(event: Any) -> bool:
