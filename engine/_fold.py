@@ -226,7 +226,7 @@ _CHUNK: Final = 1024  # events taken at a time from an iterable that is not a li
 _Slot = tuple[
     Callable[[Any], Claim | None], Callable[[Any, Any], Any], dict[str, "_Record"], _Registered, int
 ]
-# A route is the one slot of its type's entries, folded inline by apply(), or, for
+# A route is the one slot of its type's entries, folded inline by _apply(), or, for
 # no slot or several, (None, None, None, slots, NOT_ACCEPTED) for _fold_slots().
 _Route = tuple[Any, Any, Any, Any, int]
 
@@ -417,7 +417,7 @@ class Fold:
         method = ""
         claim: Any = None  # what match() returned: checked as it is used
         record: _Record | None = None
-        route: _Route | None
+        route: _Route
         failure: BaseException | None = None
         whole = False  # every event was looked at
         self.busy = True
@@ -518,14 +518,11 @@ class Fold:
         failure: BaseException | None = None
         self.busy = True
         try:
-            if self.event_type is None:
-                route = self.route_all
+            try:
+                route = self.route_all if self.event_type is None else self._route(event)
+            except BaseException as exc:
+                failure = _failure(exc, None, "event_type", position, None, None)
             else:
-                try:
-                    route = self._route(event)
-                except BaseException as exc:
-                    failure = _failure(exc, None, "event_type", position, None, None)
-            if failure is None:
                 slots: tuple[_Slot, ...] = route[3] if route[0] is None else (route,)
                 changed = self._fold_slots(slots, event)
         except _Failed as failed:
