@@ -17,6 +17,12 @@ it is kept when its data is complete JSON. A live stream must discard it (the
 connection may have dropped mid-frame), but a file that simply lacks the final blank
 line is a complete recording; when its JSON is cut short it is reported as a
 truncated line instead.
+
+With an event vocabulary (``types``, e.g. ``definitions.builtin.Event``) the events of
+its tags come out as its Structs and all others as plain objects (see
+``replay._log``). JSON Lines and our log decode typed; SSE frames and JSON arrays are
+decoded plain and their events of the vocabulary's tags converted (``msgspec.convert``),
+which is slower but those formats are rare for the tagged vocabularies.
 """
 
 from __future__ import annotations
@@ -30,8 +36,10 @@ import msgspec
 
 from ._errors import LogError
 from ._log import (
+    EventTypes,
     Source,
     decode_lines,
+    event_types,
     line_error,
     parse_log,
     read_source,
@@ -67,7 +75,7 @@ class Loaded:
     problems: tuple[LogError, ...] = ()
 
 
-def load_events(source: Source, *, lenient: bool = False) -> Loaded:
+def load_events(source: Source, *, lenient: bool = False, types: Any = None) -> Loaded:
     """Read a recording in any supported format (detected) and return its raw events.
 
     Raises ``LogError`` for the first bad line, frame or array unless ``lenient``,
@@ -75,20 +83,42 @@ def load_events(source: Source, *, lenient: bool = False) -> Loaded:
     modes an unterminated bad last line or frame (a crash while writing) is skipped
     and listed. A JSON array is one value: a bad array always raises. A UTF-8 BOM is
     ignored. ``OSError`` passes through.
+
+    ``types``, an event vocabulary (a tagged msgspec Struct or a union of them, such as
+    ``definitions.builtin.Event``), decodes the events of its tags to its Structs, for
+    definitions that fold those faster; other events stay plain. An event of its tags
+    with bad fields is a bad line. ``TypeError`` when ``types`` is not a vocabulary.
     """
     data, path = read_source(source)
+    return parse_events(data, path=path, lenient=lenient, types=types)
+
+
+def parse_events(
+    data: bytes, *, path: str | None, lenient: bool = False, types: Any = None
+) -> Loaded:
+    """``load_events`` on bytes already read; ``path`` names them in messages."""
+    typed = None if types is None else event_types(types)
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
     fmt = _detect(data)
     if fmt == "log":
-        log = parse_log(data, path=path, lenient=lenient)
+        log = parse_log(data, path=path, lenient=lenient, types=types)
         return Loaded(path=path, format=fmt, events=log.events(), problems=log.problems)
     problems: list[LogError]
     if fmt == "json":
-        events = _load_array(data, path)
+        events = _load_array(data, path, typed)
         problems = []
     elif fmt == "sse":
-        events, problems = _load_sse(data, path, lenient)
+        events, problems = _load_sse(data, path, lenient, typed)
+    elif typed is not None:
+        events, problems = decode_lines(
+            data,
+            typed.events,
+            path=path,
+            lenient=lenient,
+            what="JSON event",
+            decode=typed.decode_event,
+        )
     else:
         events, problems = decode_lines(
             data, _any_decoder, path=path, lenient=lenient, what="JSON event"
@@ -124,18 +154,28 @@ def _is_keepalive(event: Any) -> bool:
     return type(event) is dict and event.get("type") == "ping"
 
 
-def _load_array(data: bytes, path: str | None) -> list[Any]:
+def _load_array(data: bytes, path: str | None, typed: EventTypes | None) -> list[Any]:
     try:
         events = _array_decoder.decode(data)
     except msgspec.DecodeError as exc:
         raise line_error(exc, data, path=path, line=1, what="JSON array recording") from exc
+    if typed is None:
+        return events
+    for index, event in enumerate(events):
+        try:
+            events[index] = typed.convert(event)
+        except msgspec.ValidationError as exc:
+            what = f"JSON array recording (event {index})"
+            raise line_error(exc, data, path=path, line=1, what=what) from exc
     return events
 
 
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 
 
-def _load_sse(data: bytes, path: str | None, lenient: bool) -> tuple[list[Any], list[LogError]]:
+def _load_sse(
+    data: bytes, path: str | None, lenient: bool, typed: EventTypes | None
+) -> tuple[list[Any], list[LogError]]:
     events: list[Any] = []
     problems: list[LogError] = []
     name: str | None = None
@@ -148,7 +188,11 @@ def _load_sse(data: bytes, path: str | None, lenient: bool) -> tuple[list[Any], 
             return
         try:
             event = _any_decoder.decode(text)
-        except msgspec.DecodeError as exc:
+            if name and type(event) is dict and "type" not in event:
+                event["type"] = name
+            if typed is not None:
+                event = typed.convert(event)  # after naming: the name may be its tag
+        except msgspec.DecodeError as exc:  # ValidationError from convert too
             error = line_error(
                 exc,
                 text,
@@ -162,8 +206,6 @@ def _load_sse(data: bytes, path: str | None, lenient: bool) -> tuple[list[Any], 
                 raise error from exc
             problems.append(error)
             return
-        if name and type(event) is dict and "type" not in event:
-            event["type"] = name
         events.append(event)
 
     lines = _LINE_BREAK.split(data)

@@ -1,0 +1,292 @@
+"""Typed decoding: events of a definition set's vocabulary come out as its Structs,
+every other event as plain objects; replays fold both forms to the same view."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from definitions import builtin, message
+from replay import (
+    LogError,
+    load_events,
+)
+from replay._log import EventTypes
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "replay" / "examples" / "agent_session.jsonl"
+BUILTIN_EXAMPLES = sorted((ROOT / "definitions" / "examples").glob("*.jsonl"))
+EXAMPLES = [EXAMPLE, *BUILTIN_EXAMPLES]
+
+
+def jsonl(events: list[Any]) -> bytes:
+    return b"".join(json.dumps(event).encode() + b"\n" for event in events)
+
+
+def envelopes(events: list[Any]) -> bytes:
+    return jsonl([{"position": i, "event": event} for i, event in enumerate(events)])
+
+
+def load(data: bytes, **kw: Any) -> Any:
+    return load_events(io.BytesIO(data), **kw)
+
+
+def typed(data: bytes, **kw: Any) -> Any:
+    return load(data, types=builtin.Event, **kw)
+
+
+def is_struct(event: Any) -> bool:
+    return isinstance(event, msgspec.Struct)
+
+
+# -- generated logs: the built-in events, with plug-in events and odd values among them ---
+
+IDS = st.sampled_from(["a", "b"])
+TEXT = st.text(alphabet="ab <&\n", max_size=4)
+NAME = st.sampled_from(["read", "grep"])
+
+
+def event(tag: str, **fields: Any) -> st.SearchStrategy[dict[str, Any]]:
+    optional = fields.pop("optional", {})
+    return st.fixed_dictionaries({"type": st.just(tag), "id": IDS, **fields}, optional=optional)
+
+
+BUILTIN_EVENTS = st.one_of(
+    event(
+        "message.start",
+        optional={"role": st.sampled_from(["user", "assistant"]), "text": TEXT},
+    ),
+    event("message.delta", text=TEXT),
+    event("message.end"),
+    event("message.abort", optional={"reason": TEXT}),
+    event("reasoning.start"),
+    event("reasoning.delta", text=TEXT),
+    event(
+        "reasoning.redacted",
+        optional={"variant": st.sampled_from(["redacted", "encrypted"]), "data": TEXT},
+    ),
+    event("reasoning.end"),
+    event("tool_call.start", name=NAME),
+    event("tool_call.arguments_delta", text=st.sampled_from(['{"q"', ': "x"}', "", "{}"])),
+    event("tool_call.arguments_end"),
+    event("tool_call.result", optional={"output": st.one_of(TEXT, st.integers(), st.none())}),
+    event("tool_call.error", message=TEXT),
+    event("tool_call.denied", optional={"reason": TEXT}),
+    event("approval.request", action=TEXT, optional={"tool_call_id": st.one_of(IDS, st.none())}),
+    event(
+        "approval.decision",
+        decision=st.sampled_from(["approved", "denied"]),
+        optional={"by": st.one_of(TEXT, st.none()), "reason": st.one_of(TEXT, st.none())},
+    ),
+    event(
+        "status.update",
+        optional={
+            "status": st.sampled_from(["running", "done", "failed"]),
+            "label": TEXT,
+            # An int where the Struct holds a float: 1 and 1.0 must render alike.
+            "progress": st.one_of(st.sampled_from([0, 1]), st.floats(0, 1)),
+            "completed": st.integers(0, 5),
+            "total": st.integers(0, 5),
+        },
+    ),
+)
+# An extra field the Struct does not know is dropped by the typed decode, kept in a dict.
+WITH_EXTRAS = st.builds(lambda e, x: {**e, **x}, BUILTIN_EVENTS, st.sampled_from([{}, {"x": 1}]))
+OTHER_EVENTS = st.one_of(
+    st.builds(lambda i, t: {"type": "sticky", "id": i, "text": t}, IDS, TEXT),
+    st.just({"type": "ping"}),
+    st.just({"no": "type"}),
+    st.just({"type": ["message.start"]}),  # an unhashable tag value
+    st.just({"type": 7}),
+)
+# Mostly built-in events (one_of picks each branch alike: three of four are built-in).
+LOGS = st.lists(st.one_of(WITH_EXTRAS, WITH_EXTRAS, WITH_EXTRAS, OTHER_EVENTS), max_size=30)
+ALL_BUILTIN_LOGS = st.lists(BUILTIN_EVENTS, min_size=1, max_size=30)
+
+
+# -- load_events(types=...) -------------------------------------------------------------
+
+
+class TestTypedLoad:
+    """load_events(types=...) decodes the vocabulary's events to Structs, others plain."""
+
+    @pytest.mark.parametrize("wrap", [jsonl, envelopes], ids=["jsonl", "log"])
+    def test_structs_for_known_tags_dicts_for_the_rest(self, wrap: Any) -> None:
+        events = [
+            {"type": "message.start", "id": "m", "role": "user"},
+            {"type": "sticky", "id": "s", "text": "plug-in kinds pass through"},
+            {"type": "message.delta", "id": "m", "text": "hi", "extra": True},
+            {"type": "message.end", "id": "m"},
+        ]
+        loaded = typed(wrap(events))
+        assert loaded.events == [
+            message.Start(id="m", role="user"),
+            events[1],
+            message.Delta(id="m", text="hi"),
+            message.End(id="m"),
+        ]
+        assert [type(e) for e in loaded.events] == [
+            message.Start,
+            dict,
+            message.Delta,
+            message.End,
+        ]
+        assert loaded.problems == ()
+
+    def test_without_types_every_event_stays_plain(self) -> None:
+        loaded = load(EXAMPLE.read_bytes())
+        assert {type(e) for e in loaded.events} == {dict}
+
+    def test_a_log_of_the_vocabulary_only_takes_the_one_call_fast_path(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        def slow_path(self: EventTypes, line: bytes) -> Any:
+            raise AssertionError("decoded line by line")
+
+        monkeypatch.setattr(EventTypes, "decode_event", slow_path)
+        monkeypatch.setattr(EventTypes, "decode_entry", slow_path)
+        events = load(EXAMPLE.read_bytes()).events
+        assert typed(EXAMPLE.read_bytes()).events == [builtin.decode(jsonl([e])) for e in events]
+        assert all(map(is_struct, typed(envelopes(events)).events))
+
+    def test_keepalives_are_still_dropped(self) -> None:
+        data = jsonl([{"type": "ping"}, {"type": "message.end", "id": "m"}, {"type": "ping"}])
+        assert typed(data).events == [message.End(id="m")]
+
+    @pytest.mark.parametrize(
+        ("wrap", "where"),
+        [(jsonl, "$.text"), (envelopes, "$.event.text")],
+        ids=["jsonl", "log"],
+    )
+    def test_a_known_tag_with_bad_fields_is_a_bad_line(self, wrap: Any, where: str) -> None:
+        data = wrap(
+            [
+                {"type": "message.start", "id": "m"},
+                {"type": "message.delta", "id": "m", "text": 5},
+                {"type": "message.end", "id": "m"},
+            ]
+        )
+        with pytest.raises(LogError) as caught:
+            typed(data)
+        error = caught.value
+        assert (error.line, error.column, error.truncated) == (2, 1, False)
+        assert str(error).startswith("<stream>, line 2, column 1: invalid ")
+        assert str(error).endswith(f"Expected `str`, got `int` - at `{where}`")
+        # Plain decoding knows no schema: the same line is fine there.
+        assert len(load(data).events) == 3
+
+    @pytest.mark.parametrize("wrap", [jsonl, envelopes], ids=["jsonl", "log"])
+    def test_lenient_skips_and_reports_the_bad_line_only(self, wrap: Any) -> None:
+        events = [
+            {"type": "message.start", "id": "m"},
+            {"type": "sticky", "id": "s", "text": "x"},
+            {"type": "message.delta", "id": "m"},  # no text
+            {"type": "message.delta", "id": "m", "text": "ok"},
+            {"type": "tool_call.start", "id": "t", "name": 3},
+            {"type": "message.end", "id": "m"},
+        ]
+        loaded = typed(wrap(events), lenient=True)
+        assert loaded.events == [
+            message.Start(id="m"),
+            events[1],
+            message.Delta(id="m", text="ok"),
+            message.End(id="m"),
+        ]
+        assert [(p.line, p.column, p.truncated) for p in loaded.problems] == [
+            (3, 1, False),
+            (5, 1, False),
+        ]
+        assert "missing required field `text`" in str(loaded.problems[0])
+        assert str(loaded.problems[1]).endswith(".name`")
+
+    def test_bad_json_after_a_bad_field_is_reported_where_the_json_breaks(self) -> None:
+        # The typed decoder stops at the field; the plain one then finds the real fault.
+        line = b'{"type":"message.delta","id":5,"text":"x" oops}'
+        with pytest.raises(LogError) as caught:
+            typed(jsonl([{"type": "message.end", "id": "m"}]) + line + b"\n")
+        assert (caught.value.line, caught.value.column) == (2, line.index(b"oops") + 1)
+        assert "Expected `str`" not in str(caught.value)
+
+    @pytest.mark.parametrize("wrap", [jsonl, envelopes], ids=["jsonl", "log"])
+    @pytest.mark.parametrize("lenient", [False, True])
+    def test_a_truncated_last_line_is_recovered(self, wrap: Any, lenient: bool) -> None:
+        events = [
+            {"type": "message.start", "id": "m"},
+            {"type": "sticky", "id": "s", "text": "x"},
+            {"type": "message.delta", "id": "m", "text": "cut here"},
+        ]
+        data = wrap(events)
+        loaded = typed(data[: data.rindex(b"cut") + 2], lenient=lenient)
+        assert loaded.events == [message.Start(id="m"), events[1]]
+        assert [(p.line, p.truncated) for p in loaded.problems] == [(3, True)]
+
+    def test_odd_events_stay_plain(self) -> None:
+        odd = [{"type": ["message.start"]}, {"type": 7}, {"no": "type"}, [1, 2], "text", None]
+        assert typed(jsonl(odd)).events == odd
+
+    def test_sse_frames_are_converted(self) -> None:
+        data = (
+            b'data: {"type":"message.start","id":"m"}\n\n'
+            b'event: message.delta\ndata: {"id":"m","text":"named by the frame"}\n\n'
+            b'data: {"type":"sticky","id":"s"}\n\n'
+            b'data: {"type":"message.delta",\ndata: "id":"m","text":1}\n\n'
+            b'data: {"type":"message.end","id":"m"}\n\n'
+        )
+        loaded = typed(data, lenient=True)
+        assert loaded.events == [
+            message.Start(id="m"),
+            message.Delta(id="m", text="named by the frame"),
+            {"type": "sticky", "id": "s"},
+            message.End(id="m"),
+        ]
+        [problem] = loaded.problems
+        assert (problem.line, problem.column) == (8, 7)
+        assert str(problem).endswith("Expected `str`, got `int` - at `$.text`")
+        with pytest.raises(LogError, match="line 8, column 7"):
+            typed(data)
+
+    def test_json_arrays_are_converted(self) -> None:
+        events = [{"type": "message.start", "id": "m"}, {"type": "sticky", "id": "s"}]
+        assert typed(json.dumps(events).encode()).events == [message.Start(id="m"), events[1]]
+        bad = json.dumps([*events, {"type": "message.end"}]).encode()
+        with pytest.raises(LogError, match=r"\(event 2\).*missing required field `id`"):
+            typed(bad)
+
+    @pytest.mark.parametrize("types", [dict[str, Any], int, message.Start | None])
+    def test_types_must_be_a_vocabulary(self, types: Any) -> None:
+        with pytest.raises(TypeError, match="tagged msgspec Struct"):
+            load(b"{}\n", types=types)
+
+    @given(LOGS)
+    def test_structs_exactly_for_known_tags(self, events: list[Any]) -> None:
+        plain = load(jsonl(events)).events
+        loaded = typed(jsonl(events))
+        assert loaded.problems == ()
+        assert len(loaded.events) == len(plain)
+        for typed_event, plain_event in zip(loaded.events, plain, strict=True):
+            tag = plain_event.get("type") if type(plain_event) is dict else None
+            if isinstance(tag, str) and tag in builtin.TAGS:
+                assert typed_event == msgspec.convert(plain_event, builtin.Event)
+            else:
+                assert typed_event == plain_event
+                assert type(typed_event) is type(plain_event)
+
+    @given(ALL_BUILTIN_LOGS, st.data())
+    def test_one_bad_known_line_loses_exactly_that_line(
+        self, events: list[dict[str, Any]], data: st.DataObject
+    ) -> None:
+        bad = data.draw(st.integers(0, len(events) - 1), label="bad line index")
+        broken = [*events]
+        broken[bad] = {**events[bad], "id": data.draw(st.sampled_from([1, None, ["a"]]))}
+        loaded = typed(jsonl(broken), lenient=True)
+        expected = [msgspec.convert(e, builtin.Event) for i, e in enumerate(events) if i != bad]
+        assert loaded.events == expected
+        assert [(p.line, p.column) for p in loaded.problems] == [(bad + 1, 1)]
+        assert "- at `$.id`" in str(loaded.problems[0])
