@@ -17,6 +17,15 @@ off the module by the convention its own ``fold()`` follows, never re-implemente
 - any other module is fed the events as they are and routed by its ``event_type``,
   or by the shared key ``definitions.event_type`` (the built-in kinds, plug-ins).
 
+A module declares its event vocabulary, the tagged msgspec Structs its definitions
+fold fastest, by a module-level ``Event``: a tagged Struct or a union of them
+(``definitions.builtin.Event``, ``definitions.message.Event``). Replays decode the
+events of those tags typed (``load_events(types=...)``). A module without one, or
+whose ``Event`` is anything else (a ``dict`` alias), gets plain events; so does a set
+combined from several modules unless every one of them declares a vocabulary,
+because every definition sees every event and one written for plain events may not
+take a Struct.
+
 ``detect_protocol`` tells the protocol from the events' ``type`` values (and, for
 Chat Completions chunks, which have none, from their shape). Each event of the
 first ``SCAN`` votes for the one protocol whose vocabulary holds its type; types
@@ -28,7 +37,9 @@ more than one protocol got votes, so a caller can say what it chose.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import operator
 import os
 import sys
 from collections import Counter
@@ -42,6 +53,7 @@ from definitions import event_type as shared_event_type
 from engine import Node
 
 from ._errors import DefinitionSpecError
+from ._log import event_types
 from ._replay import replay
 
 __all__ = [
@@ -259,13 +271,16 @@ class DefinitionSet:
     ``definitions`` are registered in order; ``prepare`` is the protocol's pre-pass
     (raw events in, the envelopes the definitions match out; ``None`` when events go
     in as they are); ``event_type`` is the engine's routing key. ``name`` says where
-    the set came from, for messages.
+    the set came from, for messages. ``vocabulary`` is the set's event vocabulary, to
+    decode its events with (``load_events(types=...)``), or ``None``: plain events
+    (see the module docstring).
     """
 
     name: str
     definitions: tuple[Any, ...]
     prepare: Callable[[Iterable[Any]], Iterable[Any]] | None = None
     event_type: Callable[[Any], Hashable] = shared_event_type
+    vocabulary: Any = None
 
     def feed(self, events: Iterable[Any]) -> Iterable[Any]:
         """``events`` as the definitions take them: through the pre-pass, lazily."""
@@ -279,8 +294,9 @@ class DefinitionSet:
     def from_module(
         cls, module: ModuleType, definitions: Iterable[Any] | None = None, *, name: str = ""
     ) -> DefinitionSet:
-        """The set a protocol module folds with, by the convention of its ``fold()``
-        (see the module docstring); ``definitions`` default to its ``DEFINITIONS``."""
+        """The set a protocol module folds with, by the convention of its ``fold()``,
+        with the vocabulary it declares (see the module docstring); ``definitions``
+        default to its ``DEFINITIONS``."""
         if definitions is None:
             definitions = module.DEFINITIONS
         prepare, route = _wiring(module)
@@ -289,7 +305,24 @@ class DefinitionSet:
             definitions=tuple(definitions),
             prepare=prepare,
             event_type=route,
+            vocabulary=_declared_vocabulary(module),
         )
+
+
+def _declared_vocabulary(module: ModuleType) -> Any:
+    """``module``'s event vocabulary: its ``Event`` when that is a tagged msgspec Struct
+    or a union of them, else ``None`` (see the module docstring)."""
+    return _vocabulary(getattr(module, "Event", None))
+
+
+def _vocabulary(types: Any) -> Any:
+    if types is None:
+        return None
+    try:
+        event_types(types)  # builds (and keeps) its decoders: a replay will want them
+    except TypeError:  # not a vocabulary msgspec can decode, or unhashable
+        return None
+    return types
 
 
 def _wiring(
@@ -392,9 +425,11 @@ def load_definitions(specs: Sequence[str]) -> DefinitionSet:
     prepare: Callable[[Iterable[Any]], Iterable[Any]] | None = None
     route: Callable[[Any], Hashable] = shared_event_type
     fed_by: tuple[str, str] | None = None  # (module, spec) whose wiring is in force
+    vocabularies: list[Any] = []
     for spec in specs:
         module, value = _import(spec)
         found.extend(_as_definitions(spec, value))
+        vocabularies.append(_declared_vocabulary(module))
         wiring = _wiring(module)
         if wiring == (None, shared_event_type):
             continue
@@ -406,6 +441,14 @@ def load_definitions(specs: Sequence[str]) -> DefinitionSet:
             )
         fed_by = (module.__name__, spec)
         prepare, route = wiring
+    vocabulary = None
+    if None not in vocabularies:
+        # Two vocabularies that share a tag cannot be one union: then plain events.
+        vocabulary = _vocabulary(functools.reduce(operator.or_, vocabularies))
     return DefinitionSet(
-        name=" ".join(specs), definitions=tuple(found), prepare=prepare, event_type=route
+        name=" ".join(specs),
+        definitions=tuple(found),
+        prepare=prepare,
+        event_type=route,
+        vocabulary=vocabulary,
     )

@@ -5,18 +5,25 @@ from __future__ import annotations
 
 import io
 import json
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from definitions import builtin, message
+from definitions import builtin, event_type, message, tool_call
+from engine import ConversationError, create_conversation_engine
 from replay import (
+    PROTOCOLS,
     LogError,
+    load_definitions,
     load_events,
+    protocol_definitions,
+    render_json,
 )
 from replay._log import EventTypes
 
@@ -109,6 +116,19 @@ OTHER_EVENTS = st.one_of(
 # Mostly built-in events (one_of picks each branch alike: three of four are built-in).
 LOGS = st.lists(st.one_of(WITH_EXTRAS, WITH_EXTRAS, WITH_EXTRAS, OTHER_EVENTS), max_size=30)
 ALL_BUILTIN_LOGS = st.lists(BUILTIN_EVENTS, min_size=1, max_size=30)
+
+
+def fold_each(events: list[Any]) -> tuple[Any, list[int]]:
+    """The view's JSON after pushing ``events`` one at a time, and the positions whose
+    push failed (a definition may reject a random event; the rest still fold)."""
+    engine = create_conversation_engine(builtin.DEFINITIONS, event_type=event_type)
+    failed = []
+    for position, item in enumerate(events):
+        try:
+            engine.push(item)
+        except ConversationError:
+            failed.append(position)
+    return render_json(engine.nodes(), builtin.DEFINITIONS), failed
 
 
 # -- load_events(types=...) -------------------------------------------------------------
@@ -290,3 +310,120 @@ class TestTypedLoad:
         assert loaded.events == expected
         assert [(p.line, p.column) for p in loaded.problems] == [(bad + 1, 1)]
         assert "- at `$.id`" in str(loaded.problems[0])
+
+
+class TestSameView:
+    """Typed and plain events fold to the same nodes and render the same bytes."""
+
+    @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+    def test_examples(self, path: Path) -> None:
+        chosen = protocol_definitions("builtin")
+        plain = load_events(path).events
+        structs = load_events(path, types=chosen.vocabulary).events
+        assert all(map(is_struct, structs))
+        assert chosen.replay(structs) == chosen.replay(plain)
+        assert render_json(chosen.replay(structs), chosen.definitions) == render_json(
+            chosen.replay(plain), chosen.definitions
+        )
+
+    @given(LOGS)
+    @settings(max_examples=150)
+    def test_generated_logs(self, events: list[Any]) -> None:
+        plain = load(jsonl(events)).events
+        structs = typed(jsonl(events)).events
+        assume(any(map(is_struct, structs)))
+        view, failed = fold_each(structs)
+        assert (view, failed) == fold_each(plain)
+        if not failed:  # the batch fold replays use stops at the first failing event
+            chosen = protocol_definitions("builtin")
+            for form in (structs, plain):
+                assert render_json(chosen.replay(form), chosen.definitions) == view
+
+
+# -- the definition set's vocabulary ----------------------------------------------------
+
+
+class TestVocabulary:
+    """DefinitionSet.vocabulary: a module's ``Event`` when it is a tagged vocabulary."""
+
+    def test_builtin_set_declares_the_builtin_events(self) -> None:
+        assert protocol_definitions("builtin").vocabulary is builtin.Event
+
+    @pytest.mark.parametrize("protocol", [p for p in PROTOCOLS if p != "builtin"])
+    def test_protocol_sets_keep_plain_events(self, protocol: str) -> None:
+        try:
+            chosen = protocol_definitions(protocol)
+        except Exception:  # a set still being written
+            pytest.skip(f"{protocol} not available")
+        assert chosen.vocabulary is None
+
+    @pytest.mark.parametrize(
+        ("specs", "tags"),
+        [
+            (["definitions.builtin"], builtin.TAGS),
+            (["definitions.message:DEFINITION"], message.DEFINITION.event_types),
+            (
+                ["definitions.message:DEFINITION", "definitions.tool_call:DEFINITION"],
+                message.DEFINITION.event_types | tool_call.DEFINITION.event_types,
+            ),
+            (["definitions.builtin", "definitions.message:DEFINITION"], builtin.TAGS),
+        ],
+    )
+    def test_specs_of_modules_that_declare_one(self, specs: list[str], tags: Any) -> None:
+        vocabulary = load_definitions(specs).vocabulary
+        assert EventTypes(vocabulary).tags == tags
+
+    @pytest.mark.parametrize(
+        "specs",
+        [
+            ["tests.replay.test_cli:PLUGIN"],  # no Event at all
+            ["tests.replay._kinds:MessageKind"],  # Event = dict[str, Any]: not a vocabulary
+            # A plug-in written for plain events sees every event: so all stay plain.
+            ["definitions.builtin", "tests.replay.test_cli:PLUGIN"],
+            ["definitions.anthropic"],
+        ],
+    )
+    def test_specs_without_one(self, specs: list[str]) -> None:
+        assert load_definitions(specs).vocabulary is None
+
+    def test_a_plugin_module_declaring_its_own(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        (tmp_path / "typed_notes.py").write_text(
+            textwrap.dedent(
+                """
+                import msgspec
+                from engine import Claim
+
+                class Note(msgspec.Struct, tag_field="type", tag="note"):
+                    id: str
+
+                class Clash(msgspec.Struct, tag_field="type", tag="message.start"):
+                    who: str
+
+                Event = Note
+                CLASHING = Note | Clash
+
+                class NoteKind:
+                    kind = "note"
+                    def match(self, event):
+                        return Claim(event.id, "start") if type(event) is Note else None
+                    def start(self, event, reader):
+                        return event.id
+                    def update(self, state, event):
+                        return state
+
+                DEFINITIONS = (NoteKind(),)
+                """
+            )
+        )
+        monkeypatch.syspath_prepend(str(tmp_path))
+        monkeypatch.delitem(sys.modules, "typed_notes", raising=False)
+        import typed_notes  # type: ignore[import-not-found]
+
+        assert load_definitions(["typed_notes"]).vocabulary is typed_notes.Note
+        both = load_definitions(["definitions.builtin", "typed_notes"]).vocabulary
+        assert EventTypes(both).tags == builtin.TAGS | {"note"}
+        # Two vocabularies claiming one tag differently make no union: plain events.
+        monkeypatch.setattr(typed_notes, "Event", typed_notes.CLASHING)
+        assert load_definitions(["definitions.builtin", "typed_notes"]).vocabulary is None
