@@ -5,7 +5,9 @@ checker), ``bench`` (decode and fold speed), ``store`` (move logs in and out of 
 SQLite event store) and ``serve`` (the live server, an optional extra).
 
 Without ``--definitions`` a log is replayed with the definition set of the protocol
-its events speak (``replay._detect``), through that protocol's pre-pass.
+its events speak (``replay._detect``), through that protocol's pre-pass. ``replay``,
+``check`` and ``bench`` decode the events with the chosen set's vocabulary (typed
+Structs, when the set declares one), as its definitions fold them fastest.
 
 Exit status: 0 on success; 1 when ``check`` finds a divergence; 2 for bad input or
 usage, with a one-line message on stderr (file, line, position where known) and
@@ -38,8 +40,8 @@ from ._detect import (
 )
 from ._determinism import check_determinism
 from ._errors import DefinitionSpecError, LogError, StoreError
-from ._formats import Loaded, load_events
-from ._log import Entry
+from ._formats import Loaded, load_events, parse_events
+from ._log import Entry, read_source
 from ._render import render_json
 from ._render_html import render_html
 from ._render_text import render_text
@@ -75,13 +77,41 @@ def _load(path: str, lenient: bool) -> Loaded:
     return loaded
 
 
-def _choose(specs: Sequence[str] | None, events: Sequence[Any], log: str) -> DefinitionSet:
+def _load_for(
+    log: str, data: bytes, path: str | None, lenient: bool, specs: Sequence[str] | None
+) -> tuple[Loaded, DefinitionSet, str | None]:
+    """``data``'s events decoded as the set that replays them takes them, that set
+    (named by ``specs``, else detected) and a doubt about the detection to warn of."""
+    note = None
     if specs:
-        return load_definitions(specs)
-    detection = detect_protocol(events)
-    if detection.ambiguous or not detection.recognised:
-        _warn(f"{log}: {detection.describe()}")
-    return protocol_definitions(detection.protocol)
+        chosen = load_definitions(specs)
+        loaded = parse_events(data, path=path, lenient=lenient, types=chosen.vocabulary)
+    else:
+        # Detection needs events before the set, and so its vocabulary, is known: it
+        # reads plain ones. Leniently, so that the decode below (strict when asked) is
+        # the one to raise, at the first bad line of either kind, with no warning first.
+        plain = parse_events(data, path=path, lenient=True)
+        detection = detect_protocol(plain.events)
+        if detection.ambiguous or not detection.recognised:
+            note = f"{log}: {detection.describe()}"
+        chosen = protocol_definitions(detection.protocol)
+        if chosen.vocabulary is None and (lenient or not plain.problems):
+            loaded = plain  # what a second decode would give
+        else:
+            loaded = parse_events(data, path=path, lenient=lenient, types=chosen.vocabulary)
+    return loaded, chosen, note
+
+
+def _load_chosen(
+    log: str, lenient: bool, specs: Sequence[str] | None
+) -> tuple[Loaded, DefinitionSet]:
+    data, path = read_source(sys.stdin.buffer if log == "-" else log)
+    loaded, chosen, note = _load_for(log, data, path, lenient, specs)
+    for problem in loaded.problems:
+        _warn(f"skipped: {problem}")
+    if note is not None:
+        _warn(note)
+    return loaded, chosen
 
 
 def _slice(events: list[Any], at: int | None) -> list[Any]:
@@ -158,8 +188,7 @@ def _write(text: str, output: str | None) -> None:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    loaded = _load(args.log, args.lenient)
-    chosen = _choose(args.definitions, loaded.events, args.log)
+    loaded, chosen = _load_chosen(args.log, args.lenient, args.definitions)
     events = _slice(loaded.events, args.at)
     nodes = fold(chosen, events, progress=_progress_stream(len(events)))
     definitions = chosen.definitions
@@ -183,8 +212,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    loaded = _load(args.log, args.lenient)
-    chosen = _choose(args.definitions, loaded.events, args.log)
+    loaded, chosen = _load_chosen(args.log, args.lenient, args.definitions)
     # The raw events and the set's pre-pass, not the wrapped events: each window is cut
     # from the raw log and wrapped afresh, as a paginated reader would (a pre-pass
     # must cope with a stream that starts in the middle of a message).
@@ -217,14 +245,17 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise _Failure(f"--repeat {args.repeat}: must be at least 1")
     data = Path(args.log).read_bytes()
-    loaded = load_events(io.BytesIO(data), lenient=args.lenient)
+    loaded, chosen, note = _load_for(args.log, data, args.log, args.lenient, args.definitions)
     events = loaded.events
     if not events:
         raise _Failure(f"{args.log}: no events to measure")
-    chosen = _choose(args.definitions, events, args.log)
+    if note is not None:
+        _warn(note)
+    types = chosen.vocabulary
 
     def decode() -> list[Any]:
-        return load_events(io.BytesIO(data), lenient=args.lenient).events
+        # Exactly the decode replay does: typed when the set declares a vocabulary.
+        return load_events(io.BytesIO(data), lenient=args.lenient, types=types).events
 
     def fold_only() -> object:
         engine = create_conversation_engine(chosen.definitions, event_type=chosen.event_type)

@@ -10,11 +10,13 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import attrs
 import msgspec
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+import replay._cli as cli
 from definitions import builtin, event_type, message, tool_call
 from engine import ConversationError, create_conversation_engine
 from replay import (
@@ -24,7 +26,9 @@ from replay import (
     load_events,
     protocol_definitions,
     render_json,
+    write_log,
 )
+from replay._cli import main
 from replay._log import EventTypes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -427,3 +431,192 @@ class TestVocabulary:
         # Two vocabularies claiming one tag differently make no union: plain events.
         monkeypatch.setattr(typed_notes, "Event", typed_notes.CLASHING)
         assert load_definitions(["definitions.builtin", "typed_notes"]).vocabulary is None
+
+
+# -- the command line -------------------------------------------------------------------
+
+
+def convo(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
+    status = main([str(arg) for arg in argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.fixture
+def folded(monkeypatch: pytest.MonkeyPatch) -> list[list[Any]]:
+    """The events each replay folded (spied on the CLI's fold)."""
+    seen: list[list[Any]] = []
+    fold = cli.fold
+
+    def spy(chosen: Any, events: Any, **kw: Any) -> Any:
+        seen.append(list(events))
+        return fold(chosen, events, **kw)
+
+    monkeypatch.setattr(cli, "fold", spy)
+    return seen
+
+
+def untyped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the CLI choose its sets without a vocabulary, as it did before typing."""
+    chosen = cli.protocol_definitions
+
+    def plain(protocol: str) -> Any:
+        return attrs.evolve(chosen(protocol), vocabulary=None)
+
+    monkeypatch.setattr(cli, "protocol_definitions", plain)
+
+
+class TestCommandLine:
+    """replay, check and bench decode with the chosen set's vocabulary."""
+
+    @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+    @pytest.mark.parametrize(
+        "options",
+        [("-f", "text"), ("-f", "json"), ("-f", "html"), ("--at", "5", "-f", "json")],
+        ids=["text", "json", "html", "at"],
+    )
+    def test_replay_output_is_unchanged(
+        self,
+        path: Path,
+        options: tuple[str, ...],
+        folded: list[list[Any]],
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        now = convo(capsys, "replay", path, *options)
+        assert all(map(is_struct, folded[-1]))
+        untyped(monkeypatch)
+        before = convo(capsys, "replay", path, *options)
+        assert not any(map(is_struct, folded[-1]))
+        assert now == before
+        assert (now[0], now[2]) == (0, "")
+
+    def test_named_sets_decode_typed_too(
+        self, folded: list[list[Any]], capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        status, out, _ = convo(capsys, "replay", EXAMPLE, "-d", "definitions.builtin")
+        assert status == 0
+        assert all(map(is_struct, folded[-1]))
+        assert out == convo(capsys, "replay", EXAMPLE)[1]
+
+    def test_a_plugin_beside_the_builtin_set_gets_plain_events(
+        self, tmp_path: Path, folded: list[list[Any]], capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = tmp_path / "mixed.jsonl"
+        log.write_bytes(
+            jsonl(
+                [
+                    {"type": "message.start", "id": "m", "role": "user", "text": "hi"},
+                    {"type": "sticky", "id": "s", "text": "note"},
+                ]
+            )
+        )
+        specs = ("-d", "definitions.builtin", "-d", "tests.replay.test_cli:PLUGIN")
+        status, out, err = convo(capsys, "replay", log, *specs)
+        assert (status, err) == (0, "")
+        assert "sticky note: note" in out
+        assert {type(e) for e in folded[-1]} == {dict}
+
+    def test_a_recording_without_vocabulary_is_decoded_once(
+        self,
+        tmp_path: Path,
+        folded: list[list[Any]],
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        decodes: list[Any] = []
+        parse = cli.parse_events
+
+        def spy(data: bytes, **kw: Any) -> Any:
+            decodes.append(kw.get("types"))
+            return parse(data, **kw)
+
+        monkeypatch.setattr(cli, "parse_events", spy)
+        log = tmp_path / "anthropic.jsonl"
+        log.write_bytes(
+            jsonl(
+                [
+                    {"type": "message_start", "message": {"id": "x", "role": "assistant"}},
+                    {"type": "message_stop"},
+                ]
+            )
+        )
+        assert convo(capsys, "replay", log, "-f", "json")[0] == 0
+        assert decodes == [None]  # the detection's decode is the replay's
+        assert {type(e) for e in folded[-1]} == {dict}
+        # A built-in log is decoded twice: plain to detect, typed to replay.
+        assert convo(capsys, "replay", EXAMPLE, "-f", "json")[0] == 0
+        assert decodes[1:] == [None, builtin.Event]
+
+    def test_check_folds_typed_events(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        seen: list[Any] = []
+        check = cli.check_determinism
+
+        def spy(events: Any, *args: Any, **kw: Any) -> Any:
+            seen.extend(events)
+            return check(events, *args, **kw)
+
+        monkeypatch.setattr(cli, "check_determinism", spy)
+        status, out, _ = convo(capsys, "check", EXAMPLE, "--rounds", "1")
+        assert (status, out) == (
+            0,
+            f"{EXAMPLE}: deterministic: 431 events replayed 13 ways (seed=0)\n",
+        )
+        assert len(seen) == 431
+        assert all(map(is_struct, seen))
+
+    def test_bench_times_the_typed_decode(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        monkeypatch.setattr(cli, "BENCH_RUN", 0.001)
+        calls: list[Any] = []
+        load = cli.load_events
+
+        def spy(source: Any, **kw: Any) -> Any:
+            loaded = load(source, **kw)
+            calls.append((kw.get("types"), loaded.events))
+            return loaded
+
+        monkeypatch.setattr(cli, "load_events", spy)
+        status, out, _ = convo(capsys, "bench", EXAMPLE, "--repeat", "1")
+        assert status == 0
+        assert "decode+fold" in out
+        assert calls
+        for types, events in calls:
+            assert types is builtin.Event
+            assert len(events) == 431
+            assert all(map(is_struct, events))
+
+    def test_a_bad_known_line_is_one_error_naming_where(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        events = load_events(EXAMPLE).events[:6]
+        assert events[3]["type"] == "reasoning.delta"
+        events[3] = {**events[3], "text": ["not", "text"]}
+        events[4] = "}{"  # bad JSON too, later: the first bad line is the one named
+        log = tmp_path / "bad.jsonl"
+        log.write_bytes(jsonl(events).replace(b'"}{"', b"}{"))
+        status, out, err = convo(capsys, "replay", log)
+        assert (status, out) == (2, "")
+        assert err == (
+            f"convo: error: {log}, line 4, column 1: invalid JSON event: "
+            "Expected `str`, got `array` - at `$.text`\n"
+        )
+
+    def test_lenient_replay_skips_the_bad_known_line(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        events = load_events(EXAMPLE).events
+        good = tmp_path / "good.jsonl"
+        write_log(good, [*events[:3], *events[4:]])
+        bad = tmp_path / "bad.jsonl"
+        write_log(bad, [*events[:3], {**events[3], "id": 1}, *events[4:]])
+        status, out, err = convo(capsys, "replay", bad, "--lenient", "-f", "json")
+        assert status == 0
+        assert err == (
+            f"convo: warning: skipped: {bad}, line 4, column 1: invalid log entry: "
+            "Expected `str`, got `int` - at `$.event.id`\n"
+        )
+        assert out == convo(capsys, "replay", good, "-f", "json")[1]
