@@ -36,6 +36,14 @@ stay folded. A list or tuple of events is iterated as it is, its positions read 
 its iterator (counting per event would allocate an int per event); any other
 iterable is read in chunks of ``_CHUNK``.
 
+A definition may fold a *run* at once (``update_many``): with a route, consecutive
+update claims of one type on one node are gathered, and folded as soon as anything
+else comes (before it changes anything: a start's reader sees the run) or the batch
+ends. Runs are contiguous, so a run's positions are those just before the event that
+ended it; if ``update_many`` raises, the run is folded again one event at a time, so
+failures are named and atomic exactly as without it. The built-in kinds use it for
+streamed text: one append per run instead of one per delta.
+
 Nodes are frozen values made lazily (rule 6): a change drops the record's cached
 ``Node`` (putting the record on the dirty list) and the cached tuple; ``nodes()``
 refreezes dirty records only and makes a new tuple, so the tuple returned stays the
@@ -81,6 +89,7 @@ LEVELS: Final[dict[object, int]] = {
 
 _REQUIRED = ("kind", "match", "start", "update")
 _NEW: Final = object()  # the "old state" of a record that this event created
+_NO_RUN: Final = object()  # the claim of no run: no match() returns it
 # Functions and methods: publication values that need no Mapping check (an ABC check).
 _PLAIN_CALLABLES: Final = (
     types.FunctionType,
@@ -128,6 +137,7 @@ class _Registered:
         "publication_levels",
         "start",
         "update",
+        "update_many",
     )
 
     def __init__(self, definition: Any, index: int) -> None:
@@ -156,6 +166,14 @@ class _Registered:
         self.match: Callable[[Any], Claim | None] = definition.match
         self.start: Callable[[Any, _Reader], Any] = definition.start
         self.update: Callable[[Any, Any], Any] = definition.update
+        self.update_many: Callable[[Any, list[Any]], Any] | None = getattr(
+            definition, "update_many", None
+        )
+        if self.update_many is not None and not callable(self.update_many):
+            raise RegistrationError(
+                f"definition {kind!r}: update_many is {self.update_many!r}, not a callable; "
+                "define update_many(state, events) or leave it out"
+            )
         self.open: dict[str, _Record] = {}
 
         publication = getattr(definition, "publication", None)
@@ -218,21 +236,28 @@ class _Registered:
             level = self.publication_levels.get(event_type, IMMEDIATE) if routed else _CALL
         else:
             level = self.publication_level
-        return (self.match, self.update, self.open, self, level)
+        # Runs need a route: only then are a run's events all of one type.
+        many = self.update_many if routed else None
+        return (self.match, self.update, self.open, self, level, many)
 
 
 _CALL: Final = 3  # a slot's level when publication(event) must be called: above all levels
 _CHUNK: Final = 1024  # events taken at a time from an iterable that is not a list
 _Slot = tuple[
-    Callable[[Any], Claim | None], Callable[[Any, Any], Any], dict[str, "_Record"], _Registered, int
+    Callable[[Any], Claim | None],
+    Callable[[Any, Any], Any],
+    dict[str, "_Record"],
+    _Registered,
+    int,
+    Callable[[Any, list[Any]], Any] | None,
 ]
 # A route is the one slot of its type's entries, folded inline by _apply(), or, for
-# no slot or several, (None, None, None, slots, NOT_ACCEPTED) for _fold_slots().
-_Route = tuple[Any, Any, Any, Any, int]
+# no slot or several, (None, None, None, slots, NOT_ACCEPTED, None) for _fold_slots().
+_Route = tuple[Any, Any, Any, Any, int, Any]
 
 
 def _route_of(slots: tuple[_Slot, ...]) -> _Route:
-    return slots[0] if len(slots) == 1 else (None, None, None, slots, NOT_ACCEPTED)
+    return slots[0] if len(slots) == 1 else (None, None, None, slots, NOT_ACCEPTED, None)
 
 
 def _publication(entry: _Registered, event: object) -> int:
@@ -402,6 +427,12 @@ class Fold:
         that can raise comes before its one change. Other routes go through
         ``_fold_slots``. Streams are mostly accepted events, so the loop counts the
         events it rejects.
+
+        Update claims on one node through a route whose definition has
+        ``update_many`` are gathered into a *run*, folded by ``_fold_run`` as soon as
+        any other event comes (before that event changes anything) or the batch
+        ends. A run is contiguous, so its events' positions are the ones just before
+        the event that ended it.
         """
         route_all = self.route_all
         event_type = self.event_type
@@ -418,6 +449,11 @@ class Fold:
         claim: Any = None  # what match() returned: checked as it is used
         record: _Record | None = None
         route: _Route
+        run: list[object] = []  # a run's events, not yet folded
+        run_record: Any = None
+        run_route: Any = None
+        run_claim: Any = _NO_RUN
+        back = 0  # events taken from the iterator but not consumed (a run failed)
         failure: BaseException | None = None
         whole = False  # every event was looked at
         self.busy = True
@@ -432,8 +468,12 @@ class Fold:
                             route = routes[event_type(event)]
                         except KeyError:  # a new type (or a KeyError in event_type)
                             route = self._route(event)
-                    match, update, open_, entry, entry_level = route
+                    match, update, open_, entry, entry_level, many = route
                     if match is None:  # no slot, or several: entry holds the slots
+                        if run:
+                            run, level, rejected = self._fold_run(
+                                run, run_record, run_route, level, rejected
+                            )
                         method = "slots"
                         changed = self._fold_slots(entry, event)
                         if changed is None:
@@ -443,14 +483,36 @@ class Fold:
                         continue
                     method = "match"
                     claim = match(event)
+                    # A definition that caches its update claims gives the run's own
+                    # claim again: its record is the run's (records stay open).
+                    if claim is run_claim and route is run_route:
+                        run.append(event)
+                        continue
                     if claim is None:
+                        if run:
+                            run, level, rejected = self._fold_run(
+                                run, run_record, run_route, level, rejected
+                            )
                         rejected += 1
                         continue
                     record = open_.get(claim.id)
                     if claim.role == "update":
+                        if run:
+                            if record is run_record and route is run_route:
+                                run.append(event)
+                                continue
+                            run, level, rejected = self._fold_run(
+                                run, run_record, run_route, level, rejected
+                            )
                         if record is None:
                             self.dropped += 1
                             rejected += 1
+                            continue
+                        if many is not None:
+                            run = [event]
+                            run_record = record
+                            run_route = route
+                            run_claim = claim
                             continue
                         method = "update"
                         new = update(record.state, event)
@@ -475,6 +537,10 @@ class Fold:
                             record.node = None
                             dirty.append(record)
                     elif claim.role == "start":
+                        if run:
+                            run, level, rejected = self._fold_run(
+                                run, run_record, run_route, level, rejected
+                            )
                         if entry_level == _CALL:
                             method = "publication"
                             entry_level = _publication(entry, event)
@@ -485,8 +551,13 @@ class Fold:
                     else:
                         raise _bad_role(claim.role)
                 except BaseException as exc:
-                    failure = exc
-                    rejected += 1
+                    if type(exc) is _RunFailed:  # a run's event failed; this one was not folded
+                        run = []
+                        level, rejected, back = exc.level, exc.rejected, exc.after + 1
+                        failure = exc
+                    else:
+                        failure = exc
+                        rejected += 1
                     break
             else:
                 whole = True
@@ -496,8 +567,17 @@ class Fold:
             # it is, after the events before it are committed. (Asking the iterator
             # how many it has left costs more than folding one event: only done when
             # the loop stopped early.)
+            if run:  # the run the batch (or a failure) ended: it came first
+                try:
+                    _, level, rejected = self._fold_run(run, run_record, run_route, level, rejected)
+                except _RunFailed as exc:
+                    level, rejected, back = exc.level, exc.rejected, exc.after
+                    if failure is not None:  # the event after the run failed: not consumed
+                        back += 1
+                        rejected -= 1
+                    failure = exc
             self.busy = False
-            taken = size if whole else size - length_hint(iterator)  # folded or failed
+            taken = (size if whole else size - length_hint(iterator)) - back
             self.position = first + taken
             accepted = taken - rejected
             if accepted:
@@ -506,9 +586,74 @@ class Fold:
                 if level > self.level:
                     self.level = level
         if failure is not None:
-            if isinstance(failure, _Failed):  # from _fold_slots, which says who failed
+            if isinstance(failure, _Failed):  # from _fold_slots or _fold_run: says who failed
                 failure, entry, method, claim, record = failure.args
             raise _failure(failure, entry, method, self.position - 1, claim, record)
+
+    def _fold_run(
+        self, run: list[object], record: _Record, route: _Route, level: int, rejected: int
+    ) -> tuple[list[object], int, int]:
+        """Fold a run of update claims on ``record`` through ``route`` and return
+        ``([], level, rejected)`` updated (the caller's next run, and its counts).
+
+        A run of several events goes to the definition's ``update_many`` at once;
+        should it (or a ``publication`` call) raise, the events are folded again one
+        at a time, so those before the failing one stay folded and the error names
+        the failing event, as if there were no ``update_many``. A run that changed
+        its node counts all its events as accepted. Raises ``_RunFailed``.
+        """
+        _, update, _, entry, entry_level, many = route
+        state = record.state
+        if len(run) > 1:
+            try:
+                new = many(state, run)
+                if new is state:
+                    return [], level, rejected + len(run)
+                if entry_level == _CALL:
+                    publication = entry.publication
+                    levels = LEVELS
+                    for event in run:
+                        event_level = levels.get(publication(event), NOT_ACCEPTED)
+                        if event_level > level:
+                            level = event_level
+                        elif event_level < 0:  # a bad value: named below, one at a time
+                            raise _BadClaim
+                elif entry_level > level:
+                    level = entry_level
+            except Exception:  # folded again one at a time below, to name the event
+                pass
+            except BaseException as exc:  # KeyboardInterrupt: nothing of the run is folded
+                raise _run_failed(exc, entry, "update", record, level, rejected, len(run)) from None
+            else:
+                record.state = new
+                if record.node is not None:
+                    record.node = None
+                    self.dirty.append(record)
+                return [], level, rejected
+        method = "update"
+        index = 0
+        try:
+            for index, event in enumerate(run):  # noqa: B007 - index names the failure
+                method = "update"
+                old = record.state
+                new = update(old, event)
+                if new is old:
+                    rejected += 1
+                    continue
+                event_level = entry_level
+                if event_level == _CALL:
+                    method = "publication"
+                    event_level = _publication(entry, event)
+                if event_level > level:
+                    level = event_level
+                record.state = new
+                if record.node is not None:
+                    record.node = None
+                    self.dirty.append(record)
+        except BaseException as exc:
+            after = len(run) - index - 1
+            raise _run_failed(exc, entry, method, record, level, rejected + 1, after) from None
+        return [], level, rejected
 
     def apply_one(self, event: object) -> tuple[str, ...]:
         """Fold one event as ``apply`` does; the keys of the nodes it changed (for push
@@ -557,7 +702,7 @@ class Fold:
         record: _Record | None = None
         failure: BaseException | None = None
         try:
-            for match, update, open_, entry, entry_level in slots:
+            for match, update, open_, entry, entry_level, _many in slots:
                 method = "match"
                 claim = match(event)
                 if claim is None:
@@ -685,6 +830,30 @@ def _failure(
 
 class _Failed(Exception):
     """Raised by ``_fold_slots`` once undone: (exception, entry, method, claim, record)."""
+
+
+class _RunFailed(_Failed):
+    """Raised by ``_fold_run``: a ``_Failed`` that also carries the batch's ``level``
+    and ``rejected`` count so far and how many of the run's events come ``after`` the
+    failing one (not consumed)."""
+
+    level: int
+    rejected: int
+    after: int
+
+
+def _run_failed(
+    exc: BaseException,
+    entry: _Registered,
+    method: str,
+    record: _Record,
+    level: int,
+    rejected: int,
+    after: int,
+) -> _RunFailed:
+    failed = _RunFailed(exc, entry, method, Claim(record.id, "update"), record)
+    failed.level, failed.rejected, failed.after = level, rejected, after
+    return failed
 
 
 class _BadClaim(Exception):

@@ -67,7 +67,8 @@ class Statistics:
     """Counters since the engine was created; makes coalescing testable without clocks.
 
     ``events_pushed`` counts every event handed to the engine (skipped and failed
-    included); ``events_accepted`` those that started, reopened or changed a node;
+    included); ``events_accepted`` those that started, reopened or changed a node
+    (every event of a run handed to ``update_many`` that changed its node);
     ``events_skipped`` those a hook skipped; ``updates_dropped`` update claims for
     which no node was open. ``frames_requested``/``frames_fired``/``frames_cancelled``
     count scheduler frames; ``notifications`` counts rounds delivered to subscribers.
@@ -111,6 +112,15 @@ class Definition(Protocol[EventT_contra, StateT]):
     - ``event_types``: a collection of the event types this definition can ever
       claim. With the engine's ``event_type=`` function, ``match`` is called only for
       those events, which is observably the same as calling it for every event.
+    - ``update_many(state, events)``: ``update`` over a *run*, for streamed deltas.
+      With ``event_type=``, consecutive events of one type in one batch that each
+      claim an update of the same node are handed over together (two or more, in
+      order, as a list) once something else comes or the batch ends. It must return
+      what calling ``update`` on each in turn returns (``state`` itself when none
+      changed it), or raise: the engine then folds the run one event at a time, so
+      a failing event is named and the ones before it kept, as without it. A run
+      that changed its node counts as accepted in every event, and publishes the most
+      urgent of its events' publications.
     """
 
     @property

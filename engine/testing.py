@@ -48,7 +48,8 @@ def check_definition(
     ``event_types``, ``match`` claims nothing outside them; ``update`` leaves the
     state it was given unchanged (compared by pickle); ``publication`` gives
     one of the three values. Then the whole log is folded twice more, in one batch
-    and one event at a time, and must give equal nodes. Returns the nodes.
+    and one event at a time, and must give equal nodes (with ``event_type``, the
+    batch hands runs to ``update_many``, so this checks it too). Returns the nodes.
 
     Raises ``ConformanceError``; a definition that raises is reported as the
     engine's ``DefinitionError``. Pickling states makes this O(events x state).

@@ -82,6 +82,40 @@ class RoutedTally(Tally):
         return frozenset({self.kind, "*"})
 
 
+@attrs.define
+class RunTally(RoutedTally):
+    """A RoutedTally with ``update_many``: a run's values are summed at once (a 13
+    anywhere in it raises, as ``update`` would for that event). ``runs`` records the
+    length of every run it was handed."""
+
+    runs: list[int] = attrs.field(factory=list, eq=False, repr=False)
+    # Hand out one Claim object per (id, role), as the built-in vocabularies do: the
+    # engine then recognises a run by the claim object itself.
+    cache_claims: bool = False
+    claims: dict[tuple[str, str], Claim] = attrs.field(factory=dict, eq=False, repr=False)
+
+    def match(self, event: Event) -> Claim | None:
+        claim = super().match(event)
+        if claim is None or not self.cache_claims:
+            return claim
+        return self.claims.setdefault((claim.id, claim.role), claim)
+
+    def update_many(self, state: TallyState, events: list[Event]) -> TallyState:
+        assert len(events) >= 2, "the engine hands over runs of two or more"
+        self.runs.append(len(events))
+        values = [event["v"] for event in events]
+        if 13 in values:
+            raise Unlucky(f"a run of {events[0]['id']} holds 13")
+        if not any(values):
+            return state
+        return attrs.evolve(state, total=state.total + sum(values))
+
+
+def run_tallies() -> list[Tally]:
+    """``tallies()`` as RunTally, for ``event_type=route_to``; the first caches claims."""
+    return [RunTally(t.kind, t.looks_at, cache_claims=t.kind == "a") for t in tallies()]
+
+
 def route_to(event: Event) -> str:
     return str(event["to"])
 
