@@ -131,6 +131,28 @@ class MessageDefinition:
             return MessageState(state.role, state.text, "aborted", typed.reason)
         raise ValueError(f"cannot update a message with {typed!r}")
 
+    def update_many(
+        self, state: MessageState, events: list[Event | dict[str, Any]]
+    ) -> MessageState:
+        """``update`` over a run of events, with one append for a run of deltas (the
+        engine hands a streamed message's deltas over together)."""
+        if state.status == "streaming":
+            # The same checks as update's, per event: any other event folds one by one.
+            if type(events[0]) is dict:
+                texts = [
+                    t
+                    for e in events
+                    if e["type"] == _DELTA and type(t := e["text"]) is str  # type: ignore[index]
+                ]
+            else:
+                texts = [t for e in events if type(e) is Delta and type(t := e.text) is str]
+            if len(texts) == len(events):
+                text = "".join(texts)
+                return MessageState(state.role, state.text.append(text)) if text else state
+        for event in events:
+            state = self.update(state, event)
+        return state
+
     @staticmethod
     def publication(event: Event | dict[str, Any]) -> Publication:
         """Deltas wait for the next animation frame; start, end and abort are immediate."""

@@ -142,6 +142,30 @@ class ReasoningDefinition:
             return ReasoningState(state.text, True, state.redacted, state.data)
         raise ValueError(f"cannot update reasoning with {typed!r}")
 
+    def update_many(
+        self, state: ReasoningState, events: list[Event | dict[str, Any]]
+    ) -> ReasoningState:
+        """``update`` over a run of events, with one append for a run of deltas (the
+        engine hands a streamed block's deltas over together)."""
+        if not state.done:
+            # The same checks as update's, per event: any other event folds one by one.
+            if type(events[0]) is dict:
+                texts = [
+                    t
+                    for e in events
+                    if e["type"] == _DELTA and type(t := e["text"]) is str  # type: ignore[index]
+                ]
+            else:
+                texts = [t for e in events if type(e) is Delta and type(t := e.text) is str]
+            if len(texts) == len(events):
+                text = "".join(texts)
+                if not text:
+                    return state
+                return ReasoningState(state.text.append(text), False, state.redacted, state.data)
+        for event in events:
+            state = self.update(state, event)
+        return state
+
     @staticmethod
     def publication(event: Event | dict[str, Any]) -> Publication:
         """Deltas wait for the next animation frame; the other events are immediate."""

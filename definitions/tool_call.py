@@ -206,6 +206,34 @@ class ToolCallDefinition:
             return msgspec.structs.replace(state, status="denied", reason=typed.reason)
         raise ValueError(f"cannot update a tool call with {typed!r}")
 
+    def update_many(
+        self, state: ToolCallState, events: list[Event | dict[str, Any]]
+    ) -> ToolCallState:
+        """``update`` over a run of events: a run of argument deltas is appended and fed
+        to the parser once (the engine hands a call's streamed deltas over together)."""
+        if state.status == "streaming":
+            # The same checks as update's, per event: any other event folds one by one.
+            if type(events[0]) is dict:
+                texts = [
+                    t
+                    for e in events
+                    if e["type"] == _DELTA and type(t := e["text"]) is str  # type: ignore[index]
+                ]
+            else:
+                texts = [
+                    t for e in events if type(e) is ArgumentsDelta and type(t := e.text) is str
+                ]
+            if len(texts) == len(events):
+                text = "".join(texts)
+                if not text:
+                    return state
+                return ToolCallState(
+                    state.name, state.arguments.append(text), state.parser.feed(text)
+                )
+        for event in events:
+            state = self.update(state, event)
+        return state
+
     @staticmethod
     def publication(event: Event | dict[str, Any]) -> Publication:
         """Argument deltas wait for the next animation frame; the rest is immediate."""
