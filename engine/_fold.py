@@ -87,7 +87,7 @@ LEVELS: Final[dict[object, int]] = {
     "immediate": IMMEDIATE,
 }
 
-_REQUIRED = ("kind", "match", "start", "update")
+_MISSING: Final = object()  # a definition member that is not there
 _NEW: Final = object()  # the "old state" of a record that this event created
 _NO_RUN: Final = object()  # the claim of no run: no match() returns it
 # Functions and methods: publication values that need no Mapping check (an ABC check).
@@ -141,10 +141,15 @@ class _Registered:
     )
 
     def __init__(self, definition: Any, index: int) -> None:
-        missing = [name for name in _REQUIRED if not hasattr(definition, name)]
+        # Each member read once: reading a method makes a new bound method object.
+        kind = getattr(definition, "kind", _MISSING)
+        match = getattr(definition, "match", _MISSING)
+        start = getattr(definition, "start", _MISSING)
+        update = getattr(definition, "update", _MISSING)
+        members = {"kind": kind, "match": match, "start": start, "update": update}
+        missing = [name for name, member in members.items() if member is _MISSING]
         if missing:
             raise RegistrationError(_missing_message(definition, index, missing))
-        kind = definition.kind
         if not isinstance(kind, str) or not kind:
             raise RegistrationError(
                 f"definition #{index} ({definition!r}) has kind {kind!r}; "
@@ -156,16 +161,16 @@ class _Registered:
                 "'kind:id', so a kind may not contain ':' — rename it"
             )
         for name in ("match", "start", "update"):
-            if not callable(getattr(definition, name)):
+            if not callable(members[name]):
                 raise RegistrationError(
-                    f"definition {kind!r}: {name} is {getattr(definition, name)!r}, "
+                    f"definition {kind!r}: {name} is {members[name]!r}, "
                     f"not a callable; define {name}() as a function or method"
                 )
         self.definition = definition
         self.kind: str = kind
-        self.match: Callable[[Any], Claim | None] = definition.match
-        self.start: Callable[[Any, _Reader], Any] = definition.start
-        self.update: Callable[[Any, Any], Any] = definition.update
+        self.match: Callable[[Any], Claim | None] = match  # type: ignore[assignment]
+        self.start: Callable[[Any, _Reader], Any] = start  # type: ignore[assignment]
+        self.update: Callable[[Any, Any], Any] = update  # type: ignore[assignment]
         self.update_many: Callable[[Any, list[Any]], Any] | None = getattr(
             definition, "update_many", None
         )
@@ -193,6 +198,8 @@ class _Registered:
                     "'animation-frame', 'immediate' or 'none'"
                 )
             self.publication_levels = levels
+            if callable(publication):  # also a function: what an unrouted engine calls
+                self.publication = publication
         elif isinstance(publication, str):
             level = LEVELS.get(publication)
             if level is None:
@@ -230,10 +237,10 @@ class _Registered:
 
     def slot(self, event_type: Hashable, routed: bool) -> _Slot:
         """What the fold needs of this entry for events of one type, resolved once."""
-        if self.publication is not None:
+        if routed and self.publication_levels is not None:
+            level = self.publication_levels.get(event_type, IMMEDIATE)
+        elif self.publication is not None:
             level = _CALL
-        elif self.publication_levels is not None:
-            level = self.publication_levels.get(event_type, IMMEDIATE) if routed else _CALL
         else:
             level = self.publication_level
         # Runs need a route: only then are a run's events all of one type.
@@ -353,11 +360,12 @@ class Fold:
             )
         if event_type is None:
             for entry in registered:
-                if entry.publication_levels is not None:
+                if entry.publication_levels is not None and entry.publication is None:
                     raise RegistrationError(
                         f"definition {entry.kind!r}: publication is a mapping from event "
                         "type, which needs the engine's event_type= function; pass "
-                        "create_conversation_engine(..., event_type=...)"
+                        "create_conversation_engine(..., event_type=...), or make the "
+                        "mapping callable (a function of the event) for engines without one"
                     )
         self.registered: tuple[_Registered, ...] = tuple(registered)
         self.route_all = _route_of(tuple(entry.slot(None, False) for entry in registered))

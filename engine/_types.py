@@ -106,9 +106,11 @@ class Definition(Protocol[EventT_contra, StateT]):
 
     Optional members, looked up once at registration:
 
-    - ``publication``: a function ``(event) -> Publication`` or a constant
-      ``Publication``; how soon subscribers see a change this definition made.
-      Missing means ``"immediate"``.
+    - ``publication``: a function ``(event) -> Publication``, a constant
+      ``Publication``, or a mapping from event type to ``Publication`` (types it
+      leaves out are immediate; needs the engine's ``event_type=``, unless the mapping
+      is also callable: engines without one call it); how soon subscribers see a
+      change this definition made. Missing means ``"immediate"``.
     - ``event_types``: a collection of the event types this definition can ever
       claim. With the engine's ``event_type=`` function, ``match`` is called only for
       those events, which is observably the same as calling it for every event.

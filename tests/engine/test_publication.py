@@ -389,3 +389,23 @@ class TestPublicationMapping:
 
         with pytest.raises(RegistrationError, match="maps to 'later'"):
             create_conversation_engine([Bad("a")], event_type=lambda event: event["op"])
+
+    def test_a_callable_mapping_is_looked_up_with_a_route_and_called_without(self) -> None:
+        calls: list[str] = []
+
+        class ByOp(dict[str, str]):
+            def __call__(self, event: dict[str, Any]) -> str:
+                calls.append(event["op"])
+                return self.get(event["op"], "immediate")
+
+        class Both(Tally):
+            event_types = frozenset({"start", "update"})
+            publication = ByOp({"update": "animation-frame"})  # type: ignore[assignment]
+
+        routed = Harness.make([Both("a")], event_type=lambda event: event["op"])
+        unrouted = Harness.make([Both("a")])
+        for h in (routed, unrouted):
+            h.push(ev("a", "start", "1", pub=FRAME))  # "pub" is ignored by the mapping
+            h.push(ev("a", "update", "1"), ev("a", "update", "1"))
+            assert (h.notifications, h.scheduler.pending) == (1, 1)
+        assert calls == ["start", "update", "update"]  # only the unrouted engine calls
