@@ -75,7 +75,7 @@ Event: TypeAlias = Start | Delta | End | Abort
 _VOCABULARY: Final = Vocabulary(Start, Delta, End, Abort, opens="message.start")
 _TAGS: Final = _VOCABULARY.tags
 _DELTA: Final = "message.delta"
-_PUBLICATION: Final[dict[object, Publication]] = {_DELTA: "animation-frame"}
+_PUBLICATION: Final[dict[str, Publication]] = {_DELTA: "animation-frame"}
 
 Status: TypeAlias = Literal["streaming", "done", "aborted"]
 
@@ -153,12 +153,10 @@ class MessageDefinition:
             state = self.update(state, event)
         return state
 
-    @staticmethod
-    def publication(event: Event | dict[str, Any]) -> Publication:
-        """Deltas wait for the next animation frame; start, end and abort are immediate."""
-        if type(event) is dict:
-            return _PUBLICATION.get(event.get("type"), "immediate")
-        return "animation-frame" if type(event) is Delta else "immediate"
+    # Deltas wait for the next animation frame; start, end and abort are immediate.
+    # A mapping the engine resolves once per event type (with event_type=); also a
+    # function of the event, for engines without one.
+    publication: Final = _VOCABULARY.publications(_PUBLICATION)
 
     def render_text(self, node: Node) -> str:
         """``role: text``, with the abort reason or an ellipsis while streaming."""

@@ -78,7 +78,7 @@ Event: TypeAlias = Start | Delta | Redacted | End
 _VOCABULARY: Final = Vocabulary(Start, Delta, Redacted, End, opens="reasoning.start")
 _TAGS: Final = _VOCABULARY.tags
 _DELTA: Final = "reasoning.delta"
-_PUBLICATION: Final[dict[object, Publication]] = {_DELTA: "animation-frame"}
+_PUBLICATION: Final[dict[str, Publication]] = {_DELTA: "animation-frame"}
 
 PLACEHOLDERS: Final[dict[str, str]] = {
     "redacted": "[reasoning redacted by the provider: content not shown]",
@@ -166,12 +166,10 @@ class ReasoningDefinition:
             state = self.update(state, event)
         return state
 
-    @staticmethod
-    def publication(event: Event | dict[str, Any]) -> Publication:
-        """Deltas wait for the next animation frame; the other events are immediate."""
-        if type(event) is dict:
-            return _PUBLICATION.get(event.get("type"), "immediate")
-        return "animation-frame" if type(event) is Delta else "immediate"
+    # Deltas wait for the next animation frame; the other events are immediate.
+    # A mapping the engine resolves once per event type (with event_type=); also a
+    # function of the event, for engines without one.
+    publication: Final = _VOCABULARY.publications(_PUBLICATION)
 
     def render_text(self, node: Node) -> str:
         """``reasoning: text``, then the placeholder when content is hidden."""

@@ -109,7 +109,7 @@ _VOCABULARY: Final = Vocabulary(
 )
 _TAGS: Final = _VOCABULARY.tags
 _DELTA: Final = "tool_call.arguments_delta"
-_PUBLICATION: Final[dict[object, Publication]] = {_DELTA: "animation-frame"}
+_PUBLICATION: Final[dict[str, Publication]] = {_DELTA: "animation-frame"}
 
 Status: TypeAlias = Literal["streaming", "ready", "invalid", "done", "failed", "denied"]
 _FINAL: Final = frozenset({"done", "failed", "denied"})
@@ -234,12 +234,10 @@ class ToolCallDefinition:
             state = self.update(state, event)
         return state
 
-    @staticmethod
-    def publication(event: Event | dict[str, Any]) -> Publication:
-        """Argument deltas wait for the next animation frame; the rest is immediate."""
-        if type(event) is dict:
-            return _PUBLICATION.get(event.get("type"), "immediate")
-        return "animation-frame" if type(event) is ArgumentsDelta else "immediate"
+    # Argument deltas wait for the next animation frame; the rest is immediate.
+    # A mapping the engine resolves once per event type (with event_type=); also a
+    # function of the event, for engines without one.
+    publication: Final = _VOCABULARY.publications(_PUBLICATION)
 
     def render_text(self, node: Node) -> str:
         """A header line (tool, id, status), then the arguments and the outcome."""
