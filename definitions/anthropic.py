@@ -205,6 +205,15 @@ _BLOCK_PUBLICATION: Final[dict[Hashable, Publication]] = {
 }
 
 
+# Per block type, the run a block folds at once: (state field, delta type, delta key).
+_RUN_FOLDS: Final[dict[object, tuple[str, str, str]]] = {
+    "text": ("text", "text_delta", "text"),
+    "thinking": ("text", "thinking_delta", "thinking"),
+    "tool_use": ("partial_json", "input_json_delta", "partial_json"),
+    "server_tool_use": ("partial_json", "input_json_delta", "partial_json"),
+}
+
+
 class MessageDefinition:
     """Kind ``anthropic_message``: one node per message, id = the message id."""
 
@@ -341,6 +350,28 @@ class BlockDefinition:
                 return state
             return msgspec.structs.replace(state, citations=(*state.citations, delta["citation"]))
         return state  # a delta type the SDK does not fold either
+
+    def update_many(self, state: BlockState, events: list[Scoped]) -> BlockState:
+        """``update`` over a run: a run of the block's own text, thinking or input
+        JSON deltas is appended at once; anything else folds one by one."""
+        fold = _RUN_FOLDS.get(state.block.get("type"))
+        if fold is not None:
+            field, delta_type, key = fold
+            # The same reads as update's, in its order, per event.
+            parts = [
+                delta[key]
+                for event in events
+                if (raw := event.event)["type"] == "content_block_delta"
+                and (delta := raw["delta"])["type"] == delta_type
+            ]
+            if len(parts) == len(events):
+                text = "".join(parts)  # TypeError for a non-str, as append raises
+                if field == "text":
+                    return _replace(state, text=state.text.append(text))
+                return _replace(state, partial_json=state.partial_json.append(text))
+        for event in events:
+            state = self.update(state, event)
+        return state
 
     def render_text(self, node: Node) -> str:
         """Text and thinking as text, tool calls as ``name(arguments)``."""

@@ -1,0 +1,116 @@
+"""``anthropic.BLOCK.update_many`` is ``update`` over the run, exactly.
+
+It must raise whenever one-by-one ``update`` would, and otherwise return an equal
+state (the state itself exactly when no update changed it). Runs mix the delta types
+of every block type, bad payloads with good.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from definitions import anthropic
+from engine import create_conversation_engine
+
+BLOCK = anthropic.BLOCK
+
+strings = st.one_of(st.text(max_size=5), st.sampled_from(['{"a": [1, "', "\\", "🙂", ""]))
+payloads = st.one_of(strings, strings, strings, st.sampled_from([None, 5]))
+deltas = st.one_of(
+    st.builds(lambda t: {"type": "text_delta", "text": t}, payloads),
+    st.builds(lambda t: {"type": "thinking_delta", "thinking": t}, payloads),
+    st.builds(lambda t: {"type": "input_json_delta", "partial_json": t}, payloads),
+    st.builds(lambda t: {"type": "signature_delta", "signature": t}, payloads),
+    st.builds(lambda c: {"type": "citations_delta", "citation": c}, st.integers(0, 3)),
+    st.just({"type": "text_delta"}),  # no text: update raises KeyError
+)
+block_types = st.sampled_from(["text", "thinking", "tool_use", "server_tool_use", "image"])
+
+
+def scoped(delta: dict[str, Any]) -> anthropic.Scoped:
+    return anthropic.Scoped("m", {"type": "content_block_delta", "index": 0, "delta": delta})
+
+
+def one_of_a_kind(draw: Any, block_type: str) -> list[dict[str, Any]]:
+    """Mostly runs of the block's own delta type (the fast path), now and then mixed."""
+    own = {
+        "text": ("text_delta", "text"),
+        "thinking": ("thinking_delta", "thinking"),
+        "tool_use": ("input_json_delta", "partial_json"),
+        "server_tool_use": ("input_json_delta", "partial_json"),
+    }.get(block_type)
+    if own is None or draw(st.booleans()):
+        return draw(st.lists(deltas, min_size=2, max_size=6))
+    kind, key = own
+    return draw(st.lists(st.builds(lambda t: {"type": kind, key: t}, payloads), min_size=2))
+
+
+@settings(max_examples=500)
+@given(st.data(), block_types)
+def test_update_many_is_update_over_the_run(data: Any, block_type: str) -> None:
+    state = BLOCK.start(
+        anthropic.Scoped(
+            "m", {"type": "content_block_start", "index": 0, "content_block": {"type": block_type}}
+        ),
+        None,
+    )
+    events = [scoped(d) for d in one_of_a_kind(data.draw, block_type)]
+    try:
+        expected = state
+        for event in events:
+            expected = BLOCK.update(expected, event)
+    except Exception:
+        with pytest.raises(Exception):  # noqa: B017, PT011
+            BLOCK.update_many(state, events)
+        return
+    got = BLOCK.update_many(state, events)
+    assert got == expected
+    assert (got is state) == (expected is state)
+
+
+@pytest.mark.parametrize("bad", [None, 5])
+def test_a_bad_text_anywhere_fails_the_run(bad: object) -> None:
+    state = BLOCK.start(
+        anthropic.Scoped(
+            "m", {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}
+        ),
+        None,
+    )
+    for at in range(3):
+        texts: list[object] = ["a", "b", "c"]
+        texts[at] = bad
+        with pytest.raises(TypeError):
+            BLOCK.update_many(state, [scoped({"type": "text_delta", "text": t}) for t in texts])
+
+
+def test_a_streamed_block_is_folded_through_one_update_many_call() -> None:
+    calls: list[int] = []
+
+    class Counting(anthropic.BlockDefinition):
+        def update_many(self, state: Any, events: list[Any]) -> Any:
+            calls.append(len(events))
+            return super().update_many(state, events)
+
+    events = [
+        {"type": "message_start", "message": {"id": "m", "role": "assistant", "content": []}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        *(
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": "ab"},
+            }
+            for _ in range(40)
+        ),
+        {"type": "content_block_stop", "index": 0},
+    ]
+    engine = create_conversation_engine(
+        [anthropic.MESSAGE, Counting()], event_type=anthropic.event_type
+    )
+    engine.push_many(anthropic.scope(events))
+    assert calls == [40]
+    assert anthropic.messages(engine.nodes())[0]["content"][0]["text"] == "ab" * 40
