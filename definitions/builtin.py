@@ -57,6 +57,7 @@ def decode(line: bytes | str) -> Event | dict[str, Any]:
         return _typed_decoder.decode(line)
     except msgspec.ValidationError:
         plain = _plain_decoder.decode(line)
-        if plain.get("type") in TAGS:
+        tag = plain.get("type")
+        if type(tag) is str and tag in TAGS:  # a list or dict "type" is no tag (unhashable)
             raise
         return plain

@@ -74,6 +74,11 @@ class TestDecode:
             "x": 1,
         }
 
+    @pytest.mark.parametrize("tag", ["[1]", "{}", "3", "null"])
+    def test_a_type_that_is_no_tag_passes_through(self, tag: str) -> None:
+        event = builtin.decode(f'{{"type": {tag}, "x": 1}}')
+        assert event == {"type": msgspec.json.decode(tag), "x": 1}
+
     def test_bad_builtin_event_names_the_field(self) -> None:
         with pytest.raises(msgspec.ValidationError, match=r"\$\.text"):
             builtin.decode(b'{"type": "message.delta", "id": "m", "text": 1}')
