@@ -2,17 +2,18 @@
 
 Their ``Router`` decides each event's claim before the fold and wraps the event in
 an envelope carrying it and its ``target`` kind; the definitions only check that
-the envelope is theirs.
+the envelope is theirs. The envelope's class is the engine's event type
+(``event_type=type``), and its ``pub`` class attribute says how soon a change shows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from engine import Claim
+from engine import Claim, Publication
 
-__all__ = ["claims_for"]
+__all__ = ["Publications", "claims_for", "publications"]
 
 
 def claims_for(*targets: str, not_routed: str) -> Callable[[Any], Claim | None]:
@@ -31,3 +32,20 @@ def claims_for(*targets: str, not_routed: str) -> Callable[[Any], Claim | None]:
         return routed.claim if target in targets else None
 
     return match
+
+
+class Publications(dict[type, Publication]):
+    """A publication per envelope class that is also a function of the envelope (its
+    ``pub``): the engine resolves the mapping once per class when it routes on the
+    class, and calls it per event when it does not route."""
+
+    __slots__ = ()
+
+    def __call__(self, routed: Any) -> Publication:
+        return routed.pub  # type: ignore[no-any-return]
+
+
+def publications(classes: Iterable[type]) -> Publications:
+    """The ``publication`` of a definition taking envelopes of ``classes``: each class's
+    ``pub``, the immediate ones left out (what the engine assumes for a missing type)."""
+    return Publications({cls: cls.pub for cls in classes if cls.pub != "immediate"})  # type: ignore[attr-defined]

@@ -46,14 +46,13 @@ import copy
 import html
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from operator import attrgetter
 from typing import Any, ClassVar, Final
 
 import msgspec
 
 from engine import Claim, Node, Reader, create_conversation_engine
 
-from ._envelope import claims_for
+from ._envelope import claims_for, publications
 from ._text import StreamedText
 
 __all__ = [
@@ -461,7 +460,34 @@ class EventNode(msgspec.Struct, frozen=True):
 
 # -- definitions ------------------------------------------------------------------------
 
-_pub = attrgetter("pub")
+
+def _appended(message: Message, delta: str) -> Message:
+    """``message`` with ``delta`` appended to its content, which becomes streamed text
+    (a str content is kept; None or any other value starts from "")."""
+    content = message.content
+    if not isinstance(content, StreamedText):
+        content = StreamedText(content if isinstance(content, str) else "")
+    return Message(
+        message.id,
+        message.role,
+        content.append(delta),
+        message.name,
+        message.tool_call_id,
+        message.encrypted_value,
+        message.ended,
+    )
+
+
+def _with_arguments(call: ToolCall, delta: str) -> ToolCall:
+    """``call`` with ``delta`` appended to its raw arguments."""
+    return ToolCall(
+        call.id,
+        call.name,
+        call.parent,
+        call.arguments.append(delta),
+        call.ended,
+        call.encrypted_value,
+    )
 
 
 class _MessageDefinition:
@@ -469,7 +495,8 @@ class _MessageDefinition:
 
     kind = "ag_ui_message"
     event_types = frozenset({_ToMessage, _MessageDelta, _ToolAndOwner})
-    publication = staticmethod(_pub)
+    # Deltas wait for the next animation frame; the rest is immediate.
+    publication = publications(event_types)
 
     @staticmethod
     def match(routed: Routed) -> Claim | None:
@@ -511,18 +538,7 @@ class _MessageDefinition:
     def update(message: Message, routed: Routed) -> Message:
         delta = routed.delta
         if delta:
-            content = message.content
-            if not isinstance(content, StreamedText):
-                content = StreamedText(content if isinstance(content, str) else "")
-            return Message(
-                message.id,
-                message.role,
-                content.append(delta),
-                message.name,
-                message.tool_call_id,
-                message.encrypted_value,
-                message.ended,
-            )
+            return _appended(message, delta)
         kind = routed.event["type"]
         if kind.endswith("_END"):
             return message if message.ended else msgspec.structs.replace(message, ended=True)
@@ -533,6 +549,19 @@ class _MessageDefinition:
         if message.content is None and kind.endswith(("_CONTENT", "_CHUNK")):
             # An empty delta still gives a tool-made assistant message its content "".
             return msgspec.structs.replace(message, content=StreamedText())
+        return message
+
+    @staticmethod
+    def update_many(message: Message, run: list[Routed]) -> Message:
+        """``update`` over a run: a streamed message's deltas, which the engine hands
+        over together, make one append."""
+        # Only non-empty str deltas take the short way: an empty one depends on its
+        # event's type, anything else fails (or not) exactly as update decides.
+        deltas = [delta for routed in run if type(delta := routed.delta) is str and delta]
+        if len(deltas) == len(run):
+            return _appended(message, "".join(deltas))
+        for routed in run:
+            message = _MessageDefinition.update(message, routed)
         return message
 
     @staticmethod
@@ -565,7 +594,7 @@ class _ToolCallDefinition:
 
     kind = "ag_ui_tool_call"
     event_types = frozenset({_ToTool, _ToolDelta, _ToolAndOwner})
-    publication = staticmethod(_pub)
+    publication = publications(event_types)
 
     match = staticmethod(claims_for(_TOOL, _BOTH, not_routed=_NOT_ROUTED))
 
@@ -584,14 +613,7 @@ class _ToolCallDefinition:
     def update(call: ToolCall, routed: Routed) -> ToolCall:
         delta = routed.delta
         if delta:
-            return ToolCall(
-                call.id,
-                call.name,
-                call.parent,
-                call.arguments.append(delta),
-                call.ended,
-                call.encrypted_value,
-            )
+            return _with_arguments(call, delta)
         event = routed.event
         kind = event["type"]
         if kind == "TOOL_CALL_END":
@@ -601,6 +623,16 @@ class _ToolCallDefinition:
             return call if name == call.name else msgspec.structs.replace(call, name=name)
         if kind == "REASONING_ENCRYPTED_VALUE":
             return msgspec.structs.replace(call, encrypted_value=event.get("encryptedValue"))
+        return call
+
+    @staticmethod
+    def update_many(call: ToolCall, run: list[Routed]) -> ToolCall:
+        """``update`` over a run: a call's streamed arguments make one append."""
+        deltas = [delta for routed in run if type(delta := routed.delta) is str and delta]
+        if len(deltas) == len(run):
+            return _with_arguments(call, "".join(deltas))
+        for routed in run:
+            call = _ToolCallDefinition.update(call, routed)
         return call
 
     @staticmethod

@@ -43,14 +43,13 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from operator import attrgetter
 from typing import Any, ClassVar, Final
 
 import msgspec
 
 from engine import Claim, Node, Reader, create_conversation_engine
 
-from ._envelope import claims_for
+from ._envelope import claims_for, publications
 from ._text import StreamedText
 
 __all__ = [
@@ -518,8 +517,6 @@ class Part(msgspec.Struct, frozen=True):
 
 # -- definitions --------------------------------------------------------------------------
 
-_pub = attrgetter("pub")
-
 
 def _target(routed: Routed) -> str:
     try:
@@ -546,7 +543,7 @@ class _MessageDefinition:
     event_types = _with_after_step(
         _ToMessage, _ToMessageQuiet, _ToText, _ToReasoning, _ToTool, _ToPart
     )
-    publication = staticmethod(_pub)
+    publication = publications(event_types)
 
     @staticmethod
     def match(routed: Routed) -> Claim | None:
@@ -607,7 +604,8 @@ class _TextDefinition:
 
     kind = _TEXT
     event_types = _with_after_step(_ToText, _TextDelta)
-    publication = staticmethod(_pub)
+    # Deltas wait for the next animation frame; the rest is immediate.
+    publication = publications(event_types)
     label = "text"
 
     match = staticmethod(claims_for(_TEXT, not_routed=_NOT_ROUTED))
@@ -640,6 +638,28 @@ class _TextDefinition:
             part.provider_metadata if metadata is None else metadata,
         )
 
+    @staticmethod
+    def update_many(part: TextPart, run: list[Routed]) -> TextPart:
+        """``update`` over a run: a part's streamed deltas, which the engine hands over
+        together, make one append."""
+        # update appends any delta but None (a str; anything else raises in append) and
+        # keeps the latest providerMetadata but None. Only str deltas take the short way.
+        deltas = [delta for routed in run if type(delta := routed.event.get("delta")) is str]
+        if len(deltas) != len(run):
+            for routed in run:
+                part = _TextDefinition.update(part, routed)
+            return part
+        metadata = [
+            value for routed in run if (value := routed.event.get("providerMetadata")) is not None
+        ]
+        return TextPart(
+            part.message,
+            part.id,
+            part.text.append("".join(deltas)),
+            part.done,
+            metadata[-1] if metadata else part.provider_metadata,
+        )
+
     @classmethod
     def render_text(cls, node: Node) -> str:
         return f"{cls.label}: {node.state.text}"
@@ -654,6 +674,7 @@ class _ReasoningDefinition(_TextDefinition):
 
     kind = _REASONING
     event_types = _with_after_step(_ToReasoning, _ReasoningDelta)
+    publication = publications(event_types)
     label = "reasoning"
 
     match = staticmethod(claims_for(_REASONING, not_routed=_NOT_ROUTED))
@@ -670,7 +691,7 @@ class _ToolDefinition:
 
     kind = _TOOL
     event_types = _with_after_step(_ToTool, _ToolDelta)
-    publication = staticmethod(_pub)
+    publication = publications(event_types)
 
     match = staticmethod(claims_for(_TOOL, not_routed=_NOT_ROUTED))
 
@@ -771,6 +792,23 @@ class _ToolDefinition:
             )
             fields[key] = provider_metadata
         return replace(part, **fields)
+
+    @staticmethod
+    def update_many(part: ToolPart, run: list[Routed]) -> ToolPart:
+        """``update`` over a run: a call's streamed input makes one append."""
+        deltas = [
+            delta
+            for routed in run
+            if (event := routed.event)["type"] == "tool-input-delta"
+            and type(delta := event.get("inputTextDelta", "")) is str
+        ]
+        if len(deltas) != len(run):  # not all input deltas, or a bad one: as update does
+            for routed in run:
+                part = _ToolDefinition.update(part, routed)
+            return part
+        return msgspec.structs.replace(
+            part, raw=part.raw.append("".join(deltas)), input=_PARTIAL, raw_input=True
+        )
 
     @staticmethod
     def render_json(node: Node) -> object:

@@ -1,0 +1,283 @@
+"""The AG-UI set's ``update_many`` is ``update`` over the run, exactly.
+
+The engine hands a run to ``update_many`` and, only if it raises, folds the run
+again with ``update``. So ``update_many`` must raise whenever ``update`` would, and
+otherwise either raise (the slow way round, still right) or return an equal state:
+the state itself exactly when no update changed it. The envelopes here are what
+the router makes of raw events, good and bad: deltas that are empty, not strings,
+str subclasses or unicode split anywhere, mixed with ends, renames and encrypted
+values, on nodes that are streaming, ended, or made by a tool call or result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from definitions import ag_ui
+from definitions._text import StreamedText
+from engine import DefinitionError, create_conversation_engine
+from tests.conformance._strategies import TEXT, splits
+
+MESSAGE, TOOL_CALL = ag_ui.DEFINITIONS[:2]
+RUN = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
+
+
+class Text(str):
+    """A str subclass: a delta the router passes on as it is."""
+
+
+DELTAS = st.one_of(
+    TEXT,
+    st.sampled_from(["", "", "a", "é", "🙂", '{"x": [1, "', "\\"]),
+    st.sampled_from([None, 0, 5, False, [], ["x"], {}, Text("sub")]),
+)
+
+# The events that open node "m" of each kind (the router's first sight of it).
+MESSAGE_STARTS = [
+    {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+    {"type": "REASONING_MESSAGE_START", "messageId": "m"},
+    {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": "hi"},
+    {"type": "TOOL_CALL_START", "toolCallId": "m", "toolCallName": "f"},  # content None
+    {"type": "TOOL_CALL_RESULT", "messageId": "m", "toolCallId": "c", "content": "ok"},
+    {"type": "TOOL_CALL_RESULT", "messageId": "m", "toolCallId": "c", "content": {"a": 1}},
+]
+TOOL_STARTS = [
+    {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
+    {"type": "TOOL_CALL_CHUNK", "toolCallId": "c", "toolCallName": "f", "delta": "{"},
+]
+
+
+def message_updates(delta: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.one_of(
+        st.builds(lambda d: {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": d}, delta),
+        st.builds(
+            lambda d: {"type": "REASONING_MESSAGE_CONTENT", "messageId": "m", "delta": d}, delta
+        ),
+        st.builds(lambda d: {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": d}, delta),
+        st.sampled_from(
+            [
+                {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+                {"type": "REASONING_MESSAGE_END", "messageId": "m"},
+                {"type": "REASONING_ENCRYPTED_VALUE", "entityId": "m", "encryptedValue": "e"},
+            ]
+        ),
+    )
+
+
+def tool_updates(delta: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.one_of(
+        st.builds(lambda d: {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": d}, delta),
+        st.builds(lambda d: {"type": "TOOL_CALL_CHUNK", "toolCallId": "c", "delta": d}, delta),
+        st.builds(
+            lambda name: {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": name},
+            st.sampled_from(["f", "g", None]),
+        ),
+        st.sampled_from(
+            [
+                {"type": "TOOL_CALL_END", "toolCallId": "c"},
+                {
+                    "type": "REASONING_ENCRYPTED_VALUE",
+                    "subtype": "tool-call",
+                    "entityId": "c",
+                    "encryptedValue": "e",
+                },
+            ]
+        ),
+    )
+
+
+# Per kind: its definition, the events that start its node, its update events, and
+# the end that finishes it.
+KINDS = {
+    "message": (
+        MESSAGE,
+        MESSAGE_STARTS,
+        message_updates,
+        {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+    ),
+    "tool_call": (
+        TOOL_CALL,
+        TOOL_STARTS,
+        tool_updates,
+        {"type": "TOOL_CALL_END", "toolCallId": "c"},
+    ),
+}
+
+
+def started(definition: Any, start: dict[str, Any]) -> tuple[Any, Any]:
+    """The node's first state, and a function that routes an update event for it
+    (each through a router that has seen only the start: an end does not stop the
+    next event from reaching the node, so runs go on after it)."""
+    kind = definition.kind
+    routed = ag_ui.Router()(start)
+    assert definition.match(routed).role == "start"
+    state = definition.start(routed, None)
+
+    def envelope(event: dict[str, Any]) -> Any:
+        router = ag_ui.Router()
+        router(RUN)
+        router(start)
+        routed = router(event)
+        claim = definition.match(routed)
+        assert claim is not None, (kind, event)
+        assert claim.role == "update", (kind, event)
+        return routed
+
+    return state, envelope
+
+
+def one_by_one(definition: Any, state: Any, run: list[Any]) -> Any:
+    for routed in run:
+        state = definition.update(state, routed)
+    return state
+
+
+def check_run(definition: Any, state: Any, run: list[Any]) -> Any:
+    """update_many against update over ``run``; the state they agree on (or None)."""
+    try:
+        expected = one_by_one(definition, state, run)
+    except Exception:
+        with pytest.raises(Exception):  # noqa: B017, PT011
+            definition.update_many(state, run)
+        return None
+    got = definition.update_many(state, run)  # raising here is allowed, but never needed
+    assert got == expected
+    assert (got is state) == (expected is state)
+    return got
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+@settings(max_examples=400)
+@given(data=st.data(), ended=st.booleans())
+def test_update_many_is_update_over_the_run(kind: str, data: Any, ended: bool) -> None:
+    definition, starts, updates, end = KINDS[kind]
+    start = data.draw(st.sampled_from(starts))
+    state, envelope = started(definition, start)
+    if ended:  # what a later delta does to an ended node is update's to say
+        state = definition.update(state, envelope(end))
+    events = data.draw(st.lists(updates(DELTAS), min_size=2, max_size=8))
+    check_run(definition, state, [envelope(event) for event in events])
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+@settings(max_examples=200)
+@given(data=st.data(), text=TEXT)
+def test_a_text_split_anywhere_is_appended_whole(kind: str, data: Any, text: str) -> None:
+    definition, starts, updates, _ = KINDS[kind]
+    start = data.draw(st.sampled_from(starts))
+    state, envelope = started(definition, start)
+    events = [
+        data.draw(updates(st.just(delta)).filter(lambda event: "delta" in event))
+        for delta in data.draw(splits(text))
+    ]
+    if len(events) < 2:
+        return
+    got = check_run(definition, state, [envelope(event) for event in events])
+    if text:  # appended to the text so far (a message's other content is dropped)
+        before = state.content if kind == "message" else state.arguments
+        before = str(before) if isinstance(before, str | StreamedText) else ""
+        assert str(got.content if kind == "message" else got.arguments) == before + text
+
+
+def counting(definition: Any, calls: list[int]) -> Any:
+    """``definition`` with an update_many that records the length of each run."""
+
+    class Counting:
+        kind = definition.kind
+        event_types = definition.event_types
+        match = staticmethod(definition.match)
+        start = staticmethod(definition.start)
+        update = staticmethod(definition.update)
+        publication = definition.publication
+
+        @staticmethod
+        def update_many(state: Any, run: list[Any]) -> Any:
+            calls.append(len(run))
+            return definition.update_many(state, run)
+
+    return Counting()
+
+
+STREAMS = {
+    "text": (
+        0,
+        [{"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}],
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "ab"},
+    ),
+    "reasoning": (
+        0,
+        [{"type": "REASONING_MESSAGE_START", "messageId": "m"}],
+        {"type": "REASONING_MESSAGE_CONTENT", "messageId": "m", "delta": "ab"},
+    ),
+    "chunks": (
+        0,
+        [{"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": ""}],
+        {"type": "TEXT_MESSAGE_CHUNK", "delta": "ab"},
+    ),
+    "tool arguments": (
+        1,
+        [
+            {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+            {
+                "type": "TOOL_CALL_START",
+                "toolCallId": "c",
+                "toolCallName": "f",
+                "parentMessageId": "m",
+            },
+        ],
+        {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": "ab"},
+    ),
+}
+
+
+@pytest.mark.parametrize("stream", list(STREAMS))
+def test_a_streamed_node_is_folded_through_one_update_many_call(stream: str) -> None:
+    # The engine does hand the deltas over as one run (else the above proves nothing
+    # about the fold): 50 deltas are one update_many call, the rest fold one by one.
+    which, head, delta = STREAMS[stream]
+    calls: list[int] = []
+    definitions = list(ag_ui.DEFINITIONS)
+    definitions[which] = counting(definitions[which], calls)
+    engine = create_conversation_engine(definitions, event_type=type)
+    end = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
+    engine.push_many(ag_ui.Router().route([RUN, *head, *[delta] * 50, end]))
+    assert calls == [50]
+    node = next(node for node in engine.nodes() if node.kind == definitions[which].kind)
+    text = node.state.content if which == 0 else node.state.arguments
+    assert str(text) == "ab" * 50
+
+
+@pytest.mark.parametrize(
+    "definition",
+    [d for d in ag_ui.DEFINITIONS if not isinstance(d.publication, str)],
+    ids=lambda d: d.kind,
+)
+def test_publication_by_type_is_publication_by_event(definition: Any) -> None:
+    # A routed engine reads the mapping once per envelope class, an unrouted one calls
+    # it per envelope: both say what the envelope's class does (deltas wait for a frame).
+    publication = definition.publication
+    for cls in definition.event_types:
+        assert publication.get(cls, "immediate") == publication(cls({})) == cls.pub
+
+
+@settings(max_examples=50)
+@given(events=st.lists(message_updates(DELTAS) | tool_updates(DELTAS), max_size=30))
+def test_fold_with_runs_is_the_fold_one_event_at_a_time(events: list[dict[str, Any]]) -> None:
+    # The whole set, with and without runs (push one at a time: no runs at all).
+    stream = [RUN, MESSAGE_STARTS[0], TOOL_STARTS[0], *events]
+    engine = create_conversation_engine(ag_ui.DEFINITIONS, event_type=type)
+    with contextlib.suppress(DefinitionError):  # a bad delta: the events before it stay
+        engine.push_many(ag_ui.Router().route(stream))
+    one = create_conversation_engine(ag_ui.DEFINITIONS, event_type=type)
+    router = ag_ui.Router()
+    for event in stream:
+        try:
+            one.push(router(event))
+        except DefinitionError:
+            break
+    assert engine.nodes() == one.nodes()

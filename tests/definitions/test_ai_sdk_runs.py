@@ -1,0 +1,283 @@
+"""The AI SDK set's ``update_many`` is ``update`` over the run, exactly.
+
+The engine hands a run to ``update_many`` and, only if it raises, folds the run
+again with ``update``. So ``update_many`` must raise whenever ``update`` would, and
+otherwise either raise (the slow way round, still right) or return an equal state:
+the state itself exactly when no update changed it. The envelopes here are what
+the router makes of raw chunks, good and bad: deltas that are empty, missing, not
+strings, str subclasses or unicode split anywhere, with provider metadata now and
+then, mixed with ends, inputs, outputs, errors and approvals, on parts that are
+streaming or done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from definitions import ai_sdk
+from engine import DefinitionError, create_conversation_engine
+from tests.conformance._strategies import JSON_VALUES, TEXT, splits
+
+MESSAGE, _, TEXT_PART, REASONING_PART, TOOL_PART, _ = ai_sdk.DEFINITIONS
+START = {"type": "start", "messageId": "x"}
+
+
+class Text(str):
+    """A str subclass: a delta the router passes on as it is."""
+
+
+MISSING = object()  # a delta left out of its chunk
+DELTAS = st.one_of(
+    TEXT,
+    st.sampled_from(["", "", "a", "é", "🙂", '{"x": [1, "', "\\"]),
+    st.sampled_from([None, 0, 5, False, [], {}, Text("sub"), MISSING]),
+)
+METADATA = st.one_of(
+    st.just({}),
+    st.builds(lambda value: {"providerMetadata": value}, st.sampled_from([None, {"a": 1}, "m"])),
+)
+
+
+def chunk(base: dict[str, Any], key: str, delta: Any, metadata: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``delta`` at ``key`` (unless MISSING) and ``metadata``."""
+    return {**base, **({} if delta is MISSING else {key: delta}), **metadata}
+
+
+def text_updates(tag: str) -> Any:
+    def updates(delta: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
+        return st.one_of(
+            st.builds(
+                chunk,
+                st.just({"type": f"{tag}-delta", "id": "0"}),
+                st.just("delta"),
+                delta,
+                METADATA,
+            ),
+            st.builds(lambda metadata: {"type": f"{tag}-end", "id": "0", **metadata}, METADATA),
+        )
+
+    return updates
+
+
+def tool_updates(delta: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
+    call = {"toolCallId": "c"}
+    return st.one_of(
+        st.builds(
+            chunk,
+            st.just({"type": "tool-input-delta", **call}),
+            st.just("inputTextDelta"),
+            delta,
+            METADATA,
+        ),
+        st.builds(
+            lambda value: {"type": "tool-input-available", **call, "toolName": "f", "input": value},
+            JSON_VALUES,
+        ),
+        st.sampled_from(
+            [
+                {"type": "tool-input-error", **call, "toolName": "f", "errorText": "bad"},
+                {"type": "tool-output-available", **call, "output": {"ok": True}},
+                {"type": "tool-output-error", **call, "errorText": "failed"},
+                {"type": "tool-approval-request", **call, "approvalId": "a"},
+                {"type": "tool-output-denied", **call},
+            ]
+        ),
+    )
+
+
+# Per kind: its definition, the chunks that start its node, its update chunks, one
+# that finishes it, and the chunk of a delta.
+KINDS = {
+    "text": (
+        TEXT_PART,
+        [
+            {"type": "text-start", "id": "0"},
+            {"type": "text-start", "id": "0", "providerMetadata": 1},
+        ],
+        text_updates("text"),
+        {"type": "text-end", "id": "0"},
+        lambda delta: {"type": "text-delta", "id": "0", "delta": delta},
+    ),
+    "reasoning": (
+        REASONING_PART,
+        [{"type": "reasoning-start", "id": "0"}],
+        text_updates("reasoning"),
+        {"type": "reasoning-end", "id": "0"},
+        lambda delta: {"type": "reasoning-delta", "id": "0", "delta": delta},
+    ),
+    "tool": (
+        TOOL_PART,
+        [
+            {"type": "tool-input-start", "toolCallId": "c", "toolName": "f"},
+            {"type": "tool-input-start", "toolCallId": "c", "toolName": "f", "title": "T"},
+        ],
+        tool_updates,
+        {"type": "tool-output-available", "toolCallId": "c", "output": 1},
+        lambda delta: {"type": "tool-input-delta", "toolCallId": "c", "inputTextDelta": delta},
+    ),
+}
+
+
+def started(definition: Any, start: dict[str, Any]) -> tuple[Any, Any]:
+    """The part's first state, and a function that routes an update chunk for it
+    (each through a router that has seen only the start: an end does not stop the
+    next chunk from reaching the part, so runs go on after it)."""
+    router = ai_sdk.Router()
+    router(START)
+    routed = router(start)
+    assert definition.match(routed).role == "start"
+    state = definition.start(routed, None)
+    part = routed.claim.id
+
+    def envelope(event: dict[str, Any]) -> Any:
+        router = ai_sdk.Router()
+        router(START)
+        router(start)
+        routed = router(event)
+        claim = definition.match(routed)
+        assert claim is not None, event
+        assert (claim.id, claim.role) == (part, "update"), event
+        return routed
+
+    return state, envelope
+
+
+def one_by_one(definition: Any, state: Any, run: list[Any]) -> Any:
+    for routed in run:
+        state = definition.update(state, routed)
+    return state
+
+
+def check_run(definition: Any, state: Any, run: list[Any]) -> Any:
+    """update_many against update over ``run``; the state they agree on (or None)."""
+    try:
+        expected = one_by_one(definition, state, run)
+    except Exception:
+        with pytest.raises(Exception):  # noqa: B017, PT011
+            definition.update_many(state, run)
+        return None
+    got = definition.update_many(state, run)  # allowed to raise, but these never need to
+    assert got == expected
+    assert (got is state) == (expected is state)
+    return got
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+@settings(max_examples=400)
+@given(data=st.data(), done=st.booleans())
+def test_update_many_is_update_over_the_run(kind: str, data: Any, done: bool) -> None:
+    definition, starts, updates, end, _ = KINDS[kind]
+    state, envelope = started(definition, data.draw(st.sampled_from(starts)))
+    if done:  # what a later delta does to a finished part is update's to say
+        state = definition.update(state, envelope(end))
+    events = data.draw(st.lists(updates(DELTAS), min_size=2, max_size=8))
+    check_run(definition, state, [envelope(event) for event in events])
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+@settings(max_examples=200)
+@given(data=st.data(), text=TEXT)
+def test_a_text_split_anywhere_is_appended_whole(kind: str, data: Any, text: str) -> None:
+    definition, starts, _, _, delta_chunk = KINDS[kind]
+    state, envelope = started(definition, data.draw(st.sampled_from(starts)))
+    events = [delta_chunk(delta) for delta in data.draw(splits(text))]
+    if len(events) < 2:
+        return
+    got = check_run(definition, state, [envelope(event) for event in events])
+    assert str(got.raw if kind == "tool" else got.text) == text
+
+
+def counting(definition: Any, calls: list[int]) -> Any:
+    """``definition`` with an update_many that records the length of each run."""
+
+    class Counting:
+        kind = definition.kind
+        event_types = definition.event_types
+        match = staticmethod(definition.match)
+        start = staticmethod(definition.start)
+        update = staticmethod(definition.update)
+        publication = definition.publication
+
+        @staticmethod
+        def update_many(state: Any, run: list[Any]) -> Any:
+            calls.append(len(run))
+            return definition.update_many(state, run)
+
+    return Counting()
+
+
+STREAMS = {
+    "text": (
+        2,
+        {"type": "text-start", "id": "0"},
+        {"type": "text-delta", "id": "0", "delta": "ab"},
+    ),
+    "reasoning": (
+        3,
+        {"type": "reasoning-start", "id": "0"},
+        {"type": "reasoning-delta", "id": "0", "delta": "ab"},
+    ),
+    "tool input": (
+        4,
+        {"type": "tool-input-start", "toolCallId": "c", "toolName": "f"},
+        {"type": "tool-input-delta", "toolCallId": "c", "inputTextDelta": "ab"},
+    ),
+}
+
+
+@pytest.mark.parametrize("stream", list(STREAMS))
+def test_a_streamed_part_is_folded_through_one_update_many_call(stream: str) -> None:
+    # The engine does hand the deltas over as one run (else the above proves nothing
+    # about the fold): 50 deltas are one update_many call.
+    which, start, delta = STREAMS[stream]
+    calls: list[int] = []
+    definitions = list(ai_sdk.DEFINITIONS)
+    definitions[which] = counting(definitions[which], calls)
+    engine = create_conversation_engine(definitions, event_type=type)
+    chunks = [START, {"type": "start-step"}, start, *[delta] * 50, {"type": "finish"}]
+    engine.push_many(ai_sdk.Router().route(chunks))
+    assert calls == [50]
+    part = next(node.state for node in engine.nodes() if node.kind == definitions[which].kind)
+    assert str(part.raw if which == 4 else part.text) == "ab" * 50
+
+
+@pytest.mark.parametrize(
+    "definition",
+    [d for d in ai_sdk.DEFINITIONS if not isinstance(d.publication, str)],
+    ids=lambda d: d.kind,
+)
+def test_publication_by_type_is_publication_by_event(definition: Any) -> None:
+    # A routed engine reads the mapping once per envelope class, an unrouted one calls
+    # it per envelope: both say what the envelope's class does (deltas wait for a frame).
+    publication = definition.publication
+    for cls in definition.event_types:
+        assert publication.get(cls, "immediate") == publication(cls({})) == cls.pub
+
+
+@settings(max_examples=50)
+@given(
+    events=st.lists(
+        text_updates("text")(DELTAS) | text_updates("reasoning")(DELTAS) | tool_updates(DELTAS),
+        max_size=30,
+    )
+)
+def test_fold_with_runs_is_the_fold_one_event_at_a_time(events: list[dict[str, Any]]) -> None:
+    # The whole set, with runs and without (one push per event makes no runs).
+    starts = [KINDS[kind][1][0] for kind in KINDS]
+    stream = [START, *starts, *events]
+    engine = create_conversation_engine(ai_sdk.DEFINITIONS, event_type=type)
+    with contextlib.suppress(DefinitionError):  # a bad delta: the events before it stay
+        engine.push_many(ai_sdk.Router().route(stream))
+    one = create_conversation_engine(ai_sdk.DEFINITIONS, event_type=type)
+    router = ai_sdk.Router()
+    for event in stream:
+        try:
+            one.push(router(event))
+        except DefinitionError:
+            break
+    assert engine.nodes() == one.nodes()
