@@ -214,6 +214,15 @@ _RUN_FOLDS: Final[dict[object, tuple[str, str, str]]] = {
 }
 
 
+def _append_run(state: BlockState, field: str, parts: list[str]) -> BlockState:
+    """``state`` with the joined ``parts`` appended to ``field`` (``text`` or
+    ``partial_json``), as one ``update`` per part would leave it."""
+    text = "".join(parts)  # TypeError for a non-str part, as StreamedText.append raises
+    if field == "text":
+        return _replace(state, text=state.text.append(text))
+    return _replace(state, partial_json=state.partial_json.append(text))
+
+
 class MessageDefinition:
     """Kind ``anthropic_message``: one node per message, id = the message id."""
 
@@ -352,26 +361,38 @@ class BlockDefinition:
         return state  # a delta type the SDK does not fold either
 
     def update_many(self, state: BlockState, events: list[Scoped]) -> BlockState:
-        """``update`` over a run: a run of the block's own text, thinking or input
-        JSON deltas is appended at once; anything else folds one by one."""
+        """``update`` over a run: each stretch of the block's own text, thinking or
+        input JSON deltas is appended at once; other deltas (a signature, a citation)
+        go through ``update`` between them."""
         fold = _RUN_FOLDS.get(state.block.get("type"))
-        if fold is not None:
-            field, delta_type, key = fold
-            # The same reads as update's, in its order, per event.
-            parts = [
-                delta[key]
-                for event in events
-                if (raw := event.event)["type"] == "content_block_delta"
-                and (delta := raw["delta"])["type"] == delta_type
-            ]
-            if len(parts) == len(events):
-                text = "".join(parts)  # TypeError for a non-str, as append raises
-                if field == "text":
-                    return _replace(state, text=state.text.append(text))
-                return _replace(state, partial_json=state.partial_json.append(text))
+        if fold is None:
+            for event in events:
+                state = self.update(state, event)
+            return state
+        field, delta_type, key = fold
+        # The same reads as update's, in its order, per event. A run is all deltas
+        # (one event type); the whole run in one comprehension is the common case.
+        parts = [
+            delta[key]
+            for event in events
+            if (raw := event.event)["type"] == "content_block_delta"
+            and (delta := raw["delta"])["type"] == delta_type
+        ]
+        if len(parts) == len(events):
+            return _append_run(state, field, parts)
+        parts = []
         for event in events:
+            raw = event.event
+            if raw["type"] == "content_block_delta":
+                delta = raw["delta"]
+                if delta["type"] == delta_type:
+                    parts.append(delta[key])
+                    continue
+            if parts:
+                state = _append_run(state, field, parts)
+                parts = []
             state = self.update(state, event)
-        return state
+        return _append_run(state, field, parts) if parts else state
 
     def render_text(self, node: Node) -> str:
         """Text and thinking as text, tool calls as ``name(arguments)``."""
