@@ -24,6 +24,12 @@ and merged once, when ``completions()`` rebuilds, with the SDK's
 ``accumulate_delta`` rules. Tool arguments are not parsed (the SDK leaves
 ``parsed_arguments`` null without strict input tools).
 
+Nearly every chunk only appends text to one choice's content or refusal, or to one
+tool call's arguments. The engine hands a completion's chunks to ``update_many``
+together (its update claim is one shared object per completion, so the run is known
+by identity), and consecutive appends to one text are joined and appended once; any
+other chunk is folded the general way (see ``_fold_chunks``).
+
 Corrections to the SDK's ``ChatCompletionStreamState`` (tested):
 ``id``, ``type`` and ``function.name`` of a tool call and the message ``role`` are
 set once, not concatenated when a provider repeats them on every chunk; tool calls
@@ -240,6 +246,159 @@ def _fold_choices(
     return choices
 
 
+# -- chunks that only append text ----------------------------------------------------
+
+
+def _folded(state: CompletionState, chunk: dict[str, Any]) -> CompletionState:
+    """``state`` after any one chunk: its choices' deltas, its usage and fingerprint."""
+    return CompletionState(
+        state.first,
+        _fold_choices(state.choices, chunk),
+        state.chunks + 1,
+        chunk.get("usage"),
+        chunk.get("system_fingerprint"),
+    )
+
+
+_NO_APPEND: Final[tuple[None, str]] = (None, "")
+
+
+def _fold_chunks(state: CompletionState, events: Iterable[ScopedChunk]) -> CompletionState:
+    """``state`` after the chunks of ``events``, one after the other: ``update`` for one,
+    ``update_many`` for a run.
+
+    Nearly every chunk only appends text to one choice's ``"content"`` or
+    ``"refusal"`` or to the arguments of one of its tool calls (the *field*: the call's
+    index). For such a chunk ``_folded`` would rebuild the choice with only that text
+    changed, and the checks below are exactly what shows it: one choice, already there;
+    a one-key delta; no logprobs, no finish reason; a text already started or a call
+    already made (so, as ``_choice`` keeps it, its key is in ``has_message``). Such a
+    chunk is an append, and consecutive appends to one field are joined and made once,
+    with the last chunk's usage and fingerprint. Appends change nothing those checks
+    read, so a chunk checked against ``state`` while texts are pending gets the answer
+    it would get after them; any other chunk goes through ``_folded``.
+    """
+    texts: list[str] = []  # the pending appends, all to field `at_field` of choice `at`
+    at = 0
+    at_field: str | int = ""
+    last: Any = None  # the chunk of the last pending append
+    index: Any  # read from the chunk: checked below before it is used
+    text: Any
+    choices = state.choices  # the choices of `state`, kept in step with it
+    for event in events:
+        chunk = event.chunk
+        field: str | int | None = None
+        if (
+            type(chunk) is dict
+            and type(raw := chunk.get("choices")) is list
+            and len(raw) == 1
+            and type(choice := raw[0]) is dict
+            and type(index := choice.get("index")) is int
+            and type(delta := choice.get("delta")) is dict
+            and len(delta) == 1
+            and choice.get("logprobs") is None
+            and not choice.get("finish_reason")
+            and 0 <= index < len(choices)
+            and (old := choices[index]) is not None
+        ):
+            text = delta.get("content")
+            if type(text) is str and old.content is not None:
+                field = "content"
+            else:
+                field, text = _other_append(old, delta)
+        if field is not None and texts and index == at and field == at_field:
+            texts.append(text)
+            last = chunk
+            continue
+        if texts:
+            state = _appended(state, at, at_field, "".join(texts), last, len(texts))
+            choices = state.choices
+            texts = []
+        if field is None:
+            state = _folded(state, chunk)
+            choices = state.choices
+        else:
+            at, at_field, last = index, field, chunk
+            texts.append(text)
+    if texts:
+        state = _appended(state, at, at_field, "".join(texts), last, len(texts))
+    return state
+
+
+def _other_append(old: ChoiceState, delta: dict[str, Any]) -> tuple[str | int | None, str]:
+    """The field and text of a one-key delta that appends to the refusal or to the
+    arguments of a call made before; ``(None, "")`` for anything else."""
+    text = delta.get("refusal")
+    if type(text) is str:
+        return ("refusal", text) if old.refusal is not None else _NO_APPEND
+    value = delta.get("tool_calls")
+    if (
+        type(value) is list
+        and len(value) == 1
+        and type(call := value[0]) is dict  # {"index": n, "function": {"arguments": text}}
+        and len(call) == 2
+        and type(number := call.get("index")) is int
+        and type(function := call.get("function")) is dict
+        and len(function) == 1
+        and type(text := function.get("arguments")) is str
+        and any(c.index == number for c in old.tool_calls)
+    ):
+        return number, text
+    return _NO_APPEND
+
+
+def _appended(
+    state: CompletionState, index: int, field: str | int, text: str, last: Any, count: int
+) -> CompletionState:
+    """``state`` after ``count`` chunks that appended ``text`` (joined) to ``field`` of
+    choice ``index`` (see ``_fold_chunks``); ``last`` is the last of them."""
+    choices = state.choices
+    old = choices[index]
+    assert old is not None
+    if field == "content":
+        assert old.content is not None
+        new = _replace(old, content=old.content.append(text))
+    elif field == "refusal":
+        assert old.refusal is not None
+        new = _replace(old, refusal=old.refusal.append(text))
+    else:  # a tool call's index: what _tool_call makes of an arguments-only delta
+        assert type(field) is int
+        calls = old.tool_calls
+        call = next(c for c in calls if c.index == field)
+        call = ToolCallState(
+            field,
+            call.id or None,
+            call.type or None,
+            call.name,
+            call.arguments.append(text),
+            True,
+            call.extra,
+        )
+        new = _replace(old, tool_calls=(*(c for c in calls if c.index != field), call))
+    return CompletionState(
+        state.first,
+        (new,) if len(choices) == 1 else (*choices[:index], new, *choices[index + 1 :]),
+        state.chunks + count,
+        last.get("usage"),
+        last.get("system_fingerprint"),
+    )
+
+
+# Update claims are shared per completion: the engine then knows a completion's run
+# of chunks by the claim's identity, and building a Claim costs about as much as the
+# rest of match. The cache is shared by every engine in the process (a Claim is a
+# frozen value), so it is emptied when it grows past this many completions.
+_CLAIM_CACHE_SIZE: Final = 4096
+_updates: Final[dict[str, Claim]] = {}
+
+
+def _update_claim(completion: str) -> Claim:
+    if len(_updates) >= _CLAIM_CACHE_SIZE:
+        _updates.clear()
+    claim = _updates[completion] = Claim(completion, "update")
+    return claim
+
+
 class CompletionDefinition:
     """Kind ``openai_chat_completion``: one node per completion (see ``scope``)."""
 
@@ -252,7 +411,12 @@ class CompletionDefinition:
         completion = event.completion
         if completion is None:
             return None
-        return Claim(completion, "start" if event.opens else "update")
+        if event.opens:
+            return Claim(completion, "start")
+        try:
+            return _updates[completion]
+        except KeyError:
+            return _update_claim(completion)
 
     def start(self, event: ScopedChunk, reader: object) -> CompletionState:
         """The completion as its first chunk announces it."""
@@ -267,40 +431,12 @@ class CompletionDefinition:
 
     def update(self, state: CompletionState, event: ScopedChunk) -> CompletionState:
         """Fold one more chunk: its choices' deltas, its usage and fingerprint."""
-        chunk = event.chunk
-        choices = state.choices
-        raw = chunk.get("choices")
-        # The common chunk, inline: one choice appending content to a one-choice
-        # completion (what _choice does for it, without its general bookkeeping).
-        if type(raw) is list and len(raw) == 1 and len(choices) == 1:
-            choice = raw[0]
-            old = choices[0]
-            if old is not None and type(choice) is dict:
-                delta = choice.get("delta")
-                if (
-                    type(delta) is dict
-                    and len(delta) == 1
-                    and choice.get("index") == 0
-                    and choice.get("logprobs") is None
-                    and not choice.get("finish_reason")
-                ):
-                    value = delta.get("content")
-                    content = old.content  # not None: "content" is in has_message
-                    if type(value) is str and content is not None:
-                        return CompletionState(
-                            state.first,
-                            (_replace(old, content=content.append(value)),),
-                            state.chunks + 1,
-                            chunk.get("usage"),
-                            chunk.get("system_fingerprint"),
-                        )
-        return CompletionState(
-            state.first,
-            _fold_choices(state.choices, chunk),
-            state.chunks + 1,
-            chunk.get("usage"),
-            chunk.get("system_fingerprint"),
-        )
+        return _fold_chunks(state, (event,))
+
+    def update_many(self, state: CompletionState, events: list[ScopedChunk]) -> CompletionState:
+        """``update`` over a run of chunks (the engine hands a completion's chunks over
+        together): consecutive chunks appending to one text append it once, joined."""
+        return _fold_chunks(state, events)
 
     def render_text(self, node: Node) -> str:
         """Each choice's text, then its tool calls as ``name(arguments)``."""

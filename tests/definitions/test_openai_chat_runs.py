@@ -1,0 +1,237 @@
+"""openai_chat's ``update_many`` is ``update`` over the run, exactly.
+
+The engine hands a completion's run of chunks to ``update_many`` and, only if it
+raises, folds the run again with ``update``. So ``update_many`` must raise whenever
+``update`` would, and otherwise return an equal state. Both go through one fold that
+joins consecutive appends to one text (content, refusal, a tool call's arguments) and
+folds every other chunk the general way; the runs here mix those appends (text split
+anywhere, unicode, empty) with chunks that only look like them (a finish reason,
+logprobs, a second choice or tool call, a call not made yet, a non-str text) and with
+chunks that make ``update`` raise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from definitions import openai_chat
+from definitions.openai_chat import ScopedChunk
+from engine import create_conversation_engine
+
+DEFINITION = openai_chat.COMPLETION
+
+texts = st.one_of(
+    st.sampled_from(["", "a", "é", '{"x": [1, "', '2"]}', "\\", "🙂", "\n"]),
+    st.text(max_size=6),
+)
+odd_texts = st.sampled_from([None, 5, ["a"]])
+indexes = st.one_of(st.integers(0, 2), st.sampled_from([-1, True, 0.0, "0", None]))
+
+
+def chunk(choices: Any, **extra: Any) -> dict[str, Any]:
+    return {"id": "c", "object": "chat.completion.chunk", "created": 1, **extra, "choices": choices}
+
+
+def choice(index: Any, delta: Any, **extra: Any) -> dict[str, Any]:
+    return {"index": index, "delta": delta, "logprobs": None, "finish_reason": None, **extra}
+
+
+def call(index: Any, arguments: Any) -> dict[str, Any]:
+    return {"index": index, "function": {"arguments": arguments}}
+
+
+@st.composite
+def appends(draw: st.DrawFn) -> dict[str, Any]:
+    """A chunk that appends to content, refusal or a call's arguments (mostly choice 0,
+    call 0), or one that is almost such a chunk."""
+    index = draw(st.sampled_from([0, 0, 0, 1])) if draw(st.booleans()) else draw(indexes)
+    text = draw(st.one_of(texts, texts, texts, odd_texts))
+    kind = draw(st.sampled_from(["content", "content", "refusal", "call", "call"]))
+    if kind == "call":
+        number = draw(st.sampled_from([0, 0, 1])) if draw(st.booleans()) else draw(indexes)
+        delta: dict[str, Any] = {"tool_calls": [call(number, text)]}
+    else:
+        delta = {kind: text}
+    extra: dict[str, Any] = {}
+    if draw(st.integers(0, 9)) == 0:  # almost an append
+        extra = draw(
+            st.sampled_from(
+                [
+                    {"finish_reason": "stop"},
+                    {"finish_reason": ""},
+                    {"logprobs": {"content": [{"token": "a"}], "refusal": None}},
+                    {"content_filter_results": {}},  # other keys are ignored: still one
+                ]
+            )
+        )
+    usage: dict[str, Any] = draw(
+        st.sampled_from([{}, {"usage": None}, {"usage": {"total_tokens": 3}}])
+    )
+    return chunk([choice(index, delta, **extra)], **usage)
+
+
+@st.composite
+def other_chunks(draw: st.DrawFn) -> dict[str, Any]:
+    """Chunks the general fold takes, some of which make update raise."""
+    return draw(
+        st.sampled_from(
+            [
+                chunk([choice(0, {})]),
+                chunk([], usage={"total_tokens": 9}, system_fingerprint="fp"),
+                chunk([choice(0, {"content": "a"}), choice(1, {"content": "b"})]),
+                chunk([choice(0, {"tool_calls": [call(0, "x"), call(1, "y")]})]),
+                chunk([choice(0, {"tool_calls": [call(2, "z")]})]),  # a new call
+                chunk(
+                    [
+                        choice(
+                            0,
+                            {
+                                "tool_calls": [
+                                    {
+                                        "index": 1,
+                                        "id": "call_1",
+                                        "type": "function",
+                                        "function": {"name": "g", "arguments": ""},
+                                    }
+                                ]
+                            },
+                        )
+                    ]
+                ),
+                chunk([choice(0, {"tool_calls": [{"index": 0, "id": "again"}]})]),
+                chunk([choice(0, {"content": "a", "refusal": None})]),
+                chunk([choice(0, {"role": "assistant"})]),
+                chunk([choice(0, {"reasoning_content": "hm"})]),
+                chunk([choice(2, {"content": "late"})]),  # a choice seen for the first time
+                chunk((choice(0, {"content": "tuple"}),)),  # folded the general way
+                chunk([choice(0, {"tool_calls": [{"function": {"arguments": "x"}}]})]),  # raises
+                chunk([{"delta": {"content": "no index"}}]),  # raises: no index
+                chunk({0: choice(0, {"content": "a"})}),  # raises: a dict of choices
+                chunk([choice(0.0, {"content": "a"})]),  # raises: a float index
+                chunk([choice(0, ["content"])]),  # raises: a delta that is not an object
+            ]
+        )
+    )
+
+
+@st.composite
+def started(draw: st.DrawFn) -> Any:
+    """A completion state: one or two choices, their content, refusal and tool calls
+    started or not, possibly folded some more chunks."""
+    first = []
+    for index in range(draw(st.integers(1, 2))):
+        delta: dict[str, Any] = {"role": "assistant"}
+        if draw(st.booleans()):
+            delta["content"] = draw(texts)
+        if draw(st.booleans()):
+            delta["refusal"] = draw(st.sampled_from([None, "", "no"]))
+        if draw(st.booleans()):
+            delta["tool_calls"] = [
+                {"index": n, "id": f"call_{n}", "function": {"name": "f", "arguments": "{"}}
+                for n in range(draw(st.integers(1, 2)))
+            ]
+        first.append(choice(index, delta))
+    if draw(st.booleans()):
+        first.reverse()  # index 1 before index 0
+    state = DEFINITION.start(ScopedChunk("c", True, chunk(first)), None)
+    for extra in draw(st.lists(st.one_of(appends(), other_chunks()), max_size=3)):
+        with contextlib.suppress(Exception):  # a chunk update refuses changes nothing
+            state = DEFINITION.update(state, ScopedChunk("c", False, extra))
+    return state
+
+
+runs = st.lists(
+    st.builds(
+        lambda c: ScopedChunk("c", False, c), st.one_of(appends(), appends(), other_chunks())
+    ),
+    min_size=2,
+    max_size=10,
+)
+
+
+def one_by_one(state: Any, events: list[ScopedChunk]) -> Any:
+    for event in events:
+        state = DEFINITION.update(state, event)
+    return state
+
+
+@settings(max_examples=1000)
+@given(state=started(), events=runs)
+def test_update_many_is_update_over_the_run(state: Any, events: list[ScopedChunk]) -> None:
+    try:
+        expected = one_by_one(state, events)
+    except Exception:
+        with pytest.raises(Exception):  # noqa: B017, PT011
+            DEFINITION.update_many(state, events)
+        return
+    got = DEFINITION.update_many(state, events)
+    assert got == expected
+    assert (got is state) == (expected is state)
+
+
+@settings(max_examples=1000)
+@given(state=started(), extra=st.one_of(appends(), other_chunks()))
+def test_update_takes_appends_the_way_the_general_fold_does(
+    state: Any, extra: dict[str, Any]
+) -> None:
+    # update's append path skips _fold_choices for chunks it proves are appends: it
+    # must give what _fold_choices gives (the conformance tests check that against
+    # the SDK on whole streams; this checks it chunk by chunk, odd chunks included).
+    event = ScopedChunk("c", False, extra)
+    try:
+        expected = openai_chat._folded(state, extra)
+    except Exception:
+        with pytest.raises(Exception):  # noqa: B017, PT011
+            DEFINITION.update(state, event)
+        return
+    assert DEFINITION.update(state, event) == expected
+
+
+class Counting:
+    """The completion definition, counting the runs the engine hands to update_many."""
+
+    kind = DEFINITION.kind
+    event_types = DEFINITION.event_types
+    publication = DEFINITION.publication
+
+    def __init__(self) -> None:
+        self.runs: list[int] = []
+        self.match = DEFINITION.match
+        self.start = DEFINITION.start
+        self.update = DEFINITION.update
+
+    def update_many(self, state: Any, events: list[Any]) -> Any:
+        self.runs.append(len(events))
+        return DEFINITION.update_many(state, events)
+
+
+@pytest.mark.parametrize("field", ["content", "arguments"])
+def test_a_streamed_completion_is_folded_through_update_many(field: str) -> None:
+    # The engine does hand the chunks over as one run (else the above proves nothing
+    # about the fold): 50 deltas, a finish chunk and a usage chunk are one call.
+    opening: dict[str, Any] = {"role": "assistant", "content": ""}
+    if field == "arguments":
+        opening["tool_calls"] = [{"index": 0, "id": "call_0", "function": {"name": "f"}}]
+    delta = {"content": "ab"} if field == "content" else {"tool_calls": [call(0, "ab")]}
+    chunks = [
+        chunk([choice(0, opening)]),
+        *(chunk([choice(0, delta)]) for _ in range(50)),
+        chunk([choice(0, {}, finish_reason="stop")]),
+        chunk([], usage={"total_tokens": 3}),
+    ]
+    definition = Counting()
+    engine = create_conversation_engine([definition], event_type=openai_chat.event_type)
+    engine.push_many(openai_chat.scope(chunks))
+    assert definition.runs == [52]
+    (completion,) = openai_chat.completions(engine.nodes())
+    message = completion["choices"][0]["message"]
+    if field == "content":
+        assert message["content"] == "ab" * 50
+    else:
+        assert message["tool_calls"][0]["function"]["arguments"] == "ab" * 50
+    assert completion["usage"] == {"total_tokens": 3}
