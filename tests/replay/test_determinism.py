@@ -111,6 +111,25 @@ class TestNondeterministicDefinitions:
         report = check_determinism(conversation(), [*kinds(), make()], ways=[way], rounds=1)
         assert not report.ok, way
 
+    def test_an_update_many_unlike_update_is_caught(self) -> None:
+        """A run folded by update_many must equal its updates one by one: batches and
+        one-at-a-time replays disagree when it does not."""
+        from definitions import message
+
+        class DropsLast(message.MessageDefinition):
+            def update_many(self, state: Any, events: list[Any]) -> Any:
+                return super().update_many(state, events[:-1])
+
+        events = [
+            {"type": "message.start", "id": "m", "role": "assistant"},
+            *({"type": "message.delta", "id": "m", "text": t} for t in ("a", "b", "c")),
+            {"type": "message.end", "id": "m"},
+        ]
+        assert check_determinism(events, [message.DEFINITION], event_type=event_type).ok
+        report = check_determinism(events, [DropsLast()], event_type=event_type)
+        assert report.divergence is not None
+        assert report.divergence.key == "message:m"
+
     def test_global_counter_across_replays(self) -> None:
         """Replaying twice in one process shows a counter that outlives an engine."""
         report = check_determinism(conversation(), [*kinds(), GlobalCounterKind()], ways=["twice"])
