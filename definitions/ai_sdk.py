@@ -83,7 +83,7 @@ _PART: Final = "ai_sdk_part"
 _STEP: Final = "ai_sdk_step"
 
 
-class Routed:
+class Routed(msgspec.Struct, gc=False, eq=False):
     """One raw chunk plus the node it concerns.
 
     ``event`` is the original dict (never copied); ``claim`` the claim for the kind the
@@ -93,26 +93,21 @@ class Routed:
     set (on an ``...AfterStep`` class) when the chunk makes earlier ``start-step`` chunks
     visible: the reference pushes a step-start part without yielding a snapshot, so
     it shows only once a later chunk of the message yields one.
+
+    A Struct, not a class with ``__init__``: one is made per chunk, and a Struct is
+    made in about a third of the time. Compared and hashed by identity, as before;
+    never tracked by the garbage collector (it refers to nothing that refers back).
     """
 
-    __slots__ = ("claim", "event", "message", "message_claim", "step_claim", "steps")
-    step_claim: Claim
-    steps: int
+    event: Mapping[str, Any]
+    claim: Claim | None = None
+    message: str = ""
+    message_claim: Claim | None = None
+    step_claim: Claim | None = None
+    steps: int = 0
     target: ClassVar[str] = ""
     pub: ClassVar[str] = _NOW
     writes: ClassVar[bool] = False  # the reference yields a snapshot for this chunk
-
-    def __init__(
-        self,
-        event: Mapping[str, Any],
-        claim: Claim | None = None,
-        message: str = "",
-        message_claim: Claim | None = None,
-    ) -> None:
-        self.event = event
-        self.claim = claim
-        self.message = message
-        self.message_claim = message_claim
 
     @property
     def type(self) -> Any:
@@ -124,7 +119,6 @@ class Routed:
 
 
 class _ToMessage(Routed):
-    __slots__ = ()
     target = _MESSAGE
     writes = True
 
@@ -132,45 +126,37 @@ class _ToMessage(Routed):
 class _ToMessageQuiet(_ToMessage):
     """A message chunk after which the reference yields no snapshot."""
 
-    __slots__ = ()
     writes = False
 
 
 class _ToText(Routed):
-    __slots__ = ()
     target = _TEXT
     writes = True
 
 
 class _TextDelta(_ToText):
-    __slots__ = ()
     pub = _FRAME
 
 
 class _ToReasoning(Routed):
-    __slots__ = ()
     target = _REASONING
     writes = True
 
 
 class _ReasoningDelta(_ToReasoning):
-    __slots__ = ()
     pub = _FRAME
 
 
 class _ToTool(Routed):
-    __slots__ = ()
     target = _TOOL
     writes = True
 
 
 class _ToolDelta(_ToTool):
-    __slots__ = ()
     pub = _FRAME
 
 
 class _ToPart(Routed):
-    __slots__ = ()
     target = _PART
     writes = True
 
@@ -189,7 +175,7 @@ _ROUTED_CLASSES: Final = (
 # The same envelopes when they also make pending start-steps visible; the engine
 # routes on the exact class, so only these reach the step definition.
 _AFTER_STEP: Final[dict[type[Routed], type[Routed]]] = {
-    cls: type(f"{cls.__name__}AfterStep", (cls,), {"__slots__": ()}) for cls in _ROUTED_CLASSES
+    cls: type(f"{cls.__name__}AfterStep", (cls,), {}) for cls in _ROUTED_CLASSES
 }
 
 
@@ -237,55 +223,34 @@ class Router:
         self._count = 0
         self._current = _Message("0", "")
         self._reasoning: dict[str, Claim] = {}
-        self._handlers: dict[Any, Callable[[Mapping[str, Any]], Routed]] = {
-            "start": self._start,
-            "finish": self._message_update,
-            "message-metadata": self._message_update,
-            "abort": self._message_update,
-            "error": self._message_update,
-            "text-start": self._text_start,
-            "text-delta": self._text_delta,
-            "text-end": self._text_end,
-            "reasoning-start": self._reasoning_start,
-            "reasoning-delta": self._reasoning_delta,
-            "reasoning-end": self._reasoning_end,
-            "tool-input-start": self._tool_start,
-            "tool-input-delta": self._tool_delta,
-            "tool-input-available": self._tool_input,
-            "tool-input-error": self._tool_input,
-            "tool-output-available": self._tool_output,
-            "tool-output-error": self._tool_output,
-            "tool-approval-request": self._tool_output,
-            "tool-output-denied": self._tool_output,
-            "start-step": self._start_step,
-            "finish-step": self._finish_step,
-            "file": self._part,
-            "source-url": self._part,
-            "source-document": self._part,
-        }
 
     def __call__(self, event: Mapping[str, Any]) -> Routed:
         """The envelope of ``event``; a chunk that concerns no node gets a bare one."""
         kind = event.get("type")
-        handler = self._handlers.get(kind)
+        handler = _HANDLERS.get(kind)
         if handler is not None:
-            routed = handler(event)
+            routed = handler(self, event)
         elif type(kind) is str and kind.startswith("data-"):
             routed = self._data(event)
         else:
             return Routed(event)
         current = self._current
         if current.pending_steps and routed.writes:
-            routed.__class__ = _AFTER_STEP[type(routed)]
             current.parts += 1
-            routed.step_claim = Claim(f"{current.node}/{current.parts}", "start")
-            routed.steps = current.pending_steps
+            routed = _AFTER_STEP[type(routed)](
+                routed.event,
+                routed.claim,
+                routed.message,
+                routed.message_claim,
+                Claim(f"{current.node}/{current.parts}", "start"),
+                current.pending_steps,
+            )
             current.pending_steps = 0
         return routed
 
     def route(self, events: Iterable[Mapping[str, Any]]) -> Iterator[Routed]:
         """Envelopes of ``events``, in order."""
-        handlers = self._handlers
+        handlers = _HANDLERS
         route_one = self.__call__
         for event in events:
             # The common case inline (a known chunk, no pending step); else the full path.
@@ -293,7 +258,7 @@ class Router:
             if handler is None or self._current.pending_steps:
                 yield route_one(event)
             else:
-                yield handler(event)
+                yield handler(self, event)
 
     def on_push_start(self, ctx: Any) -> None:
         """Push-hook form: replace the pushed raw chunk with its envelope."""
@@ -438,6 +403,36 @@ class Router:
         if data_id is not None:
             self._current.data[(event["type"], data_id)] = update
         return routed
+
+
+# The router's handler of each chunk type (data-* aside): plain functions of (router,
+# chunk), in one table for all routers (a router is made per log, and many are short).
+_HANDLERS: Final[dict[Any, Callable[[Router, Mapping[str, Any]], Routed]]] = {
+    "start": Router._start,
+    "finish": Router._message_update,
+    "message-metadata": Router._message_update,
+    "abort": Router._message_update,
+    "error": Router._message_update,
+    "text-start": Router._text_start,
+    "text-delta": Router._text_delta,
+    "text-end": Router._text_end,
+    "reasoning-start": Router._reasoning_start,
+    "reasoning-delta": Router._reasoning_delta,
+    "reasoning-end": Router._reasoning_end,
+    "tool-input-start": Router._tool_start,
+    "tool-input-delta": Router._tool_delta,
+    "tool-input-available": Router._tool_input,
+    "tool-input-error": Router._tool_input,
+    "tool-output-available": Router._tool_output,
+    "tool-output-error": Router._tool_output,
+    "tool-approval-request": Router._tool_output,
+    "tool-output-denied": Router._tool_output,
+    "start-step": Router._start_step,
+    "finish-step": Router._finish_step,
+    "file": Router._part,
+    "source-url": Router._part,
+    "source-document": Router._part,
+}
 
 
 # -- states -------------------------------------------------------------------------------
@@ -865,13 +860,15 @@ class _StepDefinition:
     @staticmethod
     def match(routed: Routed) -> Claim | None:
         _target(routed)
-        # Set only on the ...AfterStep envelopes (an unset slot: without event_type
-        # routing this sees every envelope).
-        return getattr(routed, "step_claim", None)
+        # Set only on the ...AfterStep envelopes (without event_type routing this sees
+        # every envelope).
+        return routed.step_claim
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> Step:
-        return Step(routed.step_claim.id.rpartition("/")[0], routed.steps)
+        claim = routed.step_claim
+        assert claim is not None  # match claimed it
+        return Step(claim.id.rpartition("/")[0], routed.steps)
 
     @staticmethod
     def update(step: Step, routed: Routed) -> Step:
