@@ -161,7 +161,15 @@ class _ToPart(Routed):
     writes = True
 
 
-_ROUTED_CLASSES: Final = (
+# The same part envelopes when the chunk also starts its message's node (the message's
+# first chunk is a part's): the engine routes on the exact class, so only these reach
+# the message definition, and any other part chunk concerns one definition (which the
+# engine folds inline, with nothing to undo).
+_STARTING_MESSAGE: Final[dict[type[Routed], type[Routed]]] = {
+    cls: type(f"{cls.__name__}StartingMessage", (cls,), {})
+    for cls in (_ToText, _ToReasoning, _ToTool, _ToPart)
+}
+_ROUTED_CLASSES: Final[tuple[type[Routed], ...]] = (
     _ToMessage,
     _ToMessageQuiet,
     _ToText,
@@ -171,6 +179,7 @@ _ROUTED_CLASSES: Final = (
     _ToTool,
     _ToolDelta,
     _ToPart,
+    *_STARTING_MESSAGE.values(),
 )
 # The same envelopes when they also make pending start-steps visible; the engine
 # routes on the exact class, so only these reach the step definition.
@@ -300,8 +309,10 @@ class Router:
         current = self._current
         current.parts += 1
         node = f"{current.node}/{current.parts}"
-        routed = cls(event, Claim(node, "start"), current.node, self._message_claim(current))
-        return routed, Claim(node, "update")
+        message_start = self._message_claim(current)
+        if message_start is not None:
+            cls = _STARTING_MESSAGE[cls]
+        return cls(event, Claim(node, "start"), current.node, message_start), Claim(node, "update")
 
     def _text_start(self, event: Mapping[str, Any]) -> Routed:
         routed, update = self._new_part(_ToText, event)
@@ -535,9 +546,7 @@ class _MessageDefinition:
 
     kind = _MESSAGE
     # A part's start may start its message too; deltas never do.
-    event_types = _with_after_step(
-        _ToMessage, _ToMessageQuiet, _ToText, _ToReasoning, _ToTool, _ToPart
-    )
+    event_types = _with_after_step(_ToMessage, _ToMessageQuiet, *_STARTING_MESSAGE.values())
     publication = publications(event_types)
 
     @staticmethod
@@ -598,7 +607,7 @@ class _TextDefinition:
     """Text parts: streamed text, done, provider metadata."""
 
     kind = _TEXT
-    event_types = _with_after_step(_ToText, _TextDelta)
+    event_types = _with_after_step(_ToText, _STARTING_MESSAGE[_ToText], _TextDelta)
     # Deltas wait for the next animation frame; the rest is immediate.
     publication = publications(event_types)
     label = "text"
@@ -668,7 +677,7 @@ class _ReasoningDefinition(_TextDefinition):
     """Reasoning parts (a text part that shows its id)."""
 
     kind = _REASONING
-    event_types = _with_after_step(_ToReasoning, _ReasoningDelta)
+    event_types = _with_after_step(_ToReasoning, _STARTING_MESSAGE[_ToReasoning], _ReasoningDelta)
     publication = publications(event_types)
     label = "reasoning"
 
@@ -685,7 +694,7 @@ class _ToolDefinition:
     """Tool invocation parts through input, output, approval and denial."""
 
     kind = _TOOL
-    event_types = _with_after_step(_ToTool, _ToolDelta)
+    event_types = _with_after_step(_ToTool, _STARTING_MESSAGE[_ToTool], _ToolDelta)
     publication = publications(event_types)
 
     match = staticmethod(claims_for(_TOOL, not_routed=_NOT_ROUTED))
@@ -894,7 +903,7 @@ class _PartDefinition:
     """Discrete parts: data-*, file, source-url, source-document."""
 
     kind = _PART
-    event_types = _with_after_step(_ToPart)
+    event_types = _with_after_step(_ToPart, _STARTING_MESSAGE[_ToPart])
     publication = _NOW
 
     match = staticmethod(claims_for(_PART, not_routed=_NOT_ROUTED))
