@@ -355,12 +355,12 @@ class Router:
         return routed
 
     def _tool_start(self, event: Mapping[str, Any]) -> Routed:
-        routed = self._tool_part(event, bool(event.get("dynamic")))
-        claim = routed.claim
-        assert claim is not None
-        self._current.partial[event["toolCallId"]] = (
-            claim if claim.role == "update" else Claim(claim.id, "update")
-        )
+        dynamic = bool(event.get("dynamic"))
+        routed = self._tool_part(event, dynamic)
+        # The input deltas update the part with its one cached update claim.
+        current = self._current
+        tool_call_id = event["toolCallId"]
+        current.partial[tool_call_id] = current.step_tools[(tool_call_id, dynamic)]
         return routed
 
     def _tool_delta(self, event: Mapping[str, Any]) -> Routed:
