@@ -269,22 +269,21 @@ def _fold_chunks(state: CompletionState, events: Iterable[ScopedChunk]) -> Compl
 
     Nearly every chunk only appends text to one choice's ``"content"`` or
     ``"refusal"`` or to the arguments of one of its tool calls (the *field*: the call's
-    index). For such a chunk ``_folded`` would rebuild the choice with only that text
-    changed, and the checks below are exactly what shows it: one choice, already there;
-    a one-key delta; no logprobs, no finish reason; a text already started or a call
-    already made (so, as ``_choice`` keeps it, its key is in ``has_message``). Such a
-    chunk is an append, and consecutive appends to one field are joined and made once,
-    with the last chunk's usage and fingerprint. Appends change nothing those checks
-    read, so a chunk checked against ``state`` while texts are pending gets the answer
-    it would get after them; any other chunk goes through ``_folded``.
+    index): ``_folded`` would rebuild the choice with only that text changed. Whether
+    it does depends on the chunk (one choice with an int index, a one-key delta of a
+    str text, no logprobs, no finish reason: checked below and by ``_delta_of``) and on
+    the completion (the choice there, its text already started or the call already
+    made: ``_takes``). Consecutive appends to one field are joined and made once, with
+    the last chunk's usage and fingerprint; a chunk that continues them needs only the
+    checks of its own fields, since appends change nothing ``_takes`` reads. Any other
+    chunk goes through ``_folded``.
     """
     texts: list[str] = []  # the pending appends, all to field `at_field` of choice `at`
     at = 0
     at_field: str | int = ""
     last: Any = None  # the chunk of the last pending append
-    index: Any  # read from the chunk: checked below before it is used
+    index: Any  # read from the chunk: checked before it is used
     text: Any
-    choices = state.choices  # the choices of `state`, kept in step with it
     for event in events:
         chunk = event.chunk
         field: str | int | None = None
@@ -298,39 +297,35 @@ def _fold_chunks(state: CompletionState, events: Iterable[ScopedChunk]) -> Compl
             and len(delta) == 1
             and choice.get("logprobs") is None
             and not choice.get("finish_reason")
-            and 0 <= index < len(choices)
-            and (old := choices[index]) is not None
         ):
             text = delta.get("content")
-            if type(text) is str and old.content is not None:
+            if type(text) is str:
                 field = "content"
             else:
-                field, text = _other_append(old, delta)
+                field, text = _delta_of(delta)
         if field is not None and texts and index == at and field == at_field:
             texts.append(text)
             last = chunk
             continue
         if texts:
             state = _appended(state, at, at_field, "".join(texts), last, len(texts))
-            choices = state.choices
             texts = []
-        if field is None:
-            state = _folded(state, chunk)
-            choices = state.choices
-        else:
+        if field is not None and _takes(state, index, field):
             at, at_field, last = index, field, chunk
             texts.append(text)
+        else:
+            state = _folded(state, chunk)
     if texts:
         state = _appended(state, at, at_field, "".join(texts), last, len(texts))
     return state
 
 
-def _other_append(old: ChoiceState, delta: dict[str, Any]) -> tuple[str | int | None, str]:
-    """The field and text of a one-key delta that appends to the refusal or to the
-    arguments of a call made before; ``(None, "")`` for anything else."""
+def _delta_of(delta: dict[str, Any]) -> tuple[str | int | None, str]:
+    """The field and text of a one-key delta that is not content: ``"refusal"`` and its
+    text, or a call's index and its arguments; ``(None, "")`` for any other delta."""
     text = delta.get("refusal")
     if type(text) is str:
-        return ("refusal", text) if old.refusal is not None else _NO_APPEND
+        return "refusal", text
     value = delta.get("tool_calls")
     if (
         type(value) is list
@@ -341,17 +336,29 @@ def _other_append(old: ChoiceState, delta: dict[str, Any]) -> tuple[str | int | 
         and type(function := call.get("function")) is dict
         and len(function) == 1
         and type(text := function.get("arguments")) is str
-        and any(c.index == number for c in old.tool_calls)
     ):
         return number, text
     return _NO_APPEND
+
+
+def _takes(state: CompletionState, index: int, field: str | int) -> bool:
+    """Whether choice ``index`` is there with ``field`` (its content or refusal, or the
+    call of that index) to append to: ``_folded`` then does only that."""
+    choices = state.choices
+    if not 0 <= index < len(choices) or (old := choices[index]) is None:
+        return False
+    if field == "content":
+        return old.content is not None
+    if field == "refusal":
+        return old.refusal is not None
+    return any(c.index == field for c in old.tool_calls)
 
 
 def _appended(
     state: CompletionState, index: int, field: str | int, text: str, last: Any, count: int
 ) -> CompletionState:
     """``state`` after ``count`` chunks that appended ``text`` (joined) to ``field`` of
-    choice ``index`` (see ``_fold_chunks``); ``last`` is the last of them."""
+    choice ``index`` (which ``_takes``); ``last`` is the last of them."""
     choices = state.choices
     old = choices[index]
     assert old is not None
