@@ -26,8 +26,11 @@ a recording whose first line is unreadable) are scoped to ``None`` and dropped: 
 content is attributed to a response whose start is not in view. Live users keep
 one ``Scoper`` per stream and push ``scoper(event)``.
 
-Per delta the work is one envelope, one claim and one new frozen item state whose
-text is a ``StreamedText`` append. JSON is never parsed while folding.
+Per delta the work is one envelope and one claim (one shared object per item, so
+the engine knows an item's run of deltas by identity). The engine hands the run to
+``update_many`` together, and consecutive deltas into one text make one
+``StreamedText`` append, joined (see ``_fold_item``). JSON is never parsed while
+folding.
 
 Rebuild (``responses(nodes)`` and ``snapshots(nodes)``) gives plain dicts in the
 shape of the SDK's ``ResponseStreamState`` (openai 3.57), as ``to_dict(mode="json")``
@@ -243,10 +246,23 @@ _PENDING: Final = frozenset(t for t in _ITEM_TYPES if t.endswith(".delta")) - {
     "response.function_call_arguments.delta",
     "response.reasoning_summary_text.delta",
 }
-_ITEM_PUBLICATION: Final[dict[Hashable, Publication]] = {
-    t: "animation-frame" if t.endswith(".delta") else "immediate" for t in _ITEM_TYPES
-}
 _replace: Final = msgspec.structs.replace
+
+
+class _Publications(dict[Hashable, Publication]):
+    """A publication per event type (the types left out are immediate) that is also a
+    function of a ``Scoped`` event, for engines without ``event_type=``."""
+
+    __slots__ = ()
+
+    def __call__(self, event: Scoped) -> Publication:
+        return self.get(event.event.get("type"), "immediate")
+
+
+# Deltas wait for a frame; an item's start, progress and end are published at once.
+_ITEM_PUBLICATION: Final = _Publications(
+    {t: "animation-frame" for t in _ITEM_TYPES if t.endswith(".delta")}
+)
 
 
 class ResponseDefinition:
@@ -313,15 +329,190 @@ def _pad(parts: tuple[PartState, ...], index: int, kind: str) -> tuple[PartState
     return parts + tuple(PartState({"type": kind, "text": ""}) for _ in range(missing))
 
 
+def _item_updated(state: ItemState, raw: dict[str, Any]) -> ItemState:
+    """The item after any one raw item event: folded the way the SDK does, plus
+    reasoning summaries (``_fold_item`` takes the common deltas a quicker way)."""
+    kind = raw["type"]
+    item_type = state.item.get("type")
+    if kind == "response.output_text.delta":
+        index = raw.get("content_index")
+        parts = state.parts
+        if item_type != "message" or type(index) is not int or not 0 <= index < len(parts):
+            return state
+        part = parts[index]
+        if part.part.get("type") != "output_text":
+            return state
+        return _appended(state, "parts", index, raw["delta"])
+    if kind == "response.function_call_arguments.delta":
+        if item_type != "function_call":
+            return state
+        return _appended(state, "arguments", 0, raw["delta"])
+    if kind == "response.reasoning_summary_text.delta":
+        index = raw.get("summary_index")
+        if item_type != "reasoning" or type(index) is not int or index < 0:
+            return state
+        if index >= len(state.summary):  # a delta whose part.added was lost
+            state = _replace(state, summary=_pad(state.summary, index, "summary_text"))
+        return _appended(state, "summary", index, raw["delta"])
+    if kind == "response.output_item.done":
+        item = raw.get("item")
+        if not isinstance(item, dict):
+            raise ValueError("response.output_item.done has no 'item' object")
+        return msgspec.structs.replace(state, done=item)
+    if kind == "response.content_part.added":
+        if item_type != "message":
+            return state
+        return msgspec.structs.replace(state, parts=(*state.parts, PartState(raw["part"])))
+    if kind == "response.reasoning_summary_part.added":
+        index = raw.get("summary_index")
+        if item_type != "reasoning" or type(index) is not int or index < 0:
+            return state
+        summary = _pad(state.summary, index - 1, "summary_text") if index else state.summary
+        new = PartState(raw["part"])
+        summary = (*summary[:index], new, *summary[index + 1 :])
+        return msgspec.structs.replace(state, summary=summary)
+    if kind in _PENDING:
+        delta = raw.get("delta")
+        if type(delta) is str:
+            return _appended(state, "pending", 0, delta)
+    return state  # progress and *.done events: the done item carries the result
+
+
+def _appended(state: ItemState, field: str, index: int, text: str) -> ItemState:
+    """``state`` with ``text`` appended to ``field``: ``"parts"`` or ``"summary"`` (the
+    text of part ``index``, which is there), ``"arguments"`` or ``"pending"``."""
+    if field == "parts":
+        parts = state.parts
+        part = parts[index]
+        new = PartState(part.part, part.text.append(text))
+        # replace() builds the 8-field state in C: cheaper than passing every field
+        if len(parts) == 1:
+            return _replace(state, parts=(new,))
+        return _replace(state, parts=(*parts[:index], new, *parts[index + 1 :]))
+    if field == "arguments":
+        return _replace(state, arguments=state.arguments.append(text))
+    if field == "summary":
+        summary = state.summary
+        part = summary[index]
+        new = PartState(part.part, part.text.append(text))
+        return _replace(state, summary=(*summary[:index], new, *summary[index + 1 :]))
+    assert field == "pending"
+    # Renderers only: an empty delta changes nothing (as a progress event does not).
+    return _replace(state, pending=state.pending.append(text)) if text else state
+
+
+_OUTPUT_TEXT_DELTA: Final = "response.output_text.delta"
+_NO_APPEND: Final[tuple[str, int, str]] = ("", 0, "")
+
+
+def _fold_item(state: ItemState, events: Iterable[Scoped]) -> ItemState:
+    """``state`` after the events of ``events``, one after the other: ``update`` for one,
+    ``update_many`` for a run.
+
+    Nearly every item event is a text delta that ``_item_updated`` appends to one text
+    of the item (its *field*, see ``_appended``) and does nothing else with. Whether it
+    does depends on the event (its type, an int index, a str delta: ``_delta_of``) and
+    on the item (its type, the part being there: ``_takes``). Consecutive appends to
+    one field are joined and made once; an event that continues them needs only the
+    checks of its own fields, since appends change nothing ``_takes`` reads. Any other
+    event goes through ``_item_updated``.
+    """
+    texts: list[str] = []  # the pending appends, all to part `at` of `at_field`
+    at_field = ""
+    at = 0
+    item_type = state.item.get("type")  # the added item's, kept by every update
+    index: Any  # read from the event: checked before it is used
+    text: Any
+    for event in events:
+        raw = event.event
+        if type(raw) is not dict:
+            field = ""
+        elif (kind := raw.get("type")) == _OUTPUT_TEXT_DELTA:  # the common delta, inline
+            index = raw.get("content_index")
+            text = raw.get("delta")
+            field = "parts" if type(index) is int and type(text) is str else ""
+        else:
+            field, index, text = _delta_of(kind, raw)
+        if field and texts and index == at and field == at_field:
+            texts.append(text)
+            continue
+        if texts:
+            state = _appended(state, at_field, at, "".join(texts))
+            texts = []
+        if field and _takes(state, item_type, field, index):
+            at_field, at = field, index
+            texts.append(text)
+        else:
+            state = _item_updated(state, raw)
+    if texts:
+        state = _appended(state, at_field, at, "".join(texts))
+    return state
+
+
+def _delta_of(kind: object, raw: dict[str, Any]) -> tuple[str, int, str]:
+    """The field, part index and text that a delta other than output_text's names, by
+    its own fields; ``("", 0, "")`` for any other event (see ``_fold_item``)."""
+    if kind == "response.function_call_arguments.delta":
+        field, index = "arguments", 0
+    elif kind == "response.reasoning_summary_text.delta":
+        summary_index = raw.get("summary_index")
+        if type(summary_index) is not int:
+            return _NO_APPEND
+        field, index = "summary", summary_index
+    elif kind in _PENDING:
+        field, index = "pending", 0
+    else:
+        return _NO_APPEND
+    text = raw.get("delta")
+    return (field, index, text) if type(text) is str else _NO_APPEND
+
+
+def _takes(state: ItemState, item_type: object, field: str, index: int) -> bool:
+    """Whether ``_item_updated`` appends a str delta for ``field`` (part ``index``) to
+    the item, and does nothing else with it."""
+    if field == "parts":
+        parts = state.parts
+        return (
+            item_type == "message"
+            and 0 <= index < len(parts)
+            and parts[index].part.get("type") == "output_text"
+        )
+    if field == "summary":  # a summary part not there yet is padded first: not only that
+        return item_type == "reasoning" and 0 <= index < len(state.summary)
+    if field == "arguments":
+        return item_type == "function_call"
+    return True  # pending text: any item's
+
+
+# Update claims are shared per item: the engine then knows an item's run of deltas
+# by the claim's identity, and making one (its id joins two parts) costs more than
+# the rest of match. The cache is shared by every engine in the process (a Claim is
+# a frozen value), so it is emptied when it grows past this many responses (or an
+# item count of one response does).
+_CLAIM_CACHE_SIZE: Final = 4096
+_item_updates: Final[dict[str, dict[int, Claim]]] = {}
+
+
+def _item_update(response_id: str, index: int) -> Claim:
+    claim = Claim(f"{response_id}/{index}", "update")
+    if type(response_id) is str:  # a plain str: hashable, and formatted as itself
+        if len(_item_updates) >= _CLAIM_CACHE_SIZE:
+            _item_updates.clear()
+        claims = _item_updates.setdefault(response_id, {})
+        if len(claims) >= _CLAIM_CACHE_SIZE:
+            claims.clear()
+        claims[index] = claim
+    return claim
+
+
 class ItemDefinition:
     """Kind ``openai_response_item``: one node per output item, id ``<response>/<index>``."""
 
     kind = "openai_response_item"
     event_types = _ITEM_TYPES | {Scoped}
 
-    # Deltas wait for a frame; an item's start, progress and end are published at
-    # once. A mapping from event type: the engine resolves it once per route (no call
-    # per delta); it needs the engine's event_type (openai_responses.event_type).
+    # A mapping from event type: the engine resolves it once per route (no call per
+    # delta); engines without event_type= call it.
     publication: Final = _ITEM_PUBLICATION
 
     def match(self, event: Scoped) -> Claim | None:
@@ -339,7 +530,10 @@ class ItemDefinition:
                 return None
             return Claim(f"{response_id}/{index}", "start")
         if kind in _ITEM_TYPES:
-            return Claim(f"{response_id}/{index}", "update")
+            try:
+                return _item_updates[response_id][index]
+            except (KeyError, TypeError):  # TypeError: an unhashable response id
+                return _item_update(response_id, index)
         return None
 
     def start(self, event: Scoped, reader: object) -> ItemState:
@@ -360,57 +554,12 @@ class ItemDefinition:
 
     def update(self, state: ItemState, event: Scoped) -> ItemState:
         """Fold one item event the way the SDK does, plus reasoning summaries."""
-        raw = event.event
-        kind = raw["type"]
-        item_type = state.item.get("type")
-        if kind == "response.output_text.delta":
-            index = raw.get("content_index")
-            parts = state.parts
-            if item_type != "message" or type(index) is not int or not 0 <= index < len(parts):
-                return state
-            part = parts[index]
-            if part.part.get("type") != "output_text":
-                return state
-            new = PartState(part.part, part.text.append(raw["delta"]))
-            # replace() builds the 8-field state in C: cheaper than passing every field
-            if len(parts) == 1:
-                return _replace(state, parts=(new,))
-            return _replace(state, parts=(*parts[:index], new, *parts[index + 1 :]))
-        if kind == "response.function_call_arguments.delta":
-            if item_type != "function_call":
-                return state
-            return _replace(state, arguments=state.arguments.append(raw["delta"]))
-        if kind == "response.reasoning_summary_text.delta":
-            index = raw.get("summary_index")
-            if item_type != "reasoning" or type(index) is not int or index < 0:
-                return state
-            summary = _pad(state.summary, index, "summary_text")
-            part = summary[index]
-            new = PartState(part.part, part.text.append(raw["delta"]))
-            summary = (*summary[:index], new, *summary[index + 1 :])
-            return msgspec.structs.replace(state, summary=summary)
-        if kind == "response.output_item.done":
-            item = raw.get("item")
-            if not isinstance(item, dict):
-                raise ValueError("response.output_item.done has no 'item' object")
-            return msgspec.structs.replace(state, done=item)
-        if kind == "response.content_part.added":
-            if item_type != "message":
-                return state
-            return msgspec.structs.replace(state, parts=(*state.parts, PartState(raw["part"])))
-        if kind == "response.reasoning_summary_part.added":
-            index = raw.get("summary_index")
-            if item_type != "reasoning" or type(index) is not int or index < 0:
-                return state
-            summary = _pad(state.summary, index - 1, "summary_text") if index else state.summary
-            new = PartState(raw["part"])
-            summary = (*summary[:index], new, *summary[index + 1 :])
-            return msgspec.structs.replace(state, summary=summary)
-        if kind in _PENDING:
-            delta = raw.get("delta")
-            if type(delta) is str and delta:
-                return msgspec.structs.replace(state, pending=state.pending + delta)
-        return state  # progress and *.done events: the done item carries the result
+        return _fold_item(state, (event,))
+
+    def update_many(self, state: ItemState, events: list[Scoped]) -> ItemState:
+        """``update`` over a run of item events (the engine hands an item's deltas over
+        together): consecutive deltas into one text append it once, joined."""
+        return _fold_item(state, events)
 
     def render_text(self, node: Node) -> str:
         """Message text, ``name(arguments)`` for calls, the summary for reasoning."""

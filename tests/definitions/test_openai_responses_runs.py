@@ -1,0 +1,286 @@
+"""openai_responses' item ``update_many`` is ``update`` over the run, exactly.
+
+The engine hands an item's run of events to ``update_many`` and, only if it raises,
+folds the run again with ``update``. So ``update_many`` must raise whenever
+``update`` would, and otherwise return an equal state: the state itself exactly when
+no update changed it. Both go through one fold that joins consecutive appends to one
+text (a content part, the arguments, a summary part, the pending text) and folds
+every other event the general way; the runs here mix those deltas (text split
+anywhere, unicode, empty) with deltas that only look like appends (a part not there,
+an item of another type, a bool or negative index, a non-str delta) and with events
+that make ``update`` raise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from definitions import openai_responses
+from definitions.openai_responses import Scoped
+from engine import create_conversation_engine
+
+ITEM = openai_responses.ITEM
+
+texts = st.one_of(
+    st.sampled_from(["", "a", "é", '{"x": [1, "', '2"]}', "\\", "🙂", "\n"]),
+    st.text(max_size=6),
+)
+odd_texts = st.sampled_from([None, 5, ["a"]])
+indexes = st.one_of(st.integers(0, 2), st.sampled_from([-1, True, 0.0, "0", None]))
+MISSING = object()  # a field left out of the event
+
+PENDING = [
+    "response.mcp_call_arguments.delta",
+    "response.custom_tool_call_input.delta",
+    "response.code_interpreter_call_code.delta",
+]
+
+
+def event(kind: str, **fields: Any) -> dict[str, Any]:
+    raw = {"type": kind, "item_id": "i", "output_index": 0}
+    raw.update({key: value for key, value in fields.items() if value is not MISSING})
+    return raw
+
+
+@st.composite
+def deltas(draw: st.DrawFn) -> dict[str, Any]:
+    """A text delta (mostly into part 0), now and then with an odd index or text."""
+    kind = draw(
+        st.sampled_from(
+            [
+                "response.output_text.delta",
+                "response.output_text.delta",
+                "response.function_call_arguments.delta",
+                "response.reasoning_summary_text.delta",
+                *PENDING,
+            ]
+        )
+    )
+    text = draw(st.one_of(texts, texts, texts, odd_texts, st.just(MISSING)))
+    index = draw(st.sampled_from([0, 0, 1])) if draw(st.booleans()) else draw(indexes)
+    if kind == "response.output_text.delta":
+        return event(kind, content_index=index, delta=text, logprobs=[])
+    if kind == "response.reasoning_summary_text.delta":
+        return event(kind, summary_index=index, delta=text)
+    return event(kind, delta=text)
+
+
+@st.composite
+def other_events(draw: st.DrawFn) -> dict[str, Any]:
+    """Item events the general fold takes, some of which make update raise."""
+    return draw(
+        st.sampled_from(
+            [
+                event("response.content_part.added", content_index=1, part={"type": "output_text"}),
+                event("response.content_part.added", content_index=1, part={"type": "refusal"}),
+                event("response.content_part.added", content_index=1, part=["odd"]),
+                event("response.reasoning_summary_part.added", summary_index=1, part={"a": 1}),
+                event("response.reasoning_summary_part.added", summary_index=3, part={"b": 2}),
+                event("response.output_text.done", content_index=0, text="whole"),
+                event("response.function_call_arguments.done", arguments="{}"),
+                event("response.mcp_call.in_progress"),
+                event("response.output_item.done", item={"type": "message", "content": []}),
+                event("response.output_item.done", item="not an object"),  # raises
+                {"item_id": "i", "output_index": 0, "delta": "no type"},  # raises
+                event("response.refusal.delta", content_index=0, delta="no"),
+            ]
+        )
+    )
+
+
+ADDED = [
+    {"type": "message", "role": "assistant", "content": []},
+    {"type": "message", "content": [{"type": "output_text", "text": "pre"}]},
+    {"type": "message", "content": [{"type": "refusal", "refusal": ""}, {"type": "output_text"}]},
+    {"type": "function_call", "name": "f", "call_id": "c", "arguments": ""},
+    {"type": "reasoning", "summary": []},
+    {"type": "reasoning", "summary": [{"type": "summary_text", "text": ""}]},
+    {"type": "mcp_call", "name": "g", "arguments": ""},
+]
+
+
+@st.composite
+def started(draw: st.DrawFn) -> Any:
+    """An item state: a message, call, reasoning or other item, with parts added and
+    some events folded."""
+    added = Scoped("r", event("response.output_item.added", item=draw(st.sampled_from(ADDED))))
+    state = ITEM.start(added, None)
+    for raw in draw(st.lists(st.one_of(deltas(), other_events()), max_size=3)):
+        with contextlib.suppress(Exception):  # an event update refuses changes nothing
+            state = ITEM.update(state, Scoped("r", raw))
+    return state
+
+
+runs = st.lists(
+    st.builds(lambda raw: Scoped("r", raw), st.one_of(deltas(), deltas(), other_events())),
+    min_size=2,
+    max_size=10,
+)
+# Runs as the engine hands them over: deltas of one type into one item.
+same_type_runs = st.sampled_from(
+    [
+        "response.output_text.delta",
+        "response.function_call_arguments.delta",
+        "response.reasoning_summary_text.delta",
+        *PENDING,
+    ]
+).flatmap(
+    lambda kind: st.lists(
+        deltas().filter(lambda raw: raw["type"] == kind).map(lambda raw: Scoped("r", raw)),
+        min_size=2,
+        max_size=10,
+    )
+)
+
+
+def one_by_one(state: Any, events: list[Scoped]) -> Any:
+    for scoped in events:
+        state = ITEM.update(state, scoped)
+    return state
+
+
+def check_run(state: Any, events: list[Scoped]) -> None:
+    try:
+        expected = one_by_one(state, events)
+    except Exception:
+        with pytest.raises(Exception):  # noqa: B017, PT011
+            ITEM.update_many(state, events)
+        return
+    got = ITEM.update_many(state, events)
+    assert got == expected
+    assert (got is state) == (expected is state)
+
+
+@settings(max_examples=1000)
+@given(state=started(), events=runs)
+def test_update_many_is_update_over_the_run(state: Any, events: list[Scoped]) -> None:
+    check_run(state, events)
+
+
+@settings(max_examples=500)
+@given(state=started(), events=same_type_runs)
+def test_update_many_is_update_over_a_run_of_one_type(state: Any, events: list[Scoped]) -> None:
+    check_run(state, events)
+
+
+@settings(max_examples=1000)
+@given(state=started(), raw=st.one_of(deltas(), other_events()))
+def test_update_takes_deltas_the_way_the_general_fold_does(state: Any, raw: dict[str, Any]) -> None:
+    # update's append path skips _item_updated for deltas it proves are appends: it
+    # must give what _item_updated gives (the conformance tests check that against
+    # the SDK on whole streams; this checks it event by event, odd events included).
+    try:
+        expected = openai_responses._item_updated(state, raw)
+    except Exception:
+        with pytest.raises(Exception):  # noqa: B017, PT011
+            ITEM.update(state, Scoped("r", raw))
+        return
+    got = ITEM.update(state, Scoped("r", raw))
+    assert got == expected
+    assert (got is state) == (expected is state)
+
+
+def test_a_run_that_changes_nothing_returns_the_state_itself() -> None:
+    # Empty or non-str pending deltas and progress events change nothing, whichever
+    # way they are folded (the engine then publishes nothing for them).
+    added = event("response.output_item.added", item={"type": "mcp_call", "arguments": ""})
+    state = ITEM.start(Scoped("r", added), None)
+    quiet = [
+        Scoped("r", event(PENDING[0], delta="")),
+        Scoped("r", event("response.mcp_call.in_progress")),
+        Scoped("r", event(PENDING[0], delta=None)),
+        Scoped("r", event(PENDING[0], delta="")),
+    ]
+    assert all(ITEM.update(state, scoped) is state for scoped in quiet)
+    assert ITEM.update_many(state, quiet) is state
+    assert ITEM.update_many(state, quiet[::3]) is state  # a run of two empty deltas
+
+
+class Counting:
+    """The item definition, counting the runs the engine hands to update_many."""
+
+    kind = ITEM.kind
+    event_types = ITEM.event_types
+    publication = ITEM.publication
+
+    def __init__(self) -> None:
+        self.runs: list[int] = []
+        self.match = ITEM.match
+        self.start = ITEM.start
+        self.update = ITEM.update
+
+    def update_many(self, state: Any, events: list[Any]) -> Any:
+        self.runs.append(len(events))
+        return ITEM.update_many(state, events)
+
+
+STREAMED: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "message": (
+        {"type": "message", "content": [{"type": "output_text", "text": ""}]},
+        {"type": "response.output_text.delta", "content_index": 0},
+    ),
+    "function_call": (
+        {"type": "function_call", "name": "f", "call_id": "c", "arguments": ""},
+        {"type": "response.function_call_arguments.delta"},
+    ),
+    "reasoning": (
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": ""}]},
+        {"type": "response.reasoning_summary_text.delta", "summary_index": 0},
+    ),
+}
+
+
+@pytest.mark.parametrize("item_type", list(STREAMED))
+def test_a_streamed_item_is_folded_through_update_many(item_type: str) -> None:
+    # The engine does hand the deltas over as one run (else the above proves nothing
+    # about the fold): 50 deltas are one call, and the live snapshot has their text.
+    item, delta = STREAMED[item_type]
+    response = {"id": "r", "object": "response", "status": "in_progress", "output": []}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": response},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        *({**delta, "output_index": 0, "item_id": "i", "delta": "ab"} for _ in range(50)),
+    ]
+    counting = Counting()
+    engine = create_conversation_engine(
+        [openai_responses.RESPONSE, counting], event_type=openai_responses.event_type
+    )
+    engine.push_many(openai_responses.scope(events))
+    assert counting.runs == [50]
+    (snapshot,) = openai_responses.snapshots(engine.nodes())
+    (output,) = snapshot["output"]
+    if item_type == "message":
+        assert output["content"][0]["text"] == "ab" * 50
+    elif item_type == "function_call":
+        assert output["arguments"] == "ab" * 50
+    else:
+        assert output["summary"][0]["text"] == "ab" * 50
+
+
+def test_publication_is_by_event_type_routed_or_not() -> None:
+    # A mapping the engine resolves per route, also a function of the event for
+    # engines without event_type=: both give deltas a frame, the rest at once.
+    publication = ITEM.publication
+    for kind in openai_responses.ItemDefinition.event_types - {Scoped}:
+        expected = "animation-frame" if str(kind).endswith(".delta") else "immediate"
+        assert publication.get(kind, "immediate") == expected
+        assert publication(Scoped("r", {"type": kind})) == expected
+    where = {"output_index": 0, "content_index": 0}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {"id": "r", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": STREAMED["message"][0]},
+        *({"type": "response.output_text.delta", **where, "delta": t} for t in "abc"),
+        {"type": "response.output_item.done", "output_index": 0, "item": {"type": "message"}},
+    ]
+    routed = create_conversation_engine(
+        openai_responses.DEFINITIONS, event_type=openai_responses.event_type
+    )
+    unrouted = create_conversation_engine(openai_responses.DEFINITIONS)
+    for engine in (routed, unrouted):
+        engine.push_many(openai_responses.scope(events))
+    assert unrouted.nodes() == routed.nodes()
