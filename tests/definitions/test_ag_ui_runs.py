@@ -24,21 +24,21 @@ from engine import DefinitionError, create_conversation_engine
 from tests.conformance._strategies import TEXT, splits
 
 MESSAGE, TOOL_CALL = ag_ui.DEFINITIONS[:2]
-RUN = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
+RUN: dict[str, Any] = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
 
 
 class Text(str):
     """A str subclass: a delta the router passes on as it is."""
 
 
-DELTAS = st.one_of(
+DELTAS: st.SearchStrategy[Any] = st.one_of(
     TEXT,
     st.sampled_from(["", "", "a", "é", "🙂", '{"x": [1, "', "\\"]),
     st.sampled_from([None, 0, 5, False, [], ["x"], {}, Text("sub")]),
 )
 
 # The events that open node "m" of each kind (the router's first sight of it).
-MESSAGE_STARTS = [
+MESSAGE_STARTS: list[dict[str, Any]] = [
     {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
     {"type": "REASONING_MESSAGE_START", "messageId": "m"},
     {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": "hi"},
@@ -46,7 +46,7 @@ MESSAGE_STARTS = [
     {"type": "TOOL_CALL_RESULT", "messageId": "m", "toolCallId": "c", "content": "ok"},
     {"type": "TOOL_CALL_RESULT", "messageId": "m", "toolCallId": "c", "content": {"a": 1}},
 ]
-TOOL_STARTS = [
+TOOL_STARTS: list[dict[str, Any]] = [
     {"type": "TOOL_CALL_START", "toolCallId": "c", "toolCallName": "f"},
     {"type": "TOOL_CALL_CHUNK", "toolCallId": "c", "toolCallName": "f", "delta": "{"},
 ]
@@ -93,7 +93,7 @@ def tool_updates(delta: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, A
 
 # Per kind: its definition, the events that start its node, its update events, and
 # the end that finishes it.
-KINDS = {
+KINDS: dict[str, tuple[Any, ...]] = {
     "message": (
         MESSAGE,
         MESSAGE_STARTS,
@@ -185,7 +185,8 @@ def test_a_text_split_anywhere_is_appended_whole(kind: str, data: Any, text: str
 
 
 def counting(definition: Any, calls: list[int]) -> Any:
-    """``definition`` with an update_many that records the length of each run."""
+    """``definition`` with an update_many that records the length of each run it
+    folded (a run it raised on is folded again one event at a time: not recorded)."""
 
     class Counting:
         kind = definition.kind
@@ -197,13 +198,14 @@ def counting(definition: Any, calls: list[int]) -> Any:
 
         @staticmethod
         def update_many(state: Any, run: list[Any]) -> Any:
+            new = definition.update_many(state, run)
             calls.append(len(run))
-            return definition.update_many(state, run)
+            return new
 
     return Counting()
 
 
-STREAMS = {
+STREAMS: dict[str, tuple[Any, ...]] = {
     "text": (
         0,
         [{"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}],
@@ -241,7 +243,7 @@ def test_a_streamed_node_is_folded_through_one_update_many_call(stream: str) -> 
     # about the fold): 50 deltas are one update_many call, the rest fold one by one.
     which, head, delta = STREAMS[stream]
     calls: list[int] = []
-    definitions = list(ag_ui.DEFINITIONS)
+    definitions: list[Any] = list(ag_ui.DEFINITIONS)
     definitions[which] = counting(definitions[which], calls)
     engine = create_conversation_engine(definitions, event_type=type)
     end = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}

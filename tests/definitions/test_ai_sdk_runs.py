@@ -23,8 +23,8 @@ from definitions import ai_sdk
 from engine import DefinitionError, create_conversation_engine
 from tests.conformance._strategies import JSON_VALUES, TEXT, splits
 
-MESSAGE, _, TEXT_PART, REASONING_PART, TOOL_PART, _ = ai_sdk.DEFINITIONS
-START = {"type": "start", "messageId": "x"}
+TEXT_PART, REASONING_PART, TOOL_PART = ai_sdk.DEFINITIONS[2:5]
+START: dict[str, Any] = {"type": "start", "messageId": "x"}
 
 
 class Text(str):
@@ -32,7 +32,7 @@ class Text(str):
 
 
 MISSING = object()  # a delta left out of its chunk
-DELTAS = st.one_of(
+DELTAS: st.SearchStrategy[Any] = st.one_of(
     TEXT,
     st.sampled_from(["", "", "a", "é", "🙂", '{"x": [1, "', "\\"]),
     st.sampled_from([None, 0, 5, False, [], {}, Text("sub"), MISSING]),
@@ -92,7 +92,7 @@ def tool_updates(delta: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, A
 
 # Per kind: its definition, the chunks that start its node, its update chunks, one
 # that finishes it, and the chunk of a delta.
-KINDS = {
+KINDS: dict[str, tuple[Any, ...]] = {
     "text": (
         TEXT_PART,
         [
@@ -130,9 +130,10 @@ def started(definition: Any, start: dict[str, Any]) -> tuple[Any, Any]:
     router = ai_sdk.Router()
     router(START)
     routed = router(start)
-    assert definition.match(routed).role == "start"
+    claim = definition.match(routed)
+    assert claim.role == "start"
     state = definition.start(routed, None)
-    part = routed.claim.id
+    part = claim.id
 
     def envelope(event: dict[str, Any]) -> Any:
         router = ai_sdk.Router()
@@ -193,7 +194,8 @@ def test_a_text_split_anywhere_is_appended_whole(kind: str, data: Any, text: str
 
 
 def counting(definition: Any, calls: list[int]) -> Any:
-    """``definition`` with an update_many that records the length of each run."""
+    """``definition`` with an update_many that records the length of each run it
+    folded (a run it raised on is folded again one event at a time: not recorded)."""
 
     class Counting:
         kind = definition.kind
@@ -205,13 +207,14 @@ def counting(definition: Any, calls: list[int]) -> Any:
 
         @staticmethod
         def update_many(state: Any, run: list[Any]) -> Any:
+            new = definition.update_many(state, run)
             calls.append(len(run))
-            return definition.update_many(state, run)
+            return new
 
     return Counting()
 
 
-STREAMS = {
+STREAMS: dict[str, tuple[Any, ...]] = {
     "text": (
         2,
         {"type": "text-start", "id": "0"},
@@ -236,7 +239,7 @@ def test_a_streamed_part_is_folded_through_one_update_many_call(stream: str) -> 
     # about the fold): 50 deltas are one update_many call.
     which, start, delta = STREAMS[stream]
     calls: list[int] = []
-    definitions = list(ai_sdk.DEFINITIONS)
+    definitions: list[Any] = list(ai_sdk.DEFINITIONS)
     definitions[which] = counting(definitions[which], calls)
     engine = create_conversation_engine(definitions, event_type=type)
     chunks = [START, {"type": "start-step"}, start, *[delta] * 50, {"type": "finish"}]
