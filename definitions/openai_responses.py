@@ -634,8 +634,14 @@ def _floats(value: Any, schema: Any) -> Any:
         if type(value) is not list:
             return value
         inner = schema[0]
-        items = [_floats(v, inner) for v in value]
-        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+        copied = None
+        for index, old in enumerate(value):
+            new = _floats(old, inner)
+            if new is not old:
+                if copied is None:
+                    copied = list(value)
+                copied[index] = new
+        return value if copied is None else copied
     if type(value) is not dict:
         return value
     out = None
