@@ -41,7 +41,9 @@ class _Hooks:
     __slots__ = ("end", "error", "hooks", "publish", "start")
 
     def __init__(self, hooks: Iterable[object], *, per_call: bool) -> None:
-        if isinstance(hooks, str | bytes) or not isinstance(hooks, Iterable):
+        if type(hooks) not in (tuple, list) and (  # no ABC check for the usual ()
+            isinstance(hooks, str | bytes) or not isinstance(hooks, Iterable)
+        ):
             raise RegistrationError(f"hooks must be an iterable of hook objects, not {hooks!r}")
         self.hooks = tuple(hooks)
         self.start: list[tuple[object, Callable[[PushContext], object]]] = []
