@@ -488,6 +488,9 @@ class Fold:
                             run, level, rejected = self._fold_run(
                                 run, run_record, run_route, level, rejected
                             )
+                        if not entry:  # a type no definition takes (a step marker, a ping)
+                            rejected += 1
+                            continue
                         method = "slots"
                         changed = self._fold_slots(entry, event)
                         if changed is None:
