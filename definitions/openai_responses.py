@@ -330,8 +330,8 @@ def _pad(parts: tuple[PartState, ...], index: int, kind: str) -> tuple[PartState
 
 
 def _item_updated(state: ItemState, raw: dict[str, Any]) -> ItemState:
-    """The item after any one raw item event: folded the way the SDK does, plus
-    reasoning summaries (``_fold_item`` takes the common deltas a quicker way)."""
+    """The item after any one raw item event (``update``): folded the way the SDK does,
+    plus reasoning summaries. A run goes through ``_fold_item``."""
     kind = raw["type"]
     item_type = state.item.get("type")
     if kind == "response.output_text.delta":
@@ -406,8 +406,7 @@ _NO_APPEND: Final[tuple[str, int, str]] = ("", 0, "")
 
 
 def _fold_item(state: ItemState, events: Iterable[Scoped]) -> ItemState:
-    """``state`` after the events of ``events``, one after the other: ``update`` for one,
-    ``update_many`` for a run.
+    """``state`` after the events of ``events``, one after the other (``update_many``).
 
     Nearly every item event is a text delta that ``_item_updated`` appends to one text
     of the item (its *field*, see ``_appended``) and does nothing else with. Whether it
@@ -554,7 +553,7 @@ class ItemDefinition:
 
     def update(self, state: ItemState, event: Scoped) -> ItemState:
         """Fold one item event the way the SDK does, plus reasoning summaries."""
-        return _fold_item(state, (event,))
+        return _item_updated(state, event.event)
 
     def update_many(self, state: ItemState, events: list[Scoped]) -> ItemState:
         """``update`` over a run of item events (the engine hands an item's deltas over

@@ -3,12 +3,12 @@
 The engine hands an item's run of events to ``update_many`` and, only if it raises,
 folds the run again with ``update``. So ``update_many`` must raise whenever
 ``update`` would, and otherwise return an equal state: the state itself exactly when
-no update changed it. Both go through one fold that joins consecutive appends to one
-text (a content part, the arguments, a summary part, the pending text) and folds
-every other event the general way; the runs here mix those deltas (text split
-anywhere, unicode, empty) with deltas that only look like appends (a part not there,
-an item of another type, a bool or negative index, a non-str delta) and with events
-that make ``update`` raise.
+no update changed it. ``update_many`` joins consecutive appends to one text (a
+content part, the arguments, a summary part, the pending text) and folds every other
+event as ``update`` does; the runs here mix those deltas (text split anywhere,
+unicode, empty) with deltas that only look like appends (a part not there, an item of
+another type, a bool or negative index, a non-str delta) and with events that make
+``update`` raise.
 """
 
 from __future__ import annotations
@@ -166,23 +166,6 @@ def test_update_many_is_update_over_the_run(state: Any, events: list[Scoped]) ->
 @given(state=started(), events=same_type_runs)
 def test_update_many_is_update_over_a_run_of_one_type(state: Any, events: list[Scoped]) -> None:
     check_run(state, events)
-
-
-@settings(max_examples=1000)
-@given(state=started(), raw=st.one_of(deltas(), other_events()))
-def test_update_takes_deltas_the_way_the_general_fold_does(state: Any, raw: dict[str, Any]) -> None:
-    # update's append path skips _item_updated for deltas it proves are appends: it
-    # must give what _item_updated gives (the conformance tests check that against
-    # the SDK on whole streams; this checks it event by event, odd events included).
-    try:
-        expected = openai_responses._item_updated(state, raw)
-    except Exception:
-        with pytest.raises(Exception):  # noqa: B017, PT011
-            ITEM.update(state, Scoped("r", raw))
-        return
-    got = ITEM.update(state, Scoped("r", raw))
-    assert got == expected
-    assert (got is state) == (expected is state)
 
 
 def test_a_run_that_changes_nothing_returns_the_state_itself() -> None:
