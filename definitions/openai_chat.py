@@ -396,13 +396,13 @@ def _appended(
 # rest of match. The cache is shared by every engine in the process (a Claim is a
 # frozen value), so it is emptied when it grows past this many completions.
 _CLAIM_CACHE_SIZE: Final = 4096
-_updates: Final[dict[str, Claim]] = {}
+_update_claims: Final[dict[str, Claim]] = {}
 
 
 def _update_claim(completion: str) -> Claim:
-    if len(_updates) >= _CLAIM_CACHE_SIZE:
-        _updates.clear()
-    claim = _updates[completion] = Claim(completion, "update")
+    if len(_update_claims) >= _CLAIM_CACHE_SIZE:
+        _update_claims.clear()
+    claim = _update_claims[completion] = Claim(completion, "update")
     return claim
 
 
@@ -421,7 +421,7 @@ class CompletionDefinition:
         if event.opens:
             return Claim(completion, "start")
         try:
-            return _updates[completion]
+            return _update_claims[completion]
         except KeyError:
             return _update_claim(completion)
 

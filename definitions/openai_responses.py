@@ -489,15 +489,15 @@ def _takes(state: ItemState, item_type: object, field: str, index: int) -> bool:
 # a frozen value), so it is emptied when it grows past this many responses (or an
 # item count of one response does).
 _CLAIM_CACHE_SIZE: Final = 4096
-_item_updates: Final[dict[str, dict[int, Claim]]] = {}
+_item_update_claims: Final[dict[str, dict[int, Claim]]] = {}
 
 
-def _item_update(response_id: str, index: int) -> Claim:
+def _item_update_claim(response_id: str, index: int) -> Claim:
     claim = Claim(f"{response_id}/{index}", "update")
     if type(response_id) is str:  # a plain str: hashable, and formatted as itself
-        if len(_item_updates) >= _CLAIM_CACHE_SIZE:
-            _item_updates.clear()
-        claims = _item_updates.setdefault(response_id, {})
+        if len(_item_update_claims) >= _CLAIM_CACHE_SIZE:
+            _item_update_claims.clear()
+        claims = _item_update_claims.setdefault(response_id, {})
         if len(claims) >= _CLAIM_CACHE_SIZE:
             claims.clear()
         claims[index] = claim
@@ -530,9 +530,9 @@ class ItemDefinition:
             return Claim(f"{response_id}/{index}", "start")
         if kind in _ITEM_TYPES:
             try:
-                return _item_updates[response_id][index]
+                return _item_update_claims[response_id][index]
             except (KeyError, TypeError):  # TypeError: an unhashable response id
-                return _item_update(response_id, index)
+                return _item_update_claim(response_id, index)
         return None
 
     def start(self, event: Scoped, reader: object) -> ItemState:
