@@ -36,9 +36,10 @@ stay folded. A list or tuple of events is iterated as it is, its positions read 
 its iterator (counting per event would allocate an int per event); any other
 iterable is read in chunks of ``_CHUNK``.
 
-A definition may fold a *run* at once (``update_many``): with a route, consecutive
-update claims of one type on one node are gathered, and folded as soon as anything
-else comes (before it changes anything: a start's reader sees the run) or the batch
+A definition may fold a *run* at once (``update_many``): with a route, the update
+claims of one type on one node that follow an update of it folded inline are
+gathered (a lone update never pays for a run), and folded as soon as anything else
+comes (before it changes anything: a start's reader sees the run) or the batch
 ends. Runs are contiguous, so a run's positions are those just before the event that
 ended it; if ``update_many`` raises, the run is folded again one event at a time, so
 failures are named and atomic exactly as without it. The built-in kinds use it for
@@ -89,7 +90,7 @@ LEVELS: Final[dict[object, int]] = {
 
 _MISSING: Final = object()  # a definition member that is not there
 _NEW: Final = object()  # the "old state" of a record that this event created
-_NO_RUN: Final = object()  # the claim of no run: no match() returns it
+_NO_RUN: Final = object()  # the claim and record of no run: no match() returns it
 # Functions and methods: publication values that need no Mapping check (an ABC check).
 _PLAIN_CALLABLES: Final = (
     types.FunctionType,
@@ -442,11 +443,11 @@ class Fold:
         ``_fold_slots``. Streams are mostly accepted events, so the loop counts the
         events it rejects.
 
-        Update claims on one node through a route whose definition has
-        ``update_many`` are gathered into a *run*, folded by ``_fold_run`` as soon as
-        any other event comes (before that event changes anything) or the batch
-        ends. A run is contiguous, so its events' positions are the ones just before
-        the event that ended it.
+        The update claims on a node that follow its inline update, through the same
+        route (whose definition has ``update_many``), are gathered into a *run*,
+        folded by ``_fold_run`` as soon as any other event comes (before that event
+        changes anything) or the batch ends. A run is contiguous, so its events'
+        positions are the ones just before the event that ended it.
         """
         route_all = self.route_all
         event_type = self.event_type
@@ -464,7 +465,9 @@ class Fold:
         record: _Record | None = None
         route: _Route
         run: list[object] = []  # a run's events, not yet folded
-        run_record: Any = None
+        # The node whose updates gather into a run: the last one updated inline
+        # through a route with update_many. No claim or record is _NO_RUN.
+        run_record: Any = _NO_RUN
         run_route: Any = None
         run_claim: Any = _NO_RUN
         back = 0  # events taken from the iterator but not consumed (a run failed)
@@ -514,10 +517,10 @@ class Fold:
                         continue
                     record = open_.get(claim.id)
                     if claim.role == "update":
+                        if record is run_record and route is run_route:
+                            run.append(event)
+                            continue
                         if run:
-                            if record is run_record and route is run_route:
-                                run.append(event)
-                                continue
                             run, level, rejected = self._fold_run(
                                 run, run_record, run_route, level, rejected
                             )
@@ -526,11 +529,11 @@ class Fold:
                             rejected += 1
                             continue
                         if many is not None:
-                            run = [event]
+                            # This update is folded now; the ones that follow it on the
+                            # same node gather into a run (a lone update costs nothing more).
                             run_record = record
                             run_route = route
                             run_claim = claim
-                            continue
                         method = "update"
                         new = update(record.state, event)
                         if new is record.state:

@@ -115,9 +115,10 @@ class Definition(Protocol[EventT_contra, StateT]):
       claim. With the engine's ``event_type=`` function, ``match`` is called only for
       those events, which is observably the same as calling it for every event.
     - ``update_many(state, events)``: ``update`` over a *run*, for streamed deltas.
-      With ``event_type=``, consecutive events of one type in one batch that each
-      claim an update of the same node are handed over together (two or more, in
-      order, as a list) once something else comes or the batch ends. It must return
+      With ``event_type=``, an update of a node goes to ``update``, and the
+      consecutive events of its type in the same batch that claim an update of the
+      same node after it are handed over together (in order, as a list; one alone
+      goes to ``update``) once something else comes or the batch ends. It must return
       what calling ``update`` on each in turn returns (``state`` itself when none
       changed it), or raise: the engine then folds the run one event at a time, so
       a failing event is named and the ones before it kept, as without it. A run

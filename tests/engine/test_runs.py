@@ -39,7 +39,7 @@ class TestRuns:
         log = [ev("a", "start", "1"), *deltas("1", 1, 2, 3, 4)]
         engine = engine_of(tally)
         engine.push_many(log)
-        assert tally.runs == [4]
+        assert tally.runs == [3]  # the first update is folded by update, the rest as a run
         assert as_tuples(engine.nodes()) == model_fold([Tally("a")], log)
 
     @pytest.mark.parametrize("cache_claims", [False, True])
@@ -59,7 +59,8 @@ class TestRuns:
         ]
         engine = engine_of(tally)
         engine.push_many(log)
-        assert tally.runs == [2, 3, 2, 2, 2]
+        # Each node's first update goes through update; a lone one never makes a run.
+        assert tally.runs == [2, 2, 2]
         assert as_tuples(engine.nodes()) == model_fold([Tally("a")], log)
         stats = engine.statistics()
         # Two starts and eleven updates; the event no definition takes, the one
@@ -72,11 +73,11 @@ class TestRuns:
         # Events to "a" and to "*" claim the same node with (when cached) the same
         # claim object, through two routes: two runs, not one.
         tally = RunTally("a", cache_claims=cache_claims)
-        log = [ev("a", "start", "1"), *deltas("1", 1, 2), *deltas("1", 3, 4, to="*")]
+        log = [ev("a", "start", "1"), *deltas("1", 1, 2, 3), *deltas("1", 4, 5, 6, to="*")]
         engine = engine_of(tally)
         engine.push_many(log)
         assert tally.runs == [2, 2]
-        assert engine.nodes()[0].state.total == 11
+        assert engine.nodes()[0].state.total == 22
 
     def test_a_start_sees_the_run_before_it(self) -> None:
         # reader.previous() in a start must see every update that came before it.
@@ -114,9 +115,11 @@ class TestRuns:
 
     def test_a_run_that_changed_its_node_counts_all_its_events(self) -> None:
         engine = engine_of(RunTally("a"))
-        engine.push_many([ev("a", "start", "1"), *deltas("1", 0, 4, 0)])
-        assert engine.statistics().events_accepted == 4  # documented: a run is one change
-        assert engine.nodes()[0].state.total == 5
+        engine.push_many([ev("a", "start", "1"), *deltas("1", 4, 0, 4, 0)])
+        # The start, the first update, then the run [0, 4, 0]: documented, a run that
+        # changed its node counts all its events (the model says 3).
+        assert engine.statistics().events_accepted == 5
+        assert engine.nodes()[0].state.total == 9
 
 
 class TestRunFailures:
@@ -209,9 +212,10 @@ class TestRunFailures:
         engine = engine_of(Interrupted("a"))
         with pytest.raises(KeyboardInterrupt):
             engine.push_many([ev("a", "start", "1"), *deltas("1", 1, 2, 3)])
-        # Not an event's failure: nothing of the run is counted as folded.
-        assert engine.nodes()[0].state.total == 1
-        assert engine.statistics().events_pushed == 1
+        # Not an event's failure: nothing of the run (the updates after the first) is
+        # counted as folded.
+        assert engine.nodes()[0].state.total == 2
+        assert engine.statistics().events_pushed == 2
 
 
 class TestRunPublication:
