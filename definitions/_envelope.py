@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from engine import Claim, Publication
+from engine import Claim
 
-__all__ = ["Publications", "claims_for", "publications"]
+from ._routing import ByType
+
+__all__ = ["claims_for", "publications"]
 
 
 def claims_for(*targets: str, not_routed: str) -> Callable[[Any], Claim | None]:
@@ -34,18 +36,8 @@ def claims_for(*targets: str, not_routed: str) -> Callable[[Any], Claim | None]:
     return match
 
 
-class Publications(dict[type, Publication]):
-    """A publication per envelope class that is also a function of the envelope (its
-    ``pub``): the engine resolves the mapping once per class when it routes on the
-    class, and calls it per event when it does not route."""
-
-    __slots__ = ()
-
-    def __call__(self, routed: Any) -> Publication:
-        return routed.pub  # type: ignore[no-any-return]
-
-
-def publications(classes: Iterable[type]) -> Publications:
+def publications(classes: Iterable[type]) -> ByType:
     """The ``publication`` of a definition taking envelopes of ``classes``: each class's
     ``pub``, the immediate ones left out (what the engine assumes for a missing type)."""
-    return Publications({cls: cls.pub for cls in classes if cls.pub != "immediate"})  # type: ignore[attr-defined]
+    pubs = {cls: cls.pub for cls in classes if cls.pub != "immediate"}  # type: ignore[attr-defined]
+    return ByType(pubs, type)

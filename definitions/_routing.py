@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import cast
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, cast
 
-__all__ = ["event_type"]
+from engine import Publication
+
+__all__ = ["ByType", "event_type"]
 
 _struct_tags: dict[type, Hashable] = {}
 
@@ -29,3 +31,24 @@ def event_type(event: object) -> Hashable:
     tag = cast(Hashable, cls) if config is None or config.tag is None else config.tag
     _struct_tags[cls] = tag
     return tag
+
+
+class ByType(dict[Hashable, Publication]):
+    """A definition's ``publication`` per event type (types left out are immediate)
+    that is also a function of the event.
+
+    A routed engine resolves the mapping once per event type: no call per event. An
+    engine without ``event_type=`` calls it, and ``type_of`` gives the event's type
+    (the key the routed engine would have looked up).
+    """
+
+    __slots__ = ("_type_of",)
+
+    def __init__(
+        self, by_type: Mapping[Any, Publication], type_of: Callable[[Any], Hashable]
+    ) -> None:
+        super().__init__(by_type)
+        self._type_of = type_of
+
+    def __call__(self, event: Any) -> Publication:
+        return self.get(self._type_of(event), "immediate")

@@ -9,7 +9,9 @@ import msgspec
 
 from engine import Claim, Publication
 
-__all__ = ["Publications", "Vocabulary"]
+from ._routing import ByType, event_type
+
+__all__ = ["Vocabulary"]
 
 # Update claims are shared per id (a Claim is a frozen value): building one costs
 # about as much as the rest of a delta's match. The cache is shared by every engine
@@ -39,10 +41,11 @@ class Vocabulary:
         """Claim an event of this vocabulary for the node its ``id`` names (a closure,
         not a method: the engine calls it once per event of the kind)."""
 
-    def publications(self, by_tag: dict[str, Publication]) -> Publications:
+    @staticmethod
+    def publications(by_tag: dict[str, Publication]) -> ByType:
         """``publication`` by tag (others immediate): a mapping the engine resolves
         once per event type when it routes, and a function of the event when not."""
-        return Publications(by_tag, self.tags)
+        return ByType(by_tag, event_type)
 
     def tag(self, event: Any) -> str | None:
         """The event's tag, or None when it is not of this vocabulary's shapes."""
@@ -54,21 +57,6 @@ class Vocabulary:
         if type(event) is dict:
             return msgspec.convert(event, self.structs[event["type"]])
         return event
-
-
-class Publications(dict[str, Publication]):
-    """A publication per event tag that is also a function of the event (see
-    ``Vocabulary.publications``): an unrouted engine calls it per event."""
-
-    __slots__ = ("_tags",)
-
-    def __init__(self, by_tag: dict[str, Publication], tags: dict[type, str]) -> None:
-        super().__init__(by_tag)
-        self._tags = tags
-
-    def __call__(self, event: Any) -> Publication:
-        tag = event.get("type") if type(event) is dict else self._tags.get(type(event))
-        return self.get(tag, "immediate")  # type: ignore[arg-type]
 
 
 def _claimer(tags: dict[type, str], opens: str) -> Callable[[Any], Claim | None]:

@@ -54,8 +54,9 @@ from typing import Any, Final
 
 import msgspec
 
-from engine import Claim, Node, Publication, create_conversation_engine
+from engine import Claim, Node, create_conversation_engine
 
+from ._routing import ByType
 from ._routing import event_type as _event_type
 from ._text import StreamedText
 
@@ -249,19 +250,9 @@ _PENDING: Final = frozenset(t for t in _ITEM_TYPES if t.endswith(".delta")) - {
 _replace: Final = msgspec.structs.replace
 
 
-class _Publications(dict[Hashable, Publication]):
-    """A publication per event type (the types left out are immediate) that is also a
-    function of a ``Scoped`` event, for engines without ``event_type=``."""
-
-    __slots__ = ()
-
-    def __call__(self, event: Scoped) -> Publication:
-        return self.get(event.event.get("type"), "immediate")
-
-
 # Deltas wait for a frame; an item's start, progress and end are published at once.
-_ITEM_PUBLICATION: Final = _Publications(
-    {t: "animation-frame" for t in _ITEM_TYPES if t.endswith(".delta")}
+_ITEM_PUBLICATION: Final = ByType(
+    {t: "animation-frame" for t in _ITEM_TYPES if t.endswith(".delta")}, event_type
 )
 
 
