@@ -11,7 +11,7 @@ from engine import Claim, Publication
 
 from ._routing import ByType, event_type
 
-__all__ = ["Vocabulary"]
+__all__ = ["Vocabulary", "delta_texts"]
 
 # Update claims are shared per id (a Claim is a frozen value): building one costs
 # about as much as the rest of a delta's match. The cache is shared by every engine
@@ -57,6 +57,18 @@ class Vocabulary:
         if type(event) is dict:
             return msgspec.convert(event, self.structs[event["type"]])
         return event
+
+
+def delta_texts(events: list[Any], tag: str, struct: type) -> list[str] | None:
+    """The texts of a run whose events are all deltas (dicts tagged ``tag`` or
+    ``struct`` Structs) with a str ``text``, the checks ``update`` makes per event; else
+    None, and the run folds one event at a time. A run is all dicts or all Structs,
+    as decoded; a mixed one raises here, and the engine folds it one at a time."""
+    if type(events[0]) is dict:
+        texts = [t for e in events if e["type"] == tag and type(t := e["text"]) is str]
+    else:
+        texts = [t for e in events if type(e) is struct and type(t := e.text) is str]  # type: ignore[attr-defined]
+    return texts if len(texts) == len(events) else None
 
 
 def _claimer(tags: dict[type, str], opens: str) -> Callable[[Any], Claim | None]:

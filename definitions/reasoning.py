@@ -29,7 +29,7 @@ import msgspec
 from engine import Node, Publication, Reader
 
 from ._text import StreamedText
-from ._vocabulary import Vocabulary
+from ._vocabulary import Vocabulary, delta_texts
 
 __all__ = [
     "DEFINITION",
@@ -149,15 +149,8 @@ class ReasoningDefinition:
         engine hands a streamed block's deltas over together)."""
         if not state.done:
             # The same checks as update's, per event: any other event folds one by one.
-            if type(events[0]) is dict:
-                texts = [
-                    t
-                    for e in events
-                    if e["type"] == _DELTA and type(t := e["text"]) is str  # type: ignore[index]
-                ]
-            else:
-                texts = [t for e in events if type(e) is Delta and type(t := e.text) is str]
-            if len(texts) == len(events):
+            texts = delta_texts(events, _DELTA, Delta)
+            if texts is not None:
                 text = "".join(texts)
                 if not text:
                     return state

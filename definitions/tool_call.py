@@ -42,7 +42,7 @@ from engine import Node, Publication, Reader
 
 from ._json import PartialJson
 from ._text import StreamedText
-from ._vocabulary import Vocabulary
+from ._vocabulary import Vocabulary, delta_texts
 
 __all__ = [
     "DEFINITION",
@@ -213,17 +213,8 @@ class ToolCallDefinition:
         to the parser once (the engine hands a call's streamed deltas over together)."""
         if state.status == "streaming":
             # The same checks as update's, per event: any other event folds one by one.
-            if type(events[0]) is dict:
-                texts = [
-                    t
-                    for e in events
-                    if e["type"] == _DELTA and type(t := e["text"]) is str  # type: ignore[index]
-                ]
-            else:
-                texts = [
-                    t for e in events if type(e) is ArgumentsDelta and type(t := e.text) is str
-                ]
-            if len(texts) == len(events):
+            texts = delta_texts(events, _DELTA, ArgumentsDelta)
+            if texts is not None:
                 text = "".join(texts)
                 if not text:
                     return state
