@@ -23,6 +23,8 @@ from definitions._text import StreamedText
 from engine import DefinitionError, create_conversation_engine
 from tests.conformance._strategies import TEXT, splits
 
+from ._runs import Counting, check_run
+
 MESSAGE, TOOL_CALL = ag_ui.DEFINITIONS[:2]
 RUN: dict[str, Any] = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
 
@@ -131,26 +133,6 @@ def started(definition: Any, start: dict[str, Any]) -> tuple[Any, Any]:
     return state, envelope
 
 
-def one_by_one(definition: Any, state: Any, run: list[Any]) -> Any:
-    for routed in run:
-        state = definition.update(state, routed)
-    return state
-
-
-def check_run(definition: Any, state: Any, run: list[Any]) -> Any:
-    """update_many against update over ``run``; the state they agree on (or None)."""
-    try:
-        expected = one_by_one(definition, state, run)
-    except Exception:
-        with pytest.raises(Exception):  # noqa: B017, PT011
-            definition.update_many(state, run)
-        return None
-    got = definition.update_many(state, run)  # raising here is allowed, but never needed
-    assert got == expected
-    assert (got is state) == (expected is state)
-    return got
-
-
 @pytest.mark.parametrize("kind", list(KINDS))
 @settings(max_examples=400)
 @given(data=st.data(), ended=st.booleans())
@@ -182,27 +164,6 @@ def test_a_text_split_anywhere_is_appended_whole(kind: str, data: Any, text: str
         before = state.content if kind == "message" else state.arguments
         before = str(before) if isinstance(before, str | StreamedText) else ""
         assert str(got.content if kind == "message" else got.arguments) == before + text
-
-
-def counting(definition: Any, calls: list[int]) -> Any:
-    """``definition`` with an update_many that records the length of each run it
-    folded (a run it raised on is folded again one event at a time: not recorded)."""
-
-    class Counting:
-        kind = definition.kind
-        event_types = definition.event_types
-        match = staticmethod(definition.match)
-        start = staticmethod(definition.start)
-        update = staticmethod(definition.update)
-        publication = definition.publication
-
-        @staticmethod
-        def update_many(state: Any, run: list[Any]) -> Any:
-            new = definition.update_many(state, run)
-            calls.append(len(run))
-            return new
-
-    return Counting()
 
 
 STREAMS: dict[str, tuple[Any, ...]] = {
@@ -242,13 +203,12 @@ def test_a_streamed_node_is_folded_through_one_update_many_call(stream: str) -> 
     # The engine does hand the deltas over as one run (else the above proves nothing
     # about the fold): 50 deltas are one update_many call, the rest fold one by one.
     which, head, delta = STREAMS[stream]
-    calls: list[int] = []
     definitions: list[Any] = list(ag_ui.DEFINITIONS)
-    definitions[which] = counting(definitions[which], calls)
+    definitions[which] = counting = Counting(definitions[which])
     engine = create_conversation_engine(definitions, event_type=type)
     end = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
     engine.push_many(ag_ui.Router().route([RUN, *head, *[delta] * 50, end]))
-    assert calls == [49]  # the first delta is folded by update, the rest as a run
+    assert counting.runs == [49]  # the first delta is folded by update, the rest as a run
     node = next(node for node in engine.nodes() if node.kind == definitions[which].kind)
     text = node.state.content if which == 0 else node.state.arguments
     assert str(text) == "ab" * 50

@@ -23,6 +23,8 @@ from definitions import ai_sdk
 from engine import DefinitionError, create_conversation_engine
 from tests.conformance._strategies import JSON_VALUES, TEXT, splits
 
+from ._runs import Counting, check_run
+
 TEXT_PART, REASONING_PART, TOOL_PART = ai_sdk.DEFINITIONS[2:5]
 START: dict[str, Any] = {"type": "start", "messageId": "x"}
 
@@ -148,26 +150,6 @@ def started(definition: Any, start: dict[str, Any]) -> tuple[Any, Any]:
     return state, envelope
 
 
-def one_by_one(definition: Any, state: Any, run: list[Any]) -> Any:
-    for routed in run:
-        state = definition.update(state, routed)
-    return state
-
-
-def check_run(definition: Any, state: Any, run: list[Any]) -> Any:
-    """update_many against update over ``run``; the state they agree on (or None)."""
-    try:
-        expected = one_by_one(definition, state, run)
-    except Exception:
-        with pytest.raises(Exception):  # noqa: B017, PT011
-            definition.update_many(state, run)
-        return None
-    got = definition.update_many(state, run)  # allowed to raise, but these never need to
-    assert got == expected
-    assert (got is state) == (expected is state)
-    return got
-
-
 @pytest.mark.parametrize("kind", list(KINDS))
 @settings(max_examples=400)
 @given(data=st.data(), done=st.booleans())
@@ -191,27 +173,6 @@ def test_a_text_split_anywhere_is_appended_whole(kind: str, data: Any, text: str
         return
     got = check_run(definition, state, [envelope(event) for event in events])
     assert str(got.raw if kind == "tool" else got.text) == text
-
-
-def counting(definition: Any, calls: list[int]) -> Any:
-    """``definition`` with an update_many that records the length of each run it
-    folded (a run it raised on is folded again one event at a time: not recorded)."""
-
-    class Counting:
-        kind = definition.kind
-        event_types = definition.event_types
-        match = staticmethod(definition.match)
-        start = staticmethod(definition.start)
-        update = staticmethod(definition.update)
-        publication = definition.publication
-
-        @staticmethod
-        def update_many(state: Any, run: list[Any]) -> Any:
-            new = definition.update_many(state, run)
-            calls.append(len(run))
-            return new
-
-    return Counting()
 
 
 STREAMS: dict[str, tuple[Any, ...]] = {
@@ -238,13 +199,12 @@ def test_a_streamed_part_is_folded_through_one_update_many_call(stream: str) -> 
     # The engine does hand the deltas over as one run (else the above proves nothing
     # about the fold): 50 deltas are one update_many call.
     which, start, delta = STREAMS[stream]
-    calls: list[int] = []
     definitions: list[Any] = list(ai_sdk.DEFINITIONS)
-    definitions[which] = counting(definitions[which], calls)
+    definitions[which] = counting = Counting(definitions[which])
     engine = create_conversation_engine(definitions, event_type=type)
     chunks = [START, {"type": "start-step"}, start, *[delta] * 50, {"type": "finish"}]
     engine.push_many(ai_sdk.Router().route(chunks))
-    assert calls == [49]  # the first delta is folded by update, the rest as a run
+    assert counting.runs == [49]  # the first delta is folded by update, the rest as a run
     part = next(node.state for node in engine.nodes() if node.kind == definitions[which].kind)
     assert str(part.raw if which == 4 else part.text) == "ab" * 50
 

@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from definitions import anthropic
 from engine import create_conversation_engine
 
+from ._runs import Counting, check_run
+
 BLOCK = anthropic.BLOCK
 
 strings = st.one_of(st.text(max_size=5), st.sampled_from(['{"a": [1, "', "\\", "🙂", ""]))
@@ -58,18 +60,7 @@ def test_update_many_is_update_over_the_run(data: Any, block_type: str) -> None:
         ),
         None,
     )
-    events = [scoped(d) for d in one_of_a_kind(data.draw, block_type)]
-    try:
-        expected = state
-        for event in events:
-            expected = BLOCK.update(expected, event)
-    except Exception:
-        with pytest.raises(Exception):  # noqa: B017, PT011
-            BLOCK.update_many(state, events)
-        return
-    got = BLOCK.update_many(state, events)
-    assert got == expected
-    assert (got is state) == (expected is state)
+    check_run(BLOCK, state, [scoped(d) for d in one_of_a_kind(data.draw, block_type)])
 
 
 @pytest.mark.parametrize("bad", [None, 5])
@@ -88,13 +79,6 @@ def test_a_bad_text_anywhere_fails_the_run(bad: object) -> None:
 
 
 def test_a_streamed_block_is_folded_through_one_update_many_call() -> None:
-    calls: list[int] = []
-
-    class Counting(anthropic.BlockDefinition):
-        def update_many(self, state: Any, events: list[Any]) -> Any:
-            calls.append(len(events))
-            return super().update_many(state, events)
-
     events = [
         {"type": "message_start", "message": {"id": "m", "role": "assistant", "content": []}},
         {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
@@ -109,8 +93,8 @@ def test_a_streamed_block_is_folded_through_one_update_many_call() -> None:
         {"type": "content_block_stop", "index": 0},
     ]
     engine = create_conversation_engine(
-        [anthropic.MESSAGE, Counting()], event_type=anthropic.event_type
+        [anthropic.MESSAGE, counting := Counting(BLOCK)], event_type=anthropic.event_type
     )
     engine.push_many(anthropic.scope(events))
-    assert calls == [39]  # the first delta is folded by update, the rest as a run
+    assert counting.runs == [39]  # the first delta is folded by update, the rest as a run
     assert anthropic.messages(engine.nodes())[0]["content"][0]["text"] == "ab" * 40

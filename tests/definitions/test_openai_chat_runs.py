@@ -23,6 +23,8 @@ from definitions import openai_chat
 from definitions.openai_chat import ScopedChunk
 from engine import create_conversation_engine
 
+from ._runs import Counting, check_run
+
 DEFINITION = openai_chat.COMPLETION
 
 texts = st.one_of(
@@ -154,24 +156,10 @@ runs = st.lists(
 )
 
 
-def one_by_one(state: Any, events: list[ScopedChunk]) -> Any:
-    for event in events:
-        state = DEFINITION.update(state, event)
-    return state
-
-
 @settings(max_examples=1000)
 @given(state=started(), events=runs)
 def test_update_many_is_update_over_the_run(state: Any, events: list[ScopedChunk]) -> None:
-    try:
-        expected = one_by_one(state, events)
-    except Exception:
-        with pytest.raises(Exception):  # noqa: B017, PT011
-            DEFINITION.update_many(state, events)
-        return
-    got = DEFINITION.update_many(state, events)
-    assert got == expected
-    assert (got is state) == (expected is state)
+    check_run(DEFINITION, state, events)
 
 
 @settings(max_examples=1000)
@@ -192,24 +180,6 @@ def test_update_takes_appends_the_way_the_general_fold_does(
     assert DEFINITION.update(state, event) == expected
 
 
-class Counting:
-    """The completion definition, counting the runs the engine hands to update_many."""
-
-    kind = DEFINITION.kind
-    event_types = DEFINITION.event_types
-    publication = DEFINITION.publication
-
-    def __init__(self) -> None:
-        self.runs: list[int] = []
-        self.match = DEFINITION.match
-        self.start = DEFINITION.start
-        self.update = DEFINITION.update
-
-    def update_many(self, state: Any, events: list[Any]) -> Any:
-        self.runs.append(len(events))
-        return DEFINITION.update_many(state, events)
-
-
 @pytest.mark.parametrize("field", ["content", "arguments"])
 def test_a_streamed_completion_is_folded_through_update_many(field: str) -> None:
     # The engine does hand the chunks over as one run (else the above proves nothing
@@ -224,7 +194,7 @@ def test_a_streamed_completion_is_folded_through_update_many(field: str) -> None
         chunk([choice(0, {}, finish_reason="stop")]),
         chunk([], usage={"total_tokens": 3}),
     ]
-    definition = Counting()
+    definition = Counting(DEFINITION)
     engine = create_conversation_engine([definition], event_type=openai_chat.event_type)
     engine.push_many(openai_chat.scope(chunks))
     assert definition.runs == [51]  # the first chunk is folded by update, the rest as a run

@@ -24,6 +24,8 @@ from definitions import openai_responses
 from definitions.openai_responses import Scoped
 from engine import create_conversation_engine
 
+from ._runs import Counting, check_run
+
 ITEM = openai_responses.ITEM
 
 texts = st.one_of(
@@ -138,34 +140,16 @@ same_type_runs = st.sampled_from(
 )
 
 
-def one_by_one(state: Any, events: list[Scoped]) -> Any:
-    for scoped in events:
-        state = ITEM.update(state, scoped)
-    return state
-
-
-def check_run(state: Any, events: list[Scoped]) -> None:
-    try:
-        expected = one_by_one(state, events)
-    except Exception:
-        with pytest.raises(Exception):  # noqa: B017, PT011
-            ITEM.update_many(state, events)
-        return
-    got = ITEM.update_many(state, events)
-    assert got == expected
-    assert (got is state) == (expected is state)
-
-
 @settings(max_examples=1000)
 @given(state=started(), events=runs)
 def test_update_many_is_update_over_the_run(state: Any, events: list[Scoped]) -> None:
-    check_run(state, events)
+    check_run(ITEM, state, events)
 
 
 @settings(max_examples=500)
 @given(state=started(), events=same_type_runs)
 def test_update_many_is_update_over_a_run_of_one_type(state: Any, events: list[Scoped]) -> None:
-    check_run(state, events)
+    check_run(ITEM, state, events)
 
 
 def test_a_run_that_changes_nothing_returns_the_state_itself() -> None:
@@ -182,24 +166,6 @@ def test_a_run_that_changes_nothing_returns_the_state_itself() -> None:
     assert all(ITEM.update(state, scoped) is state for scoped in quiet)
     assert ITEM.update_many(state, quiet) is state
     assert ITEM.update_many(state, quiet[::3]) is state  # a run of two empty deltas
-
-
-class Counting:
-    """The item definition, counting the runs the engine hands to update_many."""
-
-    kind = ITEM.kind
-    event_types = ITEM.event_types
-    publication = ITEM.publication
-
-    def __init__(self) -> None:
-        self.runs: list[int] = []
-        self.match = ITEM.match
-        self.start = ITEM.start
-        self.update = ITEM.update
-
-    def update_many(self, state: Any, events: list[Any]) -> Any:
-        self.runs.append(len(events))
-        return ITEM.update_many(state, events)
 
 
 STREAMED: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
@@ -229,7 +195,7 @@ def test_a_streamed_item_is_folded_through_update_many(item_type: str) -> None:
         {"type": "response.output_item.added", "output_index": 0, "item": item},
         *({**delta, "output_index": 0, "item_id": "i", "delta": "ab"} for _ in range(50)),
     ]
-    counting = Counting()
+    counting = Counting(ITEM)
     engine = create_conversation_engine(
         [openai_responses.RESPONSE, counting], event_type=openai_responses.event_type
     )

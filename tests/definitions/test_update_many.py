@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 from definitions import event_type, message, reasoning, tool_call
 from engine import create_conversation_engine
 
+from ._runs import Counting, check_run
+
 
 class Text(str):
     """A str subclass: update takes only exact str texts."""
@@ -73,12 +75,6 @@ def run_events(kind: str) -> st.SearchStrategy[list[Any]]:
     )
 
 
-def one_by_one(definition: Any, state: Any, events: list[Any]) -> Any:
-    for event in events:
-        state = definition.update(state, event)
-    return state
-
-
 @pytest.mark.parametrize("kind", list(KINDS))
 @settings(max_examples=500)
 @given(data=st.data(), finished_first=st.booleans())
@@ -88,45 +84,20 @@ def test_update_many_is_update_over_the_run(kind: str, data: Any, finished_first
     if finished_first:  # a closed node: every delta must fail
         state = definition.update(state, others[0])
     events = data.draw(run_events(kind))
-    try:
-        expected = one_by_one(definition, state, events)
-    except Exception:
-        with pytest.raises(Exception):  # noqa: B017, PT011
-            definition.update_many(state, events)
-        return
-    try:
-        got = definition.update_many(state, events)
-    except Exception:
-        # Allowed (the engine then folds one at a time), but only for runs mixing
-        # dicts and Structs, which a decoded log never does.
-        assert len({type(e) is dict for e in events}) == 2
-        return
-    assert got == expected
-    assert (got is state) == (expected is state)
+    # Raising where update would not is allowed (the engine then folds one at a time),
+    # but only for runs mixing dicts and Structs, which a decoded log never has.
+    check_run(definition, state, events, may_raise=len({type(e) is dict for e in events}) == 2)
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_a_streamed_node_is_folded_through_update_many(kind: str) -> None:
     # The engine does hand the deltas over as one run (else the above proves nothing
-    # about the fold): a run of 50 deltas is one update_many call.
+    # about the fold): of 50 deltas, the first goes to update, the other 49 are one run.
     definition, start, struct, _, _ = KINDS[kind]
-    calls: list[int] = []
-
-    class Counting:
-        kind = definition.kind
-        event_types = definition.event_types
-        match = staticmethod(definition.match)
-        start = definition.start
-        update = definition.update
-        publication = staticmethod(definition.publication)
-
-        def update_many(self, state: Any, events: list[Any]) -> Any:
-            calls.append(len(events))
-            return definition.update_many(state, events)
-
-    engine = create_conversation_engine([Counting()], event_type=event_type)
+    counting = Counting(definition)
+    engine = create_conversation_engine([counting], event_type=event_type)
     engine.push_many([start, *(struct(id="x", text="ab") for _ in range(50))])
-    assert calls == [49]  # the first delta is folded by update, the rest as a run
+    assert counting.runs == [49]  # the first delta is folded by update, the rest as a run
     assert len(str(engine.nodes()[0].state.__getattribute__(_TEXT[kind]))) == 100
 
 
