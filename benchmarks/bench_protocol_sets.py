@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import sys
-import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from bench_anthropic_recordings import best_rate  # noqa: E402
 from bench_protocols_anthropic_openai import anthropic_reference, anthropic_typed  # noqa: E402
 from bench_protocols_js import node_rates  # noqa: E402
 
@@ -52,17 +52,6 @@ FOLDS: dict[str, Callable[[list[dict[str, Any]]], object]] = {
     "ag_ui": ag_ui.fold,
     "ai_sdk": ai_sdk.fold,
 }
-
-
-def best_rate(run: Callable[[Any], object], batches: list[Any], count: int) -> float:
-    """Events/s of ``run`` over ``batches`` (``count`` events each), best of three rounds."""
-    best = 0.0
-    for _ in range(3):
-        started = time.perf_counter()
-        for batch in batches:
-            run(batch)
-        best = max(best, count * len(batches) / (time.perf_counter() - started))
-    return best
 
 
 def streams() -> dict[str, list[tuple[str, list[dict[str, Any]]]]]:
