@@ -45,10 +45,13 @@ def one_of_a_kind(draw: Any, block_type: str) -> list[dict[str, Any]]:
         "tool_use": ("input_json_delta", "partial_json"),
         "server_tool_use": ("input_json_delta", "partial_json"),
     }.get(block_type)
+    run: list[dict[str, Any]]
     if own is None or draw(st.booleans()):
-        return draw(st.lists(deltas, min_size=2, max_size=6))
-    kind, key = own
-    return draw(st.lists(st.builds(lambda t: {"type": kind, key: t}, payloads), min_size=2))
+        run = draw(st.lists(deltas, min_size=2, max_size=6))
+    else:
+        kind, key = own
+        run = draw(st.lists(st.builds(lambda t: {"type": kind, key: t}, payloads), min_size=2))
+    return run
 
 
 @settings(max_examples=500)
@@ -79,7 +82,7 @@ def test_a_bad_text_anywhere_fails_the_run(bad: object) -> None:
 
 
 def test_a_streamed_block_is_folded_through_one_update_many_call() -> None:
-    events = [
+    events: list[dict[str, Any]] = [
         {"type": "message_start", "message": {"id": "m", "role": "assistant", "content": []}},
         {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
         *(
