@@ -552,7 +552,7 @@ class Fold:
                                     level = entry_level
                             else:
                                 level = entry_level
-                        record.state = new
+                        record.state = new  # Fold._set, inline: the hot path
                         if record.node is not None:
                             record.node = None
                             dirty.append(record)
@@ -571,12 +571,11 @@ class Fold:
                     else:
                         raise _bad_role(claim.role)
                 except BaseException as exc:
+                    failure = exc
                     if type(exc) is _RunFailed:  # a run's event failed; this one was not folded
                         run = []
                         level, rejected, back = exc.level, exc.rejected, exc.after + 1
-                        failure = exc
                     else:
-                        failure = exc
                         rejected += 1
                     break
             else:
@@ -645,10 +644,7 @@ class Fold:
             except BaseException as exc:  # KeyboardInterrupt: nothing of the run is folded
                 raise _run_failed(exc, entry, "update", record, level, rejected, len(run)) from None
             else:
-                record.state = new
-                if record.node is not None:
-                    record.node = None
-                    self.dirty.append(record)
+                self._set(record, new)
                 return [], level, rejected
         method = "update"
         index = 0
@@ -666,10 +662,7 @@ class Fold:
                     event_level = _publication(entry, event)
                 if event_level > level:
                     level = event_level
-                record.state = new
-                if record.node is not None:
-                    record.node = None
-                    self.dirty.append(record)
+                self._set(record, new)
         except BaseException as exc:
             after = len(run) - index - 1
             raise _run_failed(exc, entry, method, record, level, rejected + 1, after) from None
@@ -743,10 +736,7 @@ class Fold:
                         method = "publication"
                         entry_level = _publication(entry, event)
                     changes.append((record, old, old_node))
-                    record.state = new
-                    if old_node is not None:
-                        record.node = None
-                        self.dirty.append(record)
+                    self._set(record, new)
                 elif role == "start":
                     if entry_level == _CALL:
                         method = "publication"
@@ -776,11 +766,7 @@ class Fold:
         """Start a node for ``claim`` (``record`` None) or reopen ``record``; either way
         nothing changes unless ``start`` returns."""
         if record is not None:
-            state = self._call_start(entry, event, record.seq)
-            record.state = state
-            if record.node is not None:
-                record.node = None
-                self.dirty.append(record)
+            self._set(record, self._call_start(entry, event, record.seq))
             return record
         id = claim.id
         if type(id) is not str:
@@ -793,6 +779,14 @@ class Fold:
         self.dirty.append(record)
         entry.open[id] = record
         return record
+
+    def _set(self, record: _Record, state: Any) -> None:
+        """``record``'s new state: its cached node is dropped and it goes on the dirty
+        list (``_apply`` does the same inline for the common update)."""
+        record.state = state
+        if record.node is not None:
+            record.node = None
+            self.dirty.append(record)
 
     def _call_start(self, entry: _Registered, event: object, seq: int) -> Any:
         """``entry.start`` with a reader of the nodes before ``seq``, closed after."""
