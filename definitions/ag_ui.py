@@ -482,6 +482,14 @@ def _with_arguments(call: ToolCall, delta: str) -> ToolCall:
     )
 
 
+def _joined(run: list[Routed]) -> str | None:
+    """The deltas of a run joined, when every one is a non-empty str; else None and
+    the run folds one event at a time (an empty delta's effect depends on its event's
+    type, anything else fails, or not, exactly as ``update`` decides)."""
+    deltas = [delta for routed in run if type(delta := routed.delta) is str and delta]
+    return "".join(deltas) if len(deltas) == len(run) else None
+
+
 class _MessageDefinition:
     """Messages of any role; claims what the router names in ``claim`` (or ``owner_claim``)."""
 
@@ -547,11 +555,9 @@ class _MessageDefinition:
     def update_many(message: Message, run: list[Routed]) -> Message:
         """``update`` over a run: a streamed message's deltas, which the engine hands
         over together, make one append."""
-        # Only non-empty str deltas take the short way: an empty one depends on its
-        # event's type, anything else fails (or not) exactly as update decides.
-        deltas = [delta for routed in run if type(delta := routed.delta) is str and delta]
-        if len(deltas) == len(run):
-            return _appended(message, "".join(deltas))
+        text = _joined(run)
+        if text is not None:
+            return _appended(message, text)
         for routed in run:
             message = _MessageDefinition.update(message, routed)
         return message
@@ -620,9 +626,9 @@ class _ToolCallDefinition:
     @staticmethod
     def update_many(call: ToolCall, run: list[Routed]) -> ToolCall:
         """``update`` over a run: a call's streamed arguments make one append."""
-        deltas = [delta for routed in run if type(delta := routed.delta) is str and delta]
-        if len(deltas) == len(run):
-            return _with_arguments(call, "".join(deltas))
+        text = _joined(run)
+        if text is not None:
+            return _with_arguments(call, text)
         for routed in run:
             call = _ToolCallDefinition.update(call, routed)
         return call
