@@ -110,18 +110,14 @@ def parse_events(
         problems = []
     elif fmt == "sse":
         events, problems = _load_sse(data, path, lenient, typed)
-    elif typed is not None:
+    else:
         events, problems = decode_lines(
             data,
-            typed.events,
+            _any_decoder if typed is None else typed.events,
             path=path,
             lenient=lenient,
             what="JSON event",
-            decode=typed.decode_event,
-        )
-    else:
-        events, problems = decode_lines(
-            data, _any_decoder, path=path, lenient=lenient, what="JSON event"
+            decode=None if typed is None else typed.decode_event,
         )
     if b"ping" in data:  # a byte scan spares the per-event check in most files
         events = [e for e in events if not _is_keepalive(e)]
