@@ -124,16 +124,14 @@ def parse_log(
 ) -> Log[Any]:
     """``read_log`` on bytes already read; ``path`` names them in messages. ``types``
     is an event vocabulary (see ``event_types``); it cannot be combined with ``lazy``."""
+    decoder: msgspec.json.Decoder[Entry[Any]] = _lazy_decoder if lazy else _entry_decoder
+    decode: Callable[[bytes], Entry[Any]] | None = None
     if types is not None:
         if lazy:
             raise ValueError("lazy events stay undecoded: they cannot be typed")
         typed = event_types(types)
-        entries, problems = decode_lines(
-            data, typed.entries, path=path, lenient=lenient, decode=typed.decode_entry
-        )
-    else:
-        decoder: msgspec.json.Decoder[Entry[Any]] = _lazy_decoder if lazy else _entry_decoder
-        entries, problems = decode_lines(data, decoder, path=path, lenient=lenient)
+        decoder, decode = typed.entries, typed.decode_entry
+    entries, problems = decode_lines(data, decoder, path=path, lenient=lenient, decode=decode)
     return Log(path=path, entries=entries, problems=tuple(problems))
 
 
