@@ -7,9 +7,7 @@ from typing import Any, Final
 
 import msgspec
 
-from engine import Claim, Publication
-
-from ._routing import ByType, event_type
+from engine import Claim
 
 __all__ = ["Vocabulary", "delta_texts"]
 
@@ -40,12 +38,6 @@ class Vocabulary:
         self.claim: Final = _claimer(self.tags, opens)
         """Claim an event of this vocabulary for the node its ``id`` names (a closure,
         not a method: the engine calls it once per event of the kind)."""
-
-    @staticmethod
-    def publications(by_tag: dict[str, Publication]) -> ByType:
-        """``publication`` by tag (others immediate): a mapping the engine resolves
-        once per event type when it routes, and a function of the event when not."""
-        return ByType(by_tag, event_type)
 
     def tag(self, event: Any) -> str | None:
         """The event's tag, or None when it is not of this vocabulary's shapes."""

@@ -26,6 +26,7 @@ import msgspec
 
 from engine import Node, Publication, Reader
 
+from ._routing import ByType, event_type
 from ._text import StreamedText
 from ._vocabulary import Vocabulary, delta_texts
 
@@ -149,7 +150,7 @@ class MessageDefinition:
     # Deltas wait for the next animation frame; start, end and abort are immediate.
     # A mapping the engine resolves once per event type (with event_type=); also a
     # function of the event, for engines without one.
-    publication: Final = _VOCABULARY.publications(_PUBLICATION)
+    publication: Final = ByType(_PUBLICATION, event_type)
 
     def render_text(self, node: Node) -> str:
         """``role: text``, with the abort reason or an ellipsis while streaming."""

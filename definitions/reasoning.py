@@ -28,6 +28,7 @@ import msgspec
 
 from engine import Node, Publication, Reader
 
+from ._routing import ByType, event_type
 from ._text import StreamedText
 from ._vocabulary import Vocabulary, delta_texts
 
@@ -162,7 +163,7 @@ class ReasoningDefinition:
     # Deltas wait for the next animation frame; the other events are immediate.
     # A mapping the engine resolves once per event type (with event_type=); also a
     # function of the event, for engines without one.
-    publication: Final = _VOCABULARY.publications(_PUBLICATION)
+    publication: Final = ByType(_PUBLICATION, event_type)
 
     def render_text(self, node: Node) -> str:
         """``reasoning: text``, then the placeholder when content is hidden."""

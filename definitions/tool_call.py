@@ -41,6 +41,7 @@ import msgspec
 from engine import Node, Publication, Reader
 
 from ._json import PartialJson
+from ._routing import ByType, event_type
 from ._text import StreamedText
 from ._vocabulary import Vocabulary, delta_texts
 
@@ -228,7 +229,7 @@ class ToolCallDefinition:
     # Argument deltas wait for the next animation frame; the rest is immediate.
     # A mapping the engine resolves once per event type (with event_type=); also a
     # function of the event, for engines without one.
-    publication: Final = _VOCABULARY.publications(_PUBLICATION)
+    publication: Final = ByType(_PUBLICATION, event_type)
 
     def render_text(self, node: Node) -> str:
         """A header line (tool, id, status), then the arguments and the outcome."""
