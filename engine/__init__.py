@@ -17,6 +17,7 @@ from ._errors import HookError as HookError
 from ._errors import ListenerError as ListenerError
 from ._errors import RegistrationError as RegistrationError
 from ._errors import UsageError as UsageError
+from ._fold import Registration as Registration
 from ._scheduler import AsyncioScheduler as AsyncioScheduler
 from ._scheduler import ManualScheduler as ManualScheduler
 from ._types import Claim as Claim
@@ -48,6 +49,7 @@ __all__ = [
     "PushContext",
     "PushHook",
     "Reader",
+    "Registration",
     "RegistrationError",
     "Role",
     "Scheduler",

@@ -28,7 +28,7 @@ from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from ._errors import HookError, ListenerError, RegistrationError, UsageError
-from ._fold import FRAME, IMMEDIATE, NOT_ACCEPTED, Fold
+from ._fold import FRAME, IMMEDIATE, NOT_ACCEPTED, Fold, Registration
 from ._types import Cancel, Definition, Listener, Node, PushContext, Scheduler, Statistics
 
 _HOOK_METHODS = ("on_push_start", "on_error", "on_push_end", "on_publish")
@@ -96,7 +96,7 @@ class ConversationEngine:
 
     def __init__(
         self,
-        definitions: Iterable[Definition[Any, Any]],
+        definitions: Iterable[Definition[Any, Any]] | Registration,
         *,
         scheduler: Scheduler | None = None,
         hooks: Iterable[object] = (),
@@ -110,7 +110,9 @@ class ConversationEngine:
                 "use ManualScheduler, AsyncioScheduler or None for the default"
             )
         self._scheduler = scheduler
-        self._hooks = _Hooks(hooks, per_call=False)
+        self._hooks = (
+            _NO_HOOKS if type(hooks) is tuple and not hooks else _Hooks(hooks, per_call=False)
+        )
         self._clock = clock
         self._lock = threading.RLock()
         self._listeners: dict[int, Listener] = {}
@@ -382,7 +384,7 @@ def _call_hook(hook: object, method: str, member: Callable[[Any], object], arg: 
 
 
 def create_conversation_engine(
-    definitions: Iterable[Definition[Any, Any]],
+    definitions: Iterable[Definition[Any, Any]] | Registration,
     scheduler: Scheduler | None = None,
     hooks: Iterable[object] = (),
     *,
@@ -396,6 +398,8 @@ def create_conversation_engine(
     outermost ``push``/``push_many`` returns. ``hooks`` are engine-level push hooks
     (see ``PushHook``). ``event_type(event)`` lets the engine skip definitions whose
     ``event_types`` cannot claim the event. ``clock`` times push hooks only.
+    ``definitions`` may be a ``Registration`` (which carries its ``event_type``):
+    engines made from one share the validation and routing work.
 
     Raises ``RegistrationError`` naming the fix for a duplicate kind, a missing
     member, a bad publication value or a malformed hook or scheduler.

@@ -3,13 +3,15 @@
 Theory of operation
 -------------------
 Each registered definition becomes a ``_Registered`` entry holding its bound
-members and the open nodes of its kind (``id -> _Record``). ``apply(events)``
-offers each event to every entry in registration order (rule 1: it never stops at
-the first claim), so one event may drive several nodes, at most one per definition.
-With an ``event_type`` function, the entries offered an event are those whose
-``event_types`` admit its type: a *route* (a tuple of slots: the entry's bound
-members and its publication level for that type), made once per type. Skipping a
-``match`` that cannot claim is observably the same as calling it.
+members; a ``Fold`` keeps the open nodes of each entry's kind (``id -> _Record``) in
+``opens``, by the entry's index. ``apply(events)`` offers each event to every entry
+in registration order (rule 1: it never stops at the first claim), so one event may
+drive several nodes, at most one per definition. With an ``event_type`` function, the
+entries offered an event are those whose ``event_types`` admit its type: a *route* (a
+tuple of slots: the entry's bound members, its index and its publication level for
+that type), made once per type. Skipping a ``match`` that cannot claim is observably
+the same as calling it. Entries and routes hold no engine's state, so they live in a
+``Registration``, which any number of engines may share.
 
 A start claim for an id with no open node creates a ``_Record`` whose ``seq`` is
 the number of nodes started so far (rule 2). Records are never removed, so the list
@@ -130,9 +132,9 @@ class _Registered:
     __slots__ = (
         "definition",
         "event_types",
+        "index",
         "kind",
         "match",
-        "open",
         "publication",
         "publication_level",
         "publication_levels",
@@ -180,7 +182,7 @@ class _Registered:
                 f"definition {kind!r}: update_many is {self.update_many!r}, not a callable; "
                 "define update_many(state, events) or leave it out"
             )
-        self.open: dict[str, _Record] = {}
+        self.index = index  # its open nodes are Fold.opens[index]
 
         publication = getattr(definition, "publication", None)
         self.publication: Callable[[Any], object] | None = None
@@ -240,7 +242,8 @@ class _Registered:
                 ) from exc
 
     def slot(self, event_type: Hashable, routed: bool) -> _Slot:
-        """What the fold needs of this entry for events of one type, resolved once."""
+        """What the fold needs of this entry for events of one type, resolved once
+        (shared by every engine of a ``Registration``: it holds no engine's state)."""
         if routed and self.publication_levels is not None:
             level = self.publication_levels.get(event_type, IMMEDIATE)
         elif self.publication is not None:
@@ -249,15 +252,17 @@ class _Registered:
             level = self.publication_level
         # Runs need a route: only then are a run's events all of one type.
         many = self.update_many if routed else None
-        return (self.match, self.update, self.open, self, level, many)
+        return (self.match, self.update, self.index, self, level, many)
 
 
 _CALL: Final = 3  # a slot's level when publication(event) must be called: above all levels
 _CHUNK: Final = 1024  # events taken at a time from an iterable that is not a list
+# Routes a registration keeps (one per event type); past it they are made again.
+_ROUTES_MAX: Final = 4096
 _Slot = tuple[
     Callable[[Any], Claim | None],
     Callable[[Any, Any], Any],
-    dict[str, "_Record"],
+    int,  # the entry's index: its open nodes are Fold.opens[index]
     _Registered,
     int,
     Callable[[Any, list[Any]], Any] | None,
@@ -334,13 +339,28 @@ class _Reader:
         return f"<Reader at seq {self._seq}>" if self._seq >= 0 else "<Reader (closed)>"
 
 
-class Fold:
-    """Registered definitions and the records they made. Not thread-safe: the engine
-    serializes access."""
+class Registration:
+    """Definitions registered once, for any number of engines.
+
+    ``create_conversation_engine(definitions)`` validates the definitions and works
+    out, per event type, which of them an event can reach (its *route*). Both depend
+    on the definitions alone, so an application making many engines of the same
+    definitions (one per conversation, per request, per recording) can do it once:
+    ``create_conversation_engine(Registration(definitions, event_type=...))``. Engines
+    made from one registration share its validated members and its routes (made as
+    event types first come, by whichever engine meets them first) and nothing else:
+    each has its own nodes. Read the members once: a definition changed after it was
+    registered is not looked at again.
+
+    Raises ``RegistrationError`` as ``create_conversation_engine`` does.
+    """
+
+    __slots__ = ("_entries", "_index_of", "_route_all", "_routes", "definitions", "event_type")
 
     def __init__(
         self,
         definitions: Iterable[Any],
+        *,
         event_type: Callable[[Any], Hashable] | None = None,
     ) -> None:
         # A tuple or list needs no ABC check (about half a microsecond).
@@ -374,12 +394,67 @@ class Fold:
                         "create_conversation_engine(..., event_type=...), or make the "
                         "mapping callable (a function of the event) for engines without one"
                     )
-        self.registered: tuple[_Registered, ...] = tuple(registered)
-        self.route_all = _route_of(tuple(entry.slot(None, False) for entry in registered))
+        self.definitions: tuple[Any, ...] = tuple(entry.definition for entry in registered)
+        """The definitions, in registration order."""
         self.event_type = event_type
-        self.routes: dict[Hashable, _Route] = {}
+        """The routing function engines of this registration use (None: unrouted)."""
+        self._entries: tuple[_Registered, ...] = tuple(registered)
+        self._index_of = seen
+        self._route_all = _route_of(tuple(entry.slot(None, False) for entry in registered))
+        self._routes: dict[Hashable, _Route] = {}
+
+    def _route(self, event_type: Hashable) -> _Route:
+        """The route of ``event_type``, made once (shared by this registration's engines)."""
+        route = self._routes.get(event_type)
+        if route is None:
+            route = _route_of(
+                tuple(
+                    entry.slot(event_type, True)
+                    for entry in self._entries
+                    if entry.event_types is None or event_type in entry.event_types
+                )
+            )
+            routes = self._routes
+            if len(routes) >= _ROUTES_MAX:  # an event_type with unbounded values
+                routes.clear()
+            routes[event_type] = route
+        return route
+
+    def __repr__(self) -> str:
+        kinds = ", ".join(entry.kind for entry in self._entries)
+        return f"<Registration of {kinds or 'no definitions'}>"
+
+
+class Fold:
+    """Registered definitions and the records they made. Not thread-safe: the engine
+    serializes access."""
+
+    def __init__(
+        self,
+        definitions: Iterable[Any] | Registration,
+        event_type: Callable[[Any], Hashable] | None = None,
+    ) -> None:
+        if isinstance(definitions, Registration):
+            if event_type is not None and event_type is not definitions.event_type:
+                raise RegistrationError(
+                    f"event_type={event_type!r} was passed beside a Registration made "
+                    f"with event_type={definitions.event_type!r}; a registration's "
+                    "engines route with its own: pass event_type to Registration only"
+                )
+            registration = definitions
+        else:
+            registration = Registration(definitions, event_type=event_type)
+        entries = registration._entries
+        self.registration = registration
+        self.registered = entries
+        self.route_all = registration._route_all
+        self.event_type = registration.event_type
+        # The routes of the registration, shared with its other engines.
+        self.routes = registration._routes
+        # Each entry's open nodes (id -> record), by the entry's index.
+        self.opens: list[dict[str, _Record]] = [{} for _ in entries]
         self.records: list[_Record] = []
-        self.by_kind: dict[str, list[_Record]] = {entry.kind: [] for entry in registered}
+        self.by_kind: dict[str, list[_Record]] = {entry.kind: [] for entry in entries}
         self.nodes_list: list[Node | None] = []
         self.dirty: list[_Record] = []
         self.cached: tuple[Node, ...] | None = ()
@@ -392,20 +467,10 @@ class Fold:
     # -- routing -------------------------------------------------------------------
 
     def _route(self, event: object) -> _Route:
-        """The route of ``event``'s type, made once per event type. What
-        ``event_type`` raises goes up as it is: the caller knows the position."""
+        """The route of ``event``'s type (see ``Registration``). What ``event_type``
+        raises goes up as it is: the caller knows the position."""
         assert self.event_type is not None
-        event_type = self.event_type(event)
-        route = self.routes.get(event_type)
-        if route is None:
-            route = self.routes[event_type] = _route_of(
-                tuple(
-                    entry.slot(event_type, True)
-                    for entry in self.registered
-                    if entry.event_types is None or event_type in entry.event_types
-                )
-            )
-        return route
+        return self.registration._route(self.event_type(event))
 
     # -- the fold ------------------------------------------------------------------
 
@@ -452,6 +517,7 @@ class Fold:
         route_all = self.route_all
         event_type = self.event_type
         routes = self.routes
+        opens = self.opens
         dirty = self.dirty
         levels = LEVELS
         first = self.position
@@ -485,7 +551,7 @@ class Fold:
                             route = routes[event_type(event)]
                         except KeyError:  # a new type (or a KeyError in event_type)
                             route = self._route(event)
-                    match, update, open_, entry, entry_level, many = route
+                    match, update, index, entry, entry_level, many = route
                     if match is None:  # no slot, or several: entry holds the slots
                         if run:
                             run, level, rejected = self._fold_run(
@@ -515,7 +581,7 @@ class Fold:
                             )
                         rejected += 1
                         continue
-                    record = open_.get(claim.id)
+                    record = opens[index].get(claim.id)
                     if claim.role == "update":
                         if record is run_record and route is run_route:
                             run.append(event)
@@ -715,12 +781,12 @@ class Fold:
         record: _Record | None = None
         failure: BaseException | None = None
         try:
-            for match, update, open_, entry, entry_level, _many in slots:
+            for match, update, index, entry, entry_level, _many in slots:
                 method = "match"
                 claim = match(event)
                 if claim is None:
                     continue
-                record = open_.get(claim.id)
+                record = self.opens[index].get(claim.id)
                 role = claim.role
                 if role == "update":
                     if record is None:
@@ -777,7 +843,7 @@ class Fold:
         self.nodes_list.append(None)
         self.by_kind[entry.kind].append(record)
         self.dirty.append(record)
-        entry.open[id] = record
+        self.opens[entry.index][id] = record
         return record
 
     def _set(self, record: _Record, state: Any) -> None:
@@ -801,7 +867,7 @@ class Fold:
             self.records.pop()
             self.nodes_list.pop()
             self.by_kind[record.kind].pop()
-            del next(e for e in self.registered if e.kind == record.kind).open[record.id]
+            del self.opens[self.registration._index_of[record.kind]][record.id]
         else:
             record.state = old
             record.node = node

@@ -15,6 +15,7 @@ from engine import (
     DefinitionError,
     ManualScheduler,
     Node,
+    Registration,
     create_conversation_engine,
 )
 
@@ -58,13 +59,19 @@ SETUPS: dict[str, tuple[Any, Any]] = {
     "one (inline path)": (lambda: [Tally("a", looks_at=("a", "b"))], None),
     "three, routed by 'to' (both paths)": (routed_tallies, route_to),
     "three, routed, with update_many (runs)": (run_tallies, route_to),
+    # One registration for every engine of every example: an engine's nodes must not
+    # leak into another's through what the registration shares (routes, members).
+    "three, routed, runs, one Registration shared by all": (run_tallies, "shared"),
 }
 setups = pytest.mark.parametrize("setup", list(SETUPS))
+SHARED = Registration(run_tallies(), event_type=route_to)
 
 
 def make(setup: str, **kwargs: Any) -> tuple[list[Any], Any]:
     """The definitions of ``setup`` and an engine registering them."""
     definitions, router = SETUPS[setup]
+    if router == "shared":
+        return list(SHARED.definitions), create_conversation_engine(SHARED, **kwargs)
     return definitions(), create_conversation_engine(definitions(), event_type=router, **kwargs)
 
 
@@ -322,3 +329,38 @@ class RoutedEngineMachine(EngineMachine):
 
 TestRoutedEngineMachine = RoutedEngineMachine.TestCase
 TestRoutedEngineMachine.settings = settings(max_examples=60, stateful_step_count=30)
+
+SHARED_ROUTED = Registration(routed_tallies(), event_type=route_to)
+
+
+class SharedRegistrationMachine(EngineMachine):
+    """Routed, from one ``Registration`` shared by the engines of every example."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.engine = create_conversation_engine(SHARED_ROUTED, scheduler=self.scheduler)
+        self.engine.subscribe(self.seen.append)
+
+
+TestSharedRegistrationMachine = SharedRegistrationMachine.TestCase
+TestSharedRegistrationMachine.settings = settings(max_examples=40, stateful_step_count=30)
+
+
+@settings(max_examples=150)
+@given(logs, logs, st.lists(st.booleans(), max_size=60))
+def test_engines_of_one_registration_fold_independently(
+    first: list[Event], second: list[Event], turns: list[bool]
+) -> None:
+    """Two engines of one registration, pushed in turn (as two conversations of one
+    server are), each hold exactly what their own log folds to."""
+    registration = Registration(run_tallies(), event_type=route_to)
+    engines = [create_conversation_engine(registration) for _ in range(2)]
+    pending = [list(first), list(second)]
+    for turn in [*turns, *([False] * len(first)), *([True] * len(second))]:
+        log = pending[turn]
+        if log:
+            with contextlib.suppress(DefinitionError):
+                engines[turn].push(log.pop(0))
+    definitions = list(registration.definitions)
+    for engine, log in zip(engines, (first, second), strict=True):
+        assert_folded_like_the_model(engine, definitions, log)

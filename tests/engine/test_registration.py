@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from engine import Claim, RegistrationError, create_conversation_engine
+from engine import Claim, Registration, RegistrationError, create_conversation_engine
 
 from .harness import Tally, ev
 
@@ -148,3 +148,63 @@ class TestRouting:
         with pytest.raises(EventError, match="event #1"):
             engine.push({})
         assert len(engine.nodes()) == 1
+
+
+class TestRegistration:
+    """A Registration validates once and routes once for any number of engines."""
+
+    def test_it_validates_when_made_naming_the_fix(self) -> None:
+        with pytest.raises(RegistrationError, match="both have kind 'a'"):
+            Registration([Tally("a"), Tally("a")])
+        with pytest.raises(RegistrationError, match="needs the engine's event_type"):
+            Registration([types.SimpleNamespace(**vars(_module_definition()), publication={})])
+
+    def test_engines_made_from_it_fold_like_engines_made_from_the_definitions(self) -> None:
+        log = [ev("a", "start", "1"), ev("b", "start", "2"), ev("a", "update", "1", 5)]
+        registration = Registration([Tally("a"), Tally("b")], event_type=lambda e: e["to"])
+        plain = create_conversation_engine(
+            list(registration.definitions), event_type=registration.event_type
+        )
+        plain.push_many(log)
+        create_conversation_engine(registration).push_many(log)  # makes the routes
+        shared = create_conversation_engine(registration)  # takes them as they are
+        shared.push_many(log)
+        assert shared.nodes() == plain.nodes()
+        assert shared.statistics() == plain.statistics()
+
+    def test_its_engines_keep_their_own_nodes(self) -> None:
+        registration = Registration([Tally("a")], event_type=lambda e: e["op"])
+        first, second = (create_conversation_engine(registration) for _ in range(2))
+        first.push(ev("a", "start", "1"))
+        second.push(ev("a", "update", "1"))  # no node 1 here: dropped
+        assert second.nodes() == ()
+        assert second.statistics().updates_dropped == 1
+        second.push_many([ev("a", "start", "1", 7), ev("a", "update", "1")])
+        first.push(ev("a", "update", "1", 2))
+        assert [n.state.total for n in first.nodes()] == [3]
+        assert [n.state.total for n in second.nodes()] == [8]
+
+    def test_an_engine_routes_with_its_registrations_event_type(self) -> None:
+        route = lambda event: event["op"]  # noqa: E731
+        registration = Registration([Tally("a")], event_type=route)
+        create_conversation_engine(registration, event_type=route)  # the same: fine
+        with pytest.raises(RegistrationError, match="pass event_type to Registration only"):
+            create_conversation_engine(registration, event_type=lambda event: event["to"])
+
+    def test_routes_are_bounded_for_an_event_type_of_many_values(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from engine import _fold
+
+        monkeypatch.setattr(_fold, "_ROUTES_MAX", 3)
+        registration = Registration([Tally("a")], event_type=lambda event: event["v"])
+        engine = create_conversation_engine(registration)
+        engine.push_many(
+            [ev("a", "start", "1", 1)] + [ev("a", "update", "1", v) for v in range(2, 9)]
+        )
+        assert [n.state.total for n in engine.nodes()] == [sum(range(1, 9))]
+        assert len(registration._routes) <= 3
+
+    def test_repr_names_the_kinds(self) -> None:
+        assert repr(Registration([Tally("a"), Tally("b")])) == "<Registration of a, b>"
+        assert repr(Registration([])) == "<Registration of no definitions>"
