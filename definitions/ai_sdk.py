@@ -47,7 +47,7 @@ from typing import Any, ClassVar, Final
 
 import msgspec
 
-from engine import Claim, Node, Reader, create_conversation_engine
+from engine import Claim, Node, Reader, Registration, create_conversation_engine
 
 from ._envelope import claims_for, publications
 from ._text import StreamedText
@@ -1226,9 +1226,13 @@ def ui_messages(nodes: Iterable[Node]) -> list[dict[str, Any]]:
     return list(messages.values())
 
 
+# Registered once for every fold: engines of one registration share its routes.
+_REGISTRATION: Final = Registration(DEFINITIONS, event_type=type)
+
+
 def project(events: Iterable[Mapping[str, Any]]) -> tuple[Node, ...]:
     """The nodes of one recording's raw chunk dicts (routed, then folded)."""
-    engine = create_conversation_engine(DEFINITIONS, event_type=type)
+    engine = create_conversation_engine(_REGISTRATION)
     engine.push_many(Router().route(events))
     return engine.nodes()
 

@@ -50,7 +50,7 @@ from typing import Any, Final
 
 import msgspec
 
-from engine import Claim, Node, Publication, create_conversation_engine
+from engine import Claim, Node, Publication, Registration, create_conversation_engine
 
 from ._partial_json import PartialJSONError, parse_partial_json
 from ._routing import event_type as _event_type
@@ -477,8 +477,12 @@ def messages(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     return out
 
 
+# Registered once for every fold: engines of one registration share its routes.
+_REGISTRATION: Final = Registration(DEFINITIONS, event_type=event_type)
+
+
 def fold(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The final messages of one recording's raw events (in order)."""
-    engine = create_conversation_engine(DEFINITIONS, event_type=event_type)
+    engine = create_conversation_engine(_REGISTRATION)
     engine.push_many(scope(events))
     return messages(engine.nodes())

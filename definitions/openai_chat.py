@@ -45,7 +45,7 @@ from typing import Any, Final
 
 import msgspec
 
-from engine import Claim, Node, create_conversation_engine
+from engine import Claim, Node, Registration, create_conversation_engine
 
 from ._cons import Cons, items
 from ._text import StreamedText
@@ -560,8 +560,12 @@ def completions(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     return [_completion(node.state) for node in nodes if node.kind == CompletionDefinition.kind]
 
 
+# Registered once for every fold: engines of one registration share its routes.
+_REGISTRATION: Final = Registration(DEFINITIONS, event_type=event_type)
+
+
 def fold(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The final completions of one recording's raw chunks (in order)."""
-    engine = create_conversation_engine(DEFINITIONS, event_type=event_type)
+    engine = create_conversation_engine(_REGISTRATION)
     engine.push_many(scope(events))
     return completions(engine.nodes())

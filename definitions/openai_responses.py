@@ -54,7 +54,7 @@ from typing import Any, Final
 
 import msgspec
 
-from engine import Claim, Node, create_conversation_engine
+from engine import Claim, Node, Registration, create_conversation_engine
 
 from ._routing import ByType
 from ._routing import event_type as _event_type
@@ -759,8 +759,12 @@ def snapshots(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     return [_snapshot(c) for c in _collect(nodes)]
 
 
+# Registered once for every fold: engines of one registration share its routes.
+_REGISTRATION: Final = Registration(DEFINITIONS, event_type=event_type)
+
+
 def fold(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The final responses of one recording's raw events (in order); see ``responses``."""
-    engine = create_conversation_engine(DEFINITIONS, event_type=event_type)
+    engine = create_conversation_engine(_REGISTRATION)
     engine.push_many(scope(events))
     return responses(engine.nodes())
