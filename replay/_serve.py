@@ -64,7 +64,13 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from definitions import builtin, event_type
-from engine import AsyncioScheduler, ConversationError, Node, create_conversation_engine
+from engine import (
+    AsyncioScheduler,
+    ConversationError,
+    Node,
+    Registration,
+    create_conversation_engine,
+)
 
 from ._errors import ConcurrencyError, RenderError, StoreBusyError
 from ._render_html import HtmlRenderer
@@ -106,7 +112,7 @@ class _Client:
 class _Conversation:
     """One open conversation: its engine, renderer, change stamps and clients."""
 
-    def __init__(self, conversation: str, definitions: Sequence[Any], frame_interval: float):
+    def __init__(self, conversation: str, registration: Registration, frame_interval: float):
         self.id = conversation
         self.position = 0  # events folded: the next store position to read
         self.notified = 0  # position of the latest notification
@@ -119,10 +125,8 @@ class _Conversation:
         self._seen: dict[str, tuple[object, int]] = {}
         self._latest: tuple[int, int, list[Node]] | None = None  # previous, position, nodes
         self._latest_frame: bytes | None = None
-        self._renderer = HtmlRenderer(definitions, title=conversation)
-        self.engine = create_conversation_engine(
-            definitions, AsyncioScheduler(frame_interval), event_type=event_type
-        )
+        self._renderer = HtmlRenderer(registration.definitions, title=conversation)
+        self.engine = create_conversation_engine(registration, AsyncioScheduler(frame_interval))
         self.engine.subscribe(self._on_nodes)
 
     # -- folding -------------------------------------------------------------------
@@ -246,6 +250,9 @@ class Live:
     ) -> None:
         self.path = os.fspath(path)
         self.definitions = tuple(definitions)
+        # Validated and routed once for every conversation's engine (bad definitions
+        # fail here, before the server serves anything).
+        self.registration = Registration(self.definitions, event_type=event_type)
         self.poll_interval = poll_interval
         self.frame_interval = frame_interval
         self.max_idle = max_idle
@@ -289,7 +296,7 @@ class Live:
                 return None
             hub = self.conversations.get(conversation)  # another request may have won
             if hub is None:
-                hub = _Conversation(conversation, self.definitions, self.frame_interval)
+                hub = _Conversation(conversation, self.registration, self.frame_interval)
                 self.conversations[conversation] = hub
                 self._evict()
         hub.last_used = time.monotonic()

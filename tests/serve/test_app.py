@@ -62,6 +62,15 @@ def app_for(store: Path, **options: Any) -> Any:
     return create_app(store, **options)
 
 
+def test_bad_definitions_fail_when_the_app_is_made(store: Path) -> None:
+    """Registered once for every conversation: a broken definition is named up front,
+    not on the first page someone opens."""
+    from engine import RegistrationError
+
+    with pytest.raises(RegistrationError, match="kinds must be unique"):
+        app_for(store, definitions=[*builtin.DEFINITIONS, builtin.DEFINITIONS[0]])
+
+
 class TestIndex:
     """GET / lists the store's conversations."""
 
