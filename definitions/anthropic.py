@@ -71,6 +71,7 @@ __all__ = [
 ]
 
 _EMPTY = StreamedText()
+_NO_INDEX: Final = object()  # no block event seen in the current scope
 # Block types whose input the SDK rebuilds from input_json_delta (TRACKS_TOOL_INPUT).
 _TRACKS_INPUT: Final = frozenset({"tool_use", "server_tool_use"})
 
@@ -108,53 +109,78 @@ class Scoper:
             message = event.get("message") or {}
             self.message_id = str(message.get("id") or "")
             self._claims = {}
-        return _wrap(self.message_id, event, kind, self._claims)
+        message_id = self.message_id
+        if message_id is not None:
+            if kind == "content_block_delta" or kind == "content_block_stop":
+                index = event.get("index")
+                if type(index) is int:  # other indexes are left to match (and its errors)
+                    return Scoped(message_id, event, _update_claim(self._claims, message_id, index))
+            elif kind == "content_block_start":
+                index = event.get("index")
+                if type(index) is int:
+                    return Scoped(message_id, event, _start_claim(self._claims, message_id, index))
+        return Scoped(message_id, event)
 
 
-def _wrap(
-    message_id: str | None, event: dict[str, Any], kind: object, claims: dict[int, Claim]
-) -> Scoped:
-    """``Scoped`` with the block claim of a ``content_block_*`` event."""
-    if message_id is None:
-        return Scoped(None, event)
-    if kind == "content_block_delta" or kind == "content_block_stop":
-        index = event.get("index")
-        if type(index) is int:  # other indexes are left to match (and its errors)
-            claim = claims.get(index)
-            if claim is None:
-                claim = claims[index] = Claim(f"{message_id}/{index}", "update")
-            return Scoped(message_id, event, claim)
-    elif kind == "content_block_start":
-        index = event.get("index")
-        if type(index) is int:
-            return Scoped(message_id, event, Claim(f"{message_id}/{index}", "start"))
-    return Scoped(message_id, event)
+def _update_claim(claims: dict[int, Claim], message_id: str, index: int) -> Claim:
+    """The update claim of block ``index`` of the current message, made once."""
+    claim = claims.get(index)
+    if claim is None:
+        claim = claims[index] = Claim(f"{message_id}/{index}", "update")
+    return claim
+
+
+def _start_claim(claims: dict[int, Claim], message_id: str, index: int) -> Claim:
+    """The start claim of block ``index``; its update claim (made now, if it was not
+    yet) shares its id string, whose hash the engine's lookups then reuse."""
+    update = claims.get(index)
+    if update is None:
+        update = claims[index] = Claim(f"{message_id}/{index}", "update")
+    return Claim(update.id, "start")
 
 
 def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
     """Wrap each raw event of one stream in ``Scoped`` (the pure pre-pass).
 
-    ``ping`` events are dropped (the SDK drops them before folding too).
+    ``ping`` events are dropped (the SDK drops them before folding too). Gives the
+    envelopes ``Scoper`` gives, one event at a time.
     """
     message_id: str | None = None
     claims: dict[int, Claim] = {}
+    # The block of the latest block event and its update claim: a delta of the same
+    # block (small ints are shared objects, so ``is`` finds it) needs no lookup.
+    # Reset whenever the scope changes; another index goes through ``claims``.
+    last_index: object = _NO_INDEX
+    last_claim: Claim | None = None
+    new = Scoped
     for event in events:
         kind = event.get("type")
-        if kind == "content_block_delta":  # the hot path, inline
+        if kind == "content_block_delta" or kind == "content_block_stop":
+            index = event.get("index")
+            if index is last_index:  # the hot path
+                yield new(message_id, event, last_claim)
+                continue
+            if message_id is not None and type(index) is int:
+                last_index = index
+                last_claim = _update_claim(claims, message_id, index)
+                yield new(message_id, event, last_claim)
+                continue
+        elif kind == "content_block_start":
             index = event.get("index")
             if message_id is not None and type(index) is int:
-                claim = claims.get(index)
-                if claim is None:
-                    claim = claims[index] = Claim(f"{message_id}/{index}", "update")
-                yield Scoped(message_id, event, claim)
+                start = _start_claim(claims, message_id, index)
+                last_index = index
+                last_claim = claims[index]
+                yield new(message_id, event, start)
                 continue
         elif kind == "message_start":
             message = event.get("message") or {}
             message_id = str(message.get("id") or "")
             claims = {}
+            last_index = _NO_INDEX
         elif kind == "ping":
             continue
-        yield _wrap(message_id, event, kind, claims)
+        yield new(message_id, event)
 
 
 def event_type(event: object) -> Hashable:
