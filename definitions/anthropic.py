@@ -240,13 +240,8 @@ _RUN_FOLDS: Final[dict[object, tuple[str, str, str]]] = {
 }
 
 
-def _append_run(state: BlockState, field: str, parts: list[str]) -> BlockState:
-    """``state`` with the joined ``parts`` appended to ``field`` (``text`` or
-    ``partial_json``), as one ``update`` per part would leave it."""
-    text = "".join(parts)  # TypeError for a non-str part, as StreamedText.append raises
-    if field == "text":
-        return _replace(state, text=state.text.append(text))
-    return _replace(state, partial_json=state.partial_json.append(text))
+_UNSET: Final = object()
+_NO_FOLD: Final = ("", None, "")  # no delta type is a block's own
 
 
 class MessageDefinition:
@@ -352,8 +347,9 @@ class BlockDefinition:
         block = raw.get("content_block")
         if not isinstance(block, dict):
             raise ValueError("content_block_start has no 'content_block' object")
-        assert event.message_id is not None
-        return BlockState(event.message_id, raw["index"], block)
+        message_id = event.message_id
+        assert message_id is not None
+        return BlockState(message_id, raw["index"], block)
 
     def update(self, state: BlockState, event: Scoped) -> BlockState:
         """Fold one delta the way the SDK does (deltas of another block type are ignored)."""
@@ -387,38 +383,75 @@ class BlockDefinition:
         return state  # a delta type the SDK does not fold either
 
     def update_many(self, state: BlockState, events: list[Scoped]) -> BlockState:
-        """``update`` over a run: each stretch of the block's own text, thinking or
-        input JSON deltas is appended at once; other deltas (a signature, a citation)
-        go through ``update`` between them."""
-        fold = _RUN_FOLDS.get(state.block.get("type"))
-        if fold is None:
+        """``update`` over a run. A run of the block's own text, thinking or input JSON
+        deltas only (the common case: the engine's runs are of one event type) is
+        joined and appended at once; any other run goes through ``_fold_mixed``."""
+        try:
+            fold = _RUN_FOLDS.get(state.block.get("type"))
+        except TypeError:  # an unhashable block type
+            fold = None
+        if fold is not None:
+            field, delta_type, key = fold
+            # The same reads as update's, in its order, per event.
+            parts = [
+                delta[key]
+                for event in events
+                if (raw := event.event)["type"] == "content_block_delta"
+                and (delta := raw["delta"])["type"] == delta_type
+            ]
+            if len(parts) == len(events):
+                # TypeError for a non-str part, as StreamedText.append raises
+                text = "".join(parts)
+                if field == "text":
+                    return _replace(state, text=state.text.append(text))
+                return _replace(state, partial_json=state.partial_json.append(text))
+        return self._update_mixed(state, events)
+
+    def _update_mixed(self, state: BlockState, events: list[Scoped]) -> BlockState:
+        """``update`` over ``events``, in one pass.
+
+        What one event changes never depends on another field (text, citations, the
+        signature and ``stopped`` are set independently), so each field's changes are
+        gathered over the run and set once: the block's own pieces joined and appended
+        (``TypeError`` for a non-str one, as ``StreamedText.append`` raises), citations
+        appended, the last signature kept. Every read ``update`` makes is made, so this
+        raises exactly when folding ``update`` would.
+        """
+        block_type = state.block.get("type")
+        try:
+            field, own_type, own_key = _RUN_FOLDS.get(block_type, _NO_FOLD)
+        except TypeError:  # an unhashable block type, which update may trip on: its way
             for event in events:
                 state = self.update(state, event)
             return state
-        field, delta_type, key = fold
-        # The same reads as update's, in its order, per event. A run is all deltas
-        # (one event type); the whole run in one comprehension is the common case.
-        parts = [
-            delta[key]
-            for event in events
-            if (raw := event.event)["type"] == "content_block_delta"
-            and (delta := raw["delta"])["type"] == delta_type
-        ]
-        if len(parts) == len(events):
-            return _append_run(state, field, parts)
-        parts = []
+        pieces: list[str] = []
+        citations: list[Any] = []
+        signature: Any = _UNSET
+        stopped = False
         for event in events:
             raw = event.event
-            if raw["type"] == "content_block_delta":
-                delta = raw["delta"]
-                if delta["type"] == delta_type:
-                    parts.append(delta[key])
-                    continue
-            if parts:
-                state = _append_run(state, field, parts)
-                parts = []
-            state = self.update(state, event)
-        return _append_run(state, field, parts) if parts else state
+            if raw["type"] == "content_block_stop":
+                stopped = True
+                continue
+            delta = raw["delta"]
+            kind = delta["type"]
+            if kind == own_type:
+                pieces.append(delta[own_key])
+            elif kind == "citations_delta":
+                if block_type == "text":
+                    citations.append(delta["citation"])
+            elif kind == "signature_delta" and block_type == "thinking":
+                signature = delta["signature"]
+        changes: dict[str, Any] = {}
+        if pieces:
+            changes[field] = getattr(state, field).append("".join(pieces))
+        if citations:
+            changes["citations"] = (*state.citations, *citations)
+        if signature is not _UNSET:
+            changes["signature"] = signature
+        if stopped:
+            changes["stopped"] = True
+        return _replace(state, **changes) if changes else state
 
     def render_text(self, node: Node) -> str:
         """Text and thinking as text, tool calls as ``name(arguments)``."""
@@ -458,21 +491,22 @@ def _block(state: BlockState) -> dict[str, Any]:
     block = dict(state.block)
     kind = block.get("type")
     if kind == "text":
-        if state.text:
-            block["text"] = str(block.get("text", "")) + str(state.text)
+        if state.text is not _EMPTY and (text := str(state.text)):
+            block["text"] = str(block.get("text", "")) + text
         if state.citations:
             block["citations"] = [*(block.get("citations") or ()), *state.citations]
     elif kind == "thinking":
-        if state.text:
-            block["thinking"] = str(block.get("thinking", "")) + str(state.text)
+        if state.text is not _EMPTY and (text := str(state.text)):
+            block["thinking"] = str(block.get("thinking", "")) + text
         if state.signature is not None:
             block["signature"] = state.signature
-    elif kind in _TRACKS_INPUT and state.partial_json:
+    elif kind in _TRACKS_INPUT and state.partial_json is not _EMPTY:
         buffer = str(state.partial_json)
-        try:
-            block["input"] = parse_partial_json(buffer)
-        except PartialJSONError as exc:
-            raise ValueError(f"unable to parse tool input JSON {buffer!r}: {exc}") from exc
+        if buffer:
+            try:
+                block["input"] = parse_partial_json(buffer)
+            except PartialJSONError as exc:
+                raise ValueError(f"unable to parse tool input JSON {buffer!r}: {exc}") from exc
     return block
 
 
@@ -483,23 +517,23 @@ def messages(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     is absent (not registered, or outside the window) are left out.
     """
     out: list[dict[str, Any]] = []
-    by_id: dict[str, dict[str, Any]] = {}
+    contents: dict[str, list[dict[str, Any]]] = {}  # each message's content, by id
     for node in nodes:
         kind = node.kind
-        if kind == MessageDefinition.kind:
+        if kind == "anthropic_block":
+            block_state: BlockState = node.state
+            content = contents.get(block_state.message_id)
+            if content is not None:
+                content.append(_block(block_state))
+        elif kind == "anthropic_message":
             state: MessageState = node.state
             message = dict(state.message)
-            message["content"] = list(message.get("content") or ())
+            content = contents[node.id] = list(message.get("content") or ())
+            message["content"] = content
             message.update(state.delta)
             if state.usage:
                 message["usage"] = {**(message.get("usage") or {}), **dict(state.usage)}
-            by_id[node.id] = message
             out.append(message)
-        elif kind == BlockDefinition.kind:
-            block_state: BlockState = node.state
-            owner = by_id.get(block_state.message_id)
-            if owner is not None:
-                owner["content"].append(_block(block_state))
     return out
 
 
