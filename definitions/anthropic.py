@@ -46,7 +46,7 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Hashable, Iterable, Iterator, Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import msgspec
 
@@ -92,6 +92,44 @@ class Scoped(msgspec.Struct, frozen=True, array_like=True, gc=False):
     block: Claim | None = None
 
 
+# The envelopes scope() makes are of a subclass per event type, which names the
+# type, so routing one is an attribute read (event_type); a Scoped built by hand is
+# routed by its event's type, as these are.
+class _MessageStart(Scoped, frozen=True):
+    _anthropic_type: ClassVar = "message_start"
+
+
+class _MessageDelta(Scoped, frozen=True):
+    _anthropic_type: ClassVar = "message_delta"
+
+
+class _MessageStop(Scoped, frozen=True):
+    _anthropic_type: ClassVar = "message_stop"
+
+
+class _BlockStart(Scoped, frozen=True):
+    _anthropic_type: ClassVar = "content_block_start"
+
+
+class _BlockDelta(Scoped, frozen=True):
+    _anthropic_type: ClassVar = "content_block_delta"
+
+
+class _BlockStop(Scoped, frozen=True):
+    _anthropic_type: ClassVar = "content_block_stop"
+
+
+_ENVELOPES: Final[dict[object, type[Scoped]]] = {
+    cls._anthropic_type: cls
+    for cls in (_MessageStart, _MessageDelta, _MessageStop, _BlockStart, _BlockDelta, _BlockStop)
+}
+
+
+def _envelope(kind: object) -> type[Scoped]:
+    """The envelope class of an event of type ``kind`` (``Scoped`` for other types)."""
+    return _ENVELOPES.get(kind, Scoped) if type(kind) is str else Scoped
+
+
 class Scoper:
     """Names the message of each event of one stream, in order (see ``scope``)."""
 
@@ -110,16 +148,17 @@ class Scoper:
             self.message_id = str(message.get("id") or "")
             self._claims = {}
         message_id = self.message_id
+        new = _envelope(kind)
         if message_id is not None:
             if kind == "content_block_delta" or kind == "content_block_stop":
                 index = event.get("index")
                 if type(index) is int:  # other indexes are left to match (and its errors)
-                    return Scoped(message_id, event, _update_claim(self._claims, message_id, index))
+                    return new(message_id, event, _update_claim(self._claims, message_id, index))
             elif kind == "content_block_start":
                 index = event.get("index")
                 if type(index) is int:
-                    return Scoped(message_id, event, _start_claim(self._claims, message_id, index))
-        return Scoped(message_id, event)
+                    return new(message_id, event, _start_claim(self._claims, message_id, index))
+        return new(message_id, event)
 
 
 def _update_claim(claims: dict[int, Claim], message_id: str, index: int) -> Claim:
@@ -152,42 +191,58 @@ def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
     # Reset whenever the scope changes; another index goes through ``claims``.
     last_index: object = _NO_INDEX
     last_claim: Claim | None = None
-    new = Scoped
     for event in events:
         kind = event.get("type")
-        if kind == "content_block_delta" or kind == "content_block_stop":
+        if kind == "content_block_delta":
             index = event.get("index")
             if index is last_index:  # the hot path
-                yield new(message_id, event, last_claim)
+                yield _BlockDelta(message_id, event, last_claim)
                 continue
             if message_id is not None and type(index) is int:
                 last_index = index
                 last_claim = _update_claim(claims, message_id, index)
-                yield new(message_id, event, last_claim)
+                yield _BlockDelta(message_id, event, last_claim)
                 continue
+            yield _BlockDelta(message_id, event)
+        elif kind == "content_block_stop":
+            index = event.get("index")
+            if index is last_index:
+                yield _BlockStop(message_id, event, last_claim)
+                continue
+            if message_id is not None and type(index) is int:
+                last_index = index
+                last_claim = _update_claim(claims, message_id, index)
+                yield _BlockStop(message_id, event, last_claim)
+                continue
+            yield _BlockStop(message_id, event)
         elif kind == "content_block_start":
             index = event.get("index")
             if message_id is not None and type(index) is int:
-                start = _start_claim(claims, message_id, index)
                 last_index = index
-                last_claim = claims[index]
-                yield new(message_id, event, start)
+                last_claim = claims.get(index)
+                if last_claim is None:  # the id made once, as _start_claim makes it
+                    last_claim = claims[index] = Claim(f"{message_id}/{index}", "update")
+                yield _BlockStart(message_id, event, Claim(last_claim.id, "start"))
                 continue
+            yield _BlockStart(message_id, event)
         elif kind == "message_start":
             message = event.get("message") or {}
             message_id = str(message.get("id") or "")
             claims = {}
             last_index = _NO_INDEX
-        elif kind == "ping":
-            continue
-        yield new(message_id, event)
+            yield _MessageStart(message_id, event)
+        elif kind != "ping":
+            yield _envelope(kind)(message_id, event)
 
 
 def event_type(event: object) -> Hashable:
     """Routing key for ``create_conversation_engine(event_type=...)``: the inner type."""
-    if type(event) is Scoped:
-        return event.event.get("type")
-    return _event_type(event)
+    try:
+        return event._anthropic_type  # type: ignore[attr-defined, no-any-return]
+    except AttributeError:  # not an envelope scope() made
+        if type(event) is Scoped:
+            return event.event.get("type")
+        return _event_type(event)
 
 
 # -- states -------------------------------------------------------------------------
@@ -240,6 +295,25 @@ _RUN_FOLDS: Final[dict[object, tuple[str, str, str]]] = {
 }
 
 
+def _append(state: BlockState, field: str, parts: list[str]) -> BlockState:
+    """``state`` with the joined ``parts`` appended to ``field`` (``text`` or
+    ``partial_json``), as one ``update`` per part would leave it."""
+    text = "".join(parts)  # TypeError for a non-str part, as StreamedText.append raises
+    if field == "text":
+        return _replace(state, text=state.text.append(text))
+    return _replace(state, partial_json=state.partial_json.append(text))
+
+
+def _owns_any(events: list[Scoped], delta_type: str) -> bool:
+    """Whether a block whose own deltas are ``delta_type`` has one among ``events``
+    (whose reads ``update_many`` has made once already: they do not raise)."""
+    for event in events:
+        raw = event.event
+        if raw["type"] == "content_block_delta" and raw["delta"]["type"] == delta_type:
+            return True
+    return False
+
+
 _UNSET: Final = object()
 _NO_FOLD: Final = ("", None, "")  # no delta type is a block's own
 
@@ -248,7 +322,7 @@ class MessageDefinition:
     """Kind ``anthropic_message``: one node per message, id = the message id."""
 
     kind = "anthropic_message"
-    event_types = _MESSAGE_TYPES | {Scoped}
+    event_types = _MESSAGE_TYPES | {Scoped, *_ENVELOPES.values()}
     publication = "immediate"
 
     def match(self, event: Scoped) -> Claim | None:
@@ -318,7 +392,7 @@ class BlockDefinition:
     """Kind ``anthropic_block``: one node per content block, id ``<message>/<index>``."""
 
     kind = "anthropic_block"
-    event_types = _BLOCK_TYPES | {Scoped}
+    event_types = _BLOCK_TYPES | {Scoped, *_ENVELOPES.values()}
 
     # Per event type, resolved by the engine once per route: no call per delta. It
     # needs the engine's event_type (anthropic.event_type, as fold() and replay pass).
@@ -383,28 +457,37 @@ class BlockDefinition:
         return state  # a delta type the SDK does not fold either
 
     def update_many(self, state: BlockState, events: list[Scoped]) -> BlockState:
-        """``update`` over a run. A run of the block's own text, thinking or input JSON
-        deltas only (the common case: the engine's runs are of one event type) is
-        joined and appended at once; any other run goes through ``_fold_mixed``."""
+        """``update`` over a run. The block's own text, thinking or input JSON deltas
+        are joined and appended at once. The others (a text block's citations, a
+        thinking block's signature, a stop) go through ``_update_mixed``: apart, when
+        they all come before or all after the block's own (the common case), else
+        with them."""
         try:
             fold = _RUN_FOLDS.get(state.block.get("type"))
         except TypeError:  # an unhashable block type
             fold = None
-        if fold is not None:
-            field, delta_type, key = fold
-            # The same reads as update's, in its order, per event.
-            parts = [
-                delta[key]
-                for event in events
-                if (raw := event.event)["type"] == "content_block_delta"
-                and (delta := raw["delta"])["type"] == delta_type
-            ]
-            if len(parts) == len(events):
-                # TypeError for a non-str part, as StreamedText.append raises
-                text = "".join(parts)
-                if field == "text":
-                    return _replace(state, text=state.text.append(text))
-                return _replace(state, partial_json=state.partial_json.append(text))
+        if fold is None:
+            return self._update_mixed(state, events)
+        field, delta_type, key = fold
+        # The same reads as update's, in its order, per event.
+        parts = [
+            delta[key]
+            for event in events
+            if (raw := event.event)["type"] == "content_block_delta"
+            and (delta := raw["delta"])["type"] == delta_type
+        ]
+        others = len(events) - len(parts)
+        if not others:  # a run of the block's own deltas: the engine's common case
+            return _append(state, field, parts)
+        if parts:
+            # Exactly ``others`` events are not the block's own: if the last (first)
+            # ``others`` events are none of its own, the rest are all its own.
+            tail = events[-others:]
+            if not _owns_any(tail, delta_type):
+                return self._update_mixed(_append(state, field, parts), tail)
+            head = events[:others]
+            if not _owns_any(head, delta_type):
+                return _append(self._update_mixed(state, head), field, parts)
         return self._update_mixed(state, events)
 
     def _update_mixed(self, state: BlockState, events: list[Scoped]) -> BlockState:
