@@ -170,11 +170,9 @@ def _update_claim(claims: dict[int, Claim], message_id: str, index: int) -> Clai
 
 
 def _start_claim(claims: dict[int, Claim], message_id: str, index: int) -> Claim:
-    """The start claim of block ``index``; its update claim (made now, if it was not
-    yet) shares its id string, whose hash the engine's lookups then reuse."""
-    update = claims.get(index)
-    if update is None:
-        update = claims[index] = Claim(f"{message_id}/{index}", "update")
+    """The start claim of block ``index``; its update claim, made now, shares its id
+    string, whose hash the engine's lookups then reuse."""
+    update = claims[index] = Claim(f"{message_id}/{index}", "update")
     return Claim(update.id, "start")
 
 
@@ -218,10 +216,9 @@ def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
         elif kind == "content_block_start":
             index = event.get("index")
             if message_id is not None and type(index) is int:
+                # the block's claims, made now (as _start_claim makes them), share an id
                 last_index = index
-                last_claim = claims.get(index)
-                if last_claim is None:  # the id made once, as _start_claim makes it
-                    last_claim = claims[index] = Claim(f"{message_id}/{index}", "update")
+                last_claim = claims[index] = Claim(f"{message_id}/{index}", "update")
                 yield _BlockStart(message_id, event, Claim(last_claim.id, "start"))
                 continue
             yield _BlockStart(message_id, event)
@@ -231,6 +228,10 @@ def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
             claims = {}
             last_index = _NO_INDEX
             yield _MessageStart(message_id, event)
+        elif kind == "message_stop":
+            yield _MessageStop(message_id, event)
+        elif kind == "message_delta":
+            yield _MessageDelta(message_id, event)
         elif kind != "ping":
             yield _envelope(kind)(message_id, event)
 
