@@ -349,7 +349,7 @@ class MessageDefinition:
         """Apply ``message_delta`` (stop reason, container, cumulative usage)."""
         raw = event.event
         if raw["type"] == "message_stop":
-            return msgspec.structs.replace(state, stopped=True)
+            return _replace(state, stopped=True)
         delta = raw.get("delta") or {}
         fields = dict(state.delta)
         fields["stop_reason"] = delta.get("stop_reason")
@@ -430,15 +430,20 @@ class BlockDefinition:
         """Fold one delta the way the SDK does (deltas of another block type are ignored)."""
         raw = event.event
         if raw["type"] == "content_block_stop":
-            return msgspec.structs.replace(state, stopped=True)
+            return _replace(state, stopped=True)
         delta = raw["delta"]
         kind = delta["type"]
         block_type = state.block.get("type")
-        # replace() builds the 8-field state in C: cheaper than passing every field
+        # replace() builds the 8-field state in C: cheaper than passing every field.
+        # The kinds a block's first delta has, most often first.
         if kind == "text_delta":
             if block_type != "text":
                 return state
             return _replace(state, text=state.text.append(delta["text"]))
+        if kind == "citations_delta":
+            if block_type != "text":
+                return state
+            return _replace(state, citations=(*state.citations, delta["citation"]))
         if kind == "input_json_delta":
             if block_type not in _TRACKS_INPUT:
                 return state
@@ -446,15 +451,11 @@ class BlockDefinition:
         if kind == "thinking_delta":
             if block_type != "thinking":
                 return state
-            return msgspec.structs.replace(state, text=state.text.append(delta["thinking"]))
+            return _replace(state, text=state.text.append(delta["thinking"]))
         if kind == "signature_delta":
             if block_type != "thinking":
                 return state
-            return msgspec.structs.replace(state, signature=delta["signature"])
-        if kind == "citations_delta":
-            if block_type != "text":
-                return state
-            return msgspec.structs.replace(state, citations=(*state.citations, delta["citation"]))
+            return _replace(state, signature=delta["signature"])
         return state  # a delta type the SDK does not fold either
 
     def update_many(self, state: BlockState, events: list[Scoped]) -> BlockState:
@@ -550,16 +551,15 @@ class BlockDefinition:
                     citations.append(delta["citation"])
             elif kind == "signature_delta" and block_type == "thinking":
                 signature = delta["signature"]
-        changes: dict[str, Any] = {}
         if pieces:
-            changes[field] = getattr(state, field).append("".join(pieces))
+            state = _append(state, field, pieces)
         if citations:
-            changes["citations"] = (*state.citations, *citations)
+            state = _replace(state, citations=(*state.citations, *citations))
         if signature is not _UNSET:
-            changes["signature"] = signature
+            state = _replace(state, signature=signature)
         if stopped:
-            changes["stopped"] = True
-        return _replace(state, **changes) if changes else state
+            state = _replace(state, stopped=True)
+        return state
 
     def render_text(self, node: Node) -> str:
         """Text and thinking as text, tool calls as ``name(arguments)``."""
