@@ -251,3 +251,28 @@ def test_scope_claims_what_match_would(events: list[dict[str, Any]]) -> None:
     assert scoped == [scoper(event) for event in events if event.get("type") != "ping"]
     by_hand = [anthropic.Scoped(envelope.message_id, envelope.event) for envelope in scoped]
     assert _folded(scoped) == _folded(by_hand)
+
+
+def test_event_type_is_the_inner_type_however_an_envelope_was_made() -> None:
+    """``event_type`` routes scope()'s envelopes, a hand-built ``Scoped`` and ``Scoper``'s
+    envelopes by their event's type, and anything else by the shared routing key."""
+    from definitions import event_type as shared_event_type
+
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"id": "m", "content": []}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "a"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {}, "usage": {}},
+        {"type": "message_stop"},
+        {"type": "error", "error": {}},
+        {"no": "type"},
+    ]
+    scoper = anthropic.Scoper()
+    for event, envelope in zip(events, anthropic.scope(events), strict=True):
+        assert anthropic.event_type(envelope) == event.get("type")
+        assert anthropic.event_type(scoper(event)) == event.get("type")
+        assert anthropic.event_type(anthropic.Scoped("m", event)) == event.get("type")
+        assert isinstance(envelope, anthropic.Scoped)
+    for other in ({"type": "message.delta"}, {"id": 1}, anthropic.MessageState({}), 5):
+        assert anthropic.event_type(other) == shared_event_type(other)
