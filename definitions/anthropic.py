@@ -29,11 +29,14 @@ Live users wrap their stream: ``engine.push_many(scope(events))``, or keep one
 definition's publication is a mapping from that type, which the engine resolves
 once per type, and which needs the engine's ``event_type``.
 
-Per delta the work is one envelope (which carries the block's claim, made once per
-block by the scoper), one attribute read to claim it and one new frozen state whose
-text is a ``StreamedText`` append; tool input JSON is parsed once, when
-``messages()`` rebuilds (``definitions._partial_json``, jiter's partial-mode
-semantics).
+Per delta the work is one envelope, of a ``Scoped`` subclass per event type whose
+class names the type (routing it is one attribute read) and which carries the
+block's claim (made once per block by the scoper, found by an identity check on the
+index while the deltas stay on one block), one attribute read to claim it, and a
+share of the run the engine hands ``update_many``: the block's own pieces joined and
+appended to its ``StreamedText`` at once (a citation or a signature before or after
+them folded apart). Tool input JSON is parsed once, when ``messages()`` rebuilds
+(``definitions._partial_json``, jiter's partial-mode semantics).
 
 ``messages(nodes)`` rebuilds the SDK's ``Message`` dicts (as
 ``accumulate_event`` + ``to_dict(mode="json")`` give them), one per message in
@@ -46,7 +49,7 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Hashable, Iterable, Iterator, Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import msgspec
 
@@ -71,6 +74,7 @@ __all__ = [
 ]
 
 _EMPTY = StreamedText()
+_NO_INDEX: Final = object()  # no block event seen in the current scope
 # Block types whose input the SDK rebuilds from input_json_delta (TRACKS_TOOL_INPUT).
 _TRACKS_INPUT: Final = frozenset({"tool_use", "server_tool_use"})
 
@@ -84,11 +88,53 @@ class Scoped(msgspec.Struct, frozen=True, array_like=True, gc=False):
     ``index`` in a scoped message, made once per block by the scoper (a delta's
     claim is then one attribute read, with no id formatted per delta); ``None``
     otherwise, and ``match`` works the claim out from the event.
+
+    ``scope`` and ``Scoper`` make instances of a private subclass per event type,
+    which ``event_type`` routes without reading the event; one built by hand is
+    routed, claimed and folded the same.
     """
 
     message_id: str | None
     event: dict[str, Any]
     block: Claim | None = None
+
+
+# The envelopes scope() makes are of a subclass per event type, which names the
+# type, so routing one is an attribute read (event_type); a Scoped built by hand is
+# routed by its event's type, as these are.
+class _MessageStart(Scoped, frozen=True):
+    _anthropic_type: ClassVar = "message_start"
+
+
+class _MessageDelta(Scoped, frozen=True):
+    _anthropic_type: ClassVar = "message_delta"
+
+
+class _MessageStop(Scoped, frozen=True):
+    _anthropic_type: ClassVar = "message_stop"
+
+
+class _BlockStart(Scoped, frozen=True):
+    _anthropic_type: ClassVar = "content_block_start"
+
+
+class _BlockDelta(Scoped, frozen=True):
+    _anthropic_type: ClassVar = "content_block_delta"
+
+
+class _BlockStop(Scoped, frozen=True):
+    _anthropic_type: ClassVar = "content_block_stop"
+
+
+_ENVELOPES: Final[dict[object, type[Scoped]]] = {
+    cls._anthropic_type: cls
+    for cls in (_MessageStart, _MessageDelta, _MessageStop, _BlockStart, _BlockDelta, _BlockStop)
+}
+
+
+def _envelope(kind: object) -> type[Scoped]:
+    """The envelope class of an event of type ``kind`` (``Scoped`` for other types)."""
+    return _ENVELOPES.get(kind, Scoped) if type(kind) is str else Scoped
 
 
 class Scoper:
@@ -108,60 +154,103 @@ class Scoper:
             message = event.get("message") or {}
             self.message_id = str(message.get("id") or "")
             self._claims = {}
-        return _wrap(self.message_id, event, kind, self._claims)
+        message_id = self.message_id
+        new = _envelope(kind)
+        if message_id is not None:
+            if kind == "content_block_delta" or kind == "content_block_stop":
+                index = event.get("index")
+                if type(index) is int:  # other indexes are left to match (and its errors)
+                    return new(message_id, event, _update_claim(self._claims, message_id, index))
+            elif kind == "content_block_start":
+                index = event.get("index")
+                if type(index) is int:
+                    return new(message_id, event, _start_claim(self._claims, message_id, index))
+        return new(message_id, event)
 
 
-def _wrap(
-    message_id: str | None, event: dict[str, Any], kind: object, claims: dict[int, Claim]
-) -> Scoped:
-    """``Scoped`` with the block claim of a ``content_block_*`` event."""
-    if message_id is None:
-        return Scoped(None, event)
-    if kind == "content_block_delta" or kind == "content_block_stop":
-        index = event.get("index")
-        if type(index) is int:  # other indexes are left to match (and its errors)
-            claim = claims.get(index)
-            if claim is None:
-                claim = claims[index] = Claim(f"{message_id}/{index}", "update")
-            return Scoped(message_id, event, claim)
-    elif kind == "content_block_start":
-        index = event.get("index")
-        if type(index) is int:
-            return Scoped(message_id, event, Claim(f"{message_id}/{index}", "start"))
-    return Scoped(message_id, event)
+def _update_claim(claims: dict[int, Claim], message_id: str, index: int) -> Claim:
+    """The update claim of block ``index`` of the current message, made once."""
+    claim = claims.get(index)
+    if claim is None:
+        claim = claims[index] = Claim(f"{message_id}/{index}", "update")
+    return claim
+
+
+def _start_claim(claims: dict[int, Claim], message_id: str, index: int) -> Claim:
+    """The start claim of block ``index``; its update claim, made now, shares its id
+    string, whose hash the engine's lookups then reuse."""
+    update = claims[index] = Claim(f"{message_id}/{index}", "update")
+    return Claim(update.id, "start")
 
 
 def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
     """Wrap each raw event of one stream in ``Scoped`` (the pure pre-pass).
 
-    ``ping`` events are dropped (the SDK drops them before folding too).
+    ``ping`` events are dropped (the SDK drops them before folding too). Gives the
+    envelopes ``Scoper`` gives, one event at a time.
     """
     message_id: str | None = None
     claims: dict[int, Claim] = {}
+    # The block of the latest block event and its update claim: a delta of the same
+    # block (small ints are shared objects, so ``is`` finds it) needs no lookup.
+    # Reset whenever the scope changes; another index goes through ``claims``.
+    last_index: object = _NO_INDEX
+    last_claim: Claim | None = None
     for event in events:
         kind = event.get("type")
-        if kind == "content_block_delta":  # the hot path, inline
+        if kind == "content_block_delta":
+            index = event.get("index")
+            if index is last_index:  # the hot path
+                yield _BlockDelta(message_id, event, last_claim)
+                continue
+            if message_id is not None and type(index) is int:
+                last_index = index
+                last_claim = _update_claim(claims, message_id, index)
+                yield _BlockDelta(message_id, event, last_claim)
+                continue
+            yield _BlockDelta(message_id, event)
+        elif kind == "content_block_stop":
+            index = event.get("index")
+            if index is last_index:
+                yield _BlockStop(message_id, event, last_claim)
+                continue
+            if message_id is not None and type(index) is int:
+                last_index = index
+                last_claim = _update_claim(claims, message_id, index)
+                yield _BlockStop(message_id, event, last_claim)
+                continue
+            yield _BlockStop(message_id, event)
+        elif kind == "content_block_start":
             index = event.get("index")
             if message_id is not None and type(index) is int:
-                claim = claims.get(index)
-                if claim is None:
-                    claim = claims[index] = Claim(f"{message_id}/{index}", "update")
-                yield Scoped(message_id, event, claim)
+                # the block's claims, made now (as _start_claim makes them), share an id
+                last_index = index
+                last_claim = claims[index] = Claim(f"{message_id}/{index}", "update")
+                yield _BlockStart(message_id, event, Claim(last_claim.id, "start"))
                 continue
+            yield _BlockStart(message_id, event)
         elif kind == "message_start":
             message = event.get("message") or {}
             message_id = str(message.get("id") or "")
             claims = {}
-        elif kind == "ping":
-            continue
-        yield _wrap(message_id, event, kind, claims)
+            last_index = _NO_INDEX
+            yield _MessageStart(message_id, event)
+        elif kind == "message_stop":
+            yield _MessageStop(message_id, event)
+        elif kind == "message_delta":
+            yield _MessageDelta(message_id, event)
+        elif kind != "ping":
+            yield _envelope(kind)(message_id, event)
 
 
 def event_type(event: object) -> Hashable:
     """Routing key for ``create_conversation_engine(event_type=...)``: the inner type."""
-    if type(event) is Scoped:
-        return event.event.get("type")
-    return _event_type(event)
+    try:
+        return event._anthropic_type  # type: ignore[attr-defined, no-any-return]
+    except AttributeError:  # not an envelope scope() made
+        if type(event) is Scoped:
+            return event.event.get("type")
+        return _event_type(event)
 
 
 # -- states -------------------------------------------------------------------------
@@ -214,7 +303,7 @@ _RUN_FOLDS: Final[dict[object, tuple[str, str, str]]] = {
 }
 
 
-def _append_run(state: BlockState, field: str, parts: list[str]) -> BlockState:
+def _append(state: BlockState, field: str, parts: list[str]) -> BlockState:
     """``state`` with the joined ``parts`` appended to ``field`` (``text`` or
     ``partial_json``), as one ``update`` per part would leave it."""
     text = "".join(parts)  # TypeError for a non-str part, as StreamedText.append raises
@@ -223,11 +312,25 @@ def _append_run(state: BlockState, field: str, parts: list[str]) -> BlockState:
     return _replace(state, partial_json=state.partial_json.append(text))
 
 
+def _owns_any(events: list[Scoped], delta_type: str) -> bool:
+    """Whether a block whose own deltas are ``delta_type`` has one among ``events``
+    (whose reads ``update_many`` has made once already: they do not raise)."""
+    for event in events:
+        raw = event.event
+        if raw["type"] == "content_block_delta" and raw["delta"]["type"] == delta_type:
+            return True
+    return False
+
+
+_UNSET: Final = object()
+_NO_FOLD: Final = ("", None, "")  # no delta type is a block's own
+
+
 class MessageDefinition:
     """Kind ``anthropic_message``: one node per message, id = the message id."""
 
     kind = "anthropic_message"
-    event_types = _MESSAGE_TYPES | {Scoped}
+    event_types = _MESSAGE_TYPES | {Scoped, *_ENVELOPES.values()}
     publication = "immediate"
 
     def match(self, event: Scoped) -> Claim | None:
@@ -253,7 +356,7 @@ class MessageDefinition:
         """Apply ``message_delta`` (stop reason, container, cumulative usage)."""
         raw = event.event
         if raw["type"] == "message_stop":
-            return msgspec.structs.replace(state, stopped=True)
+            return _replace(state, stopped=True)
         delta = raw.get("delta") or {}
         fields = dict(state.delta)
         fields["stop_reason"] = delta.get("stop_reason")
@@ -297,7 +400,7 @@ class BlockDefinition:
     """Kind ``anthropic_block``: one node per content block, id ``<message>/<index>``."""
 
     kind = "anthropic_block"
-    event_types = _BLOCK_TYPES | {Scoped}
+    event_types = _BLOCK_TYPES | {Scoped, *_ENVELOPES.values()}
 
     # Per event type, resolved by the engine once per route: no call per delta. It
     # needs the engine's event_type (anthropic.event_type, as fold() and replay pass).
@@ -326,22 +429,28 @@ class BlockDefinition:
         block = raw.get("content_block")
         if not isinstance(block, dict):
             raise ValueError("content_block_start has no 'content_block' object")
-        assert event.message_id is not None
-        return BlockState(event.message_id, raw["index"], block)
+        message_id = event.message_id
+        assert message_id is not None
+        return BlockState(message_id, raw["index"], block)
 
     def update(self, state: BlockState, event: Scoped) -> BlockState:
         """Fold one delta the way the SDK does (deltas of another block type are ignored)."""
         raw = event.event
         if raw["type"] == "content_block_stop":
-            return msgspec.structs.replace(state, stopped=True)
+            return _replace(state, stopped=True)
         delta = raw["delta"]
         kind = delta["type"]
         block_type = state.block.get("type")
-        # replace() builds the 8-field state in C: cheaper than passing every field
+        # replace() builds the 8-field state in C: cheaper than passing every field.
+        # The kinds a block's first delta has, most often first.
         if kind == "text_delta":
             if block_type != "text":
                 return state
             return _replace(state, text=state.text.append(delta["text"]))
+        if kind == "citations_delta":
+            if block_type != "text":
+                return state
+            return _replace(state, citations=(*state.citations, delta["citation"]))
         if kind == "input_json_delta":
             if block_type not in _TRACKS_INPUT:
                 return state
@@ -349,50 +458,115 @@ class BlockDefinition:
         if kind == "thinking_delta":
             if block_type != "thinking":
                 return state
-            return msgspec.structs.replace(state, text=state.text.append(delta["thinking"]))
+            return _replace(state, text=state.text.append(delta["thinking"]))
         if kind == "signature_delta":
             if block_type != "thinking":
                 return state
-            return msgspec.structs.replace(state, signature=delta["signature"])
-        if kind == "citations_delta":
-            if block_type != "text":
-                return state
-            return msgspec.structs.replace(state, citations=(*state.citations, delta["citation"]))
+            return _replace(state, signature=delta["signature"])
         return state  # a delta type the SDK does not fold either
 
     def update_many(self, state: BlockState, events: list[Scoped]) -> BlockState:
-        """``update`` over a run: each stretch of the block's own text, thinking or
-        input JSON deltas is appended at once; other deltas (a signature, a citation)
-        go through ``update`` between them."""
-        fold = _RUN_FOLDS.get(state.block.get("type"))
-        if fold is None:
+        """``update`` over a run. The block's own text, thinking or input JSON deltas
+        are joined and appended at once. The others (a text block's citations, a
+        thinking block's signature, a stop) go through ``_update_mixed``: apart, when
+        they all come before or all after the block's own (the common case), else
+        with them."""
+        # One comprehension per block type, its constants inline. Each makes the same
+        # reads as update's, in its order, per event.
+        block_type = state.block.get("type")
+        if block_type == "text":
+            parts = [
+                delta["text"]
+                for event in events
+                if (raw := event.event)["type"] == "content_block_delta"
+                and (delta := raw["delta"])["type"] == "text_delta"
+            ]
+            if len(parts) == len(events):  # the engine's common run: TypeError for a non-str
+                return _replace(state, text=state.text.append("".join(parts)))
+            return self._update_split(state, events, parts, "text", "text_delta")
+        if block_type == "tool_use" or block_type == "server_tool_use":
+            parts = [
+                delta["partial_json"]
+                for event in events
+                if (raw := event.event)["type"] == "content_block_delta"
+                and (delta := raw["delta"])["type"] == "input_json_delta"
+            ]
+            if len(parts) == len(events):
+                return _replace(state, partial_json=state.partial_json.append("".join(parts)))
+            return self._update_split(state, events, parts, "partial_json", "input_json_delta")
+        if block_type == "thinking":
+            parts = [
+                delta["thinking"]
+                for event in events
+                if (raw := event.event)["type"] == "content_block_delta"
+                and (delta := raw["delta"])["type"] == "thinking_delta"
+            ]
+            if len(parts) == len(events):
+                return _replace(state, text=state.text.append("".join(parts)))
+            return self._update_split(state, events, parts, "text", "thinking_delta")
+        return self._update_mixed(state, events)
+
+    def _update_split(
+        self, state: BlockState, events: list[Scoped], parts: list[str], field: str, own: str
+    ) -> BlockState:
+        """``update_many`` of a run of which ``parts`` are the block's own pieces (its
+        ``own`` deltas, appended to ``field``) and the rest other events."""
+        others = len(events) - len(parts)
+        if parts:
+            # Exactly ``others`` events are not the block's own: if the last (first)
+            # ``others`` events are none of its own, the rest are all its own.
+            tail = events[-others:]
+            if not _owns_any(tail, own):
+                return self._update_mixed(_append(state, field, parts), tail)
+            head = events[:others]
+            if not _owns_any(head, own):
+                return _append(self._update_mixed(state, head), field, parts)
+        return self._update_mixed(state, events)
+
+    def _update_mixed(self, state: BlockState, events: list[Scoped]) -> BlockState:
+        """``update`` over ``events``, in one pass.
+
+        What one event changes never depends on another field (text, citations, the
+        signature and ``stopped`` are set independently), so each field's changes are
+        gathered over the run and set once: the block's own pieces joined and appended
+        (``TypeError`` for a non-str one, as ``StreamedText.append`` raises), citations
+        appended, the last signature kept. Every read ``update`` makes is made, so this
+        raises exactly when folding ``update`` would.
+        """
+        block_type = state.block.get("type")
+        try:
+            field, own_type, own_key = _RUN_FOLDS.get(block_type, _NO_FOLD)
+        except TypeError:  # an unhashable block type, which update may trip on: its way
             for event in events:
                 state = self.update(state, event)
             return state
-        field, delta_type, key = fold
-        # The same reads as update's, in its order, per event. A run is all deltas
-        # (one event type); the whole run in one comprehension is the common case.
-        parts = [
-            delta[key]
-            for event in events
-            if (raw := event.event)["type"] == "content_block_delta"
-            and (delta := raw["delta"])["type"] == delta_type
-        ]
-        if len(parts) == len(events):
-            return _append_run(state, field, parts)
-        parts = []
+        pieces: list[str] = []
+        citations: list[Any] = []
+        signature: Any = _UNSET
+        stopped = False
         for event in events:
             raw = event.event
-            if raw["type"] == "content_block_delta":
-                delta = raw["delta"]
-                if delta["type"] == delta_type:
-                    parts.append(delta[key])
-                    continue
-            if parts:
-                state = _append_run(state, field, parts)
-                parts = []
-            state = self.update(state, event)
-        return _append_run(state, field, parts) if parts else state
+            if raw["type"] == "content_block_stop":
+                stopped = True
+                continue
+            delta = raw["delta"]
+            kind = delta["type"]
+            if kind == own_type:
+                pieces.append(delta[own_key])
+            elif kind == "citations_delta":
+                if block_type == "text":
+                    citations.append(delta["citation"])
+            elif kind == "signature_delta" and block_type == "thinking":
+                signature = delta["signature"]
+        if pieces:
+            state = _append(state, field, pieces)
+        if citations:
+            state = _replace(state, citations=(*state.citations, *citations))
+        if signature is not _UNSET:
+            state = _replace(state, signature=signature)
+        if stopped:
+            state = _replace(state, stopped=True)
+        return state
 
     def render_text(self, node: Node) -> str:
         """Text and thinking as text, tool calls as ``name(arguments)``."""
@@ -429,24 +603,25 @@ DEFINITIONS: Final = (MESSAGE, BLOCK)
 
 
 def _block(state: BlockState) -> dict[str, Any]:
-    block = dict(state.block)
+    block = {**state.block}  # a plain dict, as dict() makes (and a little faster)
     kind = block.get("type")
     if kind == "text":
-        if state.text:
-            block["text"] = str(block.get("text", "")) + str(state.text)
+        if state.text is not _EMPTY and (text := str(state.text)):
+            block["text"] = str(block.get("text", "")) + text
         if state.citations:
             block["citations"] = [*(block.get("citations") or ()), *state.citations]
     elif kind == "thinking":
-        if state.text:
-            block["thinking"] = str(block.get("thinking", "")) + str(state.text)
+        if state.text is not _EMPTY and (text := str(state.text)):
+            block["thinking"] = str(block.get("thinking", "")) + text
         if state.signature is not None:
             block["signature"] = state.signature
-    elif kind in _TRACKS_INPUT and state.partial_json:
+    elif kind in _TRACKS_INPUT and state.partial_json is not _EMPTY:
         buffer = str(state.partial_json)
-        try:
-            block["input"] = parse_partial_json(buffer)
-        except PartialJSONError as exc:
-            raise ValueError(f"unable to parse tool input JSON {buffer!r}: {exc}") from exc
+        if buffer:
+            try:
+                block["input"] = parse_partial_json(buffer)
+            except PartialJSONError as exc:
+                raise ValueError(f"unable to parse tool input JSON {buffer!r}: {exc}") from exc
     return block
 
 
@@ -457,23 +632,23 @@ def messages(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     is absent (not registered, or outside the window) are left out.
     """
     out: list[dict[str, Any]] = []
-    by_id: dict[str, dict[str, Any]] = {}
+    contents: dict[str, list[dict[str, Any]]] = {}  # each message's content, by id
     for node in nodes:
         kind = node.kind
-        if kind == MessageDefinition.kind:
+        if kind == "anthropic_block":
+            block_state: BlockState = node.state
+            content = contents.get(block_state.message_id)
+            if content is not None:
+                content.append(_block(block_state))
+        elif kind == "anthropic_message":
             state: MessageState = node.state
-            message = dict(state.message)
-            message["content"] = list(message.get("content") or ())
+            message = {**state.message}
+            content = contents[node.id] = list(message.get("content") or ())
+            message["content"] = content
             message.update(state.delta)
             if state.usage:
                 message["usage"] = {**(message.get("usage") or {}), **dict(state.usage)}
-            by_id[node.id] = message
             out.append(message)
-        elif kind == BlockDefinition.kind:
-            block_state: BlockState = node.state
-            owner = by_id.get(block_state.message_id)
-            if owner is not None:
-                owner["content"].append(_block(block_state))
     return out
 
 

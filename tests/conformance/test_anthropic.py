@@ -180,3 +180,99 @@ def test_a_hand_built_envelope_without_a_block_claim_folds_the_same() -> None:
         engines.append(anthropic.messages(engine.nodes()))
     assert engines[0] == engines[1]
     assert engines[0][0]["content"][0]["text"] == "hi"
+
+
+_INDEXES = st.sampled_from([0, 1, 2, 300, True, 1.0, "1", None])
+_ODD_EVENTS = st.one_of(
+    st.builds(
+        lambda message_id: {"type": "message_start", "message": {"id": message_id, "content": []}},
+        st.sampled_from(["a", "b", "", None, 5]),
+    ),
+    st.builds(
+        lambda index, kind: {
+            "type": "content_block_start",
+            "index": index,
+            "content_block": {"type": kind},
+        },
+        _INDEXES,
+        st.sampled_from(["text", "thinking", "tool_use", "image"]),
+    ),
+    st.builds(
+        lambda index, delta: {"type": "content_block_delta", "index": index, "delta": delta},
+        _INDEXES,
+        st.sampled_from(
+            [
+                {"type": "text_delta", "text": "t"},
+                {"type": "thinking_delta", "thinking": "k"},
+                {"type": "input_json_delta", "partial_json": '{"a'},
+                {"type": "citations_delta", "citation": {"n": 1}},
+                {"type": "signature_delta", "signature": "s"},
+            ]
+        ),
+    ),
+    st.builds(lambda index: {"type": "content_block_stop", "index": index}, _INDEXES),
+    st.sampled_from(
+        [
+            {"type": "content_block_delta", "delta": {"type": "text_delta", "text": "x"}},
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}},
+            {"type": "message_stop"},
+            {"type": "ping"},
+            {"type": None},
+            {},
+        ]
+    ),
+)
+
+
+def _folded(envelopes: list[anthropic.Scoped]) -> tuple[object, str | None]:
+    engine = create_conversation_engine(anthropic.DEFINITIONS, event_type=anthropic.event_type)
+    error = None
+    rest = envelopes
+    while rest:  # past each failing event, as a reader that skips bad events would
+        position = engine.statistics().events_pushed
+        try:
+            engine.push_many(rest)
+        except Exception as exc:
+            error = f"{error} | {exc}"
+        rest = envelopes[engine.statistics().events_pushed :]
+        if engine.statistics().events_pushed == position:
+            break
+    return engine.nodes(), error
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ODD_EVENTS, max_size=30))
+def test_scope_claims_what_match_would(events: list[dict[str, Any]]) -> None:
+    """On any stream (odd indexes, repeated starts, events before any message_start),
+    ``scope`` gives the envelopes ``Scoper`` gives, and its block claims fold the same
+    nodes (and fail at the same events) as envelopes whose claims ``match`` works out."""
+    scoped = list(anthropic.scope(events))
+    scoper = anthropic.Scoper()
+    assert scoped == [scoper(event) for event in events if event.get("type") != "ping"]
+    by_hand = [anthropic.Scoped(envelope.message_id, envelope.event) for envelope in scoped]
+    assert _folded(scoped) == _folded(by_hand)
+
+
+def test_event_type_is_the_inner_type_however_an_envelope_was_made() -> None:
+    """``event_type`` routes scope()'s envelopes, a hand-built ``Scoped`` and ``Scoper``'s
+    envelopes by their event's type, and anything else by the shared routing key."""
+    from definitions import event_type as shared_event_type
+
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"id": "m", "content": []}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "a"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {}, "usage": {}},
+        {"type": "message_stop"},
+        {"type": "error", "error": {}},
+        {"no": "type"},
+    ]
+    scoper = anthropic.Scoper()
+    for event, envelope in zip(events, anthropic.scope(events), strict=True):
+        assert anthropic.event_type(envelope) == event.get("type")
+        assert anthropic.event_type(scoper(event)) == event.get("type")
+        assert anthropic.event_type(anthropic.Scoped("m", event)) == event.get("type")
+        assert isinstance(envelope, anthropic.Scoped)
+    for other in ({"type": "message.delta"}, {"id": 1}, anthropic.MessageState({}), 5):
+        assert anthropic.event_type(other) == shared_event_type(other)

@@ -29,15 +29,19 @@ deltas = st.one_of(
     st.builds(lambda t: {"type": "signature_delta", "signature": t}, payloads),
     st.builds(lambda c: {"type": "citations_delta", "citation": c}, st.integers(0, 3)),
     st.just({"type": "text_delta"}),  # no text: update raises KeyError
+    st.just({"text": "a"}),  # no type: update raises KeyError
 )
-block_types = st.sampled_from(["text", "thinking", "tool_use", "server_tool_use", "image"])
+block_types = st.sampled_from(["text", "thinking", "tool_use", "server_tool_use", "image", 5])
 
 
-def scoped(delta: dict[str, Any]) -> anthropic.Scoped:
+def scoped(delta: dict[str, Any] | None) -> anthropic.Scoped:
+    """A delta, or for ``None`` the block's stop."""
+    if delta is None:
+        return anthropic.Scoped("m", {"type": "content_block_stop", "index": 0})
     return anthropic.Scoped("m", {"type": "content_block_delta", "index": 0, "delta": delta})
 
 
-def one_of_a_kind(draw: Any, block_type: str) -> list[dict[str, Any]]:
+def one_of_a_kind(draw: Any, block_type: object) -> list[dict[str, Any] | None]:
     """Mostly runs of the block's own delta type (the fast path), now and then mixed."""
     own = {
         "text": ("text_delta", "text"),
@@ -45,9 +49,10 @@ def one_of_a_kind(draw: Any, block_type: str) -> list[dict[str, Any]]:
         "tool_use": ("input_json_delta", "partial_json"),
         "server_tool_use": ("input_json_delta", "partial_json"),
     }.get(block_type)
-    run: list[dict[str, Any]]
+    run: list[dict[str, Any] | None]
     if own is None or draw(st.booleans()):
-        run = draw(st.lists(deltas, min_size=2, max_size=6))
+        # now and then a stop among them (update_many takes any run update would)
+        run = draw(st.lists(st.one_of(deltas, deltas, deltas, st.none()), min_size=2, max_size=6))
     else:
         kind, key = own
         run = draw(st.lists(st.builds(lambda t: {"type": kind, key: t}, payloads), min_size=2))
@@ -56,7 +61,7 @@ def one_of_a_kind(draw: Any, block_type: str) -> list[dict[str, Any]]:
 
 @settings(max_examples=500)
 @given(st.data(), block_types)
-def test_update_many_is_update_over_the_run(data: Any, block_type: str) -> None:
+def test_update_many_is_update_over_the_run(data: Any, block_type: object) -> None:
     state = BLOCK.start(
         anthropic.Scoped(
             "m", {"type": "content_block_start", "index": 0, "content_block": {"type": block_type}}
@@ -101,3 +106,19 @@ def test_a_streamed_block_is_folded_through_one_update_many_call() -> None:
     engine.push_many(anthropic.scope(events))
     assert counting.runs == [39]  # the first delta is folded by update, the rest as a run
     assert anthropic.messages(engine.nodes())[0]["content"][0]["text"] == "ab" * 40
+
+
+@pytest.mark.parametrize("block_type", [["text"], {"a": 1}])
+def test_an_unhashable_block_type_folds_as_update_does(block_type: object) -> None:
+    """A block whose type is unhashable trips ``update`` only on some deltas."""
+    state = BLOCK.start(
+        anthropic.Scoped(
+            "m", {"type": "content_block_start", "index": 0, "content_block": {"type": block_type}}
+        ),
+        None,
+    )
+    for run in (
+        [{"type": "text_delta", "text": "a"}, None, {"type": "citations_delta", "citation": 1}],
+        [{"type": "text_delta", "text": "a"}, {"type": "input_json_delta", "partial_json": "{"}],
+    ):
+        check_run(BLOCK, state, [scoped(d) for d in run])
