@@ -6,9 +6,10 @@ A recording holds several responses in a row (agent loops). Item events name
 their item by ``output_index`` (and ``item_id``), never the response they belong
 to, and some providers rotate every id on every event. Which response an event
 belongs to is decided outside the pure ``match`` by ``scope(events)``, a small pure
-pre-pass that wraps each raw event, without copying it, in
-``Scoped(response_id, event)``: ``response_id`` is the id that the latest
-``response.created`` carried. Definitions match on that envelope:
+pre-pass that wraps each raw event, without copying it, in an envelope (``Scoped``)
+holding the id that the latest ``response.created`` carried and the claim that
+follows from it. The envelope's class names the definition that takes it (the
+engine routes on it: ``event_type`` is ``type``), and ``match`` returns its claim:
 
 - ``openai_response`` (node id: the response id) starts on ``response.created``
   and takes the other lifecycle events (``in_progress``, ``queued``,
@@ -22,15 +23,15 @@ payload, so ids rotating on every event, or a ``call_id`` that changes between
 ``added`` and ``done``, do not split or misplace an item. The scope depends only on
 the events before it, so a replay scopes a log the same way every time. Events
 before the first ``response.created`` a scoper saw (a window cut mid-response, or
-a recording whose first line is unreadable) are scoped to ``None`` and dropped: no
+a recording whose first line is unreadable) are claimed by no definition: no
 content is attributed to a response whose start is not in view. Live users keep
 one ``Scoper`` per stream and push ``scoper(event)``.
 
-Per delta the work is one envelope and one claim (one shared object per item, so
-the engine knows an item's run of deltas by identity). The engine hands the run to
-``update_many`` together, and consecutive deltas into one text make one
-``StreamedText`` append, joined (see ``_fold_item``). JSON is never parsed while
-folding.
+Per delta the work is one envelope and one claim (one shared object per item, made
+once by the scoper, so the engine knows an item's run of deltas by identity). The
+engine hands the run to ``update_many`` together, and consecutive deltas into one
+text make one ``StreamedText`` append, joined (see ``_fold_item``). JSON is never
+parsed while folding.
 
 Rebuild (``responses(nodes)`` and ``snapshots(nodes)``) gives plain dicts in the
 shape of the SDK's ``ResponseStreamState`` (openai 3.57), as ``to_dict(mode="json")``
@@ -49,7 +50,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -57,7 +58,6 @@ import msgspec
 from engine import Claim, Node, create_conversation_engine
 
 from ._routing import ByType
-from ._routing import event_type as _event_type
 from ._text import StreamedText
 
 __all__ = [
@@ -80,14 +80,33 @@ _EMPTY = StreamedText()
 
 
 class Scoped(msgspec.Struct, frozen=True, array_like=True, gc=False):
-    """A raw Responses event and the id of the response it belongs to.
+    """A raw Responses event, the id of the response it belongs to, and its claim.
 
-    ``response_id`` is ``None`` for events before the first ``response.created`` the
-    scoper saw: no definition claims those.
+    ``scope`` (or a ``Scoper``) makes them: its class says which definition takes the
+    event (the engine routes on it, ``event_type``) and ``claim`` what for. A plain
+    ``Scoped`` (``claim`` None) is claimed by no definition: an event before the first
+    ``response.created`` the scoper saw (``response_id`` None), of a type neither
+    definition takes, or an item event without an int ``output_index``.
     """
 
     response_id: str | None
     event: dict[str, Any]
+    claim: Claim | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.response_id!r}, {self.event!r}, {self.claim!r})"
+
+
+class _ToResponse(Scoped, frozen=True):
+    """A lifecycle or ``error`` event, claimed by ``openai_response``."""
+
+
+class _ToItem(Scoped, frozen=True):
+    """An item event other than a delta, claimed by ``openai_response_item``."""
+
+
+class _ItemDelta(Scoped, frozen=True):
+    """An item's delta, claimed by ``openai_response_item`` (published at a frame)."""
 
 
 def _created_id(event: dict[str, Any]) -> str:
@@ -97,35 +116,107 @@ def _created_id(event: dict[str, Any]) -> str:
     return str(response.get("id") or "")
 
 
+def _bad_type(kind: object) -> ValueError:
+    return ValueError(f"a Responses event's type must be a str, not {kind!r}")
+
+
+# A response's item update claims are made once per output index, so the engine
+# knows an item's run of events by the claim's identity (and making one, its id
+# joining two parts, costs more than the rest of the envelope). At most this many
+# indexes of one response are kept.
+_CLAIM_CACHE_SIZE: Final = 4096
+
+
 class Scoper:
     """Names the response of each event of one stream, in order (see ``scope``)."""
 
-    __slots__ = ("response_id",)
+    __slots__ = ("_items", "_update", "response_id")
 
     def __init__(self) -> None:
         self.response_id: str | None = None
+        self._update: Claim | None = None  # the current response's update claim
+        self._items: dict[int, Claim] = {}  # its items' update claims, by output index
 
     def __call__(self, event: dict[str, Any]) -> Scoped:
-        """Wrap ``event``; a ``response.created`` makes its id the current scope."""
-        if event.get("type") == "response.created":
-            self.response_id = _created_id(event)
+        """The envelope of ``event``; a ``response.created`` makes its id the scope."""
+        kind = event.get("type")
+        try:
+            delta = kind in _DELTAS
+        except TypeError:  # an unhashable type
+            raise _bad_type(kind) from None
+        if delta:
+            index = event.get("output_index")
+            if type(index) is int:
+                claim = self._items.get(index)
+                if claim is not None:
+                    return _ItemDelta(self.response_id, event, claim)
+        return self._scoped(event, kind)
+
+    def _scoped(self, event: dict[str, Any], kind: Any) -> Scoped:
+        """``self(event)``: all but a delta of an item whose claim is made."""
+        try:
+            target = _TARGETS.get(kind)
+        except TypeError:  # an unhashable type
+            raise _bad_type(kind) from None
+        if target is _ToResponse:
+            if kind == "response.created":
+                response_id = self.response_id = _created_id(event)
+                self._update = Claim(response_id, "update")
+                self._items = {}
+                return _ToResponse(response_id, event, Claim(response_id, "start"))
+            if self._update is not None:
+                return _ToResponse(self.response_id, event, self._update)
+        elif target is not None and self.response_id is not None:
+            index = event.get("output_index")
+            if type(index) is int:
+                if kind == "response.output_item.added":
+                    if event.get("item") is None:  # the SDK skips an empty added event too
+                        return Scoped(self.response_id, event)
+                    return _ToItem(
+                        self.response_id, event, Claim(f"{self.response_id}/{index}", "start")
+                    )
+                return target(self.response_id, event, self._item_update(index))
         return Scoped(self.response_id, event)
+
+    def _item_update(self, index: int) -> Claim:
+        items = self._items
+        claim = items.get(index)
+        if claim is None:
+            claim = Claim(f"{self.response_id}/{index}", "update")
+            if len(items) < _CLAIM_CACHE_SIZE:
+                items[index] = claim
+        return claim
 
 
 def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
-    """Wrap each raw event of one stream in ``Scoped`` (the pure pre-pass)."""
-    response_id: str | None = None
+    """Each raw event of one stream in its envelope (the pure pre-pass), in order.
+
+    Lazy: an event that cannot be scoped (a ``response.created`` without a response
+    object, an unhashable type) raises when it is reached, after the ones before it.
+    """
+    scoper = Scoper()
+    scoped = scoper._scoped
+    deltas = _DELTAS
+    item_delta = _ItemDelta
     for event in events:
-        if event.get("type") == "response.created":
-            response_id = _created_id(event)
-        yield Scoped(response_id, event)
+        kind = event.get("type")
+        try:
+            delta = kind in deltas
+        except TypeError:  # an unhashable type
+            raise _bad_type(kind) from None
+        if delta:  # most events: the item's claim is made, inline
+            index = event.get("output_index")
+            if type(index) is int:
+                claim = scoper._items.get(index)
+                if claim is not None:
+                    yield item_delta(scoper.response_id, event, claim)
+                    continue
+        yield scoped(event, kind)
 
 
-def event_type(event: object) -> Hashable:
-    """Routing key for ``create_conversation_engine(event_type=...)``: the inner type."""
-    if type(event) is Scoped:
-        return event.event.get("type")
-    return _event_type(event)
+event_type: Final = type
+"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
+class (``scope``'s envelopes name their definition by class)."""
 
 
 # -- states -------------------------------------------------------------------------
@@ -250,29 +341,38 @@ _PENDING: Final = frozenset(t for t in _ITEM_TYPES if t.endswith(".delta")) - {
 _replace: Final = msgspec.structs.replace
 
 
-# Deltas wait for a frame; an item's start, progress and end are published at once.
-_ITEM_PUBLICATION: Final = ByType(
-    {t: "animation-frame" for t in _ITEM_TYPES if t.endswith(".delta")}, event_type
+_DELTAS: Final = frozenset(t for t in _ITEM_TYPES if t.endswith(".delta"))
+# The envelope class of each type a definition takes (deltas: see Scoper.__call__).
+_TARGETS: Final[dict[Any, type[Scoped]]] = {
+    **dict.fromkeys(_LIFECYCLE | {"error"}, _ToResponse),
+    **dict.fromkeys(_ITEM_TYPES, _ToItem),
+    **dict.fromkeys(_DELTAS, _ItemDelta),
+}
+_NOT_SCOPED: Final = (
+    "an openai_responses definition was given a raw event: push the envelopes of "
+    "scope(events) (or of a Scoper) instead"
 )
+
+# Deltas wait for a frame; an item's start, progress and end are published at once.
+_ITEM_PUBLICATION: Final = ByType({_ItemDelta: "animation-frame"}, type)
 
 
 class ResponseDefinition:
     """Kind ``openai_response``: one node per response, id = ``response.created``'s id."""
 
     kind = "openai_response"
-    event_types = _LIFECYCLE | {"error", Scoped}
+    # dict: a raw event pushed unscoped reaches match(), which names the fix
+    event_types = frozenset({_ToResponse, dict})
     publication = "immediate"
 
-    def match(self, event: Scoped) -> Claim | None:
-        """Start on ``response.created``, update on the other lifecycle events and ``error``."""
-        response_id = event.response_id
-        if response_id is None:
-            return None
-        kind = event.event.get("type")
-        if kind == "response.created":
-            return Claim(response_id, "start")
-        if kind in _LIFECYCLE or kind == "error":
-            return Claim(response_id, "update")
+    def match(self, event: object) -> Claim | None:
+        """Start on ``response.created``, update on the other lifecycle events and
+        ``error`` (the scoper's claim)."""
+        cls = type(event)
+        if cls is _ToResponse:
+            return event.claim  # type: ignore[attr-defined, no-any-return]
+        if cls is dict:
+            raise TypeError(_NOT_SCOPED)
         return None
 
     def start(self, event: Scoped, reader: object) -> ResponseState:
@@ -474,57 +574,21 @@ def _takes(state: ItemState, item_type: object, field: str, index: int) -> bool:
     return True  # pending text: any item's
 
 
-# Update claims are shared per item: the engine then knows an item's run of deltas
-# by the claim's identity, and making one (its id joins two parts) costs more than
-# the rest of match. The cache is shared by every engine in the process (a Claim is
-# a frozen value), so it is emptied when it grows past this many responses (or an
-# item count of one response does).
-_CLAIM_CACHE_SIZE: Final = 4096
-_item_update_claims: Final[dict[str, dict[int, Claim]]] = {}
-
-
-def _item_update_claim(response_id: str, index: int) -> Claim:
-    claim = Claim(f"{response_id}/{index}", "update")
-    if type(response_id) is str:  # a plain str: hashable, and formatted as itself
-        if len(_item_update_claims) >= _CLAIM_CACHE_SIZE:
-            _item_update_claims.clear()
-        claims = _item_update_claims.setdefault(response_id, {})
-        if len(claims) >= _CLAIM_CACHE_SIZE:
-            claims.clear()
-        claims[index] = claim
-    return claim
-
-
 class ItemDefinition:
     """Kind ``openai_response_item``: one node per output item, id ``<response>/<index>``."""
 
     kind = "openai_response_item"
-    event_types = _ITEM_TYPES | {Scoped}
+    event_types = frozenset({_ToItem, _ItemDelta})
 
-    # A mapping from event type: the engine resolves it once per route (no call per
+    # A mapping from envelope class: the engine resolves it once per route (no call per
     # delta); engines without event_type= call it.
     publication: Final = _ITEM_PUBLICATION
 
     def match(self, event: Scoped) -> Claim | None:
-        """Start on ``output_item.added``; update on events carrying its ``output_index``."""
-        response_id = event.response_id
-        if response_id is None:
-            return None
-        raw = event.event
-        index = raw.get("output_index")
-        if type(index) is not int:
-            return None
-        kind = raw.get("type")
-        if kind == "response.output_item.added":
-            if raw.get("item") is None:  # the SDK skips an empty added event too
-                return None
-            return Claim(f"{response_id}/{index}", "start")
-        if kind in _ITEM_TYPES:
-            try:
-                return _item_update_claims[response_id][index]
-            except (KeyError, TypeError):  # TypeError: an unhashable response id
-                return _item_update_claim(response_id, index)
-        return None
+        """Start on ``output_item.added``; update on events carrying its
+        ``output_index`` (the scoper's claim)."""
+        cls = type(event)
+        return event.claim if cls is _ItemDelta or cls is _ToItem else None
 
     def start(self, event: Scoped, reader: object) -> ItemState:
         """The item as ``output_item.added`` announced it."""

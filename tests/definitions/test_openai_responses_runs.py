@@ -211,14 +211,19 @@ def test_a_streamed_item_is_folded_through_update_many(item_type: str) -> None:
         assert output["summary"][0]["text"] == "ab" * 50
 
 
-def test_publication_is_by_event_type_routed_or_not() -> None:
-    # A mapping the engine resolves per route, also a function of the event for
-    # engines without event_type=: both give deltas a frame, the rest at once.
+def test_publication_is_by_envelope_class_routed_or_not() -> None:
+    # A mapping the engine resolves per route (the envelope's class), also a function
+    # of the event for engines without event_type=: deltas wait for a frame, an item's
+    # start and the events that change it are published at once.
     publication = ITEM.publication
-    for kind in openai_responses.ItemDefinition.event_types - {Scoped}:
-        expected = "animation-frame" if str(kind).endswith(".delta") else "immediate"
-        assert publication.get(kind, "immediate") == expected
-        assert publication(Scoped("r", {"type": kind})) == expected
+    scoper = openai_responses.Scoper()
+    scoper({"type": "response.created", "response": {"id": "r"}})
+    for kind in openai_responses._ITEM_TYPES:
+        scoped = scoper({"type": kind, "output_index": 0, "item": {"type": "message"}})
+        assert ITEM.match(scoped) is not None, kind
+        expected = "animation-frame" if kind.endswith(".delta") else "immediate"
+        assert publication(scoped) == expected, kind
+        assert publication.get(type(scoped), "immediate") == expected, kind
     where = {"output_index": 0, "content_index": 0}
     events: list[dict[str, Any]] = [
         {"type": "response.created", "response": {"id": "r", "output": []}},
