@@ -50,7 +50,8 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from operator import attrgetter
 from typing import Any, Final
 
 import msgspec
@@ -87,18 +88,27 @@ class Scoped(msgspec.Struct, frozen=True, array_like=True, gc=False):
     ``Scoped`` (``claim`` None) is claimed by no definition: an event before the first
     ``response.created`` the scoper saw (``response_id`` None), of a type neither
     definition takes, or an item event without an int ``output_index``.
+
+    For an item's delta, and an item event that changes no item, the scoper also reads
+    what it appends: ``field``, the text (``"parts"``, ``"arguments"``, ``"summary"``,
+    ``"pending"``, or ``"none"`` for no text), ``at`` its part index and ``text`` the
+    delta. ``field`` is ``""`` when the event is left to ``update`` to read (an odd
+    index or delta, or an envelope not made by a scoper).
     """
 
     response_id: str | None
     event: dict[str, Any]
     claim: Claim | None = None
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.response_id!r}, {self.event!r}, {self.claim!r})"
+    field: str = ""
+    at: int = 0
+    text: str = ""
 
 
 class _ToResponse(Scoped, frozen=True):
-    """A lifecycle or ``error`` event, claimed by ``openai_response``."""
+    """A lifecycle or ``error`` event, claimed by ``openai_response`` (its claim is
+    ``response_claim``: ``claim`` is the item definition's, None here)."""
+
+    response_claim: Claim | None = None
 
 
 class _ToItem(Scoped, frozen=True):
@@ -106,7 +116,8 @@ class _ToItem(Scoped, frozen=True):
 
 
 class _ItemDelta(Scoped, frozen=True):
-    """An item's delta, claimed by ``openai_response_item`` (published at a frame)."""
+    """An item's delta, or an item event that changes no item, claimed by
+    ``openai_response_item`` (published at a frame)."""
 
 
 def _created_id(event: dict[str, Any]) -> str:
@@ -139,21 +150,10 @@ class Scoper:
 
     def __call__(self, event: dict[str, Any]) -> Scoped:
         """The envelope of ``event``; a ``response.created`` makes its id the scope."""
-        kind = event.get("type")
-        try:
-            delta = kind in _DELTAS
-        except TypeError:  # an unhashable type
-            raise _bad_type(kind) from None
-        if delta:
-            index = event.get("output_index")
-            if type(index) is int:
-                claim = self._items.get(index)
-                if claim is not None:
-                    return _ItemDelta(self.response_id, event, claim)
-        return self._scoped(event, kind)
+        return self._scoped(event, event.get("type"))
 
     def _scoped(self, event: dict[str, Any], kind: Any) -> Scoped:
-        """``self(event)``: all but a delta of an item whose claim is made."""
+        """``self(event)``, of an event whose type is ``kind``."""
         try:
             target = _TARGETS.get(kind)
         except TypeError:  # an unhashable type
@@ -163,19 +163,21 @@ class Scoper:
                 response_id = self.response_id = _created_id(event)
                 self._update = Claim(response_id, "update")
                 self._items = {}
-                return _ToResponse(response_id, event, Claim(response_id, "start"))
+                return _ToResponse(response_id, event, response_claim=Claim(response_id, "start"))
             if self._update is not None:
-                return _ToResponse(self.response_id, event, self._update)
+                return _ToResponse(self.response_id, event, response_claim=self._update)
         elif target is not None and self.response_id is not None:
             index = event.get("output_index")
             if type(index) is int:
+                if target is _ItemDelta:
+                    return _delta(self.response_id, event, self._item_update(index), _READS[kind])
                 if kind == "response.output_item.added":
                     if event.get("item") is None:  # the SDK skips an empty added event too
                         return Scoped(self.response_id, event)
                     return _ToItem(
                         self.response_id, event, Claim(f"{self.response_id}/{index}", "start")
                     )
-                return target(self.response_id, event, self._item_update(index))
+                return _ToItem(self.response_id, event, self._item_update(index))
         return Scoped(self.response_id, event)
 
     def _item_update(self, index: int) -> Claim:
@@ -188,6 +190,20 @@ class Scoper:
         return claim
 
 
+def _delta(
+    response_id: str | None, event: dict[str, Any], claim: Claim, reads: tuple[str, str | None]
+) -> _ItemDelta:
+    """The envelope of a delta, or an event that changes no item (``scope`` inlines it)."""
+    field, at_key = reads
+    if field is _NONE:
+        return _ItemDelta(response_id, event, claim, field)
+    at = 0 if at_key is None else event.get(at_key)
+    text = event.get("delta")
+    if type(text) is str and type(at) is int:
+        return _ItemDelta(response_id, event, claim, field, at, text)
+    return _ItemDelta(response_id, event, claim)  # odd: update reads it
+
+
 def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
     """Each raw event of one stream in its envelope (the pure pre-pass), in order.
 
@@ -196,22 +212,30 @@ def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
     """
     scoper = Scoper()
     scoped = scoper._scoped
-    deltas = _DELTAS
+    all_reads = _READS
     item_delta = _ItemDelta
+    none = _NONE
+    items = scoper._items  # the scoper's, after the event before
+    response_id = None
     for event in events:
-        kind = event.get("type")
-        try:
-            delta = kind in deltas
-        except TypeError:  # an unhashable type
-            raise _bad_type(kind) from None
-        if delta:  # most events: the item's claim is made, inline
-            index = event.get("output_index")
+        try:  # most events: _delta() inline, of an item whose claim is made
+            field, at_key = all_reads[event["type"]]
+            index = event["output_index"]
+            claim = items[index]
             if type(index) is int:
-                claim = scoper._items.get(index)
-                if claim is not None:
-                    yield item_delta(scoper.response_id, event, claim)
+                if field is none:
+                    yield item_delta(response_id, event, claim, field)
                     continue
-        yield scoped(event, kind)
+                at = 0 if at_key is None else event[at_key]
+                text = event["delta"]
+                if type(text) is str and type(at) is int:
+                    yield item_delta(response_id, event, claim, field, at, text)
+                    continue
+        except (KeyError, TypeError):  # TypeError: an unhashable type or index
+            pass
+        yield scoped(event, event.get("type"))
+        items = scoper._items
+        response_id = scoper.response_id
 
 
 event_type: Final = type
@@ -341,19 +365,39 @@ _PENDING: Final = frozenset(t for t in _ITEM_TYPES if t.endswith(".delta")) - {
 _replace: Final = msgspec.structs.replace
 
 
-_DELTAS: Final = frozenset(t for t in _ITEM_TYPES if t.endswith(".delta"))
-# The envelope class of each type a definition takes (deltas: see Scoper.__call__).
+# The item events that change an item other than by appending text to it.
+_CHANGES: Final = frozenset(
+    {
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.content_part.added",
+        "response.reasoning_summary_part.added",
+    }
+)
+# What the scoper reads of the other item events (the deltas and those that change
+# no item, see _item_updated): the text a delta appends to and the key of its part
+# index (None: 0). Keys are the `field` values _appended takes; _NONE: no text.
+_NONE: Final = "none"
+_READS: Final[dict[Any, tuple[str, str | None]]] = {
+    **dict.fromkeys(_ITEM_TYPES - _CHANGES, (_NONE, None)),
+    **dict.fromkeys(_PENDING, ("pending", None)),
+    "response.output_text.delta": ("parts", "content_index"),
+    "response.function_call_arguments.delta": ("arguments", None),
+    "response.reasoning_summary_text.delta": ("summary", "summary_index"),
+}
+# The envelope class of each type a definition takes.
 _TARGETS: Final[dict[Any, type[Scoped]]] = {
     **dict.fromkeys(_LIFECYCLE | {"error"}, _ToResponse),
-    **dict.fromkeys(_ITEM_TYPES, _ToItem),
-    **dict.fromkeys(_DELTAS, _ItemDelta),
+    **dict.fromkeys(_CHANGES, _ToItem),
+    **dict.fromkeys(_READS, _ItemDelta),
 }
 _NOT_SCOPED: Final = (
     "an openai_responses definition was given a raw event: push the envelopes of "
     "scope(events) (or of a Scoper) instead"
 )
 
-# Deltas wait for a frame; an item's start, progress and end are published at once.
+# Deltas wait for a frame (as do the events that change nothing: they are never
+# published); an item's start, content parts and end are published at once.
 _ITEM_PUBLICATION: Final = ByType({_ItemDelta: "animation-frame"}, type)
 
 
@@ -370,7 +414,7 @@ class ResponseDefinition:
         ``error`` (the scoper's claim)."""
         cls = type(event)
         if cls is _ToResponse:
-            return event.claim  # type: ignore[attr-defined, no-any-return]
+            return event.response_claim  # type: ignore[attr-defined, no-any-return]
         if cls is dict:
             raise TypeError(_NOT_SCOPED)
         return None
@@ -496,7 +540,7 @@ _OUTPUT_TEXT_DELTA: Final = "response.output_text.delta"
 _NO_APPEND: Final[tuple[str, int, str]] = ("", 0, "")
 
 
-def _fold_item(state: ItemState, events: Iterable[Scoped]) -> ItemState:
+def _fold_item(state: ItemState, events: Sequence[Scoped]) -> ItemState:
     """``state`` after the events of ``events``, one after the other (``update_many``).
 
     Nearly every item event is a text delta that ``_item_updated`` appends to one text
@@ -506,11 +550,26 @@ def _fold_item(state: ItemState, events: Iterable[Scoped]) -> ItemState:
     one field are joined and made once; an event that continues them needs only the
     checks of its own fields, since appends change nothing ``_takes`` reads. Any other
     event goes through ``_item_updated``.
+
+    A scoper's envelopes carry what a delta appends (``Scoped.field``, ``at``,
+    ``text``), read once: a run of appends to one text, with events that change
+    nothing among them (they commute with everything), is one append of the texts
+    joined, with no event read again.
     """
-    texts: list[str] = []  # the pending appends, all to part `at` of `at_field`
+    item_type = state.item.get("type")  # the added item's, kept by every update
+    # A scoper's run: appends to one text (read by the scoper), maybe with events that
+    # change nothing (field _NONE) among them, and the item takes the first.
+    first = events[0]
+    at_field = first.field
+    if at_field and at_field is not _NONE:
+        at = first.at
+        none = _NONE
+        texts = [e.text for e in events if (e.field is at_field and e.at == at) or e.field is none]
+        if len(texts) == len(events) and _takes(state, item_type, at_field, at):
+            return _appended(state, at_field, at, "".join(texts))
+    texts = []  # the pending appends, all to part `at` of `at_field`
     at_field = ""
     at = 0
-    item_type = state.item.get("type")  # the added item's, kept by every update
     index: Any  # read from the event: checked before it is used
     text: Any
     for event in events:
@@ -584,11 +643,10 @@ class ItemDefinition:
     # delta); engines without event_type= call it.
     publication: Final = _ITEM_PUBLICATION
 
-    def match(self, event: Scoped) -> Claim | None:
-        """Start on ``output_item.added``; update on events carrying its
-        ``output_index`` (the scoper's claim)."""
-        cls = type(event)
-        return event.claim if cls is _ItemDelta or cls is _ToItem else None
+    # Start on ``output_item.added``; update on events carrying its ``output_index``:
+    # the scoper's claim, None in the other envelopes. A C function: the engine calls
+    # it once per delta.
+    match: Final[Callable[[Scoped], Claim | None]] = attrgetter("claim")
 
     def start(self, event: Scoped, reader: object) -> ItemState:
         """The item as ``output_item.added`` announced it."""
