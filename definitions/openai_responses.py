@@ -712,7 +712,12 @@ DEFINITIONS: Final = (RESPONSE, ITEM)
 
 # -- rebuild ------------------------------------------------------------------------
 
-# Where the SDK's models type a number as float (construct_type turns 1 into 1.0).
+# Where the SDK's models type a number as float (construct_type turns 1 into 1.0),
+# as a schema: the conformance tests check it against the SDK's models, and the
+# walk below (one function per shape) against a generic walk of it. Values of other
+# types, and ints no float equals, are left as they are. Copy on write: what
+# changes is copied, never the events' own dicts (the response excepted: a copy of
+# ours).
 _F: Final = "float"
 _LOGPROB: Final = {"logprob": _F, "top_logprobs": [{"logprob": _F}]}
 _RANKING: Final = {
@@ -733,39 +738,121 @@ _RESPONSE_FLOATS: Final = {
     "tools": [_TOOL_FLOATS],
     "output": [_ITEM_FLOATS],
 }
+_RESPONSE_NUMBERS: Final = tuple(k for k, v in _RESPONSE_FLOATS.items() if v is _F)
 
 
-def _floats(value: Any, schema: Any) -> Any:
-    """``value`` with the numbers at ``schema``'s float paths as floats (copy on write)."""
-    if schema is _F:
+def _float(value: int) -> float | int:
+    number = float(value)
+    return number if number == value else value
+
+
+def _response_floats(response: dict[str, Any]) -> dict[str, Any]:
+    """``response`` (a copy: changed in place) with the SDK's float fields as floats."""
+    for key in _RESPONSE_NUMBERS:
+        value = response.get(key)
         if type(value) is int:
-            coerced = float(value)
-            return coerced if coerced == value else value
-        return value
-    if type(schema) is list:
-        if type(value) is not list:
-            return value
-        inner = schema[0]
-        copied = None
-        for index, old in enumerate(value):
-            new = _floats(old, inner)
-            if new is not old:
-                if copied is None:
-                    copied = list(value)
-                copied[index] = new
-        return value if copied is None else copied
-    if type(value) is not dict:
-        return value
+            response[key] = _float(value)
+    tools = response.get("tools")
+    if type(tools) is list and tools:
+        response["tools"] = _each(tools, _tool_floats)
+    output = response.get("output")
+    if type(output) is list and output:
+        response["output"] = _each(output, _item_floats)
+    return response
+
+
+def _each(values: list[Any], floats: Callable[[Any], Any]) -> list[Any]:
+    """``values`` with ``floats`` of each (copied if one changed)."""
+    copied = None
+    for index, old in enumerate(values):
+        new = floats(old)
+        if new is not old:
+            if copied is None:
+                copied = list(values)
+            copied[index] = new
+    return values if copied is None else copied
+
+
+def _tool_floats(tool: Any) -> Any:
+    if type(tool) is not dict:
+        return tool
+    ranking = tool.get("ranking_options")
+    if type(ranking) is not dict:
+        return tool
     out = None
-    for key, sub in schema.items():
-        if key in value:
-            old = value[key]
-            new = _floats(old, sub)
+    value = ranking.get("score_threshold")
+    if type(value) is int and (number := _float(value)) is not value:
+        out = {**ranking, "score_threshold": number}
+    hybrid = ranking.get("hybrid_search")
+    if type(hybrid) is dict:
+        new = _numbers(hybrid, ("embedding_weight", "text_weight"))
+        if new is not hybrid:
+            out = {**(ranking if out is None else out), "hybrid_search": new}
+    return tool if out is None else {**tool, "ranking_options": out}
+
+
+def _numbers(value: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """``value`` with the ints at ``keys`` as floats (copied if one changed)."""
+    out = None
+    for key in keys:
+        number = value.get(key)
+        if type(number) is int and (coerced := _float(number)) is not number:
+            if out is None:
+                out = dict(value)
+            out[key] = coerced
+    return value if out is None else out
+
+
+def _item_floats(item: Any) -> Any:
+    if type(item) is not dict:
+        return item
+    out = None
+    for key, floats in _ITEM_LISTS:
+        old = item.get(key)
+        if type(old) is list and old:
+            new = _each(old, floats)
             if new is not old:
                 if out is None:
-                    out = dict(value)
+                    out = dict(item)
                 out[key] = new
-    return value if out is None else out
+    return item if out is None else out
+
+
+def _part_floats(part: Any) -> Any:
+    if type(part) is not dict:
+        return part
+    logprobs = part.get("logprobs")
+    if type(logprobs) is not list or not logprobs:
+        return part
+    new = _each(logprobs, _logprob_floats)
+    return part if new is logprobs else {**part, "logprobs": new}
+
+
+def _logprob_floats(logprob: Any) -> Any:
+    if type(logprob) is not dict:
+        return logprob
+    out = _numbers(logprob, ("logprob",))
+    top = logprob.get("top_logprobs")
+    if type(top) is list and top:
+        new = _each(top, _top_logprob_floats)
+        if new is not top:
+            out = {**out, "top_logprobs": new}
+    return out
+
+
+def _top_logprob_floats(top: Any) -> Any:
+    return _numbers(top, ("logprob",)) if type(top) is dict else top
+
+
+def _result_floats(result: Any) -> Any:
+    return _numbers(result, ("score",)) if type(result) is dict else result
+
+
+_ITEM_LISTS: Final = (
+    ("content", _part_floats),
+    ("results", _result_floats),
+    ("tools", _tool_floats),
+)
 
 
 def _part(part: PartState) -> dict[str, Any]:
@@ -831,8 +918,7 @@ def _snapshot(collected: _Collected) -> dict[str, Any]:
     output = list(response.get("output") or ())
     output.extend(_snapshot_item(item) for item in collected.items)
     response["output"] = output
-    result: dict[str, Any] = _floats(response, _RESPONSE_FLOATS)
-    return result
+    return _response_floats(response)
 
 
 def _finished_output(collected: _Collected) -> list[dict[str, Any]]:
@@ -843,20 +929,17 @@ def _finished_output(collected: _Collected) -> list[dict[str, Any]]:
 
 def _response(collected: _Collected) -> dict[str, Any]:
     state = collected.state
-    result: dict[str, Any]
     if state.completed is not None:
         response = dict(state.completed)
         if response.get("output") is None:
             response["output"] = _finished_output(collected)
         response["output"] = [_parsed_item(item) for item in response["output"]]
-        result = _floats(response, _RESPONSE_FLOATS)
-        return result
+        return _response_floats(response)
     if state.ended is not None:
         response = dict(state.ended[1])
         if response.get("output") is None:
             response["output"] = _finished_output(collected)
-        result = _floats(response, _RESPONSE_FLOATS)
-        return result
+        return _response_floats(response)
     return _snapshot(collected)
 
 
