@@ -158,35 +158,39 @@ class Scoper:
             target = _TARGETS.get(kind)
         except TypeError:  # an unhashable type
             raise _bad_type(kind) from None
+        response_id = self.response_id
         if target is _ToResponse:
             if kind == "response.created":
                 response_id = self.response_id = _created_id(event)
                 self._update = Claim(response_id, "update")
                 self._items = {}
-                return _ToResponse(response_id, event, response_claim=Claim(response_id, "start"))
+                start = Claim(response_id, "start")
+                return _ToResponse(response_id, event, None, "", 0, "", start)
             if self._update is not None:
-                return _ToResponse(self.response_id, event, response_claim=self._update)
-        elif target is not None and self.response_id is not None:
+                return _ToResponse(response_id, event, None, "", 0, "", self._update)
+        elif target is not None and response_id is not None:
             index = event.get("output_index")
             if type(index) is int:
-                if target is _ItemDelta:
-                    return _delta(self.response_id, event, self._item_update(index), _READS[kind])
+                claim = self._items.get(index)
                 if kind == "response.output_item.added":
                     if event.get("item") is None:  # the SDK skips an empty added event too
-                        return Scoped(self.response_id, event)
-                    return _ToItem(
-                        self.response_id, event, Claim(f"{self.response_id}/{index}", "start")
-                    )
-                return _ToItem(self.response_id, event, self._item_update(index))
-        return Scoped(self.response_id, event)
+                        return Scoped(response_id, event)
+                    item_id = f"{response_id}/{index}"
+                    if claim is None:  # its updates' claim, made with the start's
+                        self._item_update(index, Claim(item_id, "update"))
+                    return _ToItem(response_id, event, Claim(item_id, "start"))
+                if claim is None:
+                    claim = self._item_update(index, Claim(f"{response_id}/{index}", "update"))
+                if target is _ItemDelta:
+                    return _delta(response_id, event, claim, _READS[kind])
+                return _ToItem(response_id, event, claim)
+        return Scoped(response_id, event)
 
-    def _item_update(self, index: int) -> Claim:
+    def _item_update(self, index: int, claim: Claim) -> Claim:
+        """Keep ``claim``, the update claim of item ``index`` (unless there are many)."""
         items = self._items
-        claim = items.get(index)
-        if claim is None:
-            claim = Claim(f"{self.response_id}/{index}", "update")
-            if len(items) < _CLAIM_CACHE_SIZE:
-                items[index] = claim
+        if len(items) < _CLAIM_CACHE_SIZE:
+            items[index] = claim
         return claim
 
 
@@ -213,16 +217,16 @@ def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
     scoper = Scoper()
     scoped = scoper._scoped
     all_reads = _READS
+    no_reads = _NO_READS
     item_delta = _ItemDelta
     none = _NONE
     items = scoper._items  # the scoper's, after the event before
     response_id = None
     for event in events:
         try:  # most events: _delta() inline, of an item whose claim is made
-            field, at_key = all_reads[event["type"]]
-            index = event["output_index"]
-            claim = items[index]
-            if type(index) is int:
+            field, at_key = all_reads.get(event["type"], no_reads)
+            if field is not None and type(index := event["output_index"]) is int:
+                claim = items[index]
                 if field is none:
                     yield item_delta(response_id, event, claim, field)
                     continue
@@ -231,7 +235,7 @@ def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
                 if type(text) is str and type(at) is int:
                     yield item_delta(response_id, event, claim, field, at, text)
                     continue
-        except (KeyError, TypeError):  # TypeError: an unhashable type or index
+        except (KeyError, TypeError):  # TypeError: an unhashable type
             pass
         yield scoped(event, event.get("type"))
         items = scoper._items
@@ -378,6 +382,7 @@ _CHANGES: Final = frozenset(
 # no item, see _item_updated): the text a delta appends to and the key of its part
 # index (None: 0). Keys are the `field` values _appended takes; _NONE: no text.
 _NONE: Final = "none"
+_NO_READS: Final = (None, None)  # what the scoper reads of any other event
 _READS: Final[dict[Any, tuple[str, str | None]]] = {
     **dict.fromkeys(_ITEM_TYPES - _CHANGES, (_NONE, None)),
     **dict.fromkeys(_PENDING, ("pending", None)),
