@@ -562,13 +562,17 @@ def _fold_item(state: ItemState, events: Sequence[Scoped]) -> ItemState:
     joined, with no event read again.
     """
     item_type = state.item.get("type")  # the added item's, kept by every update
+    none = _NONE
+    if events[0].field is none:  # events that change nothing first (progress): leave them
+        events = [e for e in events if e.field is not none]
+        if not events:
+            return state
     # A scoper's run: appends to one text (read by the scoper), maybe with events that
-    # change nothing (field _NONE) among them, and the item takes the first.
+    # change nothing among them, and the item takes the first.
     first = events[0]
     at_field = first.field
-    if at_field and at_field is not _NONE:
+    if at_field:
         at = first.at
-        none = _NONE
         texts = [e.text for e in events if (e.field is at_field and e.at == at) or e.field is none]
         if len(texts) == len(events) and _takes(state, item_type, at_field, at):
             return _appended(state, at_field, at, "".join(texts))
