@@ -760,13 +760,15 @@ def _response_floats(response: dict[str, Any]) -> dict[str, Any]:
     for key in _RESPONSE_NUMBERS:
         value = response.get(key)
         if type(value) is int:
-            response[key] = _float(value)
+            number = float(value)
+            if number == value:
+                response[key] = number
     tools = response.get("tools")
     if type(tools) is list and tools:
-        response["tools"] = _each(tools, _tool_floats)
+        response["tools"] = [_tool_floats(tool) for tool in tools]
     output = response.get("output")
     if type(output) is list and output:
-        response["output"] = _each(output, _item_floats)
+        response["output"] = [_item_floats(item) for item in output]
     return response
 
 
@@ -899,55 +901,54 @@ def _parsed_item(item: dict[str, Any]) -> dict[str, Any]:
     return item
 
 
-class _Collected:
-    __slots__ = ("items", "state")
-
-    def __init__(self, state: ResponseState) -> None:
-        self.state = state
-        self.items: list[ItemState] = []
+# A response's state and those of its items, in the order they were added.
+_Collected = tuple[ResponseState, list[ItemState]]
 
 
 def _collect(nodes: Sequence[Node]) -> list[_Collected]:
     out: list[_Collected] = []
-    by_id: dict[str, _Collected] = {}
+    by_id: dict[str, list[ItemState]] = {}
+    response_kind = ResponseDefinition.kind
+    item_kind = ItemDefinition.kind
     for node in nodes:
         kind = node.kind
-        if kind == ResponseDefinition.kind:
-            collected = by_id[node.id] = _Collected(node.state)
-            out.append(collected)
-        elif kind == ItemDefinition.kind:
+        if kind == response_kind:
+            items = by_id[node.id] = []
+            out.append((node.state, items))
+        elif kind == item_kind:
             owner = by_id.get(node.state.response_id)
             if owner is not None:
-                owner.items.append(node.state)
+                owner.append(node.state)
     return out
 
 
 def _snapshot(collected: _Collected) -> dict[str, Any]:
-    response = dict(collected.state.created)
+    state, items = collected
+    response = dict(state.created)
     output = list(response.get("output") or ())
-    output.extend(_snapshot_item(item) for item in collected.items)
+    output.extend(_snapshot_item(item) for item in items)
     response["output"] = output
     return _response_floats(response)
 
 
-def _finished_output(collected: _Collected) -> list[dict[str, Any]]:
+def _finished_output(items: list[ItemState]) -> list[dict[str, Any]]:
     """The items by ``output_index``: each ``done`` payload, else its live snapshot."""
-    items = sorted(collected.items, key=lambda s: s.output_index)
+    items = sorted(items, key=lambda s: s.output_index)
     return [s.done if s.done is not None else _snapshot_item(s) for s in items]
 
 
 def _response(collected: _Collected) -> dict[str, Any]:
-    state = collected.state
+    state, items = collected
     if state.completed is not None:
         response = dict(state.completed)
         if response.get("output") is None:
-            response["output"] = _finished_output(collected)
+            response["output"] = _finished_output(items)
         response["output"] = [_parsed_item(item) for item in response["output"]]
         return _response_floats(response)
     if state.ended is not None:
         response = dict(state.ended[1])
         if response.get("output") is None:
-            response["output"] = _finished_output(collected)
+            response["output"] = _finished_output(items)
         return _response_floats(response)
     return _snapshot(collected)
 
