@@ -27,10 +27,13 @@ a recording whose first line is unreadable) are claimed by no definition: no
 content is attributed to a response whose start is not in view. Live users keep
 one ``Scoper`` per stream and push ``scoper(event)``.
 
-Per delta the work is one envelope and one claim (one shared object per item, made
-once by the scoper, so the engine knows an item's run of deltas by identity). The
-engine hands the run to ``update_many`` together, and consecutive deltas into one
-text make one ``StreamedText`` append, joined (see ``_fold_item``). JSON is never
+Per delta the work is one envelope, which the scoper makes with the item's claim
+(one shared object per item, so the engine knows an item's run of deltas by
+identity) and what the delta appends (its text, and which text of the item it goes
+to), read from the event once. The engine hands the run to ``update_many``
+together, and consecutive deltas into one text make one ``StreamedText`` append,
+joined (see ``_fold_item``). Item events that change nothing (progress, the
+``done`` of a text or part, annotations) ride along in the run. JSON is never
 parsed while folding.
 
 Rebuild (``responses(nodes)`` and ``snapshots(nodes)``) gives plain dicts in the
@@ -244,7 +247,9 @@ def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
 
 event_type: Final = type
 """Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
-class (``scope``'s envelopes name their definition by class)."""
+class (``scope``'s envelopes name their definition by class). The shared key,
+``definitions.event_type``, gives an envelope's class too: route by it to register
+these definitions beside others that take raw dicts."""
 
 
 # -- states -------------------------------------------------------------------------

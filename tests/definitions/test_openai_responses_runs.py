@@ -339,3 +339,34 @@ def test_publication_is_by_envelope_class_routed_or_not() -> None:
     for engine in (routed, unrouted):
         engine.push_many(openai_responses.scope(events))
     assert unrouted.nodes() == routed.nodes()
+
+
+def test_the_envelopes_route_by_the_shared_key_beside_other_definitions() -> None:
+    # definitions.event_type gives an envelope's class (an untagged Struct): the
+    # Responses definitions fold beside the built-in kinds, which take raw dicts.
+    import definitions
+    from definitions import builtin
+
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {"id": "r", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": STREAMED["message"][0]},
+        *(
+            {
+                "type": "response.output_text.delta",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": t,
+            }
+            for t in "abc"
+        ),
+    ]
+    alone = create_conversation_engine(
+        openai_responses.DEFINITIONS, event_type=openai_responses.event_type
+    )
+    alone.push_many(openai_responses.scope(events))
+    mixed = create_conversation_engine(
+        [*builtin.DEFINITIONS, *openai_responses.DEFINITIONS], event_type=definitions.event_type
+    )
+    mixed.push_many(openai_responses.scope(events))
+    assert openai_responses.snapshots(mixed.nodes()) == openai_responses.snapshots(alone.nodes())
+    assert openai_responses.snapshots(alone.nodes())[0]["output"][0]["content"][0]["text"] == "abc"
