@@ -6,9 +6,10 @@ A recording holds several responses in a row (agent loops). Item events name
 their item by ``output_index`` (and ``item_id``), never the response they belong
 to, and some providers rotate every id on every event. Which response an event
 belongs to is decided outside the pure ``match`` by ``scope(events)``, a small pure
-pre-pass that wraps each raw event, without copying it, in
-``Scoped(response_id, event)``: ``response_id`` is the id that the latest
-``response.created`` carried. Definitions match on that envelope:
+pre-pass that wraps each raw event, without copying it, in an envelope (``Scoped``)
+holding the id that the latest ``response.created`` carried and the claim that
+follows from it. The envelope's class names the definition that takes it (the
+engine routes on it: ``event_type`` is ``type``), and ``match`` returns its claim:
 
 - ``openai_response`` (node id: the response id) starts on ``response.created``
   and takes the other lifecycle events (``in_progress``, ``queued``,
@@ -22,15 +23,18 @@ payload, so ids rotating on every event, or a ``call_id`` that changes between
 ``added`` and ``done``, do not split or misplace an item. The scope depends only on
 the events before it, so a replay scopes a log the same way every time. Events
 before the first ``response.created`` a scoper saw (a window cut mid-response, or
-a recording whose first line is unreadable) are scoped to ``None`` and dropped: no
+a recording whose first line is unreadable) are claimed by no definition: no
 content is attributed to a response whose start is not in view. Live users keep
 one ``Scoper`` per stream and push ``scoper(event)``.
 
-Per delta the work is one envelope and one claim (one shared object per item, so
-the engine knows an item's run of deltas by identity). The engine hands the run to
-``update_many`` together, and consecutive deltas into one text make one
-``StreamedText`` append, joined (see ``_fold_item``). JSON is never parsed while
-folding.
+Per delta the work is one envelope, which the scoper makes with the item's claim
+(one shared object per item, so the engine knows an item's run of deltas by
+identity) and what the delta appends (its text, and which text of the item it goes
+to), read from the event once. The engine hands the run to ``update_many``
+together, and consecutive deltas into one text make one ``StreamedText`` append,
+joined (see ``_fold_item``). Item events that change nothing (progress, the
+``done`` of a text or part, annotations) ride along in the run. JSON is never
+parsed while folding.
 
 Rebuild (``responses(nodes)`` and ``snapshots(nodes)``) gives plain dicts in the
 shape of the SDK's ``ResponseStreamState`` (openai 3.57), as ``to_dict(mode="json")``
@@ -49,7 +53,8 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from operator import attrgetter
 from typing import Any, Final
 
 import msgspec
@@ -57,7 +62,6 @@ import msgspec
 from engine import Claim, Node, Registration, create_conversation_engine
 
 from ._routing import ByType
-from ._routing import event_type as _event_type
 from ._text import StreamedText
 
 __all__ = [
@@ -80,14 +84,43 @@ _EMPTY = StreamedText()
 
 
 class Scoped(msgspec.Struct, frozen=True, array_like=True, gc=False):
-    """A raw Responses event and the id of the response it belongs to.
+    """A raw Responses event, the id of the response it belongs to, and its claim.
 
-    ``response_id`` is ``None`` for events before the first ``response.created`` the
-    scoper saw: no definition claims those.
+    ``scope`` (or a ``Scoper``) makes them: its class says which definition takes the
+    event (the engine routes on it, ``event_type``) and ``claim`` what for. A plain
+    ``Scoped`` (``claim`` None) is claimed by no definition: an event before the first
+    ``response.created`` the scoper saw (``response_id`` None), of a type neither
+    definition takes, or an item event without an int ``output_index``.
+
+    For an item's delta, and an item event that changes no item, the scoper also reads
+    what it appends: ``field``, the text (``"parts"``, ``"arguments"``, ``"summary"``,
+    ``"pending"``, or ``"none"`` for no text), ``at`` its part index and ``text`` the
+    delta. ``field`` is ``""`` when the event is left to ``update`` to read (an odd
+    index or delta, or an envelope not made by a scoper).
     """
 
     response_id: str | None
     event: dict[str, Any]
+    claim: Claim | None = None
+    field: str = ""
+    at: int = 0
+    text: str = ""
+
+
+class _ToResponse(Scoped, frozen=True):
+    """A lifecycle or ``error`` event, claimed by ``openai_response`` (its claim is
+    ``response_claim``: ``claim`` is the item definition's, None here)."""
+
+    response_claim: Claim | None = None
+
+
+class _ToItem(Scoped, frozen=True):
+    """An item event other than a delta, claimed by ``openai_response_item``."""
+
+
+class _ItemDelta(Scoped, frozen=True):
+    """An item's delta, or an item event that changes no item, claimed by
+    ``openai_response_item`` (published at a frame)."""
 
 
 def _created_id(event: dict[str, Any]) -> str:
@@ -97,35 +130,126 @@ def _created_id(event: dict[str, Any]) -> str:
     return str(response.get("id") or "")
 
 
+def _bad_type(kind: object) -> ValueError:
+    return ValueError(f"a Responses event's type must be a str, not {kind!r}")
+
+
+# A response's item update claims are made once per output index, so the engine
+# knows an item's run of events by the claim's identity (and making one, its id
+# joining two parts, costs more than the rest of the envelope). At most this many
+# indexes of one response are kept.
+_CLAIM_CACHE_SIZE: Final = 4096
+
+
 class Scoper:
     """Names the response of each event of one stream, in order (see ``scope``)."""
 
-    __slots__ = ("response_id",)
+    __slots__ = ("_items", "_update", "response_id")
 
     def __init__(self) -> None:
         self.response_id: str | None = None
+        self._update: Claim | None = None  # the current response's update claim
+        self._items: dict[int, Claim] = {}  # its items' update claims, by output index
 
     def __call__(self, event: dict[str, Any]) -> Scoped:
-        """Wrap ``event``; a ``response.created`` makes its id the current scope."""
-        if event.get("type") == "response.created":
-            self.response_id = _created_id(event)
-        return Scoped(self.response_id, event)
+        """The envelope of ``event``; a ``response.created`` makes its id the scope."""
+        return self._scoped(event, event.get("type"))
+
+    def _scoped(self, event: dict[str, Any], kind: Any) -> Scoped:
+        """``self(event)``, of an event whose type is ``kind``."""
+        try:
+            target = _TARGETS.get(kind)
+        except TypeError:  # an unhashable type
+            raise _bad_type(kind) from None
+        response_id = self.response_id
+        if target is _ToResponse:
+            if kind == "response.created":
+                response_id = self.response_id = _created_id(event)
+                self._update = Claim(response_id, "update")
+                self._items = {}
+                start = Claim(response_id, "start")
+                return _ToResponse(response_id, event, None, "", 0, "", start)
+            if self._update is not None:
+                return _ToResponse(response_id, event, None, "", 0, "", self._update)
+        elif target is not None and response_id is not None:
+            index = event.get("output_index")
+            if type(index) is int:
+                claim = self._items.get(index)
+                if kind == "response.output_item.added":
+                    if event.get("item") is None:  # the SDK skips an empty added event too
+                        return Scoped(response_id, event)
+                    item_id = f"{response_id}/{index}"
+                    if claim is None:  # its updates' claim, made with the start's
+                        self._item_update(index, Claim(item_id, "update"))
+                    return _ToItem(response_id, event, Claim(item_id, "start"))
+                if claim is None:
+                    claim = self._item_update(index, Claim(f"{response_id}/{index}", "update"))
+                if target is _ItemDelta:
+                    return _delta(response_id, event, claim, _READS[kind])
+                return _ToItem(response_id, event, claim)
+        return Scoped(response_id, event)
+
+    def _item_update(self, index: int, claim: Claim) -> Claim:
+        """Keep ``claim``, the update claim of item ``index`` (unless there are many)."""
+        items = self._items
+        if len(items) < _CLAIM_CACHE_SIZE:
+            items[index] = claim
+        return claim
+
+
+def _delta(
+    response_id: str | None, event: dict[str, Any], claim: Claim, reads: tuple[str, str | None]
+) -> _ItemDelta:
+    """The envelope of a delta, or an event that changes no item (``scope`` inlines it)."""
+    field, at_key = reads
+    if field is _NONE:
+        return _ItemDelta(response_id, event, claim, field)
+    at = 0 if at_key is None else event.get(at_key)
+    text = event.get("delta")
+    if type(text) is str and type(at) is int:
+        return _ItemDelta(response_id, event, claim, field, at, text)
+    return _ItemDelta(response_id, event, claim)  # odd: update reads it
 
 
 def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
-    """Wrap each raw event of one stream in ``Scoped`` (the pure pre-pass)."""
-    response_id: str | None = None
+    """Each raw event of one stream in its envelope (the pure pre-pass), in order.
+
+    Lazy: an event that cannot be scoped (a ``response.created`` without a response
+    object, an unhashable type) raises when it is reached, after the ones before it.
+    """
+    scoper = Scoper()
+    scoped = scoper._scoped
+    all_reads = _READS
+    no_reads = _NO_READS
+    item_delta = _ItemDelta
+    none = _NONE
+    items = scoper._items  # the scoper's, after the event before
+    response_id = None
     for event in events:
-        if event.get("type") == "response.created":
-            response_id = _created_id(event)
-        yield Scoped(response_id, event)
+        try:  # most events: _delta() inline, of an item whose claim is made
+            field, at_key = all_reads.get(event["type"], no_reads)
+            if field is not None and type(index := event["output_index"]) is int:
+                claim = items[index]
+                if field is none:
+                    yield item_delta(response_id, event, claim, field)
+                    continue
+                at = 0 if at_key is None else event[at_key]
+                text = event["delta"]
+                if type(text) is str and type(at) is int:
+                    yield item_delta(response_id, event, claim, field, at, text)
+                    continue
+        except (KeyError, TypeError):  # TypeError: an unhashable type
+            pass
+        yield scoped(event, event.get("type"))
+        items = scoper._items
+        response_id = scoper.response_id
 
 
-def event_type(event: object) -> Hashable:
-    """Routing key for ``create_conversation_engine(event_type=...)``: the inner type."""
-    if type(event) is Scoped:
-        return event.event.get("type")
-    return _event_type(event)
+event_type: Final = type
+"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
+class (``scope``'s envelopes name their definition by class). The shared key,
+``definitions.event_type``, gives an envelope's class too: route by it to register
+these definitions beside others that take raw dicts."""
 
 
 # -- states -------------------------------------------------------------------------
@@ -250,29 +374,59 @@ _PENDING: Final = frozenset(t for t in _ITEM_TYPES if t.endswith(".delta")) - {
 _replace: Final = msgspec.structs.replace
 
 
-# Deltas wait for a frame; an item's start, progress and end are published at once.
-_ITEM_PUBLICATION: Final = ByType(
-    {t: "animation-frame" for t in _ITEM_TYPES if t.endswith(".delta")}, event_type
+# The item events that change an item other than by appending text to it.
+_CHANGES: Final = frozenset(
+    {
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.content_part.added",
+        "response.reasoning_summary_part.added",
+    }
 )
+# What the scoper reads of the other item events (the deltas and those that change
+# no item, see _item_updated): the text a delta appends to and the key of its part
+# index (None: 0). Keys are the `field` values _appended takes; _NONE: no text.
+_NONE: Final = "none"
+_NO_READS: Final = (None, None)  # what the scoper reads of any other event
+_READS: Final[dict[Any, tuple[str, str | None]]] = {
+    **dict.fromkeys(_ITEM_TYPES - _CHANGES, (_NONE, None)),
+    **dict.fromkeys(_PENDING, ("pending", None)),
+    "response.output_text.delta": ("parts", "content_index"),
+    "response.function_call_arguments.delta": ("arguments", None),
+    "response.reasoning_summary_text.delta": ("summary", "summary_index"),
+}
+# The envelope class of each type a definition takes.
+_TARGETS: Final[dict[Any, type[Scoped]]] = {
+    **dict.fromkeys(_LIFECYCLE | {"error"}, _ToResponse),
+    **dict.fromkeys(_CHANGES, _ToItem),
+    **dict.fromkeys(_READS, _ItemDelta),
+}
+_NOT_SCOPED: Final = (
+    "an openai_responses definition was given a raw event: push the envelopes of "
+    "scope(events) (or of a Scoper) instead"
+)
+
+# Deltas wait for a frame (as do the events that change nothing: they are never
+# published); an item's start, content parts and end are published at once.
+_ITEM_PUBLICATION: Final = ByType({_ItemDelta: "animation-frame"}, type)
 
 
 class ResponseDefinition:
     """Kind ``openai_response``: one node per response, id = ``response.created``'s id."""
 
     kind = "openai_response"
-    event_types = _LIFECYCLE | {"error", Scoped}
+    # dict: a raw event pushed unscoped reaches match(), which names the fix
+    event_types = frozenset({_ToResponse, dict})
     publication = "immediate"
 
-    def match(self, event: Scoped) -> Claim | None:
-        """Start on ``response.created``, update on the other lifecycle events and ``error``."""
-        response_id = event.response_id
-        if response_id is None:
-            return None
-        kind = event.event.get("type")
-        if kind == "response.created":
-            return Claim(response_id, "start")
-        if kind in _LIFECYCLE or kind == "error":
-            return Claim(response_id, "update")
+    def match(self, event: object) -> Claim | None:
+        """Start on ``response.created``, update on the other lifecycle events and
+        ``error`` (the scoper's claim)."""
+        cls = type(event)
+        if cls is _ToResponse:
+            return event.response_claim  # type: ignore[attr-defined, no-any-return]
+        if cls is dict:
+            raise TypeError(_NOT_SCOPED)
         return None
 
     def start(self, event: Scoped, reader: object) -> ResponseState:
@@ -396,7 +550,7 @@ _OUTPUT_TEXT_DELTA: Final = "response.output_text.delta"
 _NO_APPEND: Final[tuple[str, int, str]] = ("", 0, "")
 
 
-def _fold_item(state: ItemState, events: Iterable[Scoped]) -> ItemState:
+def _fold_item(state: ItemState, events: Sequence[Scoped]) -> ItemState:
     """``state`` after the events of ``events``, one after the other (``update_many``).
 
     Nearly every item event is a text delta that ``_item_updated`` appends to one text
@@ -406,11 +560,30 @@ def _fold_item(state: ItemState, events: Iterable[Scoped]) -> ItemState:
     one field are joined and made once; an event that continues them needs only the
     checks of its own fields, since appends change nothing ``_takes`` reads. Any other
     event goes through ``_item_updated``.
+
+    A scoper's envelopes carry what a delta appends (``Scoped.field``, ``at``,
+    ``text``), read once: a run of appends to one text, with events that change
+    nothing among them (they commute with everything), is one append of the texts
+    joined, with no event read again.
     """
-    texts: list[str] = []  # the pending appends, all to part `at` of `at_field`
+    item_type = state.item.get("type")  # the added item's, kept by every update
+    none = _NONE
+    if events[0].field is none:  # events that change nothing first (progress): leave them
+        events = [e for e in events if e.field is not none]
+        if not events:
+            return state
+    # A scoper's run: appends to one text (read by the scoper), maybe with events that
+    # change nothing among them, and the item takes the first.
+    first = events[0]
+    at_field = first.field
+    if at_field:
+        at = first.at
+        texts = [e.text for e in events if (e.field is at_field and e.at == at) or e.field is none]
+        if len(texts) == len(events) and _takes(state, item_type, at_field, at):
+            return _appended(state, at_field, at, "".join(texts))
+    texts = []  # the pending appends, all to part `at` of `at_field`
     at_field = ""
     at = 0
-    item_type = state.item.get("type")  # the added item's, kept by every update
     index: Any  # read from the event: checked before it is used
     text: Any
     for event in events:
@@ -474,57 +647,20 @@ def _takes(state: ItemState, item_type: object, field: str, index: int) -> bool:
     return True  # pending text: any item's
 
 
-# Update claims are shared per item: the engine then knows an item's run of deltas
-# by the claim's identity, and making one (its id joins two parts) costs more than
-# the rest of match. The cache is shared by every engine in the process (a Claim is
-# a frozen value), so it is emptied when it grows past this many responses (or an
-# item count of one response does).
-_CLAIM_CACHE_SIZE: Final = 4096
-_item_update_claims: Final[dict[str, dict[int, Claim]]] = {}
-
-
-def _item_update_claim(response_id: str, index: int) -> Claim:
-    claim = Claim(f"{response_id}/{index}", "update")
-    if type(response_id) is str:  # a plain str: hashable, and formatted as itself
-        if len(_item_update_claims) >= _CLAIM_CACHE_SIZE:
-            _item_update_claims.clear()
-        claims = _item_update_claims.setdefault(response_id, {})
-        if len(claims) >= _CLAIM_CACHE_SIZE:
-            claims.clear()
-        claims[index] = claim
-    return claim
-
-
 class ItemDefinition:
     """Kind ``openai_response_item``: one node per output item, id ``<response>/<index>``."""
 
     kind = "openai_response_item"
-    event_types = _ITEM_TYPES | {Scoped}
+    event_types = frozenset({_ToItem, _ItemDelta})
 
-    # A mapping from event type: the engine resolves it once per route (no call per
+    # A mapping from envelope class: the engine resolves it once per route (no call per
     # delta); engines without event_type= call it.
     publication: Final = _ITEM_PUBLICATION
 
-    def match(self, event: Scoped) -> Claim | None:
-        """Start on ``output_item.added``; update on events carrying its ``output_index``."""
-        response_id = event.response_id
-        if response_id is None:
-            return None
-        raw = event.event
-        index = raw.get("output_index")
-        if type(index) is not int:
-            return None
-        kind = raw.get("type")
-        if kind == "response.output_item.added":
-            if raw.get("item") is None:  # the SDK skips an empty added event too
-                return None
-            return Claim(f"{response_id}/{index}", "start")
-        if kind in _ITEM_TYPES:
-            try:
-                return _item_update_claims[response_id][index]
-            except (KeyError, TypeError):  # TypeError: an unhashable response id
-                return _item_update_claim(response_id, index)
-        return None
+    # Start on ``output_item.added``; update on events carrying its ``output_index``:
+    # the scoper's claim, None in the other envelopes. A C function: the engine calls
+    # it once per delta.
+    match: Final[Callable[[Scoped], Claim | None]] = attrgetter("claim")
 
     def start(self, event: Scoped, reader: object) -> ItemState:
         """The item as ``output_item.added`` announced it."""
@@ -590,7 +726,12 @@ DEFINITIONS: Final = (RESPONSE, ITEM)
 
 # -- rebuild ------------------------------------------------------------------------
 
-# Where the SDK's models type a number as float (construct_type turns 1 into 1.0).
+# Where the SDK's models type a number as float (construct_type turns 1 into 1.0),
+# as a schema: the conformance tests check it against the SDK's models, and the
+# walk below (one function per shape) against a generic walk of it. Values of other
+# types, and ints no float equals, are left as they are. Copy on write: what
+# changes is copied, never the events' own dicts (the response excepted: a copy of
+# ours).
 _F: Final = "float"
 _LOGPROB: Final = {"logprob": _F, "top_logprobs": [{"logprob": _F}]}
 _RANKING: Final = {
@@ -611,39 +752,123 @@ _RESPONSE_FLOATS: Final = {
     "tools": [_TOOL_FLOATS],
     "output": [_ITEM_FLOATS],
 }
+_RESPONSE_NUMBERS: Final = tuple(k for k, v in _RESPONSE_FLOATS.items() if v is _F)
 
 
-def _floats(value: Any, schema: Any) -> Any:
-    """``value`` with the numbers at ``schema``'s float paths as floats (copy on write)."""
-    if schema is _F:
+def _float(value: int) -> float | int:
+    number = float(value)
+    return number if number == value else value
+
+
+def _response_floats(response: dict[str, Any]) -> dict[str, Any]:
+    """``response`` (a copy: changed in place) with the SDK's float fields as floats."""
+    for key in _RESPONSE_NUMBERS:
+        value = response.get(key)
         if type(value) is int:
-            coerced = float(value)
-            return coerced if coerced == value else value
-        return value
-    if type(schema) is list:
-        if type(value) is not list:
-            return value
-        inner = schema[0]
-        copied = None
-        for index, old in enumerate(value):
-            new = _floats(old, inner)
-            if new is not old:
-                if copied is None:
-                    copied = list(value)
-                copied[index] = new
-        return value if copied is None else copied
-    if type(value) is not dict:
-        return value
+            number = float(value)
+            if number == value:
+                response[key] = number
+    tools = response.get("tools")
+    if type(tools) is list and tools:
+        response["tools"] = [_tool_floats(tool) for tool in tools]
+    output = response.get("output")
+    if type(output) is list and output:
+        response["output"] = [_item_floats(item) for item in output]
+    return response
+
+
+def _each(values: list[Any], floats: Callable[[Any], Any]) -> list[Any]:
+    """``values`` with ``floats`` of each (copied if one changed)."""
+    copied = None
+    for index, old in enumerate(values):
+        new = floats(old)
+        if new is not old:
+            if copied is None:
+                copied = list(values)
+            copied[index] = new
+    return values if copied is None else copied
+
+
+def _tool_floats(tool: Any) -> Any:
+    if type(tool) is not dict:
+        return tool
+    ranking = tool.get("ranking_options")
+    if type(ranking) is not dict:
+        return tool
     out = None
-    for key, sub in schema.items():
-        if key in value:
-            old = value[key]
-            new = _floats(old, sub)
+    value = ranking.get("score_threshold")
+    if type(value) is int and (number := _float(value)) is not value:
+        out = {**ranking, "score_threshold": number}
+    hybrid = ranking.get("hybrid_search")
+    if type(hybrid) is dict:
+        new = _numbers(hybrid, ("embedding_weight", "text_weight"))
+        if new is not hybrid:
+            out = {**(ranking if out is None else out), "hybrid_search": new}
+    return tool if out is None else {**tool, "ranking_options": out}
+
+
+def _numbers(value: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """``value`` with the ints at ``keys`` as floats (copied if one changed)."""
+    out = None
+    for key in keys:
+        number = value.get(key)
+        if type(number) is int and (coerced := _float(number)) is not number:
+            if out is None:
+                out = dict(value)
+            out[key] = coerced
+    return value if out is None else out
+
+
+def _item_floats(item: Any) -> Any:
+    if type(item) is not dict:
+        return item
+    out = None
+    for key, floats in _ITEM_LISTS:
+        old = item.get(key)
+        if type(old) is list and old:
+            new = _each(old, floats)
             if new is not old:
                 if out is None:
-                    out = dict(value)
+                    out = dict(item)
                 out[key] = new
-    return value if out is None else out
+    return item if out is None else out
+
+
+def _part_floats(part: Any) -> Any:
+    if type(part) is not dict:
+        return part
+    logprobs = part.get("logprobs")
+    if type(logprobs) is not list or not logprobs:
+        return part
+    new = _each(logprobs, _logprob_floats)
+    return part if new is logprobs else {**part, "logprobs": new}
+
+
+def _logprob_floats(logprob: Any) -> Any:
+    if type(logprob) is not dict:
+        return logprob
+    out = _numbers(logprob, ("logprob",))
+    top = logprob.get("top_logprobs")
+    if type(top) is list and top:
+        new = _each(top, _top_logprob_floats)
+        if new is not top:
+            out = {**out, "top_logprobs": new}
+    return out
+
+
+def _top_logprob_floats(top: Any) -> Any:
+    return _numbers(top, ("logprob",)) if type(top) is dict else top
+
+
+def _result_floats(result: Any) -> Any:
+    return _numbers(result, ("score",)) if type(result) is dict else result
+
+
+_ITEM_LISTS: Final = (
+    ("content", _part_floats),
+    ("results", _result_floats),
+    ("tools", _tool_floats),
+)
 
 
 def _part(part: PartState) -> dict[str, Any]:
@@ -681,60 +906,55 @@ def _parsed_item(item: dict[str, Any]) -> dict[str, Any]:
     return item
 
 
-class _Collected:
-    __slots__ = ("items", "state")
-
-    def __init__(self, state: ResponseState) -> None:
-        self.state = state
-        self.items: list[ItemState] = []
+# A response's state and those of its items, in the order they were added.
+_Collected = tuple[ResponseState, list[ItemState]]
 
 
 def _collect(nodes: Sequence[Node]) -> list[_Collected]:
     out: list[_Collected] = []
-    by_id: dict[str, _Collected] = {}
+    by_id: dict[str, list[ItemState]] = {}
+    response_kind = ResponseDefinition.kind
+    item_kind = ItemDefinition.kind
     for node in nodes:
         kind = node.kind
-        if kind == ResponseDefinition.kind:
-            collected = by_id[node.id] = _Collected(node.state)
-            out.append(collected)
-        elif kind == ItemDefinition.kind:
+        if kind == response_kind:
+            items = by_id[node.id] = []
+            out.append((node.state, items))
+        elif kind == item_kind:
             owner = by_id.get(node.state.response_id)
             if owner is not None:
-                owner.items.append(node.state)
+                owner.append(node.state)
     return out
 
 
 def _snapshot(collected: _Collected) -> dict[str, Any]:
-    response = dict(collected.state.created)
+    state, items = collected
+    response = dict(state.created)
     output = list(response.get("output") or ())
-    output.extend(_snapshot_item(item) for item in collected.items)
+    output.extend(_snapshot_item(item) for item in items)
     response["output"] = output
-    result: dict[str, Any] = _floats(response, _RESPONSE_FLOATS)
-    return result
+    return _response_floats(response)
 
 
-def _finished_output(collected: _Collected) -> list[dict[str, Any]]:
+def _finished_output(items: list[ItemState]) -> list[dict[str, Any]]:
     """The items by ``output_index``: each ``done`` payload, else its live snapshot."""
-    items = sorted(collected.items, key=lambda s: s.output_index)
+    items = sorted(items, key=lambda s: s.output_index)
     return [s.done if s.done is not None else _snapshot_item(s) for s in items]
 
 
 def _response(collected: _Collected) -> dict[str, Any]:
-    state = collected.state
-    result: dict[str, Any]
+    state, items = collected
     if state.completed is not None:
         response = dict(state.completed)
         if response.get("output") is None:
-            response["output"] = _finished_output(collected)
+            response["output"] = _finished_output(items)
         response["output"] = [_parsed_item(item) for item in response["output"]]
-        result = _floats(response, _RESPONSE_FLOATS)
-        return result
+        return _response_floats(response)
     if state.ended is not None:
         response = dict(state.ended[1])
         if response.get("output") is None:
-            response["output"] = _finished_output(collected)
-        result = _floats(response, _RESPONSE_FLOATS)
-        return result
+            response["output"] = _finished_output(items)
+        return _response_floats(response)
     return _snapshot(collected)
 
 

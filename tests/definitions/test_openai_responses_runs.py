@@ -95,6 +95,7 @@ def other_events(draw: st.DrawFn) -> dict[str, Any]:
     )
 
 
+ADDED_EVENT = event("response.output_item.added", item={"type": "message", "content": []})
 ADDED = [
     {"type": "message", "role": "assistant", "content": []},
     {"type": "message", "content": [{"type": "output_text", "text": "pre"}]},
@@ -150,6 +151,93 @@ def test_update_many_is_update_over_the_run(state: Any, events: list[Scoped]) ->
 @given(state=started(), events=same_type_runs)
 def test_update_many_is_update_over_a_run_of_one_type(state: Any, events: list[Scoped]) -> None:
     check_run(ITEM, state, events)
+
+
+# The envelopes a scoper makes (in response "r"): a delta's text, part and field read
+# once, which update_many takes instead of reading the event again.
+SCOPER = openai_responses.Scoper()
+SCOPER({"type": "response.created", "response": {"id": "r"}})
+QUIET = [
+    event("response.output_text.done", content_index=0, text="whole"),
+    event("response.output_text.annotation.added", content_index=0, annotation={}),
+    event("response.function_call_arguments.done", arguments="{}"),
+    event("response.mcp_call.in_progress"),
+    event("response.reasoning_summary_part.done", summary_index=0, part={}),
+]
+scoped_runs = st.lists(
+    st.one_of(deltas(), deltas(), other_events(), st.sampled_from(QUIET)).map(SCOPER),
+    min_size=2,
+    max_size=10,
+)
+# Runs as the engine hands them over from a scoper: the deltas of one type into one
+# item and the events that change nothing among them.
+scoped_same_type_runs = st.sampled_from(
+    [
+        "response.output_text.delta",
+        "response.function_call_arguments.delta",
+        "response.reasoning_summary_text.delta",
+        *PENDING,
+    ]
+).flatmap(
+    lambda kind: st.lists(
+        st.one_of(
+            deltas().filter(lambda raw: raw["type"] == kind),
+            deltas().filter(lambda raw: raw["type"] == kind),
+            st.sampled_from(QUIET),
+        ).map(SCOPER),
+        min_size=2,
+        max_size=10,
+    )
+)
+
+
+@settings(max_examples=1000)
+@given(state=started(), events=scoped_runs)
+def test_update_many_is_update_over_a_scoped_run(state: Any, events: list[Scoped]) -> None:
+    check_run(ITEM, state, events)
+
+
+@settings(max_examples=1000)
+@given(state=started(), events=scoped_same_type_runs)
+def test_update_many_is_update_over_a_scoped_run_of_one_type(
+    state: Any, events: list[Scoped]
+) -> None:
+    check_run(ITEM, state, events)
+
+
+responses_events = st.one_of(
+    deltas(),
+    other_events(),
+    st.sampled_from(QUIET),
+    st.builds(
+        lambda index, item: event("response.output_item.added", output_index=index, item=item),
+        st.one_of(st.integers(0, 2), st.sampled_from([True, None, "1"])),
+        st.sampled_from([*ADDED, None]),
+    ),
+    st.builds(
+        lambda kind, rid: {"type": kind, "response": {"id": rid}},
+        st.sampled_from(["response.created", "response.in_progress", "response.completed"]),
+        st.sampled_from(["r", "s"]),
+    ),
+    st.builds(
+        lambda raw, index: {**raw, "output_index": index},
+        deltas(),
+        st.one_of(st.integers(0, 2), st.sampled_from([True, 1.0, None, [0]])),
+    ),
+    st.sampled_from([{"type": "error", "error": {}}, {"type": "other"}, {"no": "type"}]),
+)
+
+
+@settings(max_examples=500)
+@given(events=st.lists(responses_events, max_size=20))
+def test_scope_wraps_each_event_as_a_scoper_does(events: list[dict[str, Any]]) -> None:
+    # scope() inlines the scoper's path for the common delta: the same envelopes.
+    scoper = openai_responses.Scoper()
+    live = [scoper(raw) for raw in events]
+    scoped = list(openai_responses.scope(events))
+    assert scoped == live
+    assert [type(e) for e in scoped] == [type(e) for e in live]
+    assert all(e.event is raw for e, raw in zip(scoped, events, strict=True))
 
 
 def test_a_run_that_changes_nothing_returns_the_state_itself() -> None:
@@ -211,14 +299,32 @@ def test_a_streamed_item_is_folded_through_update_many(item_type: str) -> None:
         assert output["summary"][0]["text"] == "ab" * 50
 
 
-def test_publication_is_by_event_type_routed_or_not() -> None:
-    # A mapping the engine resolves per route, also a function of the event for
-    # engines without event_type=: both give deltas a frame, the rest at once.
+# The item events that change an item other than by a delta: published at once.
+AT_ONCE = {
+    "response.output_item.added",
+    "response.output_item.done",
+    "response.content_part.added",
+    "response.reasoning_summary_part.added",
+}
+
+
+def test_publication_is_by_envelope_class_routed_or_not() -> None:
+    # A mapping the engine resolves per route (the envelope's class), also a function
+    # of the event for engines without event_type=: an item's start, content parts and
+    # end are published at once; deltas wait for a frame, and so do the events that
+    # change nothing (never published: they ride along in a run of deltas).
     publication = ITEM.publication
-    for kind in openai_responses.ItemDefinition.event_types - {Scoped}:
-        expected = "animation-frame" if str(kind).endswith(".delta") else "immediate"
-        assert publication.get(kind, "immediate") == expected
-        assert publication(Scoped("r", {"type": kind})) == expected
+    scoper = openai_responses.Scoper()
+    scoper({"type": "response.created", "response": {"id": "r"}})
+    for kind in openai_responses._ITEM_TYPES:
+        scoped = scoper({"type": kind, "output_index": 0, "item": {"type": "message"}})
+        assert ITEM.match(scoped) is not None, kind
+        expected = "immediate" if kind in AT_ONCE else "animation-frame"
+        assert publication(scoped) == expected, kind
+        assert publication.get(type(scoped), "immediate") == expected, kind
+        if kind not in AT_ONCE and not kind.endswith(".delta"):
+            state = ITEM.start(scoper(ADDED_EVENT), None)
+            assert ITEM.update(state, scoped) is state, kind
     where = {"output_index": 0, "content_index": 0}
     events: list[dict[str, Any]] = [
         {"type": "response.created", "response": {"id": "r", "output": []}},
@@ -233,3 +339,34 @@ def test_publication_is_by_event_type_routed_or_not() -> None:
     for engine in (routed, unrouted):
         engine.push_many(openai_responses.scope(events))
     assert unrouted.nodes() == routed.nodes()
+
+
+def test_the_envelopes_route_by_the_shared_key_beside_other_definitions() -> None:
+    # definitions.event_type gives an envelope's class (an untagged Struct): the
+    # Responses definitions fold beside the built-in kinds, which take raw dicts.
+    import definitions
+    from definitions import builtin
+
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {"id": "r", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": STREAMED["message"][0]},
+        *(
+            {
+                "type": "response.output_text.delta",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": t,
+            }
+            for t in "abc"
+        ),
+    ]
+    alone = create_conversation_engine(
+        openai_responses.DEFINITIONS, event_type=openai_responses.event_type
+    )
+    alone.push_many(openai_responses.scope(events))
+    mixed = create_conversation_engine(
+        [*builtin.DEFINITIONS, *openai_responses.DEFINITIONS], event_type=definitions.event_type
+    )
+    mixed.push_many(openai_responses.scope(events))
+    assert openai_responses.snapshots(mixed.nodes()) == openai_responses.snapshots(alone.nodes())
+    assert openai_responses.snapshots(alone.nodes())[0]["output"][0]["content"][0]["text"] == "abc"
