@@ -260,14 +260,38 @@ class Router:
     def route(self, events: Iterable[Mapping[str, Any]]) -> Iterator[Routed]:
         """Envelopes of ``events``, in order."""
         handlers = _HANDLERS
+        delta_keys = _DELTA_KEYS
         route_one = self.__call__
+        # The last delta routed to a part: its type, the chunk key naming the part and
+        # its value there, its envelope class and claim. Only other chunks change the
+        # tables a delta is routed by (and any other chunk forgets it), so the next
+        # delta of that type naming the same part is routed the same: most of a
+        # stream takes this one comparison and a get.
+        last_type: Any = _ABSENT
+        last_key = ""
+        last_part: Any = _ABSENT
+        last_class: type[Routed] = Routed
+        last_claim: Claim | None = None
         for event in events:
+            kind = event.get("type")
+            if kind == last_type and event.get(last_key, _ABSENT) == last_part:
+                yield last_class(event, last_claim)
+                continue
             # The common case inline (a known chunk, no pending step); else the full path.
-            handler = handlers.get(event.get("type"))
+            handler = handlers.get(kind)
             if handler is None or self._current.pending_steps:
-                yield route_one(event)
+                routed = route_one(event)
             else:
-                yield handler(self, event)
+                routed = handler(self, event)
+            last_class = type(routed)
+            last_key = delta_keys.get(last_class, "")
+            if last_key:  # a delta routed to its part with no step to show
+                last_type = kind
+                last_part = event[last_key]
+                last_claim = routed.claim
+            else:
+                last_type = _ABSENT
+            yield routed
 
     def on_push_start(self, ctx: Any) -> None:
         """Push-hook form: replace the pushed raw chunk with its envelope."""
@@ -445,6 +469,14 @@ _HANDLERS: Final[dict[Any, Callable[[Router, Mapping[str, Any]], Routed]]] = {
     "source-document": Router._part,
 }
 
+
+# The delta envelopes (with no step to show) and the chunk key naming their part.
+_DELTA_KEYS: Final[dict[type[Routed], str]] = {
+    _TextDelta: "id",
+    _ReasoningDelta: "id",
+    _ToolDelta: "toolCallId",
+}
+_ABSENT: Final = object()  # no chunk type or part id is this
 
 # -- states -------------------------------------------------------------------------------
 
