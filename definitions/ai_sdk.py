@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import html
 import json
+import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, ClassVar, Final
 
@@ -1166,13 +1167,26 @@ def parse_partial_json(text: str) -> Any:
     """``parsePartialJson(text).value``: the parse, else the parse of ``fix_json(text)``,
     else ``UNSET`` (the reference's ``undefined``)."""
     try:
-        return json.loads(text)
+        return _loads(text)
     except ValueError:
         pass
     try:
-        return json.loads(fix_json(text))
+        return _loads(fix_json(text))
     except ValueError:
         return UNSET
+
+
+_decode: Final = msgspec.json.Decoder().decode
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text)``, a few times faster on what msgspec takes (a valid document
+    with finite numbers, where it gives the same values); the rest (NaN, Infinity,
+    1e400, lone surrogates, invalid text) goes to ``json.loads`` as before."""
+    try:
+        return _decode(text)
+    except Exception:  # json.loads says what the text is
+        return json.loads(text)
 
 
 # -- rebuild ------------------------------------------------------------------------------
@@ -1189,6 +1203,8 @@ _TOOL_FIELDS: Final = (
     ("result_provider_metadata", "resultProviderMetadata"),
     ("approval", "approval"),
 )
+_TOOL_KEYS: Final = tuple(key for _, key in _TOOL_FIELDS)
+_tool_values: Final = operator.attrgetter(*(name for name, _ in _TOOL_FIELDS))  # one call
 
 
 def _tool_dict(part: ToolPart) -> dict[str, Any]:
@@ -1212,8 +1228,7 @@ def _tool_dict(part: ToolPart) -> dict[str, Any]:
         out["rawInput"] = str(part.raw)
     elif raw is not UNSET:
         out["rawInput"] = raw
-    for name, key in _TOOL_FIELDS:
-        value = getattr(part, name)
+    for key, value in zip(_TOOL_KEYS, _tool_values(part), strict=True):
         if value is not UNSET:
             out[key] = value
     return out
