@@ -50,7 +50,7 @@ import msgspec
 
 from engine import Claim, Node, Reader, create_conversation_engine
 
-from ._envelope import claims_for, publications
+from ._envelope import publications
 from ._text import StreamedText
 
 __all__ = [
@@ -109,6 +109,12 @@ class Routed(msgspec.Struct, gc=False, eq=False):
     target: ClassVar[str] = ""
     pub: ClassVar[str] = _NOW
     writes: ClassVar[bool] = False  # the reference yields a snapshot for this chunk
+    # The claim as each part kind's match reads it: an alias of ``claim`` on that
+    # kind's envelopes (set below), None on the others.
+    text_claim: ClassVar[Claim | None] = None
+    reasoning_claim: ClassVar[Claim | None] = None
+    tool_claim: ClassVar[Claim | None] = None
+    part_claim: ClassVar[Claim | None] = None
 
     @property
     def type(self) -> Any:
@@ -161,6 +167,19 @@ class _ToPart(Routed):
     target = _PART
     writes = True
 
+
+# A member descriptor reads the field it was made for under any name: the part kinds'
+# match is an attrgetter of their alias (a C call, no Python frame: every delta of a
+# stream goes through one). A raw chunk pushed without the router fails in the message
+# definition's match first (registered first), which names the fix.
+for _cls, _alias in (
+    (_ToText, "text_claim"),
+    (_ToReasoning, "reasoning_claim"),
+    (_ToTool, "tool_claim"),
+    (_ToPart, "part_claim"),
+):
+    setattr(_cls, _alias, Routed.__dict__["claim"])
+del _cls, _alias
 
 # The same part envelopes when the chunk also starts its message's node (the message's
 # first chunk is a part's): the engine routes on the exact class, so only these reach
@@ -645,7 +664,7 @@ class _TextDefinition:
     publication = publications(event_types)
     label = "text"
 
-    match = staticmethod(claims_for(_TEXT, not_routed=_NOT_ROUTED))
+    match = operator.attrgetter("text_claim")
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> TextPart:
@@ -680,21 +699,24 @@ class _TextDefinition:
         """``update`` over a run: a part's streamed deltas, which the engine hands over
         together, make one append."""
         # update appends any delta but None (a str; anything else raises in append) and
-        # keeps the latest providerMetadata but None. Only str deltas take the short way.
-        deltas = [delta for routed in run if type(delta := routed.event.get("delta")) is str]
-        if len(deltas) != len(run):
+        # keeps the latest providerMetadata but None. Only str deltas take the short way
+        # (subscripts and a set of types: no method call per delta).
+        try:
+            deltas = [routed.event["delta"] for routed in run]
+        except Exception:  # no delta: update says what that chunk does
+            deltas = []
+        if not deltas or set(map(type, deltas)) != _ONLY_STR:
             for routed in run:
                 part = _TextDefinition.update(part, routed)
             return part
-        metadata = [
-            value for routed in run if (value := routed.event.get("providerMetadata")) is not None
-        ]
+        metadata = part.provider_metadata
+        for routed in reversed([r for r in run if "providerMetadata" in r.event]):
+            value = routed.event["providerMetadata"]
+            if value is not None:
+                metadata = value
+                break
         return TextPart(
-            part.message,
-            part.id,
-            part.text.append("".join(deltas)),
-            part.done,
-            metadata[-1] if metadata else part.provider_metadata,
+            part.message, part.id, part.text.append("".join(deltas)), part.done, metadata
         )
 
     @classmethod
@@ -714,8 +736,10 @@ class _ReasoningDefinition(_TextDefinition):
     publication = publications(event_types)
     label = "reasoning"
 
-    match = staticmethod(claims_for(_REASONING, not_routed=_NOT_ROUTED))
+    match = operator.attrgetter("reasoning_claim")
 
+
+_ONLY_STR: Final = {str}  # the types of a run's deltas that update_many joins
 
 _OUTPUT_STATES: Final = {
     "tool-output-available": "output-available",
@@ -730,7 +754,7 @@ class _ToolDefinition:
     event_types = _with_after_step(_ToTool, _STARTING_MESSAGE[_ToTool], _ToolDelta)
     publication = publications(event_types)
 
-    match = staticmethod(claims_for(_TOOL, not_routed=_NOT_ROUTED))
+    match = operator.attrgetter("tool_claim")
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> ToolPart:
@@ -833,13 +857,16 @@ class _ToolDefinition:
     @staticmethod
     def update_many(part: ToolPart, run: list[Routed]) -> ToolPart:
         """``update`` over a run: a call's streamed input makes one append."""
-        deltas = [
-            delta
-            for routed in run
-            if (event := routed.event)["type"] == "tool-input-delta"
-            and type(delta := event.get("inputTextDelta", "")) is str
-        ]
-        if len(deltas) != len(run):  # not all input deltas, or a bad one: as update does
+        try:
+            deltas = [
+                routed.event["inputTextDelta"]
+                for routed in run
+                if routed.event["type"] == "tool-input-delta"
+            ]
+        except Exception:  # no delta text, or no type: as update does
+            deltas = []
+        # Not all input deltas, or one that is not a str: as update does.
+        if len(deltas) != len(run) or set(map(type, deltas)) != _ONLY_STR:
             for routed in run:
                 part = _ToolDefinition.update(part, routed)
             return part
@@ -939,7 +966,7 @@ class _PartDefinition:
     event_types = _with_after_step(_ToPart, _STARTING_MESSAGE[_ToPart])
     publication = _NOW
 
-    match = staticmethod(claims_for(_PART, not_routed=_NOT_ROUTED))
+    match = operator.attrgetter("part_claim")
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> Part:
