@@ -761,7 +761,12 @@ class _ToolDefinition:
         event = routed.event
         dynamic = bool(event.get("dynamic"))
         part = ToolPart(
-            routed.message, event["toolCallId"], event.get("toolName") or "", dynamic, ""
+            routed.message,
+            event["toolCallId"],
+            event.get("toolName") or "",
+            dynamic,
+            "",
+            _EMPTY_TEXT,  # the default, without a call of its factory
         )
         return _ToolDefinition.update(part, routed)
 
@@ -769,52 +774,20 @@ class _ToolDefinition:
     def update(part: ToolPart, routed: Routed) -> ToolPart:
         event = routed.event
         kind = event["type"]
-        replace = msgspec.structs.replace
         if kind == "tool-input-delta":
-            return replace(
+            return msgspec.structs.replace(
                 part,
                 raw=part.raw + event.get("inputTextDelta", ""),
                 input=_PARTIAL,
                 raw_input=True,
             )
-        provider_metadata = event.get("providerMetadata", UNSET)
-        fields: dict[str, Any] = {}
-        if kind == "tool-input-start":
-            fields = {
-                "state": "input-streaming",
-                "raw": StreamedText(),
-                "input": UNSET,
-                "raw_input": UNSET,
-                "input_encoding": event.get("inputEncoding", UNSET),
-            }
-        elif kind == "tool-input-available":
-            fields = {"state": "input-available", "input": event.get("input", UNSET)}
-        elif kind == "tool-input-error":
-            if part.dynamic:
-                fields = {"input": event.get("input", UNSET), "raw_input": UNSET}
-            else:
-                fields = {"input": UNSET, "raw_input": event.get("input", UNSET)}
-            fields["state"] = "output-error"
-            fields["error_text"] = event.get("errorText", UNSET)
-        elif kind in _OUTPUT_STATES:
-            fields = {"state": _OUTPUT_STATES[kind], "input_encoding": UNSET}
-            if kind == "tool-output-available":
-                fields["output"] = event.get("output", UNSET)
-                fields["preliminary"] = event.get("preliminary", UNSET)
-                fields["error_text"] = UNSET
-            else:
-                fields["error_text"] = event.get("errorText", UNSET)
-                fields["output"] = fields["preliminary"] = UNSET
-            if kind == "tool-output-available" or part.dynamic:
-                fields["raw_input"] = UNSET
-            tool_metadata = event.get("toolMetadata")
-            if tool_metadata is not None:
-                fields["tool_metadata"] = tool_metadata
-            fields["provider_executed"] = event.get("providerExecuted", part.provider_executed)
-            if provider_metadata is not None and provider_metadata is not UNSET:
-                fields["result_provider_metadata"] = provider_metadata
-            return replace(part, **fields)
-        elif kind == "tool-approval-request":
+        # Each phase makes the new part positionally: replace() with a dozen keywords
+        # costs several times as much, and a call has a start and an output or two.
+        if kind in _INPUT_KINDS:
+            return _input_phase(part, event, kind)
+        if kind in _OUTPUT_STATES:
+            return _output_phase(part, event, kind)
+        if kind == "tool-approval-request":
             approval: dict[str, Any] = {"id": event.get("approvalId")}
             if event.get("approvalDescriptor") is not None:
                 approval["descriptor"] = event["approvalDescriptor"]
@@ -822,37 +795,10 @@ class _ToolDefinition:
                 approval["inputSchemaInput"] = event["inputSchemaInput"]
             if event.get("signature") is not None:
                 approval["signature"] = event["signature"]
-            return replace(part, state="approval-requested", approval=approval)
-        elif kind == "tool-output-denied":
-            return replace(part, state="output-denied")
-        else:
-            return part
-        # The input phase (updateToolPart with the chunk's own fields): fields the chunk
-        # lacks become undefined, except providerExecuted, title and toolMetadata.
-        fields.setdefault("output", UNSET)
-        fields.setdefault("error_text", UNSET)
-        fields.setdefault("preliminary", UNSET)
-        fields.setdefault("raw_input", UNSET)
-        fields["tool_name"] = event.get("toolName", part.tool_name)
-        if kind != "tool-input-start":
-            fields["input_encoding"] = event.get("inputEncoding", UNSET)
-        title = event.get("title")
-        if title is not None:
-            fields["title"] = title
-        tool_metadata = event.get("toolMetadata")
-        if tool_metadata is not None:
-            fields["tool_metadata"] = tool_metadata
-        provider_executed = event.get("providerExecuted")
-        if provider_executed is not None:
-            fields["provider_executed"] = provider_executed
-        if provider_metadata is not None and provider_metadata is not UNSET:
-            key = (
-                "result_provider_metadata"
-                if kind == "tool-input-error"
-                else "call_provider_metadata"
-            )
-            fields[key] = provider_metadata
-        return replace(part, **fields)
+            return msgspec.structs.replace(part, state="approval-requested", approval=approval)
+        if kind == "tool-output-denied":
+            return msgspec.structs.replace(part, state="output-denied")
+        return part
 
     @staticmethod
     def update_many(part: ToolPart, run: list[Routed]) -> ToolPart:
@@ -902,6 +848,102 @@ class _ToolDefinition:
         if part.error_text is not UNSET:
             body += f'<div class="error">{html.escape(str(part.error_text), quote=True)}</div>'
         return body
+
+
+_INPUT_KINDS: Final = frozenset({"tool-input-start", "tool-input-available", "tool-input-error"})
+_EMPTY_TEXT: Final = StreamedText()
+
+
+def _input_phase(part: ToolPart, event: Mapping[str, Any], kind: str) -> ToolPart:
+    """updateToolPart with the chunk's own fields: the fields the chunk lacks become
+    undefined, except providerExecuted, title and toolMetadata (kept when absent or
+    null); providerMetadata (unless absent or null) is the call's, or the result's for
+    an input error."""
+    get = event.get
+    raw = part.raw
+    value = raw_input = error_text = UNSET
+    if kind == "tool-input-start":
+        state = "input-streaming"
+        raw = _EMPTY_TEXT
+    elif kind == "tool-input-available":
+        state = "input-available"
+        value = get("input", UNSET)
+    else:  # tool-input-error: a static tool shows the bad input as rawInput
+        state = "output-error"
+        if part.dynamic:
+            value = get("input", UNSET)
+        else:
+            raw_input = get("input", UNSET)
+        error_text = get("errorText", UNSET)
+    call_metadata = part.call_provider_metadata
+    result_metadata = part.result_provider_metadata
+    provider_metadata = get("providerMetadata")
+    if provider_metadata is not None:
+        if kind == "tool-input-error":
+            result_metadata = provider_metadata
+        else:
+            call_metadata = provider_metadata
+    provider_executed = get("providerExecuted")
+    title = get("title")
+    tool_metadata = get("toolMetadata")
+    return ToolPart(
+        part.message,
+        part.tool_call_id,
+        get("toolName", part.tool_name),
+        part.dynamic,
+        state,
+        raw,
+        value,
+        raw_input,
+        UNSET,  # output
+        error_text,
+        part.provider_executed if provider_executed is None else provider_executed,
+        UNSET,  # preliminary
+        part.title if title is None else title,
+        part.tool_metadata if tool_metadata is None else tool_metadata,
+        get("inputEncoding", UNSET),
+        call_metadata,
+        result_metadata,
+        part.approval,
+    )
+
+
+def _output_phase(part: ToolPart, event: Mapping[str, Any], kind: str) -> ToolPart:
+    """An output or output error: the input encoding becomes undefined, and so does
+    rawInput unless a static tool's input error left it; providerExecuted is the
+    chunk's if it has the key (null included); toolMetadata and providerMetadata (the
+    result's) unless absent or null."""
+    get = event.get
+    if kind == "tool-output-available":
+        output = get("output", UNSET)
+        preliminary = get("preliminary", UNSET)
+        error_text = UNSET
+    else:
+        output = preliminary = UNSET
+        error_text = get("errorText", UNSET)
+    raw_input = UNSET if kind == "tool-output-available" or part.dynamic else part.raw_input
+    tool_metadata = get("toolMetadata")
+    provider_metadata = get("providerMetadata")
+    return ToolPart(
+        part.message,
+        part.tool_call_id,
+        part.tool_name,
+        part.dynamic,
+        _OUTPUT_STATES[kind],
+        part.raw,
+        part.input,
+        raw_input,
+        output,
+        error_text,
+        get("providerExecuted", part.provider_executed),
+        preliminary,
+        part.title,
+        part.tool_metadata if tool_metadata is None else tool_metadata,
+        UNSET,  # input_encoding
+        part.call_provider_metadata,
+        part.result_provider_metadata if provider_metadata is None else provider_metadata,
+        part.approval,
+    )
 
 
 def _json(value: Any) -> str:
