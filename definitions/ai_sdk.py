@@ -700,21 +700,31 @@ class _TextDefinition:
         together, make one append."""
         # update appends any delta but None (a str; anything else raises in append) and
         # keeps the latest providerMetadata but None. Only str deltas take the short way
-        # (subscripts and a set of types: no method call per delta).
+        # (subscripts and a set of types: no method call per delta), and chunks without
+        # providerMetadata (nearly all) one pass.
         try:
-            deltas = [routed.event["delta"] for routed in run]
+            deltas = [
+                event["delta"]
+                for routed in run
+                if "providerMetadata" not in (event := routed.event)
+            ]
         except Exception:  # no delta: update says what that chunk does
             deltas = []
+        metadata = part.provider_metadata
+        if len(deltas) != len(run):  # some chunk has providerMetadata, or no delta
+            try:
+                deltas = [routed.event["delta"] for routed in run]
+            except Exception:
+                deltas = []
+            for routed in reversed([r for r in run if "providerMetadata" in r.event]):
+                value = routed.event["providerMetadata"]
+                if value is not None:
+                    metadata = value
+                    break
         if not deltas or set(map(type, deltas)) != _ONLY_STR:
             for routed in run:
                 part = _TextDefinition.update(part, routed)
             return part
-        metadata = part.provider_metadata
-        for routed in reversed([r for r in run if "providerMetadata" in r.event]):
-            value = routed.event["providerMetadata"]
-            if value is not None:
-                metadata = value
-                break
         return TextPart(
             part.message, part.id, part.text.append("".join(deltas)), part.done, metadata
         )
