@@ -281,11 +281,36 @@ def _fold_chunks(state: CompletionState, events: Iterable[ScopedChunk]) -> Compl
     texts: list[str] = []  # the pending appends, all to field `at_field` of choice `at`
     at = 0
     at_field: str | int = ""
+    at_text = ""  # at_field while appends to "content" or "refusal" are pending, else ""
     last: Any = None  # the chunk of the last pending append
     index: Any  # read from the chunk: checked before it is used
     text: Any
     for event in events:
         chunk = event.chunk
+        if at_text and type(chunk) is dict:
+            # The common chunk: one more append to the pending content (or refusal).
+            # The test below in fewer steps: a dict's subscript is its get (a missing
+            # key raises), any iterable of one dict holds the one choice that
+            # _fold_choices would fold, and the index is the pending one's by identity
+            # (an int; small ints are singletons, so a bool, a float or an int that is
+            # not one fails). Nothing changes before the last check, so whatever fails
+            # or raises goes to the test below, which decides as before.
+            try:
+                [choice] = chunk["choices"]
+                if (
+                    type(choice) is dict
+                    and choice["index"] is at
+                    and type(delta := choice["delta"]) is dict
+                    and len(delta) == 1
+                    and type(text := delta[at_text]) is str
+                    and choice.get("logprobs") is None
+                    and not choice.get("finish_reason")
+                ):
+                    texts.append(text)
+                    last = chunk
+                    continue
+            except Exception:  # the test below decides
+                pass
         field: str | int | None = None
         if (
             type(chunk) is dict
@@ -310,8 +335,10 @@ def _fold_chunks(state: CompletionState, events: Iterable[ScopedChunk]) -> Compl
         if texts:
             state = _appended(state, at, at_field, "".join(texts), last, len(texts))
             texts = []
+            at_text = ""
         if field is not None and _takes(state, index, field):
             at, at_field, last = index, field, chunk
+            at_text = field if type(field) is str else ""
             texts.append(text)
         else:
             state = _folded(state, chunk)

@@ -116,6 +116,12 @@ def other_chunks(draw: st.DrawFn) -> dict[str, Any]:
                 chunk({0: choice(0, {"content": "a"})}),  # raises: a dict of choices
                 chunk([choice(0.0, {"content": "a"})]),  # raises: a float index
                 chunk([choice(0, ["content"])]),  # raises: a delta that is not an object
+                chunk(None),  # no choices: usage and fingerprint only
+                {"id": "c", "usage": {"total_tokens": 1}},  # no choices key
+                chunk("x"),  # raises: choices that are a string
+                chunk([{"index": 0, "delta": {"content": "no logprobs key"}}]),
+                chunk([{"index": 0, "delta": {"content": "x"}, "finish_reason": "stop"}]),
+                chunk([choice(0, {"content": "x"}), "not a choice"]),  # raises
             ]
         )
     )
@@ -147,9 +153,26 @@ def started(draw: st.DrawFn) -> Any:
     return state
 
 
+# Content appends to choice 0 (which a run of them takes the short way) and chunks
+# that differ from one in a single detail, to follow them.
+near_appends = st.sampled_from(
+    [
+        chunk([choice(0, {"content": "a"})]),
+        chunk([choice(0, {"content": "a"})]),
+        chunk([choice(0, {"content": "a", "reasoning_content": "r"})]),
+        chunk([choice(0, {"content": "a", "refusal": "r"})]),
+        chunk([choice(0, {"content": "a"}, logprobs={"content": [{"token": "a"}]})]),
+        chunk([choice(0, {"content": "a"}, finish_reason="length")]),
+        chunk([choice(0, {"content": "a"}), choice(1, {"content": "b"})]),
+        chunk([choice(False, {"content": "a"})]),
+        chunk([choice(0, {"content": 5})]),
+        chunk([choice(0, {"refusal": "a"})]),
+    ]
+)
 runs = st.lists(
     st.builds(
-        lambda c: ScopedChunk("c", False, c), st.one_of(appends(), appends(), other_chunks())
+        lambda c: ScopedChunk("c", False, c),
+        st.one_of(appends(), appends(), other_chunks(), near_appends),
     ),
     min_size=2,
     max_size=10,
