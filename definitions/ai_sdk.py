@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import html
 import json
+import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, ClassVar, Final
 
@@ -49,7 +50,7 @@ import msgspec
 
 from engine import Claim, Node, Reader, Registration, create_conversation_engine
 
-from ._envelope import claims_for, publications
+from ._envelope import publications
 from ._text import StreamedText
 
 __all__ = [
@@ -108,6 +109,12 @@ class Routed(msgspec.Struct, gc=False, eq=False):
     target: ClassVar[str] = ""
     pub: ClassVar[str] = _NOW
     writes: ClassVar[bool] = False  # the reference yields a snapshot for this chunk
+    # The claim as each part kind's match reads it: an alias of ``claim`` on that
+    # kind's envelopes (set below), None on the others.
+    text_claim: ClassVar[Claim | None] = None
+    reasoning_claim: ClassVar[Claim | None] = None
+    tool_claim: ClassVar[Claim | None] = None
+    part_claim: ClassVar[Claim | None] = None
 
     @property
     def type(self) -> Any:
@@ -160,6 +167,19 @@ class _ToPart(Routed):
     target = _PART
     writes = True
 
+
+# A member descriptor reads the field it was made for under any name: the part kinds'
+# match is an attrgetter of their alias (a C call, no Python frame: every delta of a
+# stream goes through one). A raw chunk pushed without the router fails in the message
+# definition's match first (registered first), which names the fix.
+for _cls, _alias in (
+    (_ToText, "text_claim"),
+    (_ToReasoning, "reasoning_claim"),
+    (_ToTool, "tool_claim"),
+    (_ToPart, "part_claim"),
+):
+    setattr(_cls, _alias, Routed.__dict__["claim"])
+del _cls, _alias
 
 # The same part envelopes when the chunk also starts its message's node (the message's
 # first chunk is a part's): the engine routes on the exact class, so only these reach
@@ -260,14 +280,38 @@ class Router:
     def route(self, events: Iterable[Mapping[str, Any]]) -> Iterator[Routed]:
         """Envelopes of ``events``, in order."""
         handlers = _HANDLERS
+        delta_keys = _DELTA_KEYS
         route_one = self.__call__
+        # The last delta routed to a part: its type, the chunk key naming the part and
+        # its value there, its envelope class and claim. Only other chunks change the
+        # tables a delta is routed by (and any other chunk forgets it), so the next
+        # delta of that type naming the same part is routed the same: most of a
+        # stream takes this one comparison and a get.
+        last_type: Any = _ABSENT
+        last_key = ""
+        last_part: Any = _ABSENT
+        last_class: type[Routed] = Routed
+        last_claim: Claim | None = None
         for event in events:
+            kind = event.get("type")
+            if kind == last_type and event.get(last_key, _ABSENT) == last_part:
+                yield last_class(event, last_claim)
+                continue
             # The common case inline (a known chunk, no pending step); else the full path.
-            handler = handlers.get(event.get("type"))
+            handler = handlers.get(kind)
             if handler is None or self._current.pending_steps:
-                yield route_one(event)
+                routed = route_one(event)
             else:
-                yield handler(self, event)
+                routed = handler(self, event)
+            last_class = type(routed)
+            last_key = delta_keys.get(last_class, "")
+            if last_key:  # a delta routed to its part with no step to show
+                last_type = kind
+                last_part = event[last_key]
+                last_claim = routed.claim
+            else:
+                last_type = _ABSENT
+            yield routed
 
     def on_push_start(self, ctx: Any) -> None:
         """Push-hook form: replace the pushed raw chunk with its envelope."""
@@ -446,6 +490,14 @@ _HANDLERS: Final[dict[Any, Callable[[Router, Mapping[str, Any]], Routed]]] = {
 }
 
 
+# The delta envelopes (with no step to show) and the chunk key naming their part.
+_DELTA_KEYS: Final[dict[type[Routed], str]] = {
+    _TextDelta: "id",
+    _ReasoningDelta: "id",
+    _ToolDelta: "toolCallId",
+}
+_ABSENT: Final = object()  # no chunk type or part id is this
+
 # -- states -------------------------------------------------------------------------------
 
 
@@ -612,7 +664,7 @@ class _TextDefinition:
     publication = publications(event_types)
     label = "text"
 
-    match = staticmethod(claims_for(_TEXT, not_routed=_NOT_ROUTED))
+    match = operator.attrgetter("text_claim")
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> TextPart:
@@ -647,21 +699,34 @@ class _TextDefinition:
         """``update`` over a run: a part's streamed deltas, which the engine hands over
         together, make one append."""
         # update appends any delta but None (a str; anything else raises in append) and
-        # keeps the latest providerMetadata but None. Only str deltas take the short way.
-        deltas = [delta for routed in run if type(delta := routed.event.get("delta")) is str]
-        if len(deltas) != len(run):
+        # keeps the latest providerMetadata but None. Only str deltas take the short way
+        # (subscripts and a set of types: no method call per delta), and chunks without
+        # providerMetadata (nearly all) one pass.
+        try:
+            deltas = [
+                event["delta"]
+                for routed in run
+                if "providerMetadata" not in (event := routed.event)
+            ]
+        except Exception:  # no delta: update says what that chunk does
+            deltas = []
+        metadata = part.provider_metadata
+        if len(deltas) != len(run):  # some chunk has providerMetadata, or no delta
+            try:
+                deltas = [routed.event["delta"] for routed in run]
+            except Exception:
+                deltas = []
+            for routed in reversed([r for r in run if "providerMetadata" in r.event]):
+                value = routed.event["providerMetadata"]
+                if value is not None:
+                    metadata = value
+                    break
+        if not deltas or set(map(type, deltas)) != _ONLY_STR:
             for routed in run:
                 part = _TextDefinition.update(part, routed)
             return part
-        metadata = [
-            value for routed in run if (value := routed.event.get("providerMetadata")) is not None
-        ]
         return TextPart(
-            part.message,
-            part.id,
-            part.text.append("".join(deltas)),
-            part.done,
-            metadata[-1] if metadata else part.provider_metadata,
+            part.message, part.id, part.text.append("".join(deltas)), part.done, metadata
         )
 
     @classmethod
@@ -681,8 +746,10 @@ class _ReasoningDefinition(_TextDefinition):
     publication = publications(event_types)
     label = "reasoning"
 
-    match = staticmethod(claims_for(_REASONING, not_routed=_NOT_ROUTED))
+    match = operator.attrgetter("reasoning_claim")
 
+
+_ONLY_STR: Final = {str}  # the types of a run's deltas that update_many joins
 
 _OUTPUT_STATES: Final = {
     "tool-output-available": "output-available",
@@ -697,14 +764,19 @@ class _ToolDefinition:
     event_types = _with_after_step(_ToTool, _STARTING_MESSAGE[_ToTool], _ToolDelta)
     publication = publications(event_types)
 
-    match = staticmethod(claims_for(_TOOL, not_routed=_NOT_ROUTED))
+    match = operator.attrgetter("tool_claim")
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> ToolPart:
         event = routed.event
         dynamic = bool(event.get("dynamic"))
         part = ToolPart(
-            routed.message, event["toolCallId"], event.get("toolName") or "", dynamic, ""
+            routed.message,
+            event["toolCallId"],
+            event.get("toolName") or "",
+            dynamic,
+            "",
+            _EMPTY_TEXT,  # the default, without a call of its factory
         )
         return _ToolDefinition.update(part, routed)
 
@@ -712,52 +784,20 @@ class _ToolDefinition:
     def update(part: ToolPart, routed: Routed) -> ToolPart:
         event = routed.event
         kind = event["type"]
-        replace = msgspec.structs.replace
         if kind == "tool-input-delta":
-            return replace(
+            return msgspec.structs.replace(
                 part,
                 raw=part.raw + event.get("inputTextDelta", ""),
                 input=_PARTIAL,
                 raw_input=True,
             )
-        provider_metadata = event.get("providerMetadata", UNSET)
-        fields: dict[str, Any] = {}
-        if kind == "tool-input-start":
-            fields = {
-                "state": "input-streaming",
-                "raw": StreamedText(),
-                "input": UNSET,
-                "raw_input": UNSET,
-                "input_encoding": event.get("inputEncoding", UNSET),
-            }
-        elif kind == "tool-input-available":
-            fields = {"state": "input-available", "input": event.get("input", UNSET)}
-        elif kind == "tool-input-error":
-            if part.dynamic:
-                fields = {"input": event.get("input", UNSET), "raw_input": UNSET}
-            else:
-                fields = {"input": UNSET, "raw_input": event.get("input", UNSET)}
-            fields["state"] = "output-error"
-            fields["error_text"] = event.get("errorText", UNSET)
-        elif kind in _OUTPUT_STATES:
-            fields = {"state": _OUTPUT_STATES[kind], "input_encoding": UNSET}
-            if kind == "tool-output-available":
-                fields["output"] = event.get("output", UNSET)
-                fields["preliminary"] = event.get("preliminary", UNSET)
-                fields["error_text"] = UNSET
-            else:
-                fields["error_text"] = event.get("errorText", UNSET)
-                fields["output"] = fields["preliminary"] = UNSET
-            if kind == "tool-output-available" or part.dynamic:
-                fields["raw_input"] = UNSET
-            tool_metadata = event.get("toolMetadata")
-            if tool_metadata is not None:
-                fields["tool_metadata"] = tool_metadata
-            fields["provider_executed"] = event.get("providerExecuted", part.provider_executed)
-            if provider_metadata is not None and provider_metadata is not UNSET:
-                fields["result_provider_metadata"] = provider_metadata
-            return replace(part, **fields)
-        elif kind == "tool-approval-request":
+        # Each phase makes the new part positionally: replace() with a dozen keywords
+        # costs several times as much, and a call has a start and an output or two.
+        if kind in _INPUT_KINDS:
+            return _input_phase(part, event, kind)
+        if kind in _OUTPUT_STATES:
+            return _output_phase(part, event, kind)
+        if kind == "tool-approval-request":
             approval: dict[str, Any] = {"id": event.get("approvalId")}
             if event.get("approvalDescriptor") is not None:
                 approval["descriptor"] = event["approvalDescriptor"]
@@ -765,48 +805,24 @@ class _ToolDefinition:
                 approval["inputSchemaInput"] = event["inputSchemaInput"]
             if event.get("signature") is not None:
                 approval["signature"] = event["signature"]
-            return replace(part, state="approval-requested", approval=approval)
-        elif kind == "tool-output-denied":
-            return replace(part, state="output-denied")
-        else:
-            return part
-        # The input phase (updateToolPart with the chunk's own fields): fields the chunk
-        # lacks become undefined, except providerExecuted, title and toolMetadata.
-        fields.setdefault("output", UNSET)
-        fields.setdefault("error_text", UNSET)
-        fields.setdefault("preliminary", UNSET)
-        fields.setdefault("raw_input", UNSET)
-        fields["tool_name"] = event.get("toolName", part.tool_name)
-        if kind != "tool-input-start":
-            fields["input_encoding"] = event.get("inputEncoding", UNSET)
-        title = event.get("title")
-        if title is not None:
-            fields["title"] = title
-        tool_metadata = event.get("toolMetadata")
-        if tool_metadata is not None:
-            fields["tool_metadata"] = tool_metadata
-        provider_executed = event.get("providerExecuted")
-        if provider_executed is not None:
-            fields["provider_executed"] = provider_executed
-        if provider_metadata is not None and provider_metadata is not UNSET:
-            key = (
-                "result_provider_metadata"
-                if kind == "tool-input-error"
-                else "call_provider_metadata"
-            )
-            fields[key] = provider_metadata
-        return replace(part, **fields)
+            return msgspec.structs.replace(part, state="approval-requested", approval=approval)
+        if kind == "tool-output-denied":
+            return msgspec.structs.replace(part, state="output-denied")
+        return part
 
     @staticmethod
     def update_many(part: ToolPart, run: list[Routed]) -> ToolPart:
         """``update`` over a run: a call's streamed input makes one append."""
-        deltas = [
-            delta
-            for routed in run
-            if (event := routed.event)["type"] == "tool-input-delta"
-            and type(delta := event.get("inputTextDelta", "")) is str
-        ]
-        if len(deltas) != len(run):  # not all input deltas, or a bad one: as update does
+        try:
+            deltas = [
+                routed.event["inputTextDelta"]
+                for routed in run
+                if routed.event["type"] == "tool-input-delta"
+            ]
+        except Exception:  # no delta text, or no type: as update does
+            deltas = []
+        # Not all input deltas, or one that is not a str: as update does.
+        if len(deltas) != len(run) or set(map(type, deltas)) != _ONLY_STR:
             for routed in run:
                 part = _ToolDefinition.update(part, routed)
             return part
@@ -842,6 +858,102 @@ class _ToolDefinition:
         if part.error_text is not UNSET:
             body += f'<div class="error">{html.escape(str(part.error_text), quote=True)}</div>'
         return body
+
+
+_INPUT_KINDS: Final = frozenset({"tool-input-start", "tool-input-available", "tool-input-error"})
+_EMPTY_TEXT: Final = StreamedText()
+
+
+def _input_phase(part: ToolPart, event: Mapping[str, Any], kind: str) -> ToolPart:
+    """updateToolPart with the chunk's own fields: the fields the chunk lacks become
+    undefined, except providerExecuted, title and toolMetadata (kept when absent or
+    null); providerMetadata (unless absent or null) is the call's, or the result's for
+    an input error."""
+    get = event.get
+    raw = part.raw
+    value = raw_input = error_text = UNSET
+    if kind == "tool-input-start":
+        state = "input-streaming"
+        raw = _EMPTY_TEXT
+    elif kind == "tool-input-available":
+        state = "input-available"
+        value = get("input", UNSET)
+    else:  # tool-input-error: a static tool shows the bad input as rawInput
+        state = "output-error"
+        if part.dynamic:
+            value = get("input", UNSET)
+        else:
+            raw_input = get("input", UNSET)
+        error_text = get("errorText", UNSET)
+    call_metadata = part.call_provider_metadata
+    result_metadata = part.result_provider_metadata
+    provider_metadata = get("providerMetadata")
+    if provider_metadata is not None:
+        if kind == "tool-input-error":
+            result_metadata = provider_metadata
+        else:
+            call_metadata = provider_metadata
+    provider_executed = get("providerExecuted")
+    title = get("title")
+    tool_metadata = get("toolMetadata")
+    return ToolPart(
+        part.message,
+        part.tool_call_id,
+        get("toolName", part.tool_name),
+        part.dynamic,
+        state,
+        raw,
+        value,
+        raw_input,
+        UNSET,  # output
+        error_text,
+        part.provider_executed if provider_executed is None else provider_executed,
+        UNSET,  # preliminary
+        part.title if title is None else title,
+        part.tool_metadata if tool_metadata is None else tool_metadata,
+        get("inputEncoding", UNSET),
+        call_metadata,
+        result_metadata,
+        part.approval,
+    )
+
+
+def _output_phase(part: ToolPart, event: Mapping[str, Any], kind: str) -> ToolPart:
+    """An output or output error: the input encoding becomes undefined, and so does
+    rawInput unless a static tool's input error left it; providerExecuted is the
+    chunk's if it has the key (null included); toolMetadata and providerMetadata (the
+    result's) unless absent or null."""
+    get = event.get
+    if kind == "tool-output-available":
+        output = get("output", UNSET)
+        preliminary = get("preliminary", UNSET)
+        error_text = UNSET
+    else:
+        output = preliminary = UNSET
+        error_text = get("errorText", UNSET)
+    raw_input = UNSET if kind == "tool-output-available" or part.dynamic else part.raw_input
+    tool_metadata = get("toolMetadata")
+    provider_metadata = get("providerMetadata")
+    return ToolPart(
+        part.message,
+        part.tool_call_id,
+        part.tool_name,
+        part.dynamic,
+        _OUTPUT_STATES[kind],
+        part.raw,
+        part.input,
+        raw_input,
+        output,
+        error_text,
+        get("providerExecuted", part.provider_executed),
+        preliminary,
+        part.title,
+        part.tool_metadata if tool_metadata is None else tool_metadata,
+        UNSET,  # input_encoding
+        part.call_provider_metadata,
+        part.result_provider_metadata if provider_metadata is None else provider_metadata,
+        part.approval,
+    )
 
 
 def _json(value: Any) -> str:
@@ -906,7 +1018,7 @@ class _PartDefinition:
     event_types = _with_after_step(_ToPart, _STARTING_MESSAGE[_ToPart])
     publication = _NOW
 
-    match = staticmethod(claims_for(_PART, not_routed=_NOT_ROUTED))
+    match = operator.attrgetter("part_claim")
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> Part:
@@ -1134,13 +1246,26 @@ def parse_partial_json(text: str) -> Any:
     """``parsePartialJson(text).value``: the parse, else the parse of ``fix_json(text)``,
     else ``UNSET`` (the reference's ``undefined``)."""
     try:
-        return json.loads(text)
+        return _loads(text)
     except ValueError:
         pass
     try:
-        return json.loads(fix_json(text))
+        return _loads(fix_json(text))
     except ValueError:
         return UNSET
+
+
+_decode: Final = msgspec.json.Decoder().decode
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text)``, a few times faster on what msgspec takes (a valid document
+    with finite numbers, where it gives the same values); the rest (NaN, Infinity,
+    1e400, lone surrogates, invalid text) goes to ``json.loads`` as before."""
+    try:
+        return _decode(text)
+    except Exception:  # json.loads says what the text is
+        return json.loads(text)
 
 
 # -- rebuild ------------------------------------------------------------------------------
@@ -1157,6 +1282,8 @@ _TOOL_FIELDS: Final = (
     ("result_provider_metadata", "resultProviderMetadata"),
     ("approval", "approval"),
 )
+_TOOL_KEYS: Final = tuple(key for _, key in _TOOL_FIELDS)
+_tool_values: Final = operator.attrgetter(*(name for name, _ in _TOOL_FIELDS))  # one call
 
 
 def _tool_dict(part: ToolPart) -> dict[str, Any]:
@@ -1180,8 +1307,7 @@ def _tool_dict(part: ToolPart) -> dict[str, Any]:
         out["rawInput"] = str(part.raw)
     elif raw is not UNSET:
         out["rawInput"] = raw
-    for name, key in _TOOL_FIELDS:
-        value = getattr(part, name)
+    for key, value in zip(_TOOL_KEYS, _tool_values(part), strict=True):
         if value is not UNSET:
             out[key] = value
     return out

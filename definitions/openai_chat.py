@@ -17,6 +17,9 @@ pre-pass that wraps each chunk (without copying it) in
 - a chunk that neither opens nor continues a completion is scoped to ``None`` and
   dropped: a window cut mid-completion shows nothing of it.
 
+The pre-pass also hands each chunk its claim (``ScopedChunk.claim``: start, the
+completion's one shared update claim, or none), so ``match`` only reads it.
+
 One definition, ``openai_chat_completion`` (node id: the completion scope), holds
 the choices. Content, refusal and tool-call arguments are ``StreamedText``; the
 rare other message fields are kept as a persistent list of ``(key, value)`` pairs
@@ -40,6 +43,7 @@ completion in a log is its own object.
 from __future__ import annotations
 
 import html
+import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
@@ -75,6 +79,27 @@ class ScopedChunk(msgspec.Struct, frozen=True, array_like=True, gc=False):
     opens: bool
     chunk: dict[str, Any]
 
+    @property
+    def claim(self) -> Claim | None:
+        """What the completion definition's ``match`` returns: start on the chunk that
+        opens a completion, update on the rest (``None`` when dropped)."""
+        completion = self.completion
+        if completion is None:
+            return None
+        if self.opens:
+            return Claim(completion, "start")
+        try:
+            return _update_claims[completion]
+        except KeyError:
+            return _update_claim(completion)
+
+
+class _Scoped(ScopedChunk, frozen=True, array_like=True, gc=False):
+    """A ``ScopedChunk`` made by ``scope``, which knows its claim already: a field here,
+    so ``match`` reads it with no Python frame (it is called on every chunk)."""
+
+    claim: Claim | None = None  # the property's value
+
 
 def _opens(chunk: dict[str, Any]) -> bool:
     if not chunk.get("id"):
@@ -85,16 +110,20 @@ def _opens(chunk: dict[str, Any]) -> bool:
 def scope(events: Iterable[dict[str, Any]]) -> Iterator[ScopedChunk]:
     """Wrap each chunk of one stream in ``ScopedChunk`` (the pure pre-pass)."""
     current: str | None = None
+    update: Claim | None = None  # the current completion's update claim
     for chunk in events:
         chunk_id = chunk.get("id") or ""
         if current is not None and (chunk_id == current or current == ""):
-            yield ScopedChunk(current, False, chunk)
+            yield _Scoped(current, False, chunk, update)
         elif _opens(chunk):
             current = chunk_id
-            yield ScopedChunk(current, True, chunk)
+            update = _update_claims.get(current)
+            if update is None:
+                update = _update_claim(current)
+            yield _Scoped(current, True, chunk, Claim(current, "start"))
         else:
-            current = None
-            yield ScopedChunk(None, False, chunk)
+            current = update = None
+            yield _Scoped(None, False, chunk, None)
 
 
 def event_type(event: object) -> str:
@@ -281,11 +310,36 @@ def _fold_chunks(state: CompletionState, events: Iterable[ScopedChunk]) -> Compl
     texts: list[str] = []  # the pending appends, all to field `at_field` of choice `at`
     at = 0
     at_field: str | int = ""
+    at_text = ""  # at_field while appends to "content" or "refusal" are pending, else ""
     last: Any = None  # the chunk of the last pending append
     index: Any  # read from the chunk: checked before it is used
     text: Any
     for event in events:
         chunk = event.chunk
+        if at_text and type(chunk) is dict:
+            # The common chunk: one more append to the pending content (or refusal).
+            # The test below in fewer steps: a dict's subscript is its get (a missing
+            # key raises), any iterable of one dict holds the one choice that
+            # _fold_choices would fold, and the index is the pending one's by identity
+            # (an int; small ints are singletons, so a bool, a float or an int that is
+            # not one fails). Nothing changes before the last check, so whatever fails
+            # or raises goes to the test below, which decides as before.
+            try:
+                [choice] = chunk["choices"]
+                if (
+                    type(choice) is dict
+                    and choice["index"] is at
+                    and type(delta := choice["delta"]) is dict
+                    and len(delta) == 1
+                    and type(text := delta[at_text]) is str
+                    and choice.get("logprobs") is None
+                    and not choice.get("finish_reason")
+                ):
+                    texts.append(text)
+                    last = chunk
+                    continue
+            except Exception:  # the test below decides
+                pass
         field: str | int | None = None
         if (
             type(chunk) is dict
@@ -310,8 +364,10 @@ def _fold_chunks(state: CompletionState, events: Iterable[ScopedChunk]) -> Compl
         if texts:
             state = _appended(state, at, at_field, "".join(texts), last, len(texts))
             texts = []
+            at_text = ""
         if field is not None and _takes(state, index, field):
             at, at_field, last = index, field, chunk
+            at_text = field if type(field) is str else ""
             texts.append(text)
         else:
             state = _folded(state, chunk)
@@ -410,20 +466,12 @@ class CompletionDefinition:
     """Kind ``openai_chat_completion``: one node per completion (see ``scope``)."""
 
     kind = "openai_chat_completion"
-    event_types = frozenset({"chat.completion.chunk", ScopedChunk})
+    event_types = frozenset({"chat.completion.chunk", ScopedChunk, _Scoped})
     publication = "animation-frame"
 
-    def match(self, event: ScopedChunk) -> Claim | None:
-        """Start on the chunk that opens a completion, update on the rest."""
-        completion = event.completion
-        if completion is None:
-            return None
-        if event.opens:
-            return Claim(completion, "start")
-        try:
-            return _update_claims[completion]
-        except KeyError:
-            return _update_claim(completion)
+    # Start on the chunk that opens a completion, update on the rest: the chunk's
+    # ``claim`` (set by scope; computed for a ScopedChunk made otherwise).
+    match = operator.attrgetter("claim")
 
     def start(self, event: ScopedChunk, reader: object) -> CompletionState:
         """The completion as its first chunk announces it."""

@@ -147,6 +147,71 @@ class TestPartialJson:
     def test_unparseable_is_unset(self) -> None:
         assert ai_sdk.parse_partial_json("") is ai_sdk.UNSET
 
+    @staticmethod
+    def _json_loads_model(text: str) -> Any:
+        """parse_partial_json as json.loads alone would do it (msgspec is a shortcut)."""
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
+        try:
+            return json.loads(ai_sdk.fix_json(text))
+        except ValueError:
+            return ai_sdk.UNSET
+
+    def _check_parse(self, text: str) -> None:
+        got, expected = ai_sdk.parse_partial_json(text), self._json_loads_model(text)
+        if expected is ai_sdk.UNSET:
+            assert got is ai_sdk.UNSET
+        else:  # dumps tells -0.0 from 0, 1.0 from 1, True from 1, and keeps key order
+            assert json.dumps(got) == json.dumps(expected)
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "NaN",
+            '{"a": Infinity}',
+            "[-Infinity]",
+            "1e400",
+            "-1e400",
+            "1.5e-400",
+            "-0",
+            "-0.0",
+            "123456789012345678901234567890",
+            "-123456789012345678901234567890.5",
+            '"\\ud800"',
+            '"\\udc00x"',
+            '"\\ud83d\\ude00"',
+            '"\ud800"',
+            '{"a": 1, "a": 2}',
+            '\ufeff{"a": 1}',
+            ' {"a" : [1 , 2.50, true, null]}\n',
+            "[1, 2",
+            '{"a": "b',
+            "tru",
+        ],
+    )
+    def test_parse_is_json_loads_on_edge_cases(self, text: str) -> None:
+        self._check_parse(text)
+
+    @settings(max_examples=300)
+    @given(
+        value=st.recursive(
+            st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+            lambda inner: (
+                st.lists(inner, max_size=4)
+                | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+            ),
+            max_leaves=10,
+        ),
+        cut=st.integers(0, 10**6),
+        ascii=st.booleans(),
+    )
+    def test_parse_is_json_loads(self, value: Any, cut: int, ascii: bool) -> None:
+        text = json.dumps(value, ensure_ascii=ascii)
+        self._check_parse(text)
+        self._check_parse(text[: cut % (len(text) + 1)])
+
 
 class TestRendering:
     """Renderers show each kind readably and escape every piece of content."""

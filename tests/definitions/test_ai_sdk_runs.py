@@ -16,7 +16,7 @@ import contextlib
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from definitions import ai_sdk
@@ -244,3 +244,86 @@ def test_fold_with_runs_is_the_fold_one_event_at_a_time(events: list[dict[str, A
         except DefinitionError:
             break
     assert engine.nodes() == one.nodes()
+
+
+# A small vocabulary of chunks over two part ids and two tool calls, so that deltas
+# alternate between parts, follow their part's end, a finish-step, a start-step or a
+# new message, name unknown or missing ids, or come before any start.
+ROUTER_CHUNKS = st.sampled_from(
+    [
+        {"type": "start", "messageId": "a"},
+        {"type": "start", "messageId": "b"},
+        {"type": "start"},
+        {"type": "start-step"},
+        {"type": "finish-step"},
+        {"type": "finish"},
+        {"type": "tool-input-available", "toolCallId": "c", "toolName": "f", "input": {}},
+        {"type": "tool-output-available", "toolCallId": "c", "output": 1},
+        {"type": "data-x", "id": "0", "data": 1},
+        {"type": "text-delta", "delta": "no id"},
+        {"type": "text-delta", "id": None, "delta": "null id"},
+        {"type": "text-start", "id": None},
+        *(
+            {"type": f"{tag}-{what}", "id": part, **({"delta": "d"} if what == "delta" else {})}
+            for tag in ("text", "reasoning")
+            for what in ("start", "delta", "delta", "delta", "end")
+            for part in ("0", "1")
+        ),
+        *(
+            chunk
+            for call in ("c", "d")
+            for chunk in (
+                {"type": "tool-input-start", "toolCallId": call, "toolName": "f"},
+                {"type": "tool-input-start", "toolCallId": call, "toolName": "f", "dynamic": True},
+                {"type": "tool-input-delta", "toolCallId": call, "inputTextDelta": "{"},
+                {"type": "tool-input-delta", "toolCallId": call, "inputTextDelta": "}"},
+            )
+        ),
+    ]
+)
+
+
+def routed_fields(routed: Any) -> tuple[Any, ...]:
+    return (
+        type(routed),
+        routed.event,
+        routed.claim,
+        routed.message,
+        routed.message_claim,
+        routed.step_claim,
+        routed.steps,
+    )
+
+
+@settings(max_examples=300)
+@given(chunks=st.lists(ROUTER_CHUNKS, max_size=40))
+@example(  # a part whose id is null, then a delta without one (the router raises)
+    chunks=[
+        {"type": "text-start", "id": None},
+        {"type": "text-delta", "id": None, "delta": "null id"},
+        {"type": "text-delta", "delta": "no id"},
+    ]
+)
+def test_route_is_the_router_on_each_chunk(chunks: list[dict[str, Any]]) -> None:
+    # route() remembers the last delta's part to route the deltas after it quickly:
+    # the envelopes (and a chunk the router raises on) are the per-chunk router's.
+    router = ai_sdk.Router()
+    expected: list[Any] = []
+    failure: type[BaseException] | None = None
+    for chunk in chunks:
+        try:
+            expected.append(routed_fields(router(chunk)))
+        except Exception as exc:  # route() must raise the same
+            failure = type(exc)
+            break
+    got: list[Any] = []
+
+    def take() -> None:
+        got.extend(routed_fields(routed) for routed in ai_sdk.Router().route(chunks))
+
+    if failure is None:
+        take()
+    else:
+        with pytest.raises(failure):
+            take()
+    assert got == expected

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from definitions import openai_chat
 from definitions.openai_chat import ScopedChunk
-from engine import create_conversation_engine
+from engine import Claim, create_conversation_engine
 
 from ._runs import Counting, check_run
 
@@ -116,6 +116,12 @@ def other_chunks(draw: st.DrawFn) -> dict[str, Any]:
                 chunk({0: choice(0, {"content": "a"})}),  # raises: a dict of choices
                 chunk([choice(0.0, {"content": "a"})]),  # raises: a float index
                 chunk([choice(0, ["content"])]),  # raises: a delta that is not an object
+                chunk(None),  # no choices: usage and fingerprint only
+                {"id": "c", "usage": {"total_tokens": 1}},  # no choices key
+                chunk("x"),  # raises: choices that are a string
+                chunk([{"index": 0, "delta": {"content": "no logprobs key"}}]),
+                chunk([{"index": 0, "delta": {"content": "x"}, "finish_reason": "stop"}]),
+                chunk([choice(0, {"content": "x"}), "not a choice"]),  # raises
             ]
         )
     )
@@ -147,9 +153,26 @@ def started(draw: st.DrawFn) -> Any:
     return state
 
 
+# Content appends to choice 0 (which a run of them takes the short way) and chunks
+# that differ from one in a single detail, to follow them.
+near_appends = st.sampled_from(
+    [
+        chunk([choice(0, {"content": "a"})]),
+        chunk([choice(0, {"content": "a"})]),
+        chunk([choice(0, {"content": "a", "reasoning_content": "r"})]),
+        chunk([choice(0, {"content": "a", "refusal": "r"})]),
+        chunk([choice(0, {"content": "a"}, logprobs={"content": [{"token": "a"}]})]),
+        chunk([choice(0, {"content": "a"}, finish_reason="length")]),
+        chunk([choice(0, {"content": "a"}), choice(1, {"content": "b"})]),
+        chunk([choice(False, {"content": "a"})]),
+        chunk([choice(0, {"content": 5})]),
+        chunk([choice(0, {"refusal": "a"})]),
+    ]
+)
 runs = st.lists(
     st.builds(
-        lambda c: ScopedChunk("c", False, c), st.one_of(appends(), appends(), other_chunks())
+        lambda c: ScopedChunk("c", False, c),
+        st.one_of(appends(), appends(), other_chunks(), near_appends),
     ),
     min_size=2,
     max_size=10,
@@ -205,3 +228,36 @@ def test_a_streamed_completion_is_folded_through_update_many(field: str) -> None
     else:
         assert message["tool_calls"][0]["function"]["arguments"] == "ab" * 50
     assert completion["usage"] == {"total_tokens": 3}
+
+
+@settings(max_examples=300)
+@given(
+    ids=st.lists(
+        st.tuples(st.sampled_from(["a", "b", "", None]), st.booleans()),
+        max_size=12,
+    )
+)
+def test_scope_sets_the_claim_match_would_compute(ids: list[tuple[Any, bool]]) -> None:
+    # scope() hands each chunk its claim (match reads it); a ScopedChunk made by hand
+    # computes the same claim: start when it opens, the completion's one shared update
+    # claim after that, None when dropped.
+    chunks = []
+    for chunk_id, role in ids:
+        delta: dict[str, Any] = {"role": "assistant"} if role else {"content": "x"}
+        event = chunk([choice(0, delta)])
+        if chunk_id is None:
+            del event["id"]
+        else:
+            event["id"] = chunk_id
+        chunks.append(event)
+    for scoped in openai_chat.scope(chunks):
+        plain = ScopedChunk(scoped.completion, scoped.opens, scoped.chunk)
+        claim = DEFINITION.match(scoped)
+        assert claim == DEFINITION.match(plain)
+        if scoped.completion is None:
+            assert claim is None
+        elif scoped.opens:
+            assert claim == Claim(scoped.completion, "start")
+        else:
+            assert claim is DEFINITION.match(plain)  # one update claim per completion
+            assert claim == Claim(scoped.completion, "update")
