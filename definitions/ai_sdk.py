@@ -1270,21 +1270,6 @@ def _loads(text: str) -> Any:
 
 # -- rebuild ------------------------------------------------------------------------------
 
-_TOOL_FIELDS: Final = (
-    ("title", "title"),
-    ("tool_metadata", "toolMetadata"),
-    ("output", "output"),
-    ("error_text", "errorText"),
-    ("provider_executed", "providerExecuted"),
-    ("preliminary", "preliminary"),
-    ("input_encoding", "inputEncoding"),
-    ("call_provider_metadata", "callProviderMetadata"),
-    ("result_provider_metadata", "resultProviderMetadata"),
-    ("approval", "approval"),
-)
-_TOOL_KEYS: Final = tuple(key for _, key in _TOOL_FIELDS)
-_tool_values: Final = operator.attrgetter(*(name for name, _ in _TOOL_FIELDS))  # one call
-
 
 def _tool_dict(part: ToolPart) -> dict[str, Any]:
     out: dict[str, Any]
@@ -1307,9 +1292,28 @@ def _tool_dict(part: ToolPart) -> dict[str, Any]:
         out["rawInput"] = str(part.raw)
     elif raw is not UNSET:
         out["rawInput"] = raw
-    for key, value in zip(_TOOL_KEYS, _tool_values(part), strict=True):
-        if value is not UNSET:
-            out[key] = value
+    # The optional fields, each shown unless undefined (unrolled: a loop over the ten
+    # of them costs several times as much, and nearly all are undefined).
+    if part.title is not UNSET:
+        out["title"] = part.title
+    if part.tool_metadata is not UNSET:
+        out["toolMetadata"] = part.tool_metadata
+    if part.output is not UNSET:
+        out["output"] = part.output
+    if part.error_text is not UNSET:
+        out["errorText"] = part.error_text
+    if part.provider_executed is not UNSET:
+        out["providerExecuted"] = part.provider_executed
+    if part.preliminary is not UNSET:
+        out["preliminary"] = part.preliminary
+    if part.input_encoding is not UNSET:
+        out["inputEncoding"] = part.input_encoding
+    if part.call_provider_metadata is not UNSET:
+        out["callProviderMetadata"] = part.call_provider_metadata
+    if part.result_provider_metadata is not UNSET:
+        out["resultProviderMetadata"] = part.result_provider_metadata
+    if part.approval is not UNSET:
+        out["approval"] = part.approval
     return out
 
 

@@ -126,9 +126,12 @@ def scope(events: Iterable[dict[str, Any]]) -> Iterator[ScopedChunk]:
             yield _Scoped(None, False, chunk, None)
 
 
-def event_type(event: object) -> str:
-    """Routing key for ``create_conversation_engine(event_type=...)``."""
-    return "chat.completion.chunk"
+# The routing key is the envelope's class: ``type`` itself, which the interpreter
+# calls with no Python frame (every chunk is routed by it). What scope() yields is
+# routed to the completion definition; anything else (a raw chunk pushed without
+# scope) to no definition.
+event_type: Final = type
+"""Routing key for ``create_conversation_engine(event_type=...)``: the event's class."""
 
 
 # -- states -------------------------------------------------------------------------

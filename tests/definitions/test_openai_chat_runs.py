@@ -261,3 +261,16 @@ def test_scope_sets_the_claim_match_would_compute(ids: list[tuple[Any, bool]]) -
         else:
             assert claim is DEFINITION.match(plain)  # one update claim per completion
             assert claim == Claim(scoped.completion, "update")
+
+
+def test_event_type_routes_what_scope_yields_to_the_completion() -> None:
+    # The routing key is the event's class: scope's envelopes reach the definition, a
+    # raw chunk pushed without scope reaches none (as with the Router-based sets).
+    chunks = [chunk([choice(0, {"role": "assistant", "content": "a"})])]
+    engine = create_conversation_engine(openai_chat.DEFINITIONS, event_type=openai_chat.event_type)
+    engine.push_many(chunks)
+    assert engine.nodes() == ()
+    engine.push_many(openai_chat.scope(chunks))
+    assert [node.kind for node in engine.nodes()] == [DEFINITION.kind]
+    for event in [*openai_chat.scope(chunks), ScopedChunk("c", True, chunks[0])]:
+        assert openai_chat.event_type(event) in DEFINITION.event_types
