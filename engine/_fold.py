@@ -446,11 +446,7 @@ class Fold:
             registration = Registration(definitions, event_type=event_type)
         entries = registration._entries
         self.registration = registration
-        self.registered = entries
-        self.route_all = registration._route_all
         self.event_type = registration.event_type
-        # The routes of the registration, shared with its other engines.
-        self.routes = registration._routes
         # Each entry's open nodes (id -> record), by the entry's index.
         self.opens: list[dict[str, _Record]] = [{} for _ in entries]
         self.records: list[_Record] = []
@@ -514,9 +510,10 @@ class Fold:
         changes anything) or the batch ends. A run is contiguous, so its events'
         positions are the ones just before the event that ended it.
         """
-        route_all = self.route_all
+        registration = self.registration
+        route_all = registration._route_all
+        routes = registration._routes  # shared with the registration's other engines
         event_type = self.event_type
-        routes = self.routes
         opens = self.opens
         dirty = self.dirty
         levels = LEVELS
@@ -743,7 +740,10 @@ class Fold:
         self.busy = True
         try:
             try:
-                route = self.route_all if self.event_type is None else self._route(event)
+                if self.event_type is None:
+                    route = self.registration._route_all
+                else:
+                    route = self._route(event)
             except BaseException as exc:
                 failure = _failure(exc, None, "event_type", position, None, None)
             else:
