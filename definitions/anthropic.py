@@ -198,28 +198,18 @@ def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
     last_claim: Claim | None = None
     for event in events:
         kind = event.get("type")
-        if kind == "content_block_delta":
+        if kind == "content_block_delta" or kind == "content_block_stop":
+            new = _BlockDelta if kind == "content_block_delta" else _BlockStop
             index = event.get("index")
             if index is last_index:  # the hot path
-                yield _BlockDelta(message_id, event, last_claim)
+                yield new(message_id, event, last_claim)
                 continue
             if message_id is not None and type(index) is int:
                 last_index = index
                 last_claim = _update_claim(claims, message_id, index)
-                yield _BlockDelta(message_id, event, last_claim)
+                yield new(message_id, event, last_claim)
                 continue
-            yield _BlockDelta(message_id, event)
-        elif kind == "content_block_stop":
-            index = event.get("index")
-            if index is last_index:
-                yield _BlockStop(message_id, event, last_claim)
-                continue
-            if message_id is not None and type(index) is int:
-                last_index = index
-                last_claim = _update_claim(claims, message_id, index)
-                yield _BlockStop(message_id, event, last_claim)
-                continue
-            yield _BlockStop(message_id, event)
+            yield new(message_id, event)
         elif kind == "content_block_start":
             index = event.get("index")
             if message_id is not None and type(index) is int:
