@@ -291,6 +291,10 @@ def _bad_publication(value: object) -> _BadClaim:
     )
 
 
+def _bad_id(id: object) -> _BadClaim:
+    return _BadClaim(f"match() returned a Claim whose id is {id!r}; ids must be str")
+
+
 def _bad_role(role: object) -> _BadClaim:
     return _BadClaim(
         f"match() returned a Claim with role {role!r}; the role must be 'start' or 'update'"
@@ -516,6 +520,9 @@ class Fold:
         event_type = self.event_type
         opens = self.opens
         dirty = self.dirty
+        records = self.records
+        nodes_list = self.nodes_list
+        by_kind = self.by_kind
         levels = LEVELS
         first = self.position
         size = len(events)
@@ -628,7 +635,24 @@ class Fold:
                             method = "publication"
                             entry_level = _publication(entry, event)
                         method = "start"
-                        record = self._start(entry, claim, record, event)
+                        if record is not None:  # a reopen
+                            record = self._start(entry, claim, record, event)
+                        else:  # Fold._start, inline: a node per few events in short streams
+                            id = claim.id
+                            if type(id) is not str:
+                                raise _bad_id(id)
+                            seq = len(records)
+                            reader = _Reader(self, seq)
+                            try:
+                                state = entry.start(event, reader)
+                            finally:
+                                reader._seq = -1
+                            record = _Record(entry.kind, id, seq, state)
+                            records.append(record)
+                            nodes_list.append(None)
+                            by_kind[entry.kind].append(record)
+                            dirty.append(record)
+                            opens[index][id] = record
                         if entry_level > level:
                             level = entry_level
                     else:
@@ -836,7 +860,7 @@ class Fold:
             return record
         id = claim.id
         if type(id) is not str:
-            raise _BadClaim(f"match() returned a Claim whose id is {id!r}; ids must be str")
+            raise _bad_id(id)
         seq = len(self.records)
         record = _Record(entry.kind, id, seq, self._call_start(entry, event, seq))
         self.records.append(record)
@@ -878,7 +902,11 @@ class Fold:
             return cached
         nodes_list = self.nodes_list
         for record in self.dirty:
-            nodes_list[record.seq] = record.materialize()
+            node = record.node  # _Record.materialize, inline: once per changed node
+            seq = record.seq
+            if node is None:
+                node = record.node = Node(record.key, record.kind, record.id, seq, record.state)
+            nodes_list[seq] = node
         self.dirty.clear()
         cached = self.cached = tuple(nodes_list)  # type: ignore[arg-type]
         return cached
