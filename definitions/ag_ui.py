@@ -53,6 +53,7 @@ import msgspec
 from engine import Claim, Node, Reader, Registration, create_conversation_engine
 
 from ._envelope import claims_for, publications
+from ._render import payload
 from ._text import StreamedText
 
 __all__ = [
@@ -673,11 +674,11 @@ class _StateDefinition:
 
     @staticmethod
     def render_text(node: Node) -> str:
-        return "state " + json.dumps(node.state.value, ensure_ascii=False, sort_keys=True)
+        return "state " + payload(node.state.value)
 
     @staticmethod
     def render_html(node: Node) -> str:
-        text = json.dumps(node.state.value, ensure_ascii=False, indent=2, sort_keys=True)
+        text = payload(node.state.value, indent=2)
         return f'<pre class="state">{html.escape(text, quote=True)}</pre>'
 
 
@@ -746,10 +747,10 @@ class _EventDefinition:
         state: EventNode = node.state
         event = state.event
         if state.type == "CUSTOM":
-            return f"custom {event.get('name')}: {json.dumps(event.get('value'))}"
+            return f"custom {event.get('name')}: {payload(event.get('value'))}"
         if state.type == "MESSAGES_SNAPSHOT":
             return f"messages snapshot ({len(event.get('messages') or ())} messages)"
-        return f"raw {json.dumps(event.get('event'), ensure_ascii=False)}"
+        return f"raw {payload(event.get('event'))}"
 
     @staticmethod
     def render_html(node: Node) -> str:

@@ -51,6 +51,7 @@ import msgspec
 from engine import Claim, Node, Reader, Registration, create_conversation_engine
 
 from ._envelope import publications
+from ._render import payload
 from ._text import StreamedText
 
 __all__ = [
@@ -1049,7 +1050,7 @@ class _PartDefinition:
         if part.type == "step-start":
             return "step"
         fields = {k: v for k, v in part.fields.items() if k != "type"}
-        return f"{part.type} {json.dumps(fields, ensure_ascii=False, sort_keys=True)}"
+        return f"{part.type} {payload(fields)}"
 
     @staticmethod
     def render_html(node: Node) -> str:

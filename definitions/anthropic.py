@@ -47,7 +47,6 @@ message instead of being ignored with its blocks appended to the first.
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, Final
 
@@ -56,6 +55,7 @@ import msgspec
 from engine import Claim, Node, Publication, Registration, create_conversation_engine
 
 from ._partial_json import PartialJSONError, parse_partial_json
+from ._render import payload
 from ._routing import event_type as _event_type
 from ._text import StreamedText
 
@@ -568,8 +568,8 @@ class BlockDefinition:
         if kind == "thinking":
             return f"[thinking] {block.get('thinking', '')}"
         if kind in _TRACKS_INPUT or "input" in block:
-            return f"{kind} {block.get('name', '')}({_dumps(block.get('input'))})"
-        return f"[{kind}] {_dumps({k: v for k, v in block.items() if k != 'type'})}"
+            return f"{kind} {block.get('name', '')}({payload(block.get('input'))})"
+        return f"[{kind}] {payload({k: v for k, v in block.items() if k != 'type'})}"
 
     def render_html(self, node: Node) -> str:
         """The block's text (or its call or payload as JSON), escaped."""
@@ -577,10 +577,6 @@ class BlockDefinition:
         kind = html.escape(str(state.block.get("type")), quote=True)
         body = html.escape(self.render_text(node), quote=True)
         return f'<div class="anthropic-block" data-type="{kind}">{body}</div>'
-
-
-def _dumps(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 MESSAGE: Final = MessageDefinition()

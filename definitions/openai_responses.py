@@ -52,7 +52,6 @@ rotating per event) continues the current response instead of failing; an item's
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from operator import attrgetter
 from typing import Any, Final
@@ -61,6 +60,7 @@ import msgspec
 
 from engine import Claim, Node, Registration, create_conversation_engine
 
+from ._render import payload
 from ._routing import ByType
 from ._text import StreamedText
 
@@ -708,7 +708,7 @@ class ItemDefinition:
         if state.done is None and state.pending:
             return f"[{kind}] {state.pending}"
         rest = {k: v for k, v in item.items() if k not in ("type", "id")}
-        return f"[{kind}] {json.dumps(rest, ensure_ascii=False, sort_keys=True, default=str)}"
+        return f"[{kind}] {payload(rest)}"
 
     def render_html(self, node: Node) -> str:
         """The item's text (or its payload as JSON), escaped."""

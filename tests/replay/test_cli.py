@@ -285,8 +285,10 @@ class TestEveryFixture:
             return
         headers = [line for line in text.splitlines() if line.startswith("#")]
         assert headers, text
-        # Readable: every node has a body line under its header.
+        # Readable: every node has a body line under its header, and no opaque token
+        # (base64 search results, images, signatures) runs on for a page.
         assert len(text.splitlines()) > len(headers), text
+        assert not re.search(r"[A-Za-z0-9+/=]{120,}", text), text
         status, page, _ = run(capsys, "replay", path, "-f", "html", *lenient)
         assert status == 0
         assert parse_html(page).open == []
