@@ -538,7 +538,8 @@ class Fold:
         # The node whose updates gather into a run: the last one updated inline
         # through a route with update_many. No claim or record is _NO_RUN.
         run_record: Any = _NO_RUN
-        run_route: Any = None
+        run_route: Any = None  # no route is None: the first check below fails
+        run_match: Any = None
         run_claim: Any = _NO_RUN
         back = 0  # events taken from the iterator but not consumed (a run failed)
         failure: BaseException | None = None
@@ -555,29 +556,34 @@ class Fold:
                             route = routes[event_type(event)]
                         except KeyError:  # a new type (or a KeyError in event_type)
                             route = self._route(event)
-                    match, update, index, entry, entry_level, many = route
-                    if match is None:  # no slot, or several: entry holds the slots
-                        if run:
-                            run, level, rejected = self._fold_run(
-                                run, run_record, run_route, level, rejected
-                            )
-                        if not entry:  # a type no definition takes (a step marker, a ping)
-                            rejected += 1
+                    if route is run_route:  # the run's slot: one match to call
+                        method = "match"
+                        claim = run_match(event)
+                        # A definition that caches its update claims gives the run's
+                        # own claim again: its record is the run's (records stay open).
+                        if claim is run_claim:
+                            run.append(event)
                             continue
-                        method = "slots"
-                        changed = self._fold_slots(entry, event)
-                        if changed is None:
-                            rejected += 1
-                        elif changed[1] > level:
-                            level = changed[1]
-                        continue
-                    method = "match"
-                    claim = match(event)
-                    # A definition that caches its update claims gives the run's own
-                    # claim again: its record is the run's (records stay open).
-                    if claim is run_claim and route is run_route:
-                        run.append(event)
-                        continue
+                        match, update, index, entry, entry_level, many = route
+                    else:
+                        match, update, index, entry, entry_level, many = route
+                        if match is None:  # no slot, or several: entry holds the slots
+                            if run:
+                                run, level, rejected = self._fold_run(
+                                    run, run_record, run_route, level, rejected
+                                )
+                            if not entry:  # a type no definition takes (a ping)
+                                rejected += 1
+                                continue
+                            method = "slots"
+                            changed = self._fold_slots(entry, event)
+                            if changed is None:
+                                rejected += 1
+                            elif changed[1] > level:
+                                level = changed[1]
+                            continue
+                        method = "match"
+                        claim = match(event)
                     if claim is None:
                         if run:
                             run, level, rejected = self._fold_run(
@@ -603,6 +609,7 @@ class Fold:
                             # same node gather into a run (a lone update costs nothing more).
                             run_record = record
                             run_route = route
+                            run_match = match
                             run_claim = claim
                         method = "update"
                         new = update(record.state, event)
