@@ -12,7 +12,9 @@ is literal: this runs both on the same recorded events, every Anthropic recordin
 
 Ours is the whole ``fold()``: pre-pass, engine, and the rebuild into the SDK's message
 dicts. Run: ``python benchmarks/bench_anthropic_recordings.py`` (needs ../shared and the
-pinned SDK of the test extra). Figures are events/s, best of three rounds of ~20k events.
+pinned SDK of the test extra). Figures are events/s, timed as ``bench_protocol_sets``
+times them (the best of five passes, the rounds interleaved over every figure after a
+warm-up round, each pass on inputs made for it), with passes of ~5k events.
 """
 
 from __future__ import annotations
@@ -20,14 +22,14 @@ from __future__ import annotations
 import copy
 import statistics
 import sys
-import time
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from bench_protocol_sets import ROUNDS, Cell, measure  # noqa: E402
 from bench_protocols_anthropic_openai import anthropic_reference, anthropic_typed  # noqa: E402
 
 from definitions import anthropic  # noqa: E402
@@ -36,23 +38,11 @@ from tests.conformance import _python_oracles as oracles  # noqa: E402
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "recorded"
 
 
-def best_rate(run: Callable[[Any], object], batches: list[Any], count: int) -> float:
-    """Events/s of ``run`` over ``batches`` (``count`` events each), best of three rounds."""
-    best = 0.0
-    for _ in range(3):
-        started = time.perf_counter()
-        for batch in batches:
-            run(batch)
-        best = max(best, count * len(batches) / (time.perf_counter() - started))
-    return best
-
-
 def main() -> None:
     if not FIXTURES.is_dir():
         sys.exit(f"no recordings at {FIXTURES}: this benchmark needs ../shared")
     paths = sorted(p for p in FIXTURES.iterdir() if "anthropic" in p.name)
-    print(f"{'recording':<66} {'events':>6} {'ours':>8} {'sdk typed':>10} {'sdk dicts':>10}")
-    ratios = []
+    rows = []
     for path in paths:
         events = oracles.anthropic_read_events(path)
         # The SDK starts a stream at message_start; what comes before it is not its input.
@@ -60,17 +50,27 @@ def main() -> None:
             events = events[1:]
         if not events:
             continue
-        repeat = max(1, 20_000 // len(events))
+        repeat = max(1, 5_000 // len(events))  # 40 recordings x 3 figures: ~3 minutes
         count = len(events)
-        fresh = [copy.deepcopy(events) for _ in range(repeat)]  # neither side mutates them
-        ours = best_rate(anthropic.fold, fresh, count)
-        sdk_typed = best_rate(anthropic_reference, [anthropic_typed(events)] * repeat, count)
-        sdk_dicts = best_rate(anthropic_reference, fresh, count)
-        ratios.append(ours / sdk_typed)
+        fresh = partial(copy.deepcopy, events)
+        rows.append(
+            (
+                path.name,
+                count,
+                Cell(anthropic.fold, count, fresh, repeat),
+                Cell(anthropic_reference, count, partial(anthropic_typed, events), repeat),
+                Cell(anthropic_reference, count, fresh, repeat),
+            )
+        )
+    print(f"timing {len(rows)} recordings, best of {ROUNDS} interleaved rounds ...", flush=True)
+    measure([cell for row in rows for cell in row[2:]], ROUNDS)
+    print(f"{'recording':<66} {'events':>6} {'ours':>8} {'sdk typed':>10} {'sdk dicts':>10}")
+    ratios = []
+    for name, count, ours, typed, dicts in rows:
+        ratios.append(ours.best / typed.best)
         print(
-            f"{path.name:<66} {count:>6} {ours / 1e6:7.3f}M {sdk_typed / 1e6:9.3f}M "
-            f"{sdk_dicts / 1e6:9.3f}M  ours/typed x{ours / sdk_typed:4.1f}",
-            flush=True,
+            f"{name:<66} {count:>6} {ours.best / 1e6:7.3f}M {typed.best / 1e6:9.3f}M "
+            f"{dicts.best / 1e6:9.3f}M  ours/typed x{ours.best / typed.best:4.1f}"
         )
     if ratios:
         print(
