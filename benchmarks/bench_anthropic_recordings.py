@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_protocol_sets import ROUNDS, Cell, measure  # noqa: E402
+from bench_protocol_sets import ROUNDS, Cell, _anthropic_events, measure  # noqa: E402
 from bench_protocols_anthropic_openai import anthropic_reference, anthropic_typed  # noqa: E402
 
 from definitions import anthropic  # noqa: E402
@@ -44,10 +44,8 @@ def main() -> None:
     paths = sorted(p for p in FIXTURES.iterdir() if "anthropic" in p.name)
     rows = []
     for path in paths:
-        events = oracles.anthropic_read_events(path)
         # The SDK starts a stream at message_start; what comes before it is not its input.
-        while events and events[0].get("type") != "message_start":
-            events = events[1:]
+        events = _anthropic_events(oracles.anthropic_read_events(path))
         if not events:
             continue
         repeat = max(1, 5_000 // len(events))  # 40 recordings x 3 figures: ~3 minutes
