@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import io
-import os
 import sys
 import timeit
 from collections.abc import Callable, Sequence
@@ -285,10 +284,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _existing_store(path: str) -> EventStore:
-    # EventStore creates a missing file; reading commands must not leave one behind.
-    if not os.path.exists(path):
-        raise _Failure(f"{path}: no such event store")
-    return EventStore(path)
+    # Read-only: a reading command changes no file, and refuses one that is not a store.
+    return EventStore(path, mode="ro")
 
 
 def _cmd_store_import(args: argparse.Namespace) -> int:
@@ -296,6 +293,11 @@ def _cmd_store_import(args: argparse.Namespace) -> int:
     conversation = args.conversation or Path(args.log).stem
     with EventStore(args.store) as store:
         expected = None if args.append else 0
+        if expected is not None and (existing := store.length(conversation)):
+            raise _Failure(
+                f"{args.store}: conversation {conversation!r} already has {existing} events; "
+                "nothing was imported (--append adds to it, --conversation ID names another)"
+            )
         length = store.append(conversation, loaded.events, expected_position=expected)
     print(f"imported {len(loaded.events)} events into {conversation!r} ({length} in all)")
     return 0
@@ -526,7 +528,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_Failure, DefinitionSpecError, LogError) as exc:
         message = str(exc)
     except StoreError as exc:
-        message = f"{args.store}: {exc}"
+        message = str(exc)
+        if not message.startswith(f"{args.store}:"):
+            message = f"{args.store}: {message}"
     except ConversationError as exc:  # a definition failed on this log, or was rejected
         message = f"{where}: {exc}" if where else str(exc)
     except OSError as exc:

@@ -37,7 +37,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a recording to show (any format `convo replay` reads); loaded into a "
         "temporary store as one conversation named after the file",
     )
-    parser.add_argument("--store", metavar="FILE", help="serve the conversations of this store")
+    parser.add_argument(
+        "--store",
+        metavar="FILE",
+        help="serve the conversations of this store (it must exist, unless --create)",
+    )
+    parser.add_argument(
+        "--create",
+        action="store_true",
+        help="with --store: create the store when the file is missing",
+    )
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: loopback only)"
     )
@@ -141,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f"{_INSTALL} ({exc})", file=sys.stderr)
         return 2
+    from ._errors import StoreError
     from ._formats import load_events
     from ._store import EventStore
 
@@ -150,6 +160,14 @@ def run(args: argparse.Namespace) -> int:
     if args.log is not None and args.store is not None:
         print("convo serve: give a LOG or --store FILE, not both", file=sys.stderr)
         return 2
+    if args.store is not None:
+        # A mistyped path must not be served as a new empty store.
+        try:
+            EventStore(args.store, mode="rwc" if args.create else "rw").close()
+        except StoreError as exc:
+            hint = "" if args.create else " (--create makes a new one)"
+            print(f"convo serve: {exc}{hint}", file=sys.stderr)
+            return 2
     if not _loopback(args.host):
         print(
             f"convo serve: warning: binding {args.host}, reachable from other machines; "

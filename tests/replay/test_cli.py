@@ -564,7 +564,11 @@ class TestStore:
         run(capsys, "store", "import", db, EXAMPLE, "--conversation", "c")
         status, _, err = run(capsys, "store", "import", db, EXAMPLE, "--conversation", "c")
         assert status == 2
-        assert_one_line_error(err, f"{db}: conversation 'c': expected to append at position 0")
+        # No other writer: the message says what happened, not that one appended first.
+        assert_one_line_error(
+            err, f"{db}: conversation 'c' already has 431 events; nothing was imported", "--append"
+        )
+        assert "another writer" not in err
         status, out, _ = run(capsys, "store", "import", db, EXAMPLE, "-c", "c", "--append")
         assert (status, out) == (0, "imported 431 events into 'c' (862 in all)\n")
 
@@ -591,6 +595,55 @@ class TestStore:
         assert status == 2
         assert_one_line_error(err, f"{db}: no such event store")
         assert not db.exists()
+
+    @pytest.mark.parametrize("action", [["ls"], ["export", "c"]])
+    def test_reading_another_database_changes_nothing(
+        self, action: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        import sqlite3
+
+        other = tmp_path / "other.db"
+        db = sqlite3.connect(other)
+        db.execute("CREATE TABLE people (name TEXT)")
+        db.commit()
+        db.close()
+        empty = tmp_path / "empty.db"
+        empty.touch()
+        for path, cause in ((other, "not a convo event store"), (empty, "an empty file")):
+            before = path.read_bytes()
+            status, _, err = run(capsys, "store", action[0], path, *action[1:])
+            assert status == 2
+            assert_one_line_error(err, f"{path}: ", cause)
+            assert path.read_bytes() == before
+            assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.db", "other.db"]
+
+    @pytest.mark.parametrize(
+        "action", [["ls"], ["export", "c"], ["import", "LOG"], ["append", "c"]]
+    )
+    def test_a_file_that_is_not_sqlite(
+        self,
+        action: list[str],
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        path = tmp_path / "notes.txt"
+        path.write_bytes(b"not a database at all, but long enough to look at " * 40)
+        before = path.read_bytes()
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b'{"type":"x"}\n')))
+        argv = [str(EXAMPLE) if a == "LOG" else a for a in action[1:]]
+        status, _, err = run(capsys, "store", action[0], path, *argv)
+        assert status == 2
+        assert_one_line_error(err, f"{path}: ", "not an SQLite database")
+        assert path.read_bytes() == before
+
+    def test_a_store_in_a_missing_directory(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        db = tmp_path / "missing" / "events.sqlite"
+        status, _, err = run(capsys, "store", "import", db, EXAMPLE)
+        assert status == 2
+        assert_one_line_error(err, f"{db}: no such directory")
 
     def test_export_unknown_conversation(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
