@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("starlette", reason="the server tests need the serve extra")
+from tests._shared import require_serve
 
-from replay._serve_cli import main
+require_serve()
+
+from replay._serve_cli import main  # noqa: E402
 
 
 def test_a_missing_store_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
