@@ -170,7 +170,7 @@ class Recording:
     manager (an open binary file given is not closed).
     """
 
-    def __init__(self, source: Source, *, chunk: int = _CHUNK) -> None:
+    def __init__(self, source: Source, *, chunk: int | None = None) -> None:
         self.path: str | None
         self._file: IO[bytes]
         if isinstance(source, str | bytes | os.PathLike):
@@ -186,6 +186,7 @@ class Recording:
             self.size: int | None = os.fstat(self._file.fileno()).st_size
         except (OSError, ValueError, io.UnsupportedOperation):
             self.size = None
+        chunk = _CHUNK if chunk is None else chunk
         self._chunk = chunk
         self._eof = False
         # Enough for _detect, which looks for the first line that decodes: a line at
