@@ -18,9 +18,19 @@ from ._errors import ListenerError as ListenerError
 from ._errors import RegistrationError as RegistrationError
 from ._errors import UsageError as UsageError
 from ._fold import Registration as Registration
+from ._message import File as File
+from ._message import Image as Image
+from ._message import Message as Message
+from ._message import Part as Part
+from ._message import Reasoning as Reasoning
+from ._message import Role as Role
+from ._message import Text as Text
+from ._message import ToolCall as ToolCall
+from ._message import ToolResult as ToolResult
 from ._scheduler import AsyncioScheduler as AsyncioScheduler
 from ._scheduler import ManualScheduler as ManualScheduler
 from ._types import Claim as Claim
+from ._types import ClaimRole as ClaimRole
 from ._types import Definition as Definition
 from ._types import Listener as Listener
 from ._types import Node as Node
@@ -28,32 +38,40 @@ from ._types import Publication as Publication
 from ._types import PushContext as PushContext
 from ._types import PushHook as PushHook
 from ._types import Reader as Reader
-from ._types import Role as Role
 from ._types import Scheduler as Scheduler
 from ._types import Statistics as Statistics
 
 __all__ = [
     "AsyncioScheduler",
     "Claim",
+    "ClaimRole",
     "ConversationEngine",
     "ConversationError",
     "Definition",
     "DefinitionError",
     "EventError",
+    "File",
     "HookError",
+    "Image",
     "Listener",
     "ListenerError",
     "ManualScheduler",
+    "Message",
     "Node",
+    "Part",
     "Publication",
     "PushContext",
     "PushHook",
     "Reader",
+    "Reasoning",
     "Registration",
     "RegistrationError",
     "Role",
     "Scheduler",
     "Statistics",
+    "Text",
+    "ToolCall",
+    "ToolResult",
     "UsageError",
     "create_conversation_engine",
 ]
