@@ -6,8 +6,22 @@ state machines (any objects with ``kind``, ``match``, ``start``, ``update``);
 No I/O, no clock, no asyncio requirement; see DESIGN.md for the rules.
 ``engine.testing.check_definition`` checks a definition of your own against the
 contract the engine relies on.
+
+The second projection, the model context: generic ``Message`` values, a
+``Context`` of provider-native items, and ``CoopContext``, which builds the next
+request from cooperating areas (see CONTEXT.md).
 """
 
+from ._context import AreaAppend as AreaAppend
+from ._context import AreaError as AreaError
+from ._context import AreaFlowState as AreaFlowState
+from ._context import AreaLifeState as AreaLifeState
+from ._context import Collection as Collection
+from ._context import Context as Context
+from ._context import ContextAreaImplementation as ContextAreaImplementation
+from ._context import CoopContext as CoopContext
+from ._context import Gateway as Gateway
+from ._context import RenderRecord as RenderRecord
 from ._engine import ConversationEngine as ConversationEngine
 from ._engine import create_conversation_engine as create_conversation_engine
 from ._errors import ConversationError as ConversationError
@@ -42,15 +56,24 @@ from ._types import Scheduler as Scheduler
 from ._types import Statistics as Statistics
 
 __all__ = [
+    "AreaAppend",
+    "AreaError",
+    "AreaFlowState",
+    "AreaLifeState",
     "AsyncioScheduler",
     "Claim",
     "ClaimRole",
+    "Collection",
+    "Context",
+    "ContextAreaImplementation",
     "ConversationEngine",
     "ConversationError",
+    "CoopContext",
     "Definition",
     "DefinitionError",
     "EventError",
     "File",
+    "Gateway",
     "HookError",
     "Image",
     "Listener",
@@ -66,6 +89,7 @@ __all__ = [
     "Reasoning",
     "Registration",
     "RegistrationError",
+    "RenderRecord",
     "Role",
     "Scheduler",
     "Statistics",
