@@ -104,13 +104,15 @@ class ToolResult(msgspec.Struct, frozen=True, tag="tool_result"):
 
     ``is_error`` marks a failed call; ``denied`` marks a call the person refused
     (the approval kind's decision): a structural marker economy policies rely on,
-    sent to providers as an error result.
+    sent to providers as an error result. ``name`` is the tool's name, which
+    Gemini's ``functionResponse`` requires (the others match by ``call_id``).
     """
 
     call_id: str
     content: str | tuple[Text | Image | File, ...] = ""
     is_error: bool = False
     denied: bool = False
+    name: str | None = None
 
 
 Part: TypeAlias = Text | Reasoning | ToolCall | ToolResult | Image | File

@@ -24,6 +24,7 @@ _parts = st.one_of(
         content=_text | st.tuples(st.builds(Text, text=_text) | _media),
         is_error=st.booleans(),
         denied=st.booleans(),
+        name=_opt,
     ),
     _media,
 )
