@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine import File, Image, Message, Reasoning, Role, Text, ToolCall, ToolResult
+from engine import File, Image, Message, Native, Reasoning, Role, Text, ToolCall, ToolResult
 
 _text = st.text(max_size=20)
 _opt = st.none() | _text
@@ -27,6 +27,7 @@ _parts = st.one_of(
         name=_opt,
     ),
     _media,
+    st.builds(Native, provider=_text, data=_text, text=_text),
 )
 messages = st.builds(
     Message,
