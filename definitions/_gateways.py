@@ -433,7 +433,7 @@ class OpenAIChatGateway:
 
 # -- OpenAI Responses --------------------------------------------------------------
 
-_OUTPUT_TEXT_KEYS = frozenset({"type", "text", "annotations", "logprobs"})
+_OUTPUT_TEXT_KEYS = frozenset({"type", "text", "annotations"})
 
 
 class OpenAIResponsesGateway:
@@ -587,9 +587,9 @@ class OpenAIResponsesGateway:
                 and item.get("status") in (None, "completed")
                 and len(content) == 1
                 and content[0].get("type") == "output_text"
-                and not content[0].get("annotations")
-                and not content[0].get("logprobs")
-                and {k for k, v in content[0].items() if v is not None} <= _OUTPUT_TEXT_KEYS
+                and content[0].get("annotations") == []
+                and set(content[0]) <= _OUTPUT_TEXT_KEYS
+                and content[0].get("text")
                 and "id" in present
             ):
                 return [Text(content[0]["text"], id=item["id"])]
