@@ -147,6 +147,15 @@ def _choose(
     return protocol_definitions(detection.protocol), note, head
 
 
+def _load(path: str, lenient: bool) -> Loaded:
+    """The whole log at ``path`` (``-``: standard input), warning of each skipped line."""
+    source = sys.stdin.buffer if path == "-" else path
+    loaded = load_events(source, lenient=lenient)
+    for problem in loaded.problems:
+        _warn(f"skipped: {problem}")
+    return loaded
+
+
 def _load_for(
     log: str, data: bytes, path: str | None, lenient: bool, specs: Sequence[str] | None
 ) -> tuple[Loaded, DefinitionSet, str | None]:
