@@ -46,7 +46,6 @@ message instead of being ignored with its blocks appended to the first.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, Final
 
@@ -381,9 +380,12 @@ class MessageDefinition:
         return " ".join(parts)
 
     def render_html(self, node: Node) -> str:
-        """The role, model and stop reason, escaped."""
-        body = html.escape(self.render_text(node), quote=True)
-        return f'<div class="anthropic-message">{body}</div>'
+        """A metadata row: model, stop reason (when not end_turn), token counts."""
+        from ._render_protocols import anthropic_message
+
+        state: MessageState = node.state
+        usage = {**(state.message.get("usage") or {}), **dict(state.usage)}
+        return anthropic_message(state.message, dict(state.delta).get("stop_reason"), usage)
 
 
 class BlockDefinition:
@@ -572,11 +574,12 @@ class BlockDefinition:
         return f"[{kind}] {payload({k: v for k, v in block.items() if k != 'type'})}"
 
     def render_html(self, node: Node) -> str:
-        """The block's text (or its call or payload as JSON), escaped."""
+        """Text as a Markdown bubble with its citations, calls as tool cards, thinking
+        folded, search results as links."""
+        from ._render_protocols import anthropic_block
+
         state: BlockState = node.state
-        kind = html.escape(str(state.block.get("type")), quote=True)
-        body = html.escape(self.render_text(node), quote=True)
-        return f'<div class="anthropic-block" data-type="{kind}">{body}</div>'
+        return anthropic_block(_block(state), stopped=state.stopped)
 
 
 MESSAGE: Final = MessageDefinition()

@@ -19,7 +19,6 @@ discrete events go through ``msgspec.convert``, which validates and fills defaul
 
 from __future__ import annotations
 
-import html
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -158,17 +157,12 @@ class MessageDefinition:
         return f"{state.role}: {state.text}{_suffix(state)}"
 
     def render_html(self, node: Node) -> str:
-        """The role and the text, every piece escaped; the text is not markdown-rendered."""
+        """A bubble by role with the text as Markdown (escaped, safe links only)."""
+        from ._render import bubble, markdown
+
         state: MessageState = node.state
-        role = html.escape(state.role, quote=True)
-        out = (
-            f'<div class="message" data-role="{role}" data-status="{state.status}">'
-            f'<span class="role">{role}</span>'
-            f'<div class="text">{html.escape(str(state.text), quote=True)}</div>'
-        )
-        if state.status != "done":
-            out += f'<span class="status">{html.escape(_suffix(state).strip(), quote=True)}</span>'
-        return out + "</div>"
+        note = _suffix(state).strip()
+        return bubble(state.role, markdown(state.text), status=state.status, note=note)
 
     def render_json(self, node: Node) -> dict[str, Any]:
         """``{"role", "text", "status", "reason"}`` with the text as a str."""

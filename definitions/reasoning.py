@@ -21,7 +21,6 @@ their fields straight from the dict; the rest go through ``msgspec.convert``.
 
 from __future__ import annotations
 
-import html
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -176,17 +175,14 @@ class ReasoningDefinition:
         return " ".join(parts)
 
     def render_html(self, node: Node) -> str:
-        """The visible text escaped, and the placeholder when content is hidden."""
+        """Collapsed: "Reasoning", the text as Markdown and the placeholder when hidden."""
+        from ._render import folded, markdown, plain
+
         state: ReasoningState = node.state
-        out = f'<div class="reasoning" data-status="{"done" if state.done else "streaming"}">'
-        if state.text:
-            out += f'<div class="text">{html.escape(str(state.text), quote=True)}</div>'
+        body = markdown(state.text) if state.text else ""
         if state.redacted is not None:
-            out += (
-                f'<span class="placeholder" data-variant="{state.redacted}">'
-                f"{html.escape(PLACEHOLDERS[state.redacted], quote=True)}</span>"
-            )
-        return out + "</div>"
+            body += plain(PLACEHOLDERS[state.redacted], "placeholder")
+        return folded("Reasoning" if state.done else "Reasoning …", body, cls="reasoning")
 
     def render_json(self, node: Node) -> dict[str, Any]:
         """``{"text", "done", "redacted", "data_length"}``: the opaque data is left out."""

@@ -244,24 +244,23 @@ class ToolCallDefinition:
         return "\n".join(lines)
 
     def render_html(self, node: Node) -> str:
-        """Tool name, arguments (pretty JSON) and outcome, every piece escaped."""
+        """A collapsible card: name, arguments, result or error, status."""
+        from ._render import tool_card
+
         state: ToolCallState = node.state
-        esc = _escape
-        out = (
-            f'<div class="tool-call" data-status="{state.status}">'
-            f'<span class="tool-name">{esc(state.name)}</span> '
-            f'<span class="status">{state.status}</span>'
+        raw = state.input_error is not None or state.preview is None
+        error = state.input_error
+        if state.status == "failed":
+            error = state.error or "failed"
+        elif state.status == "denied":
+            error = state.reason or "permission refused"
+        return tool_card(
+            state.name,
+            state.status,
+            arguments=str(state.arguments) if raw else state.preview,
+            result=state.output if state.status == "done" else None,
+            error=error,
         )
-        if state.input_error is not None:
-            out += (
-                f'<pre class="arguments raw">{esc(str(state.arguments))}</pre>'
-                f'<div class="error">{esc(state.input_error)}</div>'
-            )
-        elif state.preview is not None:
-            out += f'<pre class="arguments">{esc(_dump(state.preview, indent=2))}</pre>'
-        for label, text in _outcome(state):
-            out += f'<div class="{label}">{esc(text)}</div>'
-        return out + "</div>"
 
     def render_json(self, node: Node) -> dict[str, Any]:
         """Name, status, raw and parsed arguments (the preview while streaming), outcome."""
