@@ -155,10 +155,10 @@ def responses_item(item: Mapping[str, Any]) -> str:
         source = code(item.get("code") or "", "python") if item.get("code") else ""
         return tool_card("code_interpreter", status, result=outputs or None, extra=source)
     if kind == "web_search_call":
-        action = item.get("action")
-        results = action.get("sources") if isinstance(action, Mapping) else None
+        searched = item.get("action")
+        results = searched.get("sources") if isinstance(searched, Mapping) else None
         found = _results("sources", results) if results else ""
-        return tool_card("web_search", status, arguments=action, extra=found)
+        return tool_card("web_search", status, arguments=searched, extra=found)
     if kind.endswith("_call"):
         tool = kind.removesuffix("_call")
         rest = _rest(item, "status", "result", "output", "results", "call_id")
