@@ -270,6 +270,7 @@ class ConversationEngine:
                 events_accepted=fold.version,
                 events_skipped=self._skipped,
                 updates_dropped=fold.dropped,
+                events_unclaimed=fold.unclaimed,
                 nodes=len(fold.records),
                 frames_requested=self._frames_requested,
                 frames_fired=self._frames_fired,
