@@ -42,10 +42,11 @@ from ._determinism import check_determinism
 from ._errors import DefinitionSpecError, LogError, StoreError
 from ._formats import Loaded, load_events, parse_events
 from ._log import Entry, read_source
-from ._render import render_json
+from ._render import encode, render_json
 from ._render_html import render_html
 from ._render_text import render_text
 from ._store import EventStore
+from ._unclaimed import unclaimed_note
 
 __all__ = ["main"]
 
@@ -155,13 +156,14 @@ def _progress_stream(count: int) -> TextIO | None:
 
 def fold(
     chosen: DefinitionSet, events: Sequence[Any], *, progress: TextIO | None = None
-) -> tuple[Node, ...]:
-    """The view after ``events``, folded through ``chosen`` (with a bar on ``progress``)."""
+) -> tuple[tuple[Node, ...], int]:
+    """The view after ``events``, folded through ``chosen`` (with a bar on ``progress``),
+    and how many events no definition claimed."""
     engine = create_conversation_engine(chosen.definitions, event_type=chosen.event_type)
     fed = chosen.feed(events)
     if progress is None:
         engine.push_many(fed)
-        return engine.nodes()
+        return engine.nodes(), engine.statistics().events_unclaimed
     bar = _Bar(progress, len(events))
     step = max(10_000, len(events) // 100)
     iterator = iter(fed)
@@ -173,7 +175,18 @@ def fold(
             bar.update(done)
     finally:
         bar.close()
-    return engine.nodes()
+    return engine.nodes(), engine.statistics().events_unclaimed
+
+
+def _protocol_fold(chosen: DefinitionSet) -> Callable[[Sequence[Any]], Any] | None:
+    """The ``fold(events)`` of the module the set's definitions come from (a protocol
+    set: the protocol's own final objects), or ``None`` (built-in kinds, mixed sets)."""
+    modules = {type(definition).__module__ for definition in chosen.definitions}
+    if len(modules) != 1:
+        return None
+    module = sys.modules.get(modules.pop())
+    found = getattr(module, "fold", None)
+    return found if callable(found) else None
 
 
 def _write(text: str, output: str | None) -> None:
@@ -190,9 +203,16 @@ def _write(text: str, output: str | None) -> None:
 def _cmd_replay(args: argparse.Namespace) -> int:
     loaded, chosen = _load_chosen(args.log, args.lenient, args.definitions)
     events = _slice(loaded.events, args.at)
-    nodes = fold(chosen, events, progress=_progress_stream(len(events)))
+    nodes, unclaimed = fold(chosen, events, progress=_progress_stream(len(events)))
+    note = unclaimed_note(unclaimed, loaded.events, chosen.name)
+    if note is not None:
+        _warn(note)
     definitions = chosen.definitions
-    if args.format == "json":
+    protocol_fold = _protocol_fold(chosen) if args.format == "json" else None
+    if protocol_fold is not None:
+        # The protocol's own final objects, as its fold() returns them.
+        text = msgspec.json.format(encode(protocol_fold(events)), indent=2).decode() + "\n"
+    elif args.format in ("json", "nodes"):
         text = render_json(nodes, definitions, indent=2).decode() + "\n"
     elif args.format == "html":
         title = "Conversation" if args.log == "-" else Path(args.log).name
@@ -412,7 +432,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_log(replay)
     _add_definitions(replay)
-    replay.add_argument("--format", "-f", choices=("text", "json", "html"), default="text")
+    replay.add_argument(
+        "--format",
+        "-f",
+        choices=("text", "json", "nodes", "html"),
+        default="text",
+        help="json: a protocol recording's final objects (its fold()), else the nodes; "
+        "nodes: the view's nodes as JSON",
+    )
     replay.add_argument(
         "--at", type=_non_negative, metavar="N", help="the view after the first N events"
     )
