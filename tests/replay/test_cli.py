@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import io
 import importlib
+import io
 import json
 import os
 import re
