@@ -728,11 +728,12 @@ class _RunDefinition:
 
     @staticmethod
     def render_html(node: Node) -> str:
-        """One row: the run's status (while running: nothing) and its error."""
+        """Nothing for a run that runs or finished (its messages show it); a failed
+        one as a row with its error."""
         from ._render import line
 
         run: Run = node.state
-        if run.status not in ("finished", "error"):
+        if run.status != "error":
             return ""
         return line(
             "meta", ("decision", f"run {run.status}"), ("error", run.error), status=run.status

@@ -40,6 +40,7 @@ from ._detect import (
 )
 from ._determinism import check_determinism
 from ._errors import DefinitionSpecError, LogError, StoreError
+from ._feed import set_module
 from ._formats import Loaded, load_events, parse_events
 from ._log import Entry, read_source
 from ._render import encode, render_json
@@ -181,11 +182,7 @@ def fold(
 def _protocol_fold(chosen: DefinitionSet) -> Callable[[Sequence[Any]], Any] | None:
     """The ``fold(events)`` of the module the set's definitions come from (a protocol
     set: the protocol's own final objects), or ``None`` (built-in kinds, mixed sets)."""
-    modules = {type(definition).__module__ for definition in chosen.definitions}
-    if len(modules) != 1:
-        return None
-    module = sys.modules.get(modules.pop())
-    found = getattr(module, "fold", None)
+    found = getattr(set_module(chosen), "fold", None)
     return found if callable(found) else None
 
 
@@ -204,7 +201,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     loaded, chosen = _load_chosen(args.log, args.lenient, args.definitions)
     events = _slice(loaded.events, args.at)
     nodes, unclaimed = fold(chosen, events, progress=_progress_stream(len(events)))
-    note = unclaimed_note(unclaimed, loaded.events, chosen.name)
+    note = unclaimed_note(unclaimed, len(events), loaded.events, chosen.name)
     if note is not None:
         _warn(note)
     definitions = chosen.definitions

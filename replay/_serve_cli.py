@@ -17,6 +17,12 @@ from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine import RegistrationError, create_conversation_engine
+
+from ._detect import DefinitionSet, detect_protocol, load_definitions, protocol_definitions
+from ._errors import DefinitionSpecError
+from ._unclaimed import unclaimed_note
+
 if TYPE_CHECKING:
     from ._serve import Live
 
@@ -38,6 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "temporary store as one conversation named after the file",
     )
     parser.add_argument("--store", metavar="FILE", help="serve the conversations of this store")
+    parser.add_argument(
+        "--definitions",
+        "-d",
+        action="append",
+        metavar="MODULE[:ATTR]",
+        help="definitions for every conversation (repeatable, in order), as for `convo "
+        "replay`. Default: each conversation's protocol, detected from its first events",
+    )
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: loopback only)"
     )
@@ -165,20 +179,43 @@ def run(args: argparse.Namespace) -> int:
             if args.demo:
                 example = load_events(EXAMPLE).events
                 background.append(demo_writer(example, speed=args.demo_speed))
+            chosen = _chosen(args.definitions, events)
             app = create_app(
-                path, token=args.token, poll_interval=args.poll_interval, background=background
+                path,
+                definitions=chosen,
+                token=args.token,
+                poll_interval=args.poll_interval,
+                background=background,
             )
             config = uvicorn.Config(
                 app, host=args.host, port=args.port, log_level="warning", lifespan="on"
             )
             server = uvicorn.Server(config)
             asyncio.run(_serve(server, args))
+    except (DefinitionSpecError, RegistrationError) as exc:
+        print(f"convo serve: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"convo serve: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _chosen(specs: Sequence[str] | None, events: Sequence[Any]) -> DefinitionSet | None:
+    """The set named by ``-d`` (``None``: detect per conversation); says on stderr when
+    the LOG's events go to no definition of the set that will fold them."""
+    chosen = None if not specs else load_definitions(specs)
+    if events:
+        folding = chosen or protocol_definitions(detect_protocol(events).protocol)
+        engine = create_conversation_engine(folding.definitions, event_type=folding.event_type)
+        engine.push_many(folding.feed(events))
+        unclaimed = engine.statistics().events_unclaimed
+        note = unclaimed_note(unclaimed, len(events), events, folding.name)
+        if note is not None:
+            print(f"convo serve: warning: {note}", file=sys.stderr)
+    return chosen
 
 
 async def _serve(server: Any, args: argparse.Namespace) -> None:

@@ -217,7 +217,7 @@ class TestStream:
                 # 500 animation-frame deltas folded in one poll: one frame, one message.
                 assert patch["position"] == 501
                 assert [n["key"] for n in patch["nodes"]] == ["message:m"]
-                assert "499 </div>" in patch["nodes"][0]["html"]
+                assert "498 499" in patch["nodes"][0]["html"]
                 hub = app.state.live.conversations["c"]
                 assert hub.engine.statistics().notifications == 2  # the start, the burst
 
@@ -508,6 +508,8 @@ class TestSafety:
                 assert problems == []
                 for bad in PAYLOADS:
                     assert bad in text  # shown as text, not dropped
+                assert "\u202e" not in page.text
+                assert "abc[U+202E]def[U+2066]ghi" in text
                 async with SseStream(app, "/conversations/evil/stream") as stream:
                     patch = await stream.patch()
                 html = "".join(node["html"] for node in patch["nodes"])
