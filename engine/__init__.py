@@ -20,6 +20,7 @@ from ._errors import UsageError as UsageError
 from ._fold import Registration as Registration
 from ._scheduler import AsyncioScheduler as AsyncioScheduler
 from ._scheduler import ManualScheduler as ManualScheduler
+from ._snapshots import SnapshotStream as SnapshotStream
 from ._types import Claim as Claim
 from ._types import Definition as Definition
 from ._types import Listener as Listener
@@ -53,6 +54,7 @@ __all__ = [
     "RegistrationError",
     "Role",
     "Scheduler",
+    "SnapshotStream",
     "Statistics",
     "UsageError",
     "create_conversation_engine",

@@ -236,8 +236,10 @@ class ConversationEngine:
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener(nodes)`` at each notification; return the unsubscribe function.
 
-        Listeners run in subscription order, under the engine's lock. A listener may
-        push. Unsubscribing twice is harmless.
+        Listeners run in subscription order, under the engine's lock, on the thread
+        that delivers: the pushing thread for ``immediate`` changes, the scheduler's
+        for frames (see ``SnapshotStream`` for asyncio). A listener may push.
+        Unsubscribing twice is harmless.
         """
         if not callable(listener):
             raise RegistrationError(f"listener {listener!r} is not callable")

@@ -34,7 +34,6 @@ def test_the_example_runs_and_prints_two_notifications(
 
 def test_the_plugin_example_passes(pytester: pytest.Pytester) -> None:
     example = next(code for lang, code in BLOCKS if lang == "python" and "convo_snapshot" in code)
-    example = example.replace('"replay/examples/', f'"{ROOT}/replay/examples/')
     pytester.makepyfile(test_session=example)
     # Twice: the first run writes the snapshot, the second compares with it.
     pytester.runpytest_inprocess("-p", "no:hypothesispytest").assert_outcomes(passed=2)
