@@ -49,6 +49,18 @@ def _results(label: str, results: Iterable[Any]) -> str:
     return folded(f"{label} ({len(items)} results)", sources(items), cls="results")
 
 
+def results_text(kind: str, content: object) -> str | None:
+    """A ``*_tool_result`` holding search results as lines ``- title <url>``, else None."""
+    if not kind.endswith("_tool_result") or not isinstance(content, list) or not content:
+        return None
+    if not all(isinstance(item, Mapping) and "url" in item for item in content):
+        return None
+    label = kind.removesuffix("_tool_result").replace("_", " ")
+    lines = [f"{label}: {len(content)} results"]
+    lines += [f"  - {item.get('title') or item['url']} <{item['url']}>" for item in content]
+    return "\n".join(lines)
+
+
 def _rest(value: Mapping[str, Any], *drop: str) -> dict[str, Any]:
     return {k: v for k, v in value.items() if k not in ("type", "id", *drop)}
 

@@ -720,11 +720,9 @@ class _RunDefinition:
 
     @staticmethod
     def render_text(node: Node) -> str:
+        """Nothing for a run that runs or finished; ``run error: ...`` for a failed one."""
         run: Run = node.state
-        text = f"run {run.run_id} {run.status}"
-        if run.steps:
-            text += " [" + ", ".join(f"{name} {what}" for what, name in run.steps) + "]"
-        return text + (f": {run.error}" if run.error else "")
+        return f"run error: {run.error}" if run.status == "error" else ""
 
     @staticmethod
     def render_html(node: Node) -> str:

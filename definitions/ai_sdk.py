@@ -641,13 +641,14 @@ class _MessageDefinition:
 
     @staticmethod
     def render_text(node: Node) -> str:
+        """Nothing for a message that ended normally (its parts show it); else the
+        finish reason, the abort and the errors."""
         state: MessageState = node.state
-        text = f"assistant message {state.id or '(no id)'}"
-        if state.finish_reason:
-            text += f" finished: {state.finish_reason}"
+        reason = state.finish_reason if state.finish_reason not in (None, "stop") else ""
+        lines = [f"finished: {reason}"] if reason else []
         if state.aborted:
-            text += " (aborted)"
-        return "\n".join([text, *(f"error: {error}" for error in state.errors)])
+            lines.append("(aborted)")
+        return "\n".join([*lines, *(f"error: {error}" for error in state.errors)])
 
     @staticmethod
     def render_html(node: Node) -> str:
@@ -743,7 +744,9 @@ class _TextDefinition:
 
     @classmethod
     def render_text(cls, node: Node) -> str:
-        return f"{cls.label}: {node.state.text}"
+        """``assistant: text`` or ``reasoning: text``."""
+        label = "assistant" if cls.label == "text" else cls.label
+        return f"{label}: {node.state.text}"
 
     @classmethod
     def render_html(cls, node: Node) -> str:
@@ -1017,7 +1020,8 @@ class _StepDefinition:
 
     @staticmethod
     def render_text(node: Node) -> str:
-        return "step"
+        """Nothing: a step only groups parts."""
+        return ""
 
     @staticmethod
     def render_html(node: Node) -> str:
@@ -1068,7 +1072,7 @@ class _PartDefinition:
     def render_text(node: Node) -> str:
         part: Part = node.state
         if part.type == "step-start":
-            return "step"
+            return ""
         fields = {k: v for k, v in part.fields.items() if k != "type"}
         return f"{part.type} {payload(fields)}"
 

@@ -571,6 +571,11 @@ class BlockDefinition:
             return f"[thinking] {block.get('thinking', '')}"
         if kind in _TRACKS_INPUT or "input" in block:
             return f"{kind} {block.get('name', '')}({payload(block.get('input'))})"
+        from ._render_protocols import results_text
+
+        found = results_text(kind, block.get("content"))
+        if found is not None:
+            return found
         return f"[{kind}] {payload({k: v for k, v in block.items() if k != 'type'})}"
 
     def render_html(self, node: Node) -> str:

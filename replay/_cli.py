@@ -217,7 +217,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     else:
         to_terminal = args.output in (None, "-")
         color = {"always": True, "never": False}.get(args.color, None if to_terminal else False)
-        text = render_text(nodes, definitions, color=color)
+        text = render_text(nodes, definitions, color=color, keys=args.keys)
         if not nodes:
             # Say so rather than print nothing: an empty view is a finding, not a failure.
             text = f"(no nodes after {len(events)} events)\n"
@@ -439,6 +439,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument(
         "--at", type=_non_negative, metavar="N", help="the view after the first N events"
+    )
+    replay.add_argument(
+        "--keys",
+        action="store_true",
+        help="text: head each node with its #seq and key (as --format nodes names them)",
     )
     replay.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
     replay.add_argument(

@@ -139,11 +139,13 @@ class TestRenderText:
 
     def test_plain(self) -> None:
         text = render_text(replay(conversation()[:3], kinds()), kinds(), color=False)
-        assert text == "#0 message:m1\n  user: Hello\n"
+        assert text == "user: Hello\n"
+        keyed = render_text(replay(conversation()[:3], kinds()), kinds(), color=False, keys=True)
+        assert keyed == "#0 message:m1\n  user: Hello\n"
 
     def test_fallback_is_indented_json(self) -> None:
         text = render_text(bare("hi"), [BareKind()], color=False)
-        assert text == '#0 bare:b\n  {\n    "content": "hi"\n  }\n'
+        assert text == '{\n  "content": "hi"\n}\n'
 
     def test_strips_content_and_ids(self) -> None:
         events = [
