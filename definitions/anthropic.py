@@ -573,7 +573,7 @@ class BlockDefinition:
             return f"{kind} {block.get('name', '')}({payload(block.get('input'))})"
         from ._render_protocols import results_text
 
-        found = results_text(kind, block.get("content"))
+        found = results_text(str(kind), block.get("content"))
         if found is not None:
             return found
         return f"[{kind}] {payload({k: v for k, v in block.items() if k != 'type'})}"
