@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable
 from html import escape
 from typing import Any, Final
 
+from ._text import StreamedText
+
 __all__ = [
     "bubble",
     "cite_link",
@@ -139,11 +141,97 @@ def _markdown_it() -> Callable[[str], str] | None:
 
 def markdown(text: object, cls: str = "text") -> str:
     """``text`` as CommonMark (raw HTML and images off, safe links only, line breaks
-    kept, fenced code highlighted), or ``plain`` without markdown-it-py."""
+    kept, fenced code highlighted), or ``plain`` without markdown-it-py.
+
+    Rendered block by block (a block ends at a blank line outside a code fence, before
+    a line that is not indented), so a streamed text costs per version only its last
+    block: the blocks before it are kept per ``StreamedText`` lineage (see
+    ``_settled``). A reference-style link defined in another block stays text.
+    """
     render = _markdown_it()
     if render is None:
         return plain(text, cls)
-    return f'<div class="md {cls}" dir="auto">{render(clean(str(text)))}</div>'
+    return f'<div class="md {cls}" dir="auto">{_blocks_html(text, render)}</div>'
+
+
+# Blank lines followed by a line that starts at its margin; and a code fence line.
+_BOUNDARY: Final = re.compile(r"\n(?:[ \t]*\n)+(?=\S)")
+_FENCE: Final = re.compile(r"^ {0,3}(?:`{3,}|~{3,})", re.M)
+
+
+def _split(source: str, start: int) -> tuple[list[tuple[int, str]], int]:
+    """The blocks of ``source`` from ``start`` (where a block begins, outside a fence):
+    ``(where the next begins, block source)`` each, then where the last, open one
+    begins."""
+    blocks: list[tuple[int, str]] = []
+    fence = False
+    block_start = scan = start
+    for found in _BOUNDARY.finditer(source, start):
+        if len(_FENCE.findall(source, scan, found.start())) % 2:
+            fence = not fence
+        scan = found.start()
+        if not fence:
+            blocks.append((found.end(), source[block_start : found.start()]))
+            block_start = found.end()
+    return blocks, block_start
+
+
+class _Settled:
+    """The rendered blocks of one ``StreamedText`` lineage that no append can change."""
+
+    __slots__ = ("blocks", "count", "end", "html")
+
+    def __init__(self, blocks: list[str], count: int) -> None:
+        self.blocks = blocks  # held: the lineage's shared list, so its id stays unique
+        self.count = count  # how many of its full blocks are known to be shared
+        self.end = 0  # where the settled blocks end (a block begins) in the text
+        self.html: list[str] = []
+
+
+# Settled blocks per lineage (id of its shared block list), the most recent kept.
+_SETTLED: dict[int, _Settled] = {}
+_SETTLED_MAX: Final = 256
+
+
+def _settled(text: object) -> tuple[_Settled, int] | None:
+    """The cache entry of ``text``'s lineage and how far its text cannot change: only
+    a ``StreamedText`` with full blocks has one. A lineage's full blocks are shared
+    by all its later versions (an append-only list), so what is settled within them
+    holds for every later version; an older version starts a new entry."""
+    prefix = getattr(text, "_prefix", None) if isinstance(text, StreamedText) else None
+    if prefix is None:
+        return None
+    blocks, count = prefix
+    entry = _SETTLED.pop(id(blocks), None)
+    if entry is None or entry.blocks is not blocks or entry.count > count:
+        entry = _Settled(blocks, count)
+    entry.count = count
+    _SETTLED[id(blocks)] = entry  # most recent last
+    if len(_SETTLED) > _SETTLED_MAX:
+        del _SETTLED[next(iter(_SETTLED))]
+    return entry, sum(map(len, blocks[:count]))
+
+
+def _blocks_html(text: object, render: Callable[[str], str]) -> str:
+    raw = str(text)
+    source = clean(raw)
+    # A text with bidi controls is shifted by clean(): rendered whole, uncached.
+    found = _settled(text) if source is raw else None
+    if found is None:
+        blocks, tail = _split(source, 0)
+        return "".join([*(render(block) for _, block in blocks), render(source[tail:])])
+    entry, fixed = found
+    blocks, tail = _split(source, entry.end)
+    fresh: list[str] = []
+    for end, block in blocks:
+        rendered = render(block)
+        # Settled when the next block's first character is in the fixed text too.
+        if end < fixed and not fresh:
+            entry.html.append(rendered)
+            entry.end = end
+        else:
+            fresh.append(rendered)
+    return "".join(entry.html) + "".join(fresh) + render(source[tail:])
 
 
 # -- code -----------------------------------------------------------------------------

@@ -68,18 +68,20 @@ def _rest(value: Mapping[str, Any], *drop: str) -> dict[str, Any]:
 # -- Anthropic Messages ----------------------------------------------------------------
 
 
-def anthropic_block(block: Mapping[str, Any], *, stopped: bool) -> str:
-    """One content block of a message, as rebuilt by the fold."""
+def anthropic_block(block: Mapping[str, Any], *, stopped: bool, streamed: object = None) -> str:
+    """One content block of a message, as rebuilt by the fold; ``streamed`` is its
+    text as streamed (a ``StreamedText``, rendered incrementally) when it has one."""
     kind = str(block.get("type"))
     if kind == "text":
-        text = str(block.get("text", ""))
+        text = block.get("text", "") if streamed is None else streamed
         cites = _citations(block.get("citations") or ())
-        return (
-            bubble("assistant", (markdown(text) if text else "") + cites) if text or cites else ""
-        )
+        if not (text or cites):
+            return ""
+        return bubble("assistant", (markdown(text) if text else "") + cites)
     if kind == "thinking":
         summary = "Thinking" if stopped else "Thinking …"
-        return folded(summary, markdown(block.get("thinking", "")), cls="reasoning")
+        thought = block.get("thinking", "") if streamed is None else streamed
+        return folded(summary, markdown(thought), cls="reasoning")
     if kind == "redacted_thinking":
         return folded("Thinking (redacted)", plain("[redacted by the provider]"), cls="reasoning")
     if "input" in block or kind.endswith("tool_use"):

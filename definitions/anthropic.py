@@ -584,7 +584,10 @@ class BlockDefinition:
         from ._render_protocols import anthropic_block
 
         state: BlockState = node.state
-        return anthropic_block(_block(state), stopped=state.stopped)
+        # The streamed text itself when the start carried none: rendered incrementally.
+        started = state.block.get("text") or state.block.get("thinking")
+        streamed = None if started else state.text
+        return anthropic_block(_block(state), stopped=state.stopped, streamed=streamed)
 
 
 MESSAGE: Final = MessageDefinition()
