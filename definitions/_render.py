@@ -213,25 +213,27 @@ def _settled(text: object) -> tuple[_Settled, int] | None:
 
 
 def _blocks_html(text: object, render: Callable[[str], str]) -> str:
-    raw = str(text)
-    source = clean(raw)
-    # A text with bidi controls is shifted by clean(): rendered whole, uncached.
-    found = _settled(text) if source is raw else None
+    # Split first, then clean each block: a bidi control is neither a newline nor
+    # whitespace nor a backtick, so blocks split the same either way, and a frame
+    # cleans only the blocks it renders.
+    source = str(text)
+    found = _settled(text)
+    start = 0 if found is None else found[0].end
+    blocks, tail = _split(source, start)
     if found is None:
-        blocks, tail = _split(source, 0)
-        return "".join([*(render(block) for _, block in blocks), render(source[tail:])])
+        rendered = [render(clean(block)) for _, block in blocks]
+        return "".join([*rendered, render(clean(source[tail:]))])
     entry, fixed = found
-    blocks, tail = _split(source, entry.end)
     fresh: list[str] = []
     for end, block in blocks:
-        rendered = render(block)
+        html = render(clean(block))
         # Settled when the next block's first character is in the fixed text too.
         if end < fixed and not fresh:
-            entry.html.append(rendered)
+            entry.html.append(html)
             entry.end = end
         else:
-            fresh.append(rendered)
-    return "".join(entry.html) + "".join(fresh) + render(source[tail:])
+            fresh.append(html)
+    return "".join(entry.html) + "".join(fresh) + render(clean(source[tail:]))
 
 
 # -- code -----------------------------------------------------------------------------
@@ -307,7 +309,9 @@ def folded(summary: str, body: str, *, cls: str, open_: bool = False) -> str:
 def bubble(role: str, body: str, *, status: str = "", note: str = "") -> str:
     """A turn's text: ``body`` (built HTML) in a bubble styled by ``role``, with its
     ``status`` as ``data-status`` and a ``note`` (``…`` while streaming, the abort)."""
-    shown = f'<span class="note">{_esc(note)}</span>' if note else ""
+    # As character references: a non-ASCII note would widen the whole (ASCII) text.
+    shown = f'<span class="note">{_esc(note).encode("ascii", "xmlcharrefreplace").decode()}</span>'
+    shown = shown if note else ""
     data = f' data-status="{_esc(status)}"' if status else ""
     return (
         f'<div class="msg" data-role="{_esc(role)}"{data}><div class="who">{_esc(role)}</div>'
