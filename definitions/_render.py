@@ -185,7 +185,7 @@ class _Settled:
         self.blocks = blocks  # held: the lineage's shared list, so its id stays unique
         self.count = count  # how many of its full blocks are known to be shared
         self.end = 0  # where the settled blocks end (a block begins) in the text
-        self.html: list[str] = []
+        self.html: list[str] = []  # the settled blocks' HTML, in order
 
 
 # Settled blocks per lineage (id of its shared block list), the most recent kept.
@@ -233,7 +233,7 @@ def _blocks_html(text: object, render: Callable[[str], str]) -> str:
             entry.end = end
         else:
             fresh.append(html)
-    return "".join(entry.html) + "".join(fresh) + render(clean(source[tail:]))
+    return "".join([*entry.html, *fresh, render(clean(source[tail:]))])
 
 
 # -- code -----------------------------------------------------------------------------

@@ -8,6 +8,7 @@ bubble, calls as tool cards, reasoning folded, results and citations as links.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -67,6 +68,8 @@ def _rest(value: Mapping[str, Any], *drop: str) -> dict[str, Any]:
 
 # -- Anthropic Messages ----------------------------------------------------------------
 
+_MARKER_ONLY = re.compile(r"\s*(?:[-*+]|\d{1,9}[.)])\s*")
+
 
 def anthropic_block(block: Mapping[str, Any], *, stopped: bool, streamed: object = None) -> str:
     """One content block of a message, as rebuilt by the fold; ``streamed`` is its
@@ -75,6 +78,10 @@ def anthropic_block(block: Mapping[str, Any], *, stopped: bool, streamed: object
     if kind == "text":
         text = block.get("text", "") if streamed is None else streamed
         cites = _citations(block.get("citations") or ())
+        if _MARKER_ONLY.fullmatch(str(text)):
+            # A list marker alone: the item's text is the next block (a citation
+            # splits it off); an empty bullet would only stand in its way.
+            text = ""
         if not (text or cites):
             return ""
         return bubble("assistant", (markdown(text) if text else "") + cites)
@@ -170,9 +177,12 @@ def responses_item(item: Mapping[str, Any]) -> str:
         return tool_card("code_interpreter", status, result=outputs or None, extra=source)
     if kind == "web_search_call":
         searched = item.get("action")
-        results = searched.get("sources") if isinstance(searched, Mapping) else None
+        if not isinstance(searched, Mapping):
+            return tool_card("web_search", status, arguments=searched)
+        results = searched.get("sources")
         found = _results("sources", results) if results else ""
-        return tool_card("web_search", status, arguments=searched, extra=found)
+        query = {k: v for k, v in searched.items() if k != "sources"}  # listed below
+        return tool_card("web_search", status, arguments=query, extra=found)
     if kind.endswith("_call"):
         tool = kind.removesuffix("_call")
         rest = _rest(item, "status", "result", "output", "results", "call_id")

@@ -81,7 +81,7 @@ class HtmlRenderer:
         # The key is for scripts and links (id, data-key), never shown; a node with
         # nothing to show (a step, an empty container) keeps its place, hidden, so
         # the live page can still patch it in order.
-        hidden = "" if body.strip() else " hidden"
+        hidden = " hidden" if not body or body.isspace() else ""
         return (
             f'<article class="node" id="{key}" data-key="{key}" data-kind="{kind}" '
             f'data-seq="{node.seq}"{hidden}>{body}</article>\n'
