@@ -72,8 +72,10 @@ class Server:
     """``python -m replay._serve_cli`` in a child process; ``url`` from its first line.
     Serves the store ``store``, or with ``log=True`` the recording ``store``."""
 
-    def __init__(self, store: Path, port: int = 0, *, log: bool = False) -> None:
-        source = [str(store)] if log else ["--store", str(store)]
+    def __init__(
+        self, store: Path, port: int = 0, *, log: bool = False, extra: tuple[str, ...] = ()
+    ) -> None:
+        source = [str(store), *extra] if log else ["--store", str(store), *extra]
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -370,3 +372,25 @@ def test_every_protocol_and_format_reads_as_a_conversation(
         page.close()
     finally:
         server.stop()
+
+
+def test_events_no_definition_claims_are_said_on_the_page_and_the_command_line(
+    browser: Browser,
+) -> None:
+    from tests._shared import shared_path
+
+    path = shared_path("fixtures", "recorded", "anthropic_thinking.chunks.jsonl")
+    server = Server(path, log=True, extra=("-d", "definitions.builtin"))
+    try:
+        page = browser.new_page()
+        page.goto(f"{server.url}/conversations/{path.stem}")
+        note = page.inner_text("p.unclaimed")
+        assert "21 of 21 events claimed by no definition" in note
+        assert "try -d definitions.anthropic" in note
+        page.close()
+    finally:
+        server.stop()
+        assert server.process.stderr is not None
+        err = server.process.stderr.read()
+        assert "warning: 21 of 21 events claimed by no definition" in err
+        assert "try -d definitions.anthropic" in err
