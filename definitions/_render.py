@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import threading
 from collections.abc import Callable, Iterable
 from html import escape
 from typing import Any, Final
@@ -191,6 +192,7 @@ class _Settled:
 # Settled blocks per lineage (id of its shared block list), the most recent kept.
 _SETTLED: dict[int, _Settled] = {}
 _SETTLED_MAX: Final = 256
+_SETTLED_LOCK: Final = threading.Lock()
 
 
 def _settled(text: object) -> tuple[_Settled, int] | None:
@@ -198,7 +200,8 @@ def _settled(text: object) -> tuple[_Settled, int] | None:
     a ``StreamedText`` with full blocks has one. A lineage's full blocks are shared
     by all its later versions (an append-only list), so what is settled within them
     holds for every later version; an older version starts a new entry."""
-    prefix = getattr(text, "_prefix", None) if isinstance(text, StreamedText) else None
+    # Its private prefix, (shared block list, count): read here only, never changed.
+    prefix = text._prefix if isinstance(text, StreamedText) else None
     if prefix is None:
         return None
     blocks, count = prefix
@@ -217,23 +220,28 @@ def _blocks_html(text: object, render: Callable[[str], str]) -> str:
     # whitespace nor a backtick, so blocks split the same either way, and a frame
     # cleans only the blocks it renders.
     source = str(text)
-    found = _settled(text)
-    start = 0 if found is None else found[0].end
-    blocks, tail = _split(source, start)
-    if found is None:
+    if not isinstance(text, StreamedText) or text._prefix is None:
+        blocks, tail = _split(source, 0)
         rendered = [render(clean(block)) for _, block in blocks]
         return "".join([*rendered, render(clean(source[tail:]))])
-    entry, fixed = found
-    fresh: list[str] = []
-    for end, block in blocks:
-        html = render(clean(block))
-        # Settled when the next block's first character is in the fixed text too.
-        if end < fixed and not fresh:
-            entry.html.append(html)
-            entry.end = end
-        else:
-            fresh.append(html)
-    return "".join([*entry.html, *fresh, render(clean(source[tail:]))])
+    # Renderers may run on several threads: one settles a lineage at a time.
+    with _SETTLED_LOCK:
+        found = _settled(text)
+        assert found is not None  # a StreamedText with full blocks
+        entry, fixed = found
+        blocks, tail = _split(source, entry.end)
+        fresh: list[str] = []
+        for end, block in blocks:
+            html = render(clean(block))
+            # Settled when the next block's first character is in the fixed text too.
+            if end < fixed and not fresh:
+                entry.html.append(html)
+                entry.end = end
+            else:
+                fresh.append(html)
+        parts = [*entry.html, *fresh]
+    parts.append(render(clean(source[tail:])))
+    return "".join(parts)
 
 
 # -- code -----------------------------------------------------------------------------
