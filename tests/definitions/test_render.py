@@ -178,3 +178,29 @@ class TestCards:
             '<div class="row approval"><span class="decision">approved</span>'
             '<span class="reason">&lt;ok&gt;</span></div>'
         )
+
+
+def test_versions_of_one_lineage_rendered_from_several_threads() -> None:
+    """The settled blocks are shared state: threads rendering one lineage at once
+    each get exactly a fresh render of their version."""
+    import threading
+
+    versions = [StreamedText()]
+    for n in range(300):
+        versions.append(versions[-1].append(f"paragraph {n} " * 8 + "\n\n"))
+    expected = {id(v): markdown(str(v)) for v in versions}
+    failures: list[int] = []
+    barrier = threading.Barrier(4)
+
+    def work(offset: int) -> None:
+        barrier.wait()
+        for version in versions[offset::4]:
+            if markdown(version) != expected[id(version)]:
+                failures.append(id(version))
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
