@@ -161,8 +161,9 @@ class _Conversation:
         for offset, event in enumerate(events):
             self.position = start + offset + 1
             try:
+                # The protocol's pre-pass may refuse an odd event too (a bare error).
                 push(event if feed is None else feed(event))
-            except ConversationError as exc:
+            except (ConversationError, ValueError, TypeError, KeyError) as exc:
                 # A bad event must not stop the view: the engine left no trace of it.
                 self.failures += 1
                 log.warning(
@@ -513,7 +514,10 @@ def create_app(
     ``?after=``); ``POST /conversations/{id}/events`` appends JSON or JSON Lines
     events, only when ``token`` is set and given as ``Authorization: Bearer``, with
     optimistic concurrency through ``X-Expected-Position`` or ``?expected_position=``.
-    ``background`` coroutines (e.g. the demo writer) run for the app's lifetime.
+    ``definitions`` is every conversation's set (definitions or a ``DefinitionSet``);
+    ``None`` detects each conversation's protocol from its first events, as ``convo
+    replay`` does. ``background`` coroutines (e.g. the demo writer) run for the app's
+    lifetime.
     ``app.state.live`` is the ``Live`` registry.
     """
     live = Live(store, definitions, poll_interval=poll_interval, frame_interval=frame_interval)
