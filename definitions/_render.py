@@ -23,7 +23,7 @@ import functools
 import json
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from html import escape
 from typing import Any, Final
 
@@ -35,6 +35,7 @@ __all__ = [
     "clean",
     "code",
     "folded",
+    "inline_markdown",
     "line",
     "markdown",
     "payload",
@@ -119,7 +120,8 @@ def _link(url: object, text: object) -> str:
 
 
 @functools.cache
-def _markdown_it() -> Callable[[str], str] | None:
+def _markdown_it() -> Any:
+    """The one parser (a ``MarkdownIt``), made on first use; ``None`` without it."""
     try:
         from markdown_it import MarkdownIt  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
@@ -136,8 +138,17 @@ def _markdown_it() -> Callable[[str], str] | None:
         return rendered
 
     md.add_render_rule("link_open", link_open)
-    render: Callable[[str], str] = md.render
-    return render
+    return md
+
+
+def inline_markdown(text: object) -> str:
+    """One line of inline Markdown (code spans, emphasis, safe links), or ``text``
+    escaped without markdown-it-py; as safe as ``markdown``."""
+    md = _markdown_it()
+    if md is None:
+        return _esc(text)
+    rendered: str = md.renderInline(clean(str(text)))
+    return rendered
 
 
 def markdown(text: object, cls: str = "text") -> str:
@@ -149,10 +160,10 @@ def markdown(text: object, cls: str = "text") -> str:
     block: the blocks before it are kept per ``StreamedText`` lineage (see
     ``_settled``). A reference-style link defined in another block stays text.
     """
-    render = _markdown_it()
-    if render is None:
+    md = _markdown_it()
+    if md is None:
         return plain(text, cls)
-    return f'<div class="md {cls}" dir="auto">{_blocks_html(text, render)}</div>'
+    return f'<div class="md {cls}" dir="auto">{_blocks_html(text, md.render)}</div>'
 
 
 # Blank lines followed by a line that starts at its margin; and a code fence line.
@@ -327,12 +338,19 @@ def bubble(role: str, body: str, *, status: str = "", note: str = "") -> str:
     )
 
 
-def line(cls: str, *parts: tuple[str, object], status: str = "", extra: str = "") -> str:
+def line(
+    cls: str,
+    *parts: tuple[str, object],
+    status: str = "",
+    extra: str = "",
+    inline: Collection[str] = (),
+) -> str:
     """A one-line row of labelled parts (``(name, text)``; empty ones left out), each
-    in its own ``<span class=name>`` so the row never runs its fields together;
+    in its own ``<span class=name>`` so the row never runs its fields together; the
+    parts named in ``inline`` are inline Markdown (code spans, emphasis, safe links);
     ``extra`` is built HTML at its end."""
     shown = "".join(
-        f'<span class="{name}">{_esc(text)}</span>'
+        f'<span class="{name}">{inline_markdown(text) if name in inline else _esc(text)}</span>'
         for name, text in parts
         if text not in ("", None)
     )

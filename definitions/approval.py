@@ -120,6 +120,7 @@ class ApprovalDefinition:
             ("by", f"by {state.by}" if state.by else ""),
             ("reason", state.reason),
             status=state.status,
+            inline=("action", "reason"),
         )
 
     def render_json(self, node: Node) -> dict[str, Any]:

@@ -124,6 +124,7 @@ class StatusDefinition:
             ("progress", progress),
             status=row.status,
             extra=bar,
+            inline=("label",),
         )
 
     def render_json(self, node: Node) -> dict[str, Any]:

@@ -204,3 +204,10 @@ def test_versions_of_one_lineage_rendered_from_several_threads() -> None:
     for thread in threads:
         thread.join()
     assert failures == []
+
+
+def test_inline_parts_of_a_row_are_safe_inline_markdown() -> None:
+    html = line("approval", ("action", "Run `rm` [x](javascript:alert(1)) <b>"), inline=("action",))
+    assert (
+        '<span class="action">Run <code>rm</code> [x](javascript:alert(1)) &lt;b&gt;</span>' in html
+    )
