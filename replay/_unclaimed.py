@@ -23,13 +23,14 @@ def unclaimed_note(unclaimed: int, total: int, events: Sequence[Any], chosen: st
     ``events`` are the first events, to detect the protocol from. The set detection
     would choose leaves some events unclaimed by design (AI SDK step markers, AG-UI
     reasoning brackets): with it, only a view where no event at all was claimed is
-    worth a note. With another set, any unclaimed event is, and the hint names the
-    detected one.
+    worth a note, as it is when no known protocol was detected. With another set,
+    any unclaimed event is, and the hint names the detected one.
     """
     if unclaimed <= 0:
         return None
     detection = detect_protocol(events)
-    if detection.module in chosen:
+    if detection.module in chosen or not detection.recognised:
+        # The right set, or no known protocol to point to: only nothing claimed counts.
         if unclaimed < total:
             return None
         hint = "try another -d"

@@ -584,3 +584,43 @@ class TestEviction:
                 assert sorted(live.conversations) == ["c3", "c4", "c5"]
 
         asyncio.run(scenario())
+
+
+class TestDetection:
+    """Each conversation of one store is folded by the set of its own protocol."""
+
+    def test_a_store_of_two_protocols_shows_both(self, tmp_path: Path) -> None:
+        from replay import load_events
+        from tests._shared import shared_path
+
+        anthropic = load_events(
+            shared_path("fixtures", "recorded", "anthropic_thinking.chunks.jsonl")
+        )
+        path = make_store(
+            tmp_path / "s.sqlite",
+            {"session": example_events(), "claude": anthropic.events},
+        )
+
+        async def scenario() -> None:
+            app = app_for(path)
+            async with running(app) as client:
+                session = (await client.get("/conversations/session")).text
+                claude = (await client.get("/conversations/claude")).text
+                live = app.state.live
+                assert live.conversations["claude"].chosen.name.startswith("Anthropic")
+                assert "925 ÷ 5 = 185" in claude
+                assert "CI started failing" in session
+                assert "unclaimed" not in claude + session
+
+        asyncio.run(scenario())
+
+    def test_given_definitions_that_claim_nothing_say_so_on_the_page(self, tmp_path: Path) -> None:
+        path = make_store(tmp_path / "s.sqlite", {"c": [{"type": "mystery", "id": "x"}] * 3})
+
+        async def scenario() -> None:
+            async with running(app_for(path, definitions=builtin.DEFINITIONS)) as client:
+                page = (await client.get("/conversations/c")).text
+                assert '<p class="note unclaimed">3 of 3 events claimed by no definition' in page
+                assert "try another -d" in page  # no known protocol to point to
+
+        asyncio.run(scenario())
