@@ -387,11 +387,13 @@ def tool_card(
     result: object = None,
     error: object = None,
     extra: str = "",
+    preview: object = None,
 ) -> str:
     """A tool call as a collapsible card: the summary line (name, a preview of the
     arguments, the status), then the arguments, the result (long ones folded) and
     the error. ``result``/``error`` of ``None`` are left out; ``extra`` is built HTML
-    appended to the body. Open while it runs and when it failed."""
+    appended to the body; ``preview`` replaces the arguments in the summary line (a
+    result without its call). Open when it failed."""
     body = ""
     if arguments not in (None, "", {}):
         body += _section("arguments", _json_or_text(arguments))
@@ -403,7 +405,7 @@ def tool_card(
     failed = status in ("failed", "error", "output-error", "denied", "incomplete")
     summary = (
         f'<span class="tool-name">{_esc(name)}</span>'
-        f'<span class="args">{_esc(_preview(arguments))}</span>'
+        f'<span class="args">{_esc(_preview(arguments if preview is None else preview))}</span>'
         f'<span class="badge" data-status="{_esc(status)}">{_esc(status)}</span>'
     )
     open_ = " open" if failed else ""

@@ -584,7 +584,7 @@ class _MessageDefinition:
         if not isinstance(content, str | StreamedText):
             content = payload(content, indent=2)
         if message.role == "tool":
-            return tool_card("result", "done", result=str(content))
+            return tool_card("result", "done", result=str(content), preview=str(content))
         if message.role == "reasoning":
             return folded("Reasoning", markdown(content), cls="reasoning")
         return bubble(message.role, markdown(content))
@@ -726,14 +726,28 @@ class _RunDefinition:
 
     @staticmethod
     def render_html(node: Node) -> str:
-        """Nothing for a run that runs or finished (its messages show it); a failed
-        one as a row with its error."""
-        from ._render import line
+        """The run's new user turn (the last user message of its input, which the
+        stream itself never sends), and a failed run's error as a row."""
+        from ._render import bubble, line, markdown, payload
 
         run: Run = node.state
+        asked = next(
+            (
+                m
+                for m in reversed(run.input_messages)
+                if isinstance(m, dict) and m.get("role") == "user"
+            ),
+            None,
+        )
+        out = ""
+        if asked is not None and asked.get("content"):
+            content = asked["content"]
+            out = bubble(
+                "user", markdown(content if isinstance(content, str) else payload(content))
+            )
         if run.status != "error":
-            return ""
-        return line(
+            return out
+        return out + line(
             "meta", ("decision", f"run {run.status}"), ("error", run.error), status=run.status
         )
 
