@@ -1,12 +1,49 @@
-"""What the renderers share: a payload shown as JSON, opaque tokens shortened."""
+"""What the renderers share: a payload shown as JSON, and the HTML building blocks.
+
+Every definition's ``render_html`` is made of the pieces here, so one conversation
+reads the same whatever protocol recorded it: ``bubble`` (a turn's text, by role),
+``markdown`` and ``plain`` (message text), ``code`` (monospace, highlighted),
+``tool_card`` (a collapsible call: name, arguments, result, status, error),
+``folded`` (reasoning and long payloads, collapsed), ``line`` (a one-line row:
+approvals, status, run and message metadata) and ``sources`` (citations and search
+results as links).
+
+Content is untrusted. Every piece is escaped here, never by the callers; bidi
+controls (U+202A-E, U+2066-9) become visible ``[U+202E]`` marks so they cannot
+reverse the text around them; links are made only to http, https and mailto URLs,
+with ``rel="noopener noreferrer nofollow"``. Markdown is CommonMark with raw HTML
+off and images off (an image would fetch a URL). markdown-it-py and Pygments are an
+optional extra (``convo-engine[render]``): without them text is shown escaped, its
+line breaks kept, and code unhighlighted.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import threading
+from collections.abc import Callable, Collection, Iterable
+from html import escape
 from typing import Any, Final
 
-__all__ = ["payload"]
+from ._text import StreamedText
+
+__all__ = [
+    "bubble",
+    "cite_link",
+    "clean",
+    "code",
+    "folded",
+    "inline_markdown",
+    "line",
+    "markdown",
+    "payload",
+    "plain",
+    "safe_url",
+    "sources",
+    "tool_card",
+]
 
 # A string this long with no whitespace is a token, not text a reader reads: base64
 # (encrypted search results, signatures, images), ids, hashes. Shown by its start
@@ -34,3 +71,368 @@ def payload(value: object, *, indent: int | None = None) -> str:
     return json.dumps(
         _shorten(value), ensure_ascii=False, sort_keys=True, indent=indent, default=str
     )
+
+
+# -- text -----------------------------------------------------------------------------
+
+# Embeddings, overrides and isolates: each can reverse the text after it. Marks
+# (U+200E/F) only hint a direction and stay.
+_BIDI: Final = {c: f"[U+{c:04X}]" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+_BIDI_CHARS: Final = frozenset(map(chr, _BIDI))
+
+
+def clean(text: str) -> str:
+    """``text`` with every bidi embedding, override and isolate shown as ``[U+XXXX]``."""
+    if _BIDI_CHARS.isdisjoint(text):  # the common case: one C-speed pass
+        return text
+    return text.translate(_BIDI)
+
+
+def _esc(text: object) -> str:
+    return escape(clean(str(text)), quote=True)
+
+
+def plain(text: object, cls: str = "text") -> str:
+    """``text`` escaped in a block that keeps its line breaks."""
+    return f'<div class="plain {cls}" dir="auto">{_esc(text)}</div>'
+
+
+_SAFE_SCHEMES: Final = ("http://", "https://", "mailto:")
+
+
+def safe_url(url: object) -> str | None:
+    """``url`` when it is http, https or mailto (whatever its case or leading space)."""
+    if not isinstance(url, str):
+        return None
+    stripped = url.strip()
+    # Browsers drop tabs and newlines inside a scheme ("java\tscript:"): none allowed.
+    if any(c in stripped for c in "\t\n\r") or not stripped.lower().startswith(_SAFE_SCHEMES):
+        return None
+    return stripped
+
+
+def _link(url: object, text: object) -> str:
+    href = safe_url(url)
+    label = _esc(text)
+    if href is None:
+        return f'<span class="link">{label}</span>'
+    return f'<a href="{_esc(href)}" rel="noopener noreferrer nofollow">{label}</a>'
+
+
+@functools.cache
+def _markdown_it() -> Any:
+    """The one parser (a ``MarkdownIt``), made on first use; ``None`` without it."""
+    try:
+        from markdown_it import MarkdownIt  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        return None
+    options = {"html": False, "breaks": True, "xhtmlOut": False, "highlight": _highlight}
+    md = MarkdownIt("commonmark", options)
+    md.enable(["table", "strikethrough"])
+    md.disable("image")
+    md.validateLink = lambda url: safe_url(url) is not None  # type: ignore[method-assign]
+
+    def link_open(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+        tokens[idx].attrSet("rel", "noopener noreferrer nofollow")
+        rendered: str = self.renderToken(tokens, idx, options, env)
+        return rendered
+
+    md.add_render_rule("link_open", link_open)
+    return md
+
+
+def inline_markdown(text: object) -> str:
+    """One line of inline Markdown (code spans, emphasis, safe links), or ``text``
+    escaped without markdown-it-py; as safe as ``markdown``."""
+    md = _markdown_it()
+    if md is None:
+        return _esc(text)
+    rendered: str = md.renderInline(clean(str(text)))
+    return rendered
+
+
+def markdown(text: object, cls: str = "text") -> str:
+    """``text`` as CommonMark (raw HTML and images off, safe links only, line breaks
+    kept, fenced code highlighted), or ``plain`` without markdown-it-py.
+
+    Rendered block by block (a block ends at a blank line outside a code fence, before
+    a line that is not indented), so a streamed text costs per version only its last
+    block: the blocks before it are kept per ``StreamedText`` lineage (see
+    ``_settled``). A reference-style link defined in another block stays text.
+    """
+    md = _markdown_it()
+    if md is None:
+        return plain(text, cls)
+    return f'<div class="md {cls}" dir="auto">{_blocks_html(text, md.render)}</div>'
+
+
+# Blank lines followed by a line that starts at its margin; and a code fence line.
+_BOUNDARY: Final = re.compile(r"\n(?:[ \t]*\n)+(?=\S)")
+_FENCE: Final = re.compile(r"^ {0,3}(?:`{3,}|~{3,})", re.M)
+
+
+def _split(source: str, start: int) -> tuple[list[tuple[int, str]], int]:
+    """The blocks of ``source`` from ``start`` (where a block begins, outside a fence):
+    ``(where the next begins, block source)`` each, then where the last, open one
+    begins."""
+    blocks: list[tuple[int, str]] = []
+    fence = False
+    block_start = scan = start
+    for found in _BOUNDARY.finditer(source, start):
+        if len(_FENCE.findall(source, scan, found.start())) % 2:
+            fence = not fence
+        scan = found.start()
+        if not fence:
+            blocks.append((found.end(), source[block_start : found.start()]))
+            block_start = found.end()
+    return blocks, block_start
+
+
+class _Settled:
+    """The rendered blocks of one ``StreamedText`` lineage that no append can change."""
+
+    __slots__ = ("blocks", "count", "end", "html")
+
+    def __init__(self, blocks: list[str], count: int) -> None:
+        self.blocks = blocks  # held: the lineage's shared list, so its id stays unique
+        self.count = count  # how many of its full blocks are known to be shared
+        self.end = 0  # where the settled blocks end (a block begins) in the text
+        self.html: list[str] = []  # the settled blocks' HTML, in order
+
+
+# Settled blocks per lineage (id of its shared block list), the most recent kept.
+_SETTLED: dict[int, _Settled] = {}
+_SETTLED_MAX: Final = 256
+_SETTLED_LOCK: Final = threading.Lock()
+
+
+def _settled(text: object) -> tuple[_Settled, int] | None:
+    """The cache entry of ``text``'s lineage and how far its text cannot change: only
+    a ``StreamedText`` with full blocks has one. A lineage's full blocks are shared
+    by all its later versions (an append-only list), so what is settled within them
+    holds for every later version; an older version starts a new entry."""
+    # Its private prefix, (shared block list, count): read here only, never changed.
+    prefix = text._prefix if isinstance(text, StreamedText) else None
+    if prefix is None:
+        return None
+    blocks, count = prefix
+    entry = _SETTLED.pop(id(blocks), None)
+    if entry is None or entry.blocks is not blocks or entry.count > count:
+        entry = _Settled(blocks, count)
+    entry.count = count
+    _SETTLED[id(blocks)] = entry  # most recent last
+    if len(_SETTLED) > _SETTLED_MAX:
+        del _SETTLED[next(iter(_SETTLED))]
+    return entry, sum(map(len, blocks[:count]))
+
+
+def _blocks_html(text: object, render: Callable[[str], str]) -> str:
+    # Split first, then clean each block: a bidi control is neither a newline nor
+    # whitespace nor a backtick, so blocks split the same either way, and a frame
+    # cleans only the blocks it renders.
+    source = str(text)
+    if not isinstance(text, StreamedText) or text._prefix is None:
+        blocks, tail = _split(source, 0)
+        rendered = [render(clean(block)) for _, block in blocks]
+        return "".join([*rendered, render(clean(source[tail:]))])
+    # Renderers may run on several threads: one settles a lineage at a time.
+    with _SETTLED_LOCK:
+        found = _settled(text)
+        assert found is not None  # a StreamedText with full blocks
+        entry, fixed = found
+        blocks, tail = _split(source, entry.end)
+        fresh: list[str] = []
+        for end, block in blocks:
+            html = render(clean(block))
+            # Settled when the next block's first character is in the fixed text too.
+            if end < fixed and not fresh:
+                entry.html.append(html)
+                entry.end = end
+            else:
+                fresh.append(html)
+        parts = [*entry.html, *fresh]
+    parts.append(render(clean(source[tail:])))
+    return "".join(parts)
+
+
+# -- code -----------------------------------------------------------------------------
+
+
+@functools.cache
+def _pygments() -> tuple[Any, Any, Any] | None:
+    try:
+        from pygments import highlight  # type: ignore[import-untyped, unused-ignore]
+        from pygments.formatters import (  # type: ignore[import-untyped, unused-ignore]
+            HtmlFormatter,
+        )
+        from pygments.lexers import (  # type: ignore[import-untyped, unused-ignore]
+            get_lexer_by_name,
+        )
+    except ImportError:
+        return None
+    return highlight, HtmlFormatter(nowrap=True, classprefix="hl-"), get_lexer_by_name
+
+
+# Highlighting a huge output costs more than it helps a reader: shown plain.
+_HIGHLIGHT_LIMIT: Final = 200_000
+
+
+def _highlight(text: str, language: str, attrs: str = "") -> str:
+    """Pygments' spans for ``text`` in ``language`` (escaped); "" when it has no lexer,
+    which makes markdown-it escape the text itself."""
+    found = _pygments()
+    if found is None or not language or len(text) > _HIGHLIGHT_LIMIT:
+        return ""
+    highlight, formatter, lexer_for = found
+    try:
+        lexer = lexer_for(language.split()[0], stripnl=False, ensurenl=False)
+    except Exception:  # pygments.util.ClassNotFound: an unknown language
+        return ""
+    spans: str = highlight(text, lexer, formatter)
+    return spans
+
+
+def code(text: object, language: str = "", cls: str = "code") -> str:
+    """``text`` in a monospace block, highlighted when ``language`` has a lexer."""
+    source = clean(str(text))
+    body = _highlight(source, language) or escape(source, quote=True)
+    return f'<pre class="{cls}"><code>{body}</code></pre>'
+
+
+def _json_or_text(value: object) -> str:
+    """A payload as highlighted JSON; a string as text (JSON in a string as JSON)."""
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return code(value, cls="code output")
+        if not isinstance(parsed, dict | list):
+            return code(value, cls="code output")
+        value = parsed
+    return code(payload(value, indent=2), "json", cls="code output")
+
+
+# -- blocks ---------------------------------------------------------------------------
+
+# Outputs longer than this are folded: the card shows their first lines.
+_FOLD_LINES: Final = 12
+_FOLD_CHARS: Final = 1200
+
+
+def folded(summary: str, body: str, *, cls: str, open_: bool = False) -> str:
+    """A ``<details>`` block: ``summary`` (escaped here) over ``body`` (built HTML)."""
+    attribute = " open" if open_ else ""
+    return f'<details class="{cls}"{attribute}><summary>{_esc(summary)}</summary>{body}</details>'
+
+
+def bubble(role: str, body: str, *, status: str = "", note: str = "") -> str:
+    """A turn's text: ``body`` (built HTML) in a bubble styled by ``role``, with its
+    ``status`` as ``data-status`` and a ``note`` (``…`` while streaming, the abort)."""
+    # As character references: a non-ASCII note would widen the whole (ASCII) text.
+    shown = f'<span class="note">{_esc(note).encode("ascii", "xmlcharrefreplace").decode()}</span>'
+    shown = shown if note else ""
+    data = f' data-status="{_esc(status)}"' if status else ""
+    return (
+        f'<div class="msg" data-role="{_esc(role)}"{data}><div class="who">{_esc(role)}</div>'
+        f"{body}{shown}</div>"
+    )
+
+
+def line(
+    cls: str,
+    *parts: tuple[str, object],
+    status: str = "",
+    extra: str = "",
+    inline: Collection[str] = (),
+) -> str:
+    """A one-line row of labelled parts (``(name, text)``; empty ones left out), each
+    in its own ``<span class=name>`` so the row never runs its fields together; the
+    parts named in ``inline`` are inline Markdown (code spans, emphasis, safe links);
+    ``extra`` is built HTML at its end."""
+    shown = "".join(
+        f'<span class="{name}">{inline_markdown(text) if name in inline else _esc(text)}</span>'
+        for name, text in parts
+        if text not in ("", None)
+    )
+    data = f' data-status="{_esc(status)}"' if status else ""
+    return f'<div class="row {cls}"{data}>{shown}{extra}</div>'
+
+
+def _preview(arguments: object) -> str:
+    if arguments in (None, "", {}):
+        return ""
+    text = arguments if isinstance(arguments, str) else payload(arguments)
+    text = " ".join(text.split())
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _section(label: str, body: str) -> str:
+    return f'<div class="part"><div class="label">{_esc(label)}</div>{body}</div>'
+
+
+def _result(value: object) -> str:
+    text = value if isinstance(value, str) else payload(value, indent=2)
+    rendered = _json_or_text(value)
+    if text.count("\n") < _FOLD_LINES and len(text) < _FOLD_CHARS:
+        return _section("result", rendered)
+    lines = text.count("\n") + 1
+    return folded(f"result ({lines:,} lines, {len(text):,} chars)", rendered, cls="long")
+
+
+def tool_card(
+    name: str,
+    status: str,
+    *,
+    arguments: object = None,
+    result: object = None,
+    error: object = None,
+    extra: str = "",
+    preview: object = None,
+) -> str:
+    """A tool call as a collapsible card: the summary line (name, a preview of the
+    arguments, the status), then the arguments, the result (long ones folded) and
+    the error. ``result``/``error`` of ``None`` are left out; ``extra`` is built HTML
+    appended to the body; ``preview`` replaces the arguments in the summary line (a
+    result without its call). Open when it failed."""
+    body = ""
+    if arguments not in (None, "", {}):
+        body += _section("arguments", _json_or_text(arguments))
+    if result is not None:
+        body += _result(result)
+    if error not in (None, ""):
+        body += _section("error", plain(error, "error"))
+    body += extra
+    failed = status in ("failed", "error", "output-error", "denied", "incomplete")
+    summary = (
+        f'<span class="tool-name">{_esc(name)}</span>'
+        f'<span class="args">{_esc(_preview(arguments if preview is None else preview))}</span>'
+        f'<span class="badge" data-status="{_esc(status)}">{_esc(status)}</span>'
+    )
+    open_ = " open" if failed else ""
+    return (
+        f'<details class="tool" data-status="{_esc(status)}"{open_}>'
+        f"<summary>{summary}</summary>{body}</details>"
+    )
+
+
+def cite_link(url: object, title: object, quote: str = "") -> str:
+    """A citation: a small link named by ``title``, the quoted text as its tooltip."""
+    href = safe_url(url)
+    tip = f' title="{_esc(quote[:300])}"' if quote else ""
+    if href is None:
+        return f'<span class="cite"{tip}>{_esc(title)}</span>'
+    return (
+        f'<a class="cite" href="{_esc(href)}" rel="noopener noreferrer nofollow"{tip}>'
+        f"{_esc(title)}</a>"
+    )
+
+
+def sources(items: Iterable[tuple[object, object, object]], *, cls: str = "sources") -> str:
+    """Citations or search results, ``(url, title, detail)`` each, as a list of links."""
+    rows = "".join(
+        f"<li>{_link(url, title or url)}"
+        + (f' <span class="detail">{_esc(detail)}</span>' if detail else "")
+        + "</li>"
+        for url, title, detail in items
+    )
+    return f'<ol class="{cls}">{rows}</ol>' if rows else ""

@@ -43,7 +43,6 @@ message that only a MESSAGES_SNAPSHOT brought (it has no node, so they are dropp
 from __future__ import annotations
 
 import copy
-import html
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, ClassVar, Final
@@ -575,17 +574,20 @@ class _MessageDefinition:
 
     @staticmethod
     def render_html(node: Node) -> str:
+        """A Markdown bubble by role; a tool message as its result; reasoning folded."""
+        from ._render import bubble, folded, markdown, payload, tool_card
+
         message: Message = node.state
         content = message.content
-        if content is None:
-            content = ""
-        elif not isinstance(content, str | StreamedText):
-            content = json.dumps(content, ensure_ascii=False)
-        role = html.escape(message.role, quote=True)
-        return (
-            f'<div class="role">{role}</div>'
-            f'<div class="content">{html.escape(str(content), quote=True)}</div>'
-        )
+        if content is None or content == "":
+            return ""
+        if not isinstance(content, str | StreamedText):
+            content = payload(content, indent=2)
+        if message.role == "tool":
+            return tool_card("result", "done", result=str(content), preview=str(content))
+        if message.role == "reasoning":
+            return folded("Reasoning", markdown(content), cls="reasoning")
+        return bubble(message.role, markdown(content))
 
 
 class _ToolCallDefinition:
@@ -641,11 +643,12 @@ class _ToolCallDefinition:
 
     @staticmethod
     def render_html(node: Node) -> str:
+        """A tool card: name and arguments (its result is the tool message)."""
+        from ._render import tool_card
+
         call: ToolCall = node.state
-        return (
-            f'<div class="tool-name">{html.escape(call.name, quote=True)}</div>'
-            f"<pre>{html.escape(str(call.arguments), quote=True)}</pre>"
-        )
+        status = "called" if call.ended else "streaming"
+        return tool_card(call.name, status, arguments=str(call.arguments))
 
 
 class _StateDefinition:
@@ -678,8 +681,11 @@ class _StateDefinition:
 
     @staticmethod
     def render_html(node: Node) -> str:
+        """The shared state as JSON, folded."""
+        from ._render import code, folded
+
         text = payload(node.state.value, indent=2)
-        return f'<pre class="state">{html.escape(text, quote=True)}</pre>'
+        return folded("Shared state", code(text, "json"), cls="results")
 
 
 class _RunDefinition:
@@ -714,15 +720,36 @@ class _RunDefinition:
 
     @staticmethod
     def render_text(node: Node) -> str:
+        """Nothing for a run that runs or finished; ``run error: ...`` for a failed one."""
         run: Run = node.state
-        text = f"run {run.run_id} {run.status}"
-        if run.steps:
-            text += " [" + ", ".join(f"{name} {what}" for what, name in run.steps) + "]"
-        return text + (f": {run.error}" if run.error else "")
+        return f"run error: {run.error}" if run.status == "error" else ""
 
     @staticmethod
     def render_html(node: Node) -> str:
-        return f'<div class="run">{html.escape(_RunDefinition.render_text(node), quote=True)}</div>'
+        """The run's new user turn (the last user message of its input, which the
+        stream itself never sends), and a failed run's error as a row."""
+        from ._render import bubble, line, markdown, payload
+
+        run: Run = node.state
+        asked = next(
+            (
+                m
+                for m in reversed(run.input_messages)
+                if isinstance(m, dict) and m.get("role") == "user"
+            ),
+            None,
+        )
+        out = ""
+        if asked is not None and asked.get("content"):
+            content = asked["content"]
+            out = bubble(
+                "user", markdown(content if isinstance(content, str) else payload(content))
+            )
+        if run.status != "error":
+            return out
+        return out + line(
+            "meta", ("decision", f"run {run.status}"), ("error", run.error), status=run.status
+        )
 
 
 class _EventDefinition:
@@ -754,8 +781,20 @@ class _EventDefinition:
 
     @staticmethod
     def render_html(node: Node) -> str:
-        text = _EventDefinition.render_text(node)
-        return f'<div class="event">{html.escape(text, quote=True)}</div>'
+        """A custom or raw event folded as JSON; a messages snapshot as a row."""
+        from ._render import code, folded, line
+
+        state: EventNode = node.state
+        event = state.event
+        if state.type == "MESSAGES_SNAPSHOT":
+            count = len(event.get("messages") or ())
+            return line("meta", ("decision", "messages snapshot"), ("label", f"{count} messages"))
+        label, value = (
+            (f"{event.get('name')}", event.get("value"))
+            if state.type == "CUSTOM"
+            else ("raw event", event.get("event"))
+        )
+        return folded(label, code(payload(value, indent=2), "json"), cls="results")
 
 
 DEFINITIONS: Final = (

@@ -40,7 +40,6 @@ we drop that chunk and keep folding, as a view should show what arrived.
 
 from __future__ import annotations
 
-import html
 import json
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -642,18 +641,31 @@ class _MessageDefinition:
 
     @staticmethod
     def render_text(node: Node) -> str:
+        """Nothing for a message that ended normally (its parts show it); else the
+        finish reason, the abort and the errors."""
         state: MessageState = node.state
-        text = f"assistant message {state.id or '(no id)'}"
-        if state.finish_reason:
-            text += f" finished: {state.finish_reason}"
+        reason = state.finish_reason if state.finish_reason not in (None, "stop") else ""
+        lines = [f"finished: {reason}"] if reason else []
         if state.aborted:
-            text += " (aborted)"
-        return "\n".join([text, *(f"error: {error}" for error in state.errors)])
+            lines.append("(aborted)")
+        return "\n".join([*lines, *(f"error: {error}" for error in state.errors)])
 
     @staticmethod
     def render_html(node: Node) -> str:
-        lines = _MessageDefinition.render_text(node).split("\n")
-        return "".join(f"<div>{html.escape(line, quote=True)}</div>" for line in lines)
+        """Nothing for a message that ended normally (its parts show it); else a row
+        with the finish reason, the abort and the errors."""
+        from ._render import line
+
+        state: MessageState = node.state
+        reason = state.finish_reason if state.finish_reason not in (None, "stop") else ""
+        if not (reason or state.aborted or state.errors):
+            return ""
+        return line(
+            "meta",
+            ("decision", "aborted" if state.aborted else reason),
+            *(("error", error) for error in state.errors),
+            status="error" if state.errors or state.aborted else "",
+        )
 
 
 class _TextDefinition:
@@ -732,11 +744,20 @@ class _TextDefinition:
 
     @classmethod
     def render_text(cls, node: Node) -> str:
-        return f"{cls.label}: {node.state.text}"
+        """``assistant: text`` or ``reasoning: text``."""
+        label = "assistant" if cls.label == "text" else cls.label
+        return f"{label}: {node.state.text}"
 
     @classmethod
     def render_html(cls, node: Node) -> str:
-        return f'<div class="{cls.label}">{html.escape(str(node.state.text), quote=True)}</div>'
+        """Text as a Markdown bubble; reasoning folded."""
+        from ._render import bubble, folded, markdown
+
+        part: TextPart = node.state
+        if cls.label == "reasoning":
+            summary = "Reasoning" if part.done else "Reasoning …"
+            return folded(summary, markdown(part.text), cls="reasoning")
+        return bubble("assistant", markdown(part.text)) if str(part.text) else ""
 
 
 class _ReasoningDefinition(_TextDefinition):
@@ -848,17 +869,18 @@ class _ToolDefinition:
 
     @staticmethod
     def render_html(node: Node) -> str:
+        """A tool card: name, input, output or error, the part's state."""
+        from ._render import tool_card
+
         part: ToolPart = node.state
-        body = (
-            f'<div class="tool-name">{html.escape(part.tool_name, quote=True)}</div>'
-            f'<div class="tool-state">{html.escape(part.state, quote=True)}</div>'
-            f"<pre>{html.escape(str(part.raw) or _json(part.input), quote=True)}</pre>"
+        arguments = str(part.raw) if str(part.raw) or part.input is _PARTIAL else part.input
+        return tool_card(
+            part.tool_name,
+            part.state,
+            arguments=None if arguments is UNSET else arguments,
+            result=None if part.output is UNSET else part.output,
+            error=None if part.error_text is UNSET else part.error_text,
         )
-        if part.output is not UNSET:
-            body += f'<pre class="output">{html.escape(_json(part.output), quote=True)}</pre>'
-        if part.error_text is not UNSET:
-            body += f'<div class="error">{html.escape(str(part.error_text), quote=True)}</div>'
-        return body
 
 
 _INPUT_KINDS: Final = frozenset({"tool-input-start", "tool-input-available", "tool-input-error"})
@@ -998,11 +1020,13 @@ class _StepDefinition:
 
     @staticmethod
     def render_text(node: Node) -> str:
-        return "step"
+        """Nothing: a step only groups parts."""
+        return ""
 
     @staticmethod
     def render_html(node: Node) -> str:
-        return '<div class="step">step</div>'
+        """Nothing: a step only groups parts."""
+        return ""
 
 
 _PART_FIELDS: Final = {
@@ -1048,14 +1072,28 @@ class _PartDefinition:
     def render_text(node: Node) -> str:
         part: Part = node.state
         if part.type == "step-start":
-            return "step"
+            return ""
         fields = {k: v for k, v in part.fields.items() if k != "type"}
         return f"{part.type} {payload(fields)}"
 
     @staticmethod
     def render_html(node: Node) -> str:
-        text = _PartDefinition.render_text(node)
-        return f'<div class="part">{html.escape(text, quote=True)}</div>'
+        """Sources as links, files as a row, data parts folded as JSON."""
+        from ._render import code, folded, line, payload, sources
+
+        part: Part = node.state
+        fields = part.fields
+        if part.type == "step-start":
+            return ""
+        if part.type == "source-url":
+            return sources([(fields.get("url"), fields.get("title"), "")])
+        if part.type in ("file", "source-document"):
+            name = fields.get("filename") or fields.get("title") or ""
+            return line(
+                "meta", ("decision", part.type), ("label", name), ("model", fields.get("mediaType"))
+            )
+        data = {k: v for k, v in fields.items() if k != "type"}
+        return folded(part.type, code(payload(data, indent=2), "json"), cls="results")
 
 
 DEFINITIONS: Final = (

@@ -46,7 +46,6 @@ message instead of being ignored with its blocks appended to the first.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, Final
 
@@ -381,9 +380,12 @@ class MessageDefinition:
         return " ".join(parts)
 
     def render_html(self, node: Node) -> str:
-        """The role, model and stop reason, escaped."""
-        body = html.escape(self.render_text(node), quote=True)
-        return f'<div class="anthropic-message">{body}</div>'
+        """A metadata row: model, stop reason (when not end_turn), token counts."""
+        from ._render_protocols import anthropic_message
+
+        state: MessageState = node.state
+        usage = {**(state.message.get("usage") or {}), **dict(state.usage)}
+        return anthropic_message(state.message, dict(state.delta).get("stop_reason"), usage)
 
 
 class BlockDefinition:
@@ -569,14 +571,23 @@ class BlockDefinition:
             return f"[thinking] {block.get('thinking', '')}"
         if kind in _TRACKS_INPUT or "input" in block:
             return f"{kind} {block.get('name', '')}({payload(block.get('input'))})"
+        from ._render_protocols import results_text
+
+        found = results_text(str(kind), block.get("content"))
+        if found is not None:
+            return found
         return f"[{kind}] {payload({k: v for k, v in block.items() if k != 'type'})}"
 
     def render_html(self, node: Node) -> str:
-        """The block's text (or its call or payload as JSON), escaped."""
+        """Text as a Markdown bubble with its citations, calls as tool cards, thinking
+        folded, search results as links."""
+        from ._render_protocols import anthropic_block
+
         state: BlockState = node.state
-        kind = html.escape(str(state.block.get("type")), quote=True)
-        body = html.escape(self.render_text(node), quote=True)
-        return f'<div class="anthropic-block" data-type="{kind}">{body}</div>'
+        # The streamed text itself when the start carried none: rendered incrementally.
+        started = state.block.get("text") or state.block.get("thinking")
+        streamed = None if started else state.text
+        return anthropic_block(_block(state), stopped=state.stopped, streamed=streamed)
 
 
 MESSAGE: Final = MessageDefinition()

@@ -109,19 +109,19 @@ class ApprovalDefinition:
         return f"{text} ({detail})" if detail else text
 
     def render_html(self, node: Node) -> str:
-        """The action, the decision and who made it, every piece escaped."""
+        """One line: the decision, the action, who decided and why."""
+        from ._render import line
+
         state: ApprovalState = node.state
-        esc = _escape
-        out = f'<div class="approval" data-status="{state.status}">'
-        out += f'<div class="action">{esc(state.action)}</div>'
-        if state.tool_call_id:
-            out += f'<span class="tool-call-id">{esc(state.tool_call_id)}</span>'
-        out += f'<span class="decision">{state.status}</span>'
-        if state.by:
-            out += f'<span class="by">{esc(state.by)}</span>'
-        if state.reason:
-            out += f'<span class="reason">{esc(state.reason)}</span>'
-        return out + "</div>"
+        return line(
+            "approval",
+            ("decision", state.status),
+            ("action", state.action),
+            ("by", f"by {state.by}" if state.by else ""),
+            ("reason", state.reason),
+            status=state.status,
+            inline=("action", "reason"),
+        )
 
     def render_json(self, node: Node) -> dict[str, Any]:
         """The state's fields as a dict."""

@@ -19,7 +19,6 @@ discrete events go through ``msgspec.convert``, which validates and fills defaul
 
 from __future__ import annotations
 
-import html
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -27,8 +26,9 @@ import msgspec
 from engine import Node, Publication, Reader
 
 from ._routing import ByType, event_type
+from ._runs import fold_run
 from ._text import StreamedText
-from ._vocabulary import Vocabulary, delta_texts
+from ._vocabulary import Vocabulary, delta_pieces
 
 __all__ = [
     "DEFINITION",
@@ -135,17 +135,9 @@ class MessageDefinition:
     def update_many(
         self, state: MessageState, events: list[Event | dict[str, Any]]
     ) -> MessageState:
-        """``update`` over a run of events, with one append for a run of deltas (the
-        engine hands a streamed message's deltas over together)."""
-        if state.status == "streaming":
-            # The same checks as update's, per event: any other event folds one by one.
-            texts = delta_texts(events, _DELTA, Delta)
-            if texts is not None:
-                text = "".join(texts)
-                return MessageState(state.role, state.text.append(text)) if text else state
-        for event in events:
-            state = self.update(state, event)
-        return state
+        """``update`` over a run of events, one append per
+        stretch of deltas (the engine hands a streamed message's deltas over together)."""
+        return fold_run(state, events, delta_pieces(events, _DELTA, Delta), _append, self.update)
 
     # Deltas wait for the next animation frame; start, end and abort are immediate.
     # A mapping the engine resolves once per event type (with event_type=); also a
@@ -158,17 +150,12 @@ class MessageDefinition:
         return f"{state.role}: {state.text}{_suffix(state)}"
 
     def render_html(self, node: Node) -> str:
-        """The role and the text, every piece escaped; the text is not markdown-rendered."""
+        """A bubble by role with the text as Markdown (escaped, safe links only)."""
+        from ._render import bubble, markdown
+
         state: MessageState = node.state
-        role = html.escape(state.role, quote=True)
-        out = (
-            f'<div class="message" data-role="{role}" data-status="{state.status}">'
-            f'<span class="role">{role}</span>'
-            f'<div class="text">{html.escape(str(state.text), quote=True)}</div>'
-        )
-        if state.status != "done":
-            out += f'<span class="status">{html.escape(_suffix(state).strip(), quote=True)}</span>'
-        return out + "</div>"
+        note = _suffix(state).strip()
+        return bubble(state.role, markdown(state.text), status=state.status, note=note)
 
     def render_json(self, node: Node) -> dict[str, Any]:
         """``{"role", "text", "status", "reason"}`` with the text as a str."""

@@ -42,7 +42,6 @@ completion in a log is its own object.
 
 from __future__ import annotations
 
-import html
 import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
@@ -510,9 +509,18 @@ class CompletionDefinition:
         return "\n".join(lines)
 
     def render_html(self, node: Node) -> str:
-        """The text and tool calls, escaped."""
-        body = html.escape(self.render_text(node), quote=True)
-        return f'<div class="openai-chat-completion">{body}</div>'
+        """Each choice's text as a Markdown bubble, its refusal, its tool calls as cards."""
+        from ._render_protocols import chat_choice
+
+        return "".join(
+            chat_choice(
+                choice.content,
+                choice.refusal,
+                [(str(c.name), str(c.arguments)) for c in choice.tool_calls],
+            )
+            for choice in node.state.choices
+            if choice is not None
+        )
 
 
 COMPLETION: Final = CompletionDefinition()

@@ -51,7 +51,6 @@ rotating per event) continues the current response instead of failing; an item's
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from operator import attrgetter
 from typing import Any, Final
@@ -461,9 +460,12 @@ class ResponseDefinition:
         return " ".join(parts)
 
     def render_html(self, node: Node) -> str:
-        """The model, status and error, escaped."""
-        body = html.escape(self.render_text(node), quote=True)
-        return f'<div class="openai-response">{body}</div>'
+        """A metadata row: status (when not completed), model, token counts, error."""
+        from ._render_protocols import responses_response
+
+        state: ResponseState = node.state
+        payload = state.latest or state.created
+        return responses_response(payload, state.error or payload.get("error"))
 
 
 def _pad(parts: tuple[PartState, ...], index: int, kind: str) -> tuple[PartState, ...]:
@@ -711,11 +713,11 @@ class ItemDefinition:
         return f"[{kind}] {payload(rest)}"
 
     def render_html(self, node: Node) -> str:
-        """The item's text (or its payload as JSON), escaped."""
+        """Messages as Markdown bubbles, calls as tool cards, reasoning folded."""
+        from ._render_protocols import responses_item
+
         state: ItemState = node.state
-        kind = html.escape(str(state.item.get("type")), quote=True)
-        body = html.escape(self.render_text(node), quote=True)
-        return f'<div class="openai-response-item" data-type="{kind}">{body}</div>'
+        return responses_item(state.done if state.done is not None else _snapshot_item(state))
 
 
 RESPONSE: Final = ResponseDefinition()

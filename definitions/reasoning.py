@@ -21,7 +21,6 @@ their fields straight from the dict; the rest go through ``msgspec.convert``.
 
 from __future__ import annotations
 
-import html
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -29,8 +28,9 @@ import msgspec
 from engine import Node, Publication, Reader
 
 from ._routing import ByType, event_type
+from ._runs import fold_run
 from ._text import StreamedText
-from ._vocabulary import Vocabulary, delta_texts
+from ._vocabulary import Vocabulary, delta_pieces
 
 __all__ = [
     "DEFINITION",
@@ -146,19 +146,9 @@ class ReasoningDefinition:
     def update_many(
         self, state: ReasoningState, events: list[Event | dict[str, Any]]
     ) -> ReasoningState:
-        """``update`` over a run of events, with one append for a run of deltas (the
-        engine hands a streamed block's deltas over together)."""
-        if not state.done:
-            # The same checks as update's, per event: any other event folds one by one.
-            texts = delta_texts(events, _DELTA, Delta)
-            if texts is not None:
-                text = "".join(texts)
-                if not text:
-                    return state
-                return ReasoningState(state.text.append(text), False, state.redacted, state.data)
-        for event in events:
-            state = self.update(state, event)
-        return state
+        """``update`` over a run of events, one append per
+        stretch of deltas (the engine hands a streamed block's deltas over together)."""
+        return fold_run(state, events, delta_pieces(events, _DELTA, Delta), _append, self.update)
 
     # Deltas wait for the next animation frame; the other events are immediate.
     # A mapping the engine resolves once per event type (with event_type=); also a
@@ -176,17 +166,14 @@ class ReasoningDefinition:
         return " ".join(parts)
 
     def render_html(self, node: Node) -> str:
-        """The visible text escaped, and the placeholder when content is hidden."""
+        """Collapsed: "Reasoning", the text as Markdown and the placeholder when hidden."""
+        from ._render import folded, markdown, plain
+
         state: ReasoningState = node.state
-        out = f'<div class="reasoning" data-status="{"done" if state.done else "streaming"}">'
-        if state.text:
-            out += f'<div class="text">{html.escape(str(state.text), quote=True)}</div>'
+        body = markdown(state.text) if state.text else ""
         if state.redacted is not None:
-            out += (
-                f'<span class="placeholder" data-variant="{state.redacted}">'
-                f"{html.escape(PLACEHOLDERS[state.redacted], quote=True)}</span>"
-            )
-        return out + "</div>"
+            body += plain(PLACEHOLDERS[state.redacted], "placeholder")
+        return folded("Reasoning" if state.done else "Reasoning …", body, cls="reasoning")
 
     def render_json(self, node: Node) -> dict[str, Any]:
         """``{"text", "done", "redacted", "data_length"}``: the opaque data is left out."""

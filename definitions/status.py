@@ -20,7 +20,6 @@ with ``msgspec.convert``. Running rows wait for the next animation frame
 
 from __future__ import annotations
 
-import html
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -111,20 +110,22 @@ class StatusDefinition:
         return f"[{row.status}] {row.label}{_progress(row)}".rstrip()
 
     def render_html(self, node: Node) -> str:
-        """The status, the label escaped, and a progress element when known."""
+        """One line: the status, the label and the progress when known."""
+        from ._render import line
+
         row: StatusRow = node.state
-        out = (
-            f'<div class="status-row" data-status="{row.status}">'
-            f'<span class="status">{row.status}</span> '
-            f'<span class="label">{html.escape(row.label, quote=True)}</span>'
-        )
+        progress = _progress(row).strip(" ()")
         fraction = row.fraction
-        if fraction is not None:
-            out += (
-                f'<progress max="1" value="{fraction:.4f}">'
-                f"{html.escape(_progress(row).strip(), quote=True)}</progress>"
-            )
-        return out + "</div>"
+        bar = "" if fraction is None else f'<progress max="1" value="{fraction:.4f}"></progress>'
+        return line(
+            "status",
+            ("decision", row.status),
+            ("label", row.label),
+            ("progress", progress),
+            status=row.status,
+            extra=bar,
+            inline=("label",),
+        )
 
     def render_json(self, node: Node) -> dict[str, Any]:
         """The row's fields as a dict."""

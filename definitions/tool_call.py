@@ -42,8 +42,9 @@ from engine import Node, Publication, Reader
 
 from ._json import PartialJson
 from ._routing import ByType, event_type
+from ._runs import fold_run
 from ._text import StreamedText
-from ._vocabulary import Vocabulary, delta_texts
+from ._vocabulary import Vocabulary, delta_pieces
 
 __all__ = [
     "DEFINITION",
@@ -210,21 +211,12 @@ class ToolCallDefinition:
     def update_many(
         self, state: ToolCallState, events: list[Event | dict[str, Any]]
     ) -> ToolCallState:
-        """``update`` over a run of events: a run of argument deltas is appended and fed
-        to the parser once (the engine hands a call's streamed deltas over together)."""
-        if state.status == "streaming":
-            # The same checks as update's, per event: any other event folds one by one.
-            texts = delta_texts(events, _DELTA, ArgumentsDelta)
-            if texts is not None:
-                text = "".join(texts)
-                if not text:
-                    return state
-                return ToolCallState(
-                    state.name, state.arguments.append(text), state.parser.feed(text)
-                )
-        for event in events:
-            state = self.update(state, event)
-        return state
+        """``update`` over a run of events, each stretch of
+        argument deltas appended and fed to the parser once (the engine hands a call's
+        streamed deltas over together)."""
+        return fold_run(
+            state, events, delta_pieces(events, _DELTA, ArgumentsDelta), _append, self.update
+        )
 
     # Argument deltas wait for the next animation frame; the rest is immediate.
     # A mapping the engine resolves once per event type (with event_type=); also a
@@ -244,24 +236,23 @@ class ToolCallDefinition:
         return "\n".join(lines)
 
     def render_html(self, node: Node) -> str:
-        """Tool name, arguments (pretty JSON) and outcome, every piece escaped."""
+        """A collapsible card: name, arguments, result or error, status."""
+        from ._render import tool_card
+
         state: ToolCallState = node.state
-        esc = _escape
-        out = (
-            f'<div class="tool-call" data-status="{state.status}">'
-            f'<span class="tool-name">{esc(state.name)}</span> '
-            f'<span class="status">{state.status}</span>'
+        raw = state.input_error is not None or state.preview is None
+        error = state.input_error
+        if state.status == "failed":
+            error = state.error or "failed"
+        elif state.status == "denied":
+            error = state.reason or "permission refused"
+        return tool_card(
+            state.name,
+            state.status,
+            arguments=str(state.arguments) if raw else state.preview,
+            result=state.output if state.status == "done" else None,
+            error=error,
         )
-        if state.input_error is not None:
-            out += (
-                f'<pre class="arguments raw">{esc(str(state.arguments))}</pre>'
-                f'<div class="error">{esc(state.input_error)}</div>'
-            )
-        elif state.preview is not None:
-            out += f'<pre class="arguments">{esc(_dump(state.preview, indent=2))}</pre>'
-        for label, text in _outcome(state):
-            out += f'<div class="{label}">{esc(text)}</div>'
-        return out + "</div>"
 
     def render_json(self, node: Node) -> dict[str, Any]:
         """Name, status, raw and parsed arguments (the preview while streaming), outcome."""

@@ -44,6 +44,7 @@ from ._message import ToolCall as ToolCall
 from ._message import ToolResult as ToolResult
 from ._scheduler import AsyncioScheduler as AsyncioScheduler
 from ._scheduler import ManualScheduler as ManualScheduler
+from ._snapshots import SnapshotStream as SnapshotStream
 from ._types import Claim as Claim
 from ._types import ClaimRole as ClaimRole
 from ._types import Definition as Definition
@@ -94,6 +95,7 @@ __all__ = [
     "RenderRecord",
     "Role",
     "Scheduler",
+    "SnapshotStream",
     "Statistics",
     "Text",
     "ToolCall",

@@ -236,8 +236,10 @@ class ConversationEngine:
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener(nodes)`` at each notification; return the unsubscribe function.
 
-        Listeners run in subscription order, under the engine's lock. A listener may
-        push. Unsubscribing twice is harmless.
+        Listeners run in subscription order, under the engine's lock, on the thread
+        that delivers: the pushing thread for ``immediate`` changes, the scheduler's
+        for frames (see ``SnapshotStream`` for asyncio). A listener may push.
+        Unsubscribing twice is harmless.
         """
         if not callable(listener):
             raise RegistrationError(f"listener {listener!r} is not callable")
@@ -270,6 +272,7 @@ class ConversationEngine:
                 events_accepted=fold.version,
                 events_skipped=self._skipped,
                 updates_dropped=fold.dropped,
+                events_unclaimed=fold.unclaimed,
                 nodes=len(fold.records),
                 frames_requested=self._frames_requested,
                 frames_fired=self._frames_fired,

@@ -63,6 +63,7 @@ both skips levels already reached and finds the calls to make.
 from __future__ import annotations
 
 import difflib
+import inspect
 import types
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Iterable, Mapping
@@ -144,6 +145,15 @@ class _Registered:
     )
 
     def __init__(self, definition: Any, index: int) -> None:
+        if isinstance(definition, type) and any(
+            isinstance(inspect.getattr_static(definition, name, None), types.FunctionType)
+            for name in ("match", "start", "update")
+        ):  # its methods want an instance: every push would fail
+            name = definition.__qualname__
+            raise RegistrationError(
+                f"definition #{index} is a class ({name}), whose methods need an instance; "
+                f"register an instance: {name}()"
+            )
         # Each member read once: reading a method makes a new bound method object.
         kind = getattr(definition, "kind", _MISSING)
         match = getattr(definition, "match", _MISSING)
@@ -462,6 +472,7 @@ class Fold:
         self.version = 0  # accepted events so far
         self.level = NOT_ACCEPTED  # most urgent publication since the engine last looked
         self.dropped = 0
+        self.unclaimed = 0  # events no definition claimed (no start or update claim)
         self.busy = False  # inside apply(): definitions are running
 
     # -- routing -------------------------------------------------------------------
@@ -556,6 +567,7 @@ class Fold:
                             route = routes[event_type(event)]
                         except KeyError:  # a new type (or a KeyError in event_type)
                             route = self._route(event)
+                    claim = None  # until match() returns: an error names no old claim
                     if route is run_route:  # the run's slot: one match to call
                         method = "match"
                         claim = run_match(event)
@@ -574,6 +586,7 @@ class Fold:
                                 )
                             if not entry:  # a type no definition takes (a ping)
                                 rejected += 1
+                                self.unclaimed += 1
                                 continue
                             method = "slots"
                             changed = self._fold_slots(entry, event)
@@ -590,6 +603,7 @@ class Fold:
                                 run, run_record, run_route, level, rejected
                             )
                         rejected += 1
+                        self.unclaimed += 1
                         continue
                     record = opens[index].get(claim.id)
                     if claim.role == "update":
@@ -811,12 +825,15 @@ class Fold:
         claim: object = None
         record: _Record | None = None
         failure: BaseException | None = None
+        claimed = False
         try:
             for match, update, index, entry, entry_level, _many in slots:
                 method = "match"
+                claim = None
                 claim = match(event)
                 if claim is None:
                     continue
+                claimed = True
                 record = self.opens[index].get(claim.id)
                 role = claim.role
                 if role == "update":
@@ -853,6 +870,8 @@ class Fold:
             failure = exc
         if failure is not None:
             raise _Failed(failure, entry, method, claim, record)
+        if not claimed:
+            self.unclaimed += 1
         if not changes:
             return None
         return tuple(change[0] for change in changes), event_level

@@ -42,12 +42,14 @@ from ._detect import (
 )
 from ._determinism import check_determinism
 from ._errors import DefinitionSpecError, LogError, StoreError
+from ._feed import set_module
 from ._formats import Loaded, Recording, load_events, parse_events, parse_piece
 from ._log import read_source
-from ._render import render_json
+from ._render import encode, render_json
 from ._render_html import render_html
 from ._render_text import text_pieces
 from ._store import EventStore
+from ._unclaimed import unclaimed_note
 
 __all__ = ["main"]
 
@@ -225,11 +227,19 @@ def _progress_stream(count: int) -> TextIO | None:
     return None
 
 
-def fold(chosen: DefinitionSet, events: Iterable[Any]) -> tuple[Node, ...]:
-    """The view after ``events``, folded through ``chosen`` (read as they are folded)."""
+def fold(chosen: DefinitionSet, events: Iterable[Any]) -> tuple[tuple[Node, ...], int]:
+    """The view after ``events``, folded through ``chosen`` (read as they are folded),
+    and how many events no definition claimed."""
     engine = create_conversation_engine(chosen.definitions, event_type=chosen.event_type)
     engine.push_many(chosen.feed(events))
-    return engine.nodes()
+    return engine.nodes(), engine.statistics().events_unclaimed
+
+
+def _protocol_fold(chosen: DefinitionSet) -> Callable[[Sequence[Any]], Any] | None:
+    """The ``fold(events)`` of the module the set's definitions come from (a protocol
+    set: the protocol's own final objects), or ``None`` (built-in kinds, mixed sets)."""
+    found = getattr(set_module(chosen), "fold", None)
+    return found if callable(found) else None
 
 
 _WRITE = 1 << 20  # characters encoded at a time: a view is written without a copy of it
@@ -254,22 +264,40 @@ def _write(text: str | Iterable[str], output: str | None) -> None:
 def _cmd_replay(args: argparse.Namespace) -> int:
     with _recording(args.log) as recording:
         chosen, note, head = _choose(recording, args.log, args.definitions)
+        protocol_fold = _protocol_fold(chosen) if args.format == "json" else None
         stream = _progress_stream(recording.size or 0)
         bar = None if stream is None else _Bar(stream, recording.size or 0)
         events = _Events(recording, args.lenient, chosen.vocabulary, bar, head)
+        source: Iterable[Any] = events if args.at is None else islice(events, args.at)
+        # The protocol's fold() reads the events again: only then are they kept.
+        kept = None if protocol_fold is None else list(source)
         try:
-            nodes = fold(chosen, events if args.at is None else islice(events, args.at))
+            nodes, unclaimed = fold(chosen, source if kept is None else kept)
         finally:
             if bar is not None:
                 bar.close()
+        if head is None and unclaimed:  # the first events, to name the set to try
+            head = parse_piece(
+                recording.head,
+                recording.format,
+                path=recording.path,
+                lenient=True,
+                final=recording.whole,
+            )
     if note is not None:  # once the log was read: a bad line is the error to see first
         _warn(note)
     if args.at is not None and events.count < args.at:
         raise _Failure(f"--at {args.at}: the log has only {events.count} events")
     count = events.count if args.at is None else min(events.count, args.at)
+    unclaimed_warning = unclaimed_note(unclaimed, count, head[0] if head else [], chosen.name)
+    if unclaimed_warning is not None:
+        _warn(unclaimed_warning)
     definitions = chosen.definitions
     text: str | Iterable[str]
-    if args.format == "json":
+    if protocol_fold is not None and kept is not None:
+        # The protocol's own final objects, as its fold() returns them.
+        text = msgspec.json.format(encode(protocol_fold(kept)), indent=2).decode() + "\n"
+    elif args.format in ("json", "nodes"):
         text = render_json(nodes, definitions, indent=2).decode() + "\n"
     elif args.format == "html":
         title = "Conversation" if args.log == "-" else Path(args.log).name
@@ -277,7 +305,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     else:
         to_terminal = args.output in (None, "-")
         color = {"always": True, "never": False}.get(args.color, None if to_terminal else False)
-        text = text_pieces(nodes, definitions, color=color)
+        text = text_pieces(nodes, definitions, color=color, keys=args.keys)
         if not nodes:
             # Say so rather than print nothing: an empty view is a finding, not a failure.
             text = f"(no nodes after {count} events)\n"
@@ -513,9 +541,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_log(replay)
     _add_definitions(replay)
-    replay.add_argument("--format", "-f", choices=("text", "json", "html"), default="text")
+    replay.add_argument(
+        "--format",
+        "-f",
+        choices=("text", "json", "nodes", "html"),
+        default="text",
+        help="json: a protocol recording's final objects (its fold()), else the nodes; "
+        "nodes: the view's nodes as JSON",
+    )
     replay.add_argument(
         "--at", type=_non_negative, metavar="N", help="the view after the first N events"
+    )
+    replay.add_argument(
+        "--keys",
+        action="store_true",
+        help="text: head each node with its #seq and key (as --format nodes names them)",
     )
     replay.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
     replay.add_argument(

@@ -2,14 +2,19 @@
 
 Fixtures:
 
-- ``convo_snapshot``: ``convo_snapshot(log, definitions)`` replays a log (a path to
-  any recording ``load_events`` reads, or the events themselves) and compares the
-  view, rendered as indented JSON, with the snapshot stored next to the test in
+- ``convo_snapshot``: ``convo_snapshot(log)`` replays a log (a path to any recording
+  ``load_events`` reads, or the events themselves) and compares the view, rendered
+  as indented JSON, with the snapshot stored next to the test in
   ``__snapshots__/<module>/<test>.json``. A missing snapshot is written (and the
   test passes); a different one fails with a unified diff. ``pytest
   --convo-update-snapshots`` rewrites them.
 - ``convo_assert_deterministic``: ``assert_deterministic`` with the seed of
   ``--convo-seed`` (default 0): fails with the first divergence.
+
+Both take ``definitions=``: omitted, the protocol is detected from the events as
+``convo replay`` does; a protocol module (``definitions.anthropic``), its
+``DEFINITIONS`` or a ``DefinitionSet`` bring the module's pre-pass and routing key
+with them, so every recording format and protocol replays as the CLI replays it.
 
 Both are plain functions underneath (``replay.replay``, ``replay.render_json``,
 ``replay.assert_deterministic``), usable without pytest.
@@ -20,15 +25,18 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Callable, Collection, Hashable, Iterable
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 
 from engine import Node
 
+from ._detect import DefinitionSet, detect_protocol, protocol_definitions
 from ._determinism import WAYS, Report, assert_deterministic
+from ._feed import set_module
 from ._render import render_json
 from ._replay import replay
 
@@ -91,18 +99,20 @@ class ConvoSnapshot:
     def __call__(
         self,
         log: str | os.PathLike[str] | Iterable[Any],
-        definitions: Iterable[Any],
+        definitions: Definitions = None,
         *,
         name: str | None = None,
         event_type: Callable[[Any], Hashable] | None = None,
     ) -> tuple[Node, ...]:
-        """Replay ``log`` through ``definitions``, compare the view's JSON with the
-        snapshot, and return the nodes (for further assertions)."""
+        """Replay ``log`` through ``definitions`` (default: the detected protocol's),
+        compare the view's JSON with the snapshot, and return the nodes."""
         if name is None:
             self._calls += 1
-        definitions = tuple(definitions)
-        nodes = replay(_events(log), definitions, event_type=event_type)
-        self.assert_matches(render_json(nodes, definitions, indent=2) + b"\n", name)
+        events = list(_events(log))
+        chosen = definition_set(definitions, events)
+        route = event_type or chosen.event_type
+        nodes = replay(chosen.feed(events), chosen.definitions, event_type=route)
+        self.assert_matches(render_json(nodes, chosen.definitions, indent=2) + b"\n", name)
         return nodes
 
     def assert_matches(self, actual: bytes, name: str | None = None) -> None:
@@ -131,6 +141,26 @@ class ConvoSnapshot:
         )
 
 
+Definitions = Iterable[Any] | ModuleType | DefinitionSet | None
+"""What the fixtures take as ``definitions``: see the module docstring."""
+
+
+def definition_set(definitions: Definitions, events: Sequence[Any]) -> DefinitionSet:
+    """The set to replay ``events`` with: detected (``None``), a module's, or given
+    definitions with the pre-pass and routing key of the module they come from."""
+    if definitions is None:
+        return protocol_definitions(detect_protocol(events).protocol)
+    if isinstance(definitions, DefinitionSet):
+        return definitions
+    if isinstance(definitions, ModuleType):
+        return DefinitionSet.from_module(definitions)
+    given = DefinitionSet(name="the given definitions", definitions=tuple(definitions))
+    module = set_module(given)
+    if module is None or not hasattr(module, "DEFINITIONS"):
+        return given
+    return DefinitionSet.from_module(module, given.definitions)
+
+
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "_"
 
@@ -157,30 +187,29 @@ def convo_snapshot(request: pytest.FixtureRequest) -> ConvoSnapshot:
 
 @pytest.fixture
 def convo_assert_deterministic(request: pytest.FixtureRequest) -> Callable[..., Report]:
-    """``assert_deterministic(events, definitions, ...)`` seeded by ``--convo-seed``.
-
-    For a protocol set with a pre-pass, pass the raw events and ``prepare=`` (e.g.
-    ``definitions.anthropic.scope``, with ``event_type=definitions.anthropic.event_type``).
-    """
+    """``assert_deterministic(log, definitions=None, ...)`` seeded by ``--convo-seed``:
+    the raw events of any recording, the set detected or derived as for snapshots."""
     seed = int(request.config.getoption("--convo-seed"))
 
     def check(
         log: str | os.PathLike[str] | Iterable[Any],
-        definitions: Iterable[Any],
+        definitions: Definitions = None,
         *,
         ways: Collection[str] = WAYS,
         rounds: int = 3,
         event_type: Callable[[Any], Hashable] | None = None,
         prepare: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
     ) -> Report:
+        events = list(_events(log))
+        chosen = definition_set(definitions, events)
         return assert_deterministic(
-            _events(log),
-            definitions,
+            events,
+            chosen.definitions,
             seed=seed,
             ways=ways,
             rounds=rounds,
-            event_type=event_type,
-            prepare=prepare,
+            event_type=event_type or chosen.event_type,
+            prepare=prepare or chosen.prepare,
         )
 
     return check

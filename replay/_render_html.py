@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from html import escape
+from importlib import resources
 from typing import Any
 
 from engine import Node
@@ -25,18 +26,9 @@ from ._render import call_member, members, pretty_state
 
 __all__ = ["HtmlRenderer", "render_html"]
 
-_STYLE = """\
-body{margin:0;background:#f6f7f9;color:#1d232b;font:15px/1.5 system-ui,sans-serif}
-main{max-width:52rem;margin:0 auto;padding:1.5rem}
-h1{font-size:1.25rem;margin:0 0 1rem}
-.node{background:#fff;border:1px solid #dde1e6;border-radius:6px;margin:0 0 .75rem;\
-padding:.5rem .75rem;overflow-wrap:anywhere}
-.node>header{color:#5b6573;font-size:.8rem;margin-bottom:.25rem}
-.node pre{white-space:pre-wrap;margin:0;font:13px/1.4 ui-monospace,monospace}
-.message .text,.reasoning,.tool-call .output,.tool-call .error{white-space:pre-wrap}
-@media (prefers-color-scheme:dark){body{background:#15181c;color:#e4e7eb}\
-.node{background:#1d2126;border-color:#333a42}.node>header{color:#9aa4b0}}
-"""
+# The one stylesheet of every view: the static page inlines it, the live page links
+# it (replay/static/convo.css), so both look the same.
+_STYLE = resources.files("replay").joinpath("static/convo.css").read_text(encoding="utf-8")
 
 # No script may run, whatever a body contains; styles only from the inline sheet.
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'"
@@ -86,10 +78,13 @@ class HtmlRenderer:
         body = _fallback(node) if member is None else call_member(member, node, "render_html")
         key = escape(node.key, quote=True)
         kind = escape(node.kind, quote=True)
+        # The key is for scripts and links (id, data-key), never shown; a node with
+        # nothing to show (a step, an empty container) keeps its place, hidden, so
+        # the live page can still patch it in order.
+        hidden = " hidden" if not body or body.isspace() else ""
         return (
             f'<article class="node" id="{key}" data-key="{key}" data-kind="{kind}" '
-            f'data-seq="{node.seq}">\n<header>#{node.seq} {key}</header>\n'
-            f'<div class="body">{body}</div>\n</article>\n'
+            f'data-seq="{node.seq}"{hidden}>{body}</article>\n'
         )
 
     def render_nodes(self, nodes: Iterable[Node]) -> str:

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from definitions._render import clean
 from engine import Node
 
 from ._render import call_member, members, pretty_state
@@ -40,10 +41,11 @@ _CONTROLS = dict.fromkeys(
 
 def strip_controls(text: str) -> str:
     """``text`` without terminal escape sequences or control characters (newline and
-    tab are kept), so untrusted content cannot drive the terminal it is printed to."""
+    tab are kept), so untrusted content cannot drive the terminal it is printed to;
+    bidi controls are shown as ``[U+202E]``, so they cannot reverse the text around."""
     if text.isprintable():  # the common case: nothing to strip, no regex pass
         return text
-    return _SEQUENCES.sub("", text).translate(_CONTROLS)
+    return clean(_SEQUENCES.sub("", text).translate(_CONTROLS))
 
 
 def _body(node: Node, render: dict[str, Any]) -> str:
@@ -61,40 +63,64 @@ def _use_color(color: bool | None) -> bool:
 
 
 def render_text(
-    nodes: Iterable[Node], definitions: Iterable[Any], *, color: bool | None = None
+    nodes: Iterable[Node],
+    definitions: Iterable[Any],
+    *,
+    color: bool | None = None,
+    keys: bool = False,
 ) -> str:
-    """The view as text: per node a header (``#seq kind:id``) and its body, indented.
+    """The view as text to read: each node's body, a blank line between nodes.
 
     The body is the definition's ``render_text(node)`` when it has one, else the
-    state as indented JSON. Control characters and escape sequences are stripped
-    from every piece. ``color=None`` styles with rich when stdout is a terminal and
-    rich is installed; ``True`` styles whenever rich is installed; without rich, or
-    with ``False``, the text is plain.
+    state as indented JSON; a node whose body is empty (a step, an empty container)
+    is left out. ``keys=True`` heads each node with ``#seq kind:id`` and indents its
+    body instead (for debugging, and to line up with ``--format nodes``). Control
+    characters, escape sequences and bidi controls are stripped or shown from every
+    piece. ``color=None`` styles with rich when stdout is a terminal and rich is
+    installed; ``True`` styles whenever rich is installed; without rich, or with
+    ``False``, the text is plain.
     """
-    return "".join(text_pieces(nodes, definitions, color=color))
+    return "".join(text_pieces(nodes, definitions, color=color, keys=keys))
 
 
 def text_pieces(
-    nodes: Iterable[Node], definitions: Iterable[Any], *, color: bool | None = None
+    nodes: Iterable[Node],
+    definitions: Iterable[Any],
+    *,
+    color: bool | None = None,
+    keys: bool = False,
 ) -> Iterator[str]:
     """``render_text``'s text in pieces, in order: a view of any size is written from
     them without a second copy of it (a long message is never indented into a copy)."""
-    render = members(definitions, "render_text")
-    parts: Iterable[tuple[str, str]] = (
-        (strip_controls(f"#{node.seq} {node.key}"), strip_controls(_body(node, render)))
-        for node in nodes
-    )
+    parts = _parts(nodes, members(definitions, "render_text"), keys)
     if _use_color(color):
-        parts = list(parts)
-        styled = _render_rich(parts)
+        shown = [(header, _indent(body) if keys else body) for header, body in parts]
+        styled = _render_rich(shown)
         if styled is not None:
             yield styled
             return
-    for header, body in parts:
-        yield header
+        parts = iter(shown)
+    for n, (header, body) in enumerate(parts):
+        if keys:
+            yield header
+            yield "\n"
+            yield from _indented(body)
+        else:
+            if n:
+                yield "\n"
+            yield body
         yield "\n"
-        yield from _indented(body)
-        yield "\n"
+
+
+def _parts(nodes: Iterable[Node], render: dict[str, Any], keys: bool) -> Iterator[tuple[str, str]]:
+    # (header, body) per node shown: with keys every node under its key, else the
+    # nodes with something to say (a step or an empty container says nothing).
+    for node in nodes:
+        body = strip_controls(_body(node, render))
+        if keys:
+            yield strip_controls(f"#{node.seq} {node.key}"), body
+        elif body.strip():
+            yield "", body
 
 
 def _indented(body: str) -> Iterator[str]:
@@ -134,8 +160,28 @@ def _render_rich(parts: list[tuple[str, str]]) -> str | None:
         emoji=False,
         highlight=False,
     )
-    for header, body in parts:
+    for n, (header, body) in enumerate(parts):
         # Text objects, never markup strings: "[bold]" in content stays literal.
-        console.print(Text(header, style="bold cyan"), soft_wrap=True)
-        console.print(Text(_indent(body)), soft_wrap=True)
+        if header:
+            console.print(Text(header, style="bold cyan"), soft_wrap=True)
+        elif n:
+            console.print()
+        console.print(_styled(body, Text), soft_wrap=True)
     return out.getvalue()
+
+
+# A body's first word, when it names who speaks: styled so turns stand apart.
+_SPEAKERS = {"user:": "bold blue", "assistant:": "bold green", "reasoning:": "dim italic"}
+
+
+def _styled(body: str, text: Any) -> Any:
+    styled = text(body)
+    first = body.split(" ", 1)[0]
+    style = _SPEAKERS.get(first)
+    if style is not None:
+        styled.stylize(style, 0, len(first))
+        if first == "reasoning:":
+            styled.stylize("dim", len(first))
+    elif first == "tool":
+        styled.stylize("bold magenta", 0, len(body.split("\n", 1)[0]))
+    return styled

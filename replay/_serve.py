@@ -63,7 +63,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from definitions import builtin, event_type
+from definitions import builtin
 from engine import (
     AsyncioScheduler,
     ConversationError,
@@ -72,7 +72,9 @@ from engine import (
     create_conversation_engine,
 )
 
+from ._detect import SCAN, DefinitionSet, detect_protocol, protocol_definitions
 from ._errors import ConcurrencyError, RenderError, StoreBusyError, UnstorableEventError
+from ._feed import event_feed
 from ._render_html import HtmlRenderer
 from ._serve_security import (
     BodyError,
@@ -85,6 +87,7 @@ from ._serve_security import (
     read_body,
 )
 from ._store import EventStore
+from ._unclaimed import unclaimed_note
 
 __all__ = ["CSP", "Live", "create_app", "parse_events"]
 
@@ -122,8 +125,18 @@ class _Client:
 class _Conversation:
     """One open conversation: its engine, renderer, change stamps and clients."""
 
-    def __init__(self, conversation: str, registration: Registration, frame_interval: float):
+    def __init__(
+        self,
+        conversation: str,
+        registration: Registration,
+        frame_interval: float,
+        chosen: DefinitionSet | None = None,
+        first_events: Sequence[Any] = (),
+    ):
         self.id = conversation
+        # The set's pre-pass as a function of one event (None: events go in as they are).
+        self.chosen = chosen
+        self._feed = None if chosen is None else event_feed(chosen)
         self.position = 0  # events folded: the next store position to read
         self.notified = 0  # position of the latest notification
         self.failures = 0  # events a definition rejected (logged, skipped)
@@ -137,6 +150,7 @@ class _Conversation:
         self._latest: tuple[int, int, list[Node]] | None = None  # previous, position, nodes
         self._latest_frame: bytes | None = None
         self._renderer = HtmlRenderer(registration.definitions, title=conversation)
+        self._first_events = first_events  # what detection looked at, for the note
         self.engine = create_conversation_engine(registration, AsyncioScheduler(frame_interval))
         self.engine.subscribe(self._on_nodes)
 
@@ -155,11 +169,13 @@ class _Conversation:
     def fold(self, events: Sequence[Any], start: int) -> None:
         """Push ``events`` (store positions ``start``, ``start + 1``, ...) one at a time."""
         push = self.engine.push
+        feed = self._feed
         for offset, event in enumerate(events):
             self.position = start + offset + 1
             try:
-                push(event)
-            except ConversationError as exc:
+                # The protocol's pre-pass may refuse an odd event too (a bare error).
+                push(event if feed is None else feed(event))
+            except (ConversationError, ValueError, TypeError, KeyError) as exc:
                 # A bad event must not stop the view: the engine left no trace of it.
                 self.failures += 1
                 log.warning(
@@ -235,6 +251,14 @@ class _Conversation:
         )
         return b"id: %d\nevent: patch\ndata: %s\n\n" % (position, data)
 
+    def unclaimed_note(self) -> str | None:
+        """``"N events claimed by no definition; try -d ..."`` when some were, else None."""
+        unclaimed = self.engine.statistics().events_unclaimed
+        if unclaimed <= 0:
+            return None
+        name = "the given definitions" if self.chosen is None else self.chosen.name
+        return unclaimed_note(unclaimed, self.position, self._first_events, name)
+
     def page_body(self) -> str:
         """The fragments of the view as last notified (pending frames flushed first)."""
         self.engine.flush()
@@ -253,17 +277,24 @@ class Live:
     def __init__(
         self,
         path: str | os.PathLike[str],
-        definitions: Iterable[Any] = builtin.DEFINITIONS,
+        definitions: Iterable[Any] | DefinitionSet | None = None,
         *,
         poll_interval: float = 0.05,
         frame_interval: float = 0.016,
         max_idle: int = 64,
     ) -> None:
         self.path = os.fspath(path)
-        self.definitions = tuple(definitions)
-        # Validated and routed once for every conversation's engine (bad definitions
-        # fail here, before the server serves anything).
-        self.registration = Registration(self.definitions, event_type=event_type)
+        # None: each conversation's protocol is detected from its first events, as
+        # `convo replay` does; a DefinitionSet or definitions: every conversation's.
+        if definitions is None or isinstance(definitions, DefinitionSet):
+            self.fixed = definitions
+        else:
+            self.fixed = DefinitionSet(name="the given definitions", definitions=tuple(definitions))
+        # Validated and routed once per set for every conversation's engine (bad
+        # definitions fail here, before the server serves anything).
+        self._registrations: dict[str, tuple[DefinitionSet, Registration]] = {}
+        if self.fixed is not None:
+            self._registration(self.fixed)
         self.poll_interval = poll_interval
         self.frame_interval = frame_interval
         self.max_idle = max_idle
@@ -310,11 +341,17 @@ class Live:
         self.start()
         hub = self.conversations.get(conversation)
         if hub is None:
-            if await asyncio.to_thread(self.store.length, conversation) == 0:
+            # The first events, to detect its protocol from (none: no such conversation).
+            first = await asyncio.to_thread(self.store.read, conversation, 0, SCAN)
+            if not first:
                 return None
             hub = self.conversations.get(conversation)  # another request may have won
             if hub is None:
-                hub = _Conversation(conversation, self.registration, self.frame_interval)
+                chosen = self.fixed
+                if chosen is None:
+                    chosen = protocol_definitions(detect_protocol(first).protocol)
+                chosen, registration = self._registration(chosen)
+                hub = _Conversation(conversation, registration, self.frame_interval, chosen, first)
                 self.conversations[conversation] = hub
                 self._evict()
         hub.last_used = time.monotonic()
@@ -334,6 +371,13 @@ class Live:
         )
         self.kick()
         return length
+
+    def _registration(self, chosen: DefinitionSet) -> tuple[DefinitionSet, Registration]:
+        found = self._registrations.get(chosen.name)
+        if found is None:
+            registration = Registration(chosen.definitions, event_type=chosen.event_type)
+            found = self._registrations[chosen.name] = (chosen, registration)
+        return found
 
     def _evict(self) -> None:
         # A hub just opened for a stream has no client until the response starts:
@@ -443,7 +487,7 @@ class _SecurityHeaders:
 def create_app(
     store: str | os.PathLike[str],
     *,
-    definitions: Iterable[Any] = builtin.DEFINITIONS,
+    definitions: Iterable[Any] | DefinitionSet | None = None,
     token: str | None = None,
     read_token: str | None = None,
     hosts: Sequence[str] = allowed_hosts("127.0.0.1"),
@@ -463,7 +507,10 @@ def create_app(
     ``?after=``); ``POST /conversations/{id}/events`` appends JSON or JSON Lines
     events, only when ``token`` is set and given as ``Authorization: Bearer``, with
     optimistic concurrency through ``X-Expected-Position`` or ``?expected_position=``.
-    ``background`` coroutines (e.g. the demo writer) run for the app's lifetime.
+    ``definitions`` is every conversation's set (definitions or a ``DefinitionSet``);
+    ``None`` detects each conversation's protocol from its first events, as ``convo
+    replay`` does. ``background`` coroutines (e.g. the demo writer) run for the app's
+    lifetime.
     ``app.state.live`` is the ``Live`` registry.
 
     Safety (``replay._serve_security``): only requests whose ``Host`` is in ``hosts``
@@ -498,8 +545,10 @@ def create_app(
         fragments = hub.page_body()
         stream = escape(_href(request, conversation, "/stream"), quote=True)
         title = escape(conversation, quote=True)
+        note = hub.unclaimed_note()
+        unclaimed = "" if note is None else f'<p class="note unclaimed">{escape(note)}</p>\n'
         body = (
-            f"<h1>{title}</h1>\n"
+            f"<h1>{title}</h1>\n{unclaimed}"
             f'<section class="conversation" data-stream="{stream}" '
             f'data-position="{hub.notified}" data-live="off" aria-live="polite">\n'
             f"{fragments}</section>\n"

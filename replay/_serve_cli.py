@@ -17,6 +17,13 @@ from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from definitions import builtin
+from engine import RegistrationError, create_conversation_engine
+
+from ._detect import DefinitionSet, detect_protocol, load_definitions, protocol_definitions
+from ._errors import DefinitionSpecError
+from ._unclaimed import unclaimed_note
+
 if TYPE_CHECKING:
     from ._serve import Live
 
@@ -46,6 +53,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--create",
         action="store_true",
         help="with --store: create the store when the file is missing",
+    )
+    parser.add_argument(
+        "--definitions",
+        "-d",
+        action="append",
+        metavar="MODULE[:ATTR]",
+        help="definitions for every conversation (repeatable, in order), as for `convo "
+        "replay`. Default: each conversation's protocol, detected from its first events",
     )
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: loopback only)"
@@ -207,8 +222,12 @@ def run(args: argparse.Namespace) -> int:
             if args.demo:
                 example = load_events(EXAMPLE).events
                 background.append(demo_writer(example, speed=args.demo_speed))
+            chosen = _chosen(args.definitions, events)
             app = create_app(
                 path,
+                definitions=chosen,
+                # Ingest takes what the named set folds; by default the built-in kinds.
+                vocabulary=builtin.Event if chosen is None else chosen.vocabulary,
                 token=args.token,
                 read_token=args.read_token,
                 hosts=allowed_hosts(args.host, args.allow_host),
@@ -220,6 +239,9 @@ def run(args: argparse.Namespace) -> int:
             )
             server = _server(uvicorn, config, app.state.live)
             asyncio.run(_serve(server, args))
+    except (DefinitionSpecError, RegistrationError) as exc:
+        print(f"convo serve: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"convo serve: {exc}", file=sys.stderr)
         return 1
@@ -244,6 +266,21 @@ def _server(uvicorn: Any, config: Any, live: Live) -> Any:
             super().handle_exit(sig, frame)
 
     return Server(config)
+
+
+def _chosen(specs: Sequence[str] | None, events: Sequence[Any]) -> DefinitionSet | None:
+    """The set named by ``-d`` (``None``: detect per conversation); says on stderr when
+    the LOG's events go to no definition of the set that will fold them."""
+    chosen = None if not specs else load_definitions(specs)
+    if events:
+        folding = chosen or protocol_definitions(detect_protocol(events).protocol)
+        engine = create_conversation_engine(folding.definitions, event_type=folding.event_type)
+        engine.push_many(folding.feed(events))
+        unclaimed = engine.statistics().events_unclaimed
+        note = unclaimed_note(unclaimed, len(events), events, folding.name)
+        if note is not None:
+            print(f"convo serve: warning: {note}", file=sys.stderr)
+    return chosen
 
 
 async def _serve(server: Any, args: argparse.Namespace) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import os
@@ -148,13 +149,18 @@ class TestReplay:
     """convo replay LOG"""
 
     def test_text(self, capsys: pytest.CaptureFixture[str]) -> None:
-        status, out, err = run(capsys, "replay", EXAMPLE)
+        status, out, err = run(capsys, "replay", EXAMPLE, "--keys")
         assert (status, err) == (0, "")
         nodes = replay(example_events(), builtin.DEFINITIONS, event_type=event_type)
         headers = [line for line in out.splitlines() if line.startswith("#")]
         assert headers == [f"#{node.seq} {node.key}" for node in nodes]
         assert "\x1b[" not in out  # capsys is no terminal: plain text
         assert "approved (by maria" in out
+        # Without --keys: what a person reads, no key anywhere, a blank line between.
+        status, out, _ = run(capsys, "replay", EXAMPLE)
+        assert out.startswith("user: CI started failing")
+        assert "\n\nreasoning: The failure began" in out
+        assert not any(node.key in out for node in nodes)
 
     def test_json(self, capsys: pytest.CaptureFixture[str]) -> None:
         status, out, _ = run(capsys, "replay", EXAMPLE, "--format", "json")
@@ -237,7 +243,7 @@ class TestReplay:
         """A kind from any importable module, with no change to the project."""
         log = write_jsonl(tmp_path / "notes.jsonl", NOTES[:1])
         status, out, _ = run(capsys, "replay", log, "--definitions", f"{__name__}:PLUGIN")
-        assert (status, out) == (0, "#0 sticky:a\n  sticky note: first\n")
+        assert (status, out) == (0, "sticky note: first\n")
 
     def test_stdin(
         self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -252,7 +258,7 @@ class TestReplay:
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         log = write_jsonl(tmp_path / "mixed.jsonl", [*example_events()[:5], {"type": "text-delta"}])
-        status, out, err = run(capsys, "replay", log)
+        status, out, err = run(capsys, "replay", log, "--keys")
         assert status == 0
         assert out.startswith("#0 message:msg-1")
         assert err.startswith(f"convo: warning: {log}: ambiguous recording, chose built-in kinds")
@@ -275,7 +281,7 @@ class TestEveryFixture:
         if expected_protocol(path) == "openai_responses":
             pytest.importorskip("definitions.openai_responses", reason="not written yet")
         lenient = ["--lenient"] if path.name == BROKEN else []
-        status, text, err = run(capsys, "replay", path, *lenient)
+        status, text, err = run(capsys, "replay", path, "--keys", *lenient)
         assert status == 0, err
         if path.name == BROKEN:
             # Its response.created line is cut (upstream), so no response starts and the
@@ -299,12 +305,18 @@ class TestEveryFixture:
         if protocol == "openai_responses":
             pytest.importorskip("definitions.openai_responses", reason="not written yet")
         lenient = ["--lenient"] if path.name == BROKEN else []
-        status, data, err = run(capsys, "replay", path, "-f", "json", *lenient)
+        status, data, err = run(capsys, "replay", path, "-f", "nodes", *lenient)
         assert status == 0, err
         if path.name == BROKEN:
             assert json.loads(data) == []
             return
-        status, text, _ = run(capsys, "replay", path, *lenient)
+        if protocol != "builtin":
+            # json is the protocol's own: what its fold() returns.
+            status, final, _ = run(capsys, "replay", path, "-f", "json", *lenient)
+            module = importlib.import_module(f"definitions.{protocol}")
+            expected = module.fold(load_events(path, lenient=bool(lenient)).events)
+            assert json.loads(final) == json.loads(json.dumps(expected, default=str))
+        status, text, _ = run(capsys, "replay", path, "--keys", *lenient)
         headers = [line.split(" ", 1)[1] for line in text.splitlines() if line.startswith("#")]
         assert [item["key"] for item in json.loads(data)] == headers
 
@@ -341,7 +353,9 @@ class TestBadInput:
         log = tmp_path / "bad.jsonl"
         log.write_bytes(b'{"type":"sticky","id":"a","text":"x"}\n{nope\n')
         log.write_bytes(log.read_bytes() + b'{"type":"sticky","id":"b","text":"y"}\n')
-        status, out, err = run(capsys, "replay", log, "--lenient", "-d", f"{__name__}:PLUGIN")
+        status, out, err = run(
+            capsys, "replay", log, "--lenient", "--keys", "-d", f"{__name__}:PLUGIN"
+        )
         assert status == 0
         assert "sticky:a" in out
         assert "sticky:b" in out
@@ -784,7 +798,7 @@ class TestServe:
 def test_python_dash_m(tmp_path: Path) -> None:
     """``python -m replay`` in a real process: exit status, stdout, stderr."""
     done = subprocess.run(
-        [sys.executable, "-m", "replay", "replay", str(EXAMPLE), "--at", "2"],
+        [sys.executable, "-m", "replay", "replay", str(EXAMPLE), "--at", "2", "--keys"],
         capture_output=True,
         cwd=tmp_path,
         check=False,

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import subprocess
+import sys
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import pytest
+
+from tests._shared import shared_path
 
 pytest_plugins = ["pytester"]
 
@@ -211,3 +219,61 @@ def test_raw_events(convo_assert_deterministic):
 """
     )
     pytester.runpytest_inprocess("-p", "no:hypothesispytest").assert_outcomes(passed=1)
+
+
+class TestScratchProject:
+    """The README's example, and provider recordings, in a project outside the clone:
+    ``pytest`` in a subprocess whose working directory is a fresh temporary folder."""
+
+    @staticmethod
+    def _run(project: Path) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *PLUGIN],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    def test_the_readme_example_passes_twice(self, tmp_path: Path) -> None:
+        readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+        blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+        example = next(code for code in blocks if "convo_snapshot" in code)
+        project = tmp_path / "scratch"
+        project.mkdir()
+        (project / "test_session.py").write_text(example)
+        for _ in range(2):  # the first run writes the snapshot, the second compares
+            result = self._run(project)
+            assert result.returncode == 0, result.stdout + result.stderr
+            assert "2 passed" in result.stdout
+        assert (project / "__snapshots__" / "test_session" / "test_session_view.json").exists()
+
+    @pytest.mark.parametrize(
+        "name",
+        [
+            "anthropic_sdk_tool_use_response.sse",
+            "openai_chat_parallel_tools.sse",
+            "openai_responses_reasoning_function_calls.chunks.jsonl",
+            "agui_parallel_tool_calls.json",
+            "aisdk_ui_chunks_react_agent_tool_calling.json",
+            "vercel-anthropic-anthropic-web-search-tool.1.chunks.txt",
+        ],
+    )
+    def test_every_protocol_and_format(self, tmp_path: Path, name: str) -> None:
+        source = shared_path("fixtures", "recorded", name)
+        project = tmp_path / "scratch"
+        (project / "recordings").mkdir(parents=True)
+        shutil.copyfile(source, project / "recordings" / name)
+        (project / "test_recording.py").write_text(
+            f"LOG = 'recordings/{name}'\n\n"
+            "def test_view(convo_snapshot):\n"
+            "    assert convo_snapshot(LOG)\n\n"
+            "def test_deterministic(convo_assert_deterministic):\n"
+            "    convo_assert_deterministic(LOG, rounds=1)\n"
+        )
+        for _ in range(2):
+            result = self._run(project)
+            assert result.returncode == 0, result.stdout + result.stderr
+            assert "2 passed" in result.stdout

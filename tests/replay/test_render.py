@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -139,11 +140,13 @@ class TestRenderText:
 
     def test_plain(self) -> None:
         text = render_text(replay(conversation()[:3], kinds()), kinds(), color=False)
-        assert text == "#0 message:m1\n  user: Hello\n"
+        assert text == "user: Hello\n"
+        keyed = render_text(replay(conversation()[:3], kinds()), kinds(), color=False, keys=True)
+        assert keyed == "#0 message:m1\n  user: Hello\n"
 
     def test_fallback_is_indented_json(self) -> None:
         text = render_text(bare("hi"), [BareKind()], color=False)
-        assert text == '#0 bare:b\n  {\n    "content": "hi"\n  }\n'
+        assert text == '{\n  "content": "hi"\n}\n'
 
     def test_strips_content_and_ids(self) -> None:
         events = [
@@ -329,3 +332,46 @@ def test_bundled_example_renders_inert() -> None:
     assert len([t for t, _ in parsed.tags if t == "article"]) == len(nodes)
     assert "\x1b" not in render_text(nodes, builtin.DEFINITIONS, color=False)
     assert msgspec.json.decode(render_json(nodes, builtin.DEFINITIONS))
+
+
+class TestReadablePage:
+    """The page a person reads: no key shown, nothing empty shown, the same sheet live."""
+
+    def test_keys_stay_in_ids_and_data_attributes(self) -> None:
+        from definitions import builtin
+        from replay import load_events
+        from replay._serve_cli import EXAMPLE
+
+        nodes = replay(load_events(EXAMPLE).events, builtin.DEFINITIONS)
+        parsed = Elements(render_html(nodes, builtin.DEFINITIONS))
+        text = "".join(parsed.text)
+        articles = [attrs for tag, attrs in parsed.tags if tag == "article"]
+        assert [a["data-key"] for a in articles] == [node.key for node in nodes]
+        assert all(a["id"] == a["data-key"] for a in articles)
+        assert not any(node.key in text for node in nodes)
+        assert "header" not in {tag for tag, _ in parsed.tags}
+
+    def test_a_node_with_nothing_to_show_is_a_hidden_article(self) -> None:
+        class Quiet:
+            kind = "bare"
+
+            def match(self, event: Any) -> Claim:
+                return Claim(event["id"], "start")
+
+            def start(self, event: Any, reader: Any) -> str:
+                return ""
+
+            def update(self, state: str, event: Any) -> str:
+                return state
+
+            def render_html(self, node: Node) -> str:
+                return ""
+
+        nodes = replay([{"type": "bare", "id": "s"}], [Quiet()])
+        page = render_html(nodes, [Quiet()])
+        assert '<article class="node" id="bare:s" data-key="bare:s" data-kind="bare" ' in page
+        assert 'data-seq="0" hidden></article>' in page
+
+    def test_the_static_page_inlines_the_live_stylesheet(self) -> None:
+        sheet = (Path(__file__).parents[2] / "replay" / "static" / "convo.css").read_text()
+        assert sheet in render_html((), [])

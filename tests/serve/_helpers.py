@@ -27,9 +27,14 @@ PAYLOADS = (
     '<img src=x onerror="alert(2)">',
     "[click me](javascript:alert(3))",
     '<a href="javascript:alert(4)">link</a>',
-    "**bold** <b onmouseover=alert(5)>raw html</b> <iframe src=//x>",
+    "<b onmouseover=alert(5)>raw html</b> <iframe src=//x>",
     "\"'><svg onload=alert(6)>",
+    # Markdown: links and autolinks to script and data URLs, an image, raw HTML.
+    "[x](JaVaScRiPt:alert(7)) <javascript:alert(8)> [d](data:text/html,alert(9))",
+    "![i](data:image/svg+xml,alert(10)) <div onclick=alert(11)>raw div</div>",
 )
+BIDI = "abc\u202edef\u2066ghi"
+"""Bidi controls: shown as [U+202E] and [U+2066], never as the characters."""
 
 
 def hostile_events() -> list[dict[str, Any]]:
@@ -57,6 +62,7 @@ def hostile_events() -> list[dict[str, Any]]:
             {"type": "tool_call.start", "id": f"e{n}", "name": "x"},
             {"type": "tool_call.error", "id": f"e{n}", "message": bad},
         ]
+    events.append({"type": "message.start", "id": "bidi", "role": "assistant", "text": BIDI})
     return events
 
 
@@ -65,6 +71,9 @@ SAFE_TAGS = frozenset(
     {"html", "head", "meta", "title", "link", "script", "body", "nav", "a", "main", "h1"}
     | {"section", "article", "header", "div", "span", "pre", "noscript", "p", "ul", "li"}
     | {"progress"}
+    # Markdown, tool cards and folded blocks.
+    | {"details", "summary", "code", "strong", "em", "ol", "h2", "h3", "h4", "h5", "h6"}
+    | {"blockquote", "br", "hr", "table", "thead", "tbody", "tr", "th", "td", "s"}
 )
 
 
@@ -85,8 +94,13 @@ class _Markup(HTMLParser):
                 self.problems.append(f"<{tag} {name}={value!r}>")
         if tag == "script" and values.get("src") != "/static/convo.js":
             self.problems.append(f"<script> other than ours: {attrs!r}")
-        if tag == "a" and not (values.get("href") or "").startswith("/"):
-            self.problems.append(f"link off the site: {attrs!r}")
+        href = values.get("href") or ""
+        if tag == "a" and not href.startswith("/"):
+            # Content's own links: web and mail only, and never handing over the opener.
+            if not href.startswith(("http://", "https://", "mailto:")):
+                self.problems.append(f"link to another scheme: {attrs!r}")
+            if "noopener" not in (values.get("rel") or ""):
+                self.problems.append(f"link without rel=noopener: {attrs!r}")
         if tag == "link" and values.get("href") != "/static/convo.css":
             self.problems.append(f"<link> other than our stylesheet: {attrs!r}")
 

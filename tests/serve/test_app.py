@@ -222,7 +222,7 @@ class TestStream:
                 # 500 animation-frame deltas folded in one poll: one frame, one message.
                 assert patch["position"] == 501
                 assert [n["key"] for n in patch["nodes"]] == ["message:m"]
-                assert "499 </div>" in patch["nodes"][0]["html"]
+                assert "498 499" in patch["nodes"][0]["html"]
                 hub = app.state.live.conversations["c"]
                 assert hub.engine.statistics().notifications == 2  # the start, the burst
 
@@ -513,6 +513,8 @@ class TestSafety:
                 assert problems == []
                 for bad in PAYLOADS:
                     assert bad in text  # shown as text, not dropped
+                assert "\u202e" not in page.text
+                assert "abc[U+202E]def[U+2066]ghi" in text
                 async with SseStream(app, "/conversations/evil/stream") as stream:
                     patch = await stream.patch()
                 html = "".join(node["html"] for node in patch["nodes"])
@@ -585,5 +587,45 @@ class TestEviction:
                     hub.last_used -= 3600  # long unused
                 await live.open("c5")  # opening a new one evicts the long-unused
                 assert sorted(live.conversations) == ["c3", "c4", "c5"]
+
+        asyncio.run(scenario())
+
+
+class TestDetection:
+    """Each conversation of one store is folded by the set of its own protocol."""
+
+    def test_a_store_of_two_protocols_shows_both(self, tmp_path: Path) -> None:
+        from replay import load_events
+        from tests._shared import shared_path
+
+        anthropic = load_events(
+            shared_path("fixtures", "recorded", "anthropic_thinking.chunks.jsonl")
+        )
+        path = make_store(
+            tmp_path / "s.sqlite",
+            {"session": example_events(), "claude": anthropic.events},
+        )
+
+        async def scenario() -> None:
+            app = app_for(path)
+            async with running(app) as client:
+                session = (await client.get("/conversations/session")).text
+                claude = (await client.get("/conversations/claude")).text
+                live = app.state.live
+                assert live.conversations["claude"].chosen.name.startswith("Anthropic")
+                assert "925 ÷ 5 = 185" in claude
+                assert "CI started failing" in session
+                assert "unclaimed" not in claude + session
+
+        asyncio.run(scenario())
+
+    def test_given_definitions_that_claim_nothing_say_so_on_the_page(self, tmp_path: Path) -> None:
+        path = make_store(tmp_path / "s.sqlite", {"c": [{"type": "mystery", "id": "x"}] * 3})
+
+        async def scenario() -> None:
+            async with running(app_for(path, definitions=builtin.DEFINITIONS)) as client:
+                page = (await client.get("/conversations/c")).text
+                assert '<p class="note unclaimed">3 of 3 events claimed by no definition' in page
+                assert "try another -d" in page  # no known protocol to point to
 
         asyncio.run(scenario())

@@ -8,15 +8,16 @@ Needs the Debian ``chromium`` package and the ``serve-test`` extra::
 (never ``playwright install``: the system Chromium is used). Without them the tests
 skip, naming those commands; under ``CI=true`` (``tests._shared.require``) or with
 ``CONVO_REQUIRE_BROWSER=1`` they fail instead.
-``CONVO_SCREENSHOT=1`` also saves the screenshot to docs/screenshot.png (or to the
-path given instead of ``1``).
+
+The README's screenshots, docs/screenshot-static.png (``convo replay --format html``)
+and docs/screenshot-live.png (``convo serve``), are taken here from the bundled
+example on every run, so they never go stale.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -68,22 +69,26 @@ def example_events() -> list[dict[str, Any]]:
 
 
 class Server:
-    """``python -m replay._serve_cli`` in a child process; ``url`` from its first line."""
+    """``python -m replay._serve_cli`` in a child process; ``url`` from its first line.
+    Serves the store ``store``, or with ``log=True`` the recording ``store``."""
 
-    def __init__(self, store: Path, port: int = 0) -> None:
+    def __init__(
+        self, store: Path, port: int = 0, *, log: bool = False, extra: tuple[str, ...] = ()
+    ) -> None:
+        source = [str(store), *extra] if log else ["--store", str(store), *extra]
         self.process = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
                 "replay._serve_cli",
-                "--store",
-                str(store),
+                *source,
                 "--port",
                 str(port),
                 "--poll-interval",
                 "0.02",
             ],
             stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             cwd=ROOT,
         )
@@ -184,7 +189,8 @@ def test_streams_keeps_positions_resumes_and_reloads(browser: Browser, tmp_path:
         wait_position(page, half)
         streamed_keys = keys(page)
         assert page.eval_on_selector('article[data-key="message:msg-1"]', "el => el.__mark") == 1
-        reasoning = page.inner_text('article[data-key="reasoning:rsn-1"] .text')
+        # Reasoning is folded: in the page, not shown until opened.
+        reasoning = page.text_content('article[data-key="reasoning:rsn-1"] .text') or ""
         assert reasoning.startswith("The failure began after a merge")
 
         # The server goes away; events keep coming; the browser reconnects by itself
@@ -211,14 +217,7 @@ def test_streams_keeps_positions_resumes_and_reloads(browser: Browser, tmp_path:
         assert articles(page) == live_html
         assert dialogs == []
 
-        shot = tmp_path / "conversation.png"
-        page.screenshot(path=str(shot), full_page=True)
-        assert shot.stat().st_size > 10_000
-        target = os.environ.get("CONVO_SCREENSHOT")
-        if target:
-            destination = ROOT / "docs" / "screenshot.png" if target == "1" else Path(target)
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(shot, destination)
+        screenshot(page, ROOT / "docs" / "screenshot-live.png")
         page.close()
     finally:
         server.stop()
@@ -245,7 +244,8 @@ def test_hostile_content_stays_text_in_the_dom(browser: Browser, tmp_path: Path)
             """() => {
                 const section = document.querySelector('section.conversation');
                 const bad = [];
-                const safe = ['ARTICLE', 'HEADER', 'DIV', 'SPAN', 'PRE', 'PROGRESS'];
+                const safe = ['ARTICLE', 'HEADER', 'DIV', 'SPAN', 'PRE', 'PROGRESS', 'P',
+                    'DETAILS', 'SUMMARY', 'CODE', 'STRONG', 'EM', 'UL', 'OL', 'LI', 'BR'];
                 for (const el of section.querySelectorAll('*')) {
                     if (!safe.includes(el.tagName))
                         bad.push(el.tagName);
@@ -260,7 +260,137 @@ def test_hostile_content_stays_text_in_the_dom(browser: Browser, tmp_path: Path)
         text = page.inner_text("section.conversation")
         for bad in PAYLOADS:
             assert bad in text
+        content = page.text_content("section.conversation") or ""
+        assert "\u202e" not in content
+        assert "abc[U+202E]def[U+2066]ghi" in content
         assert dialogs == []
         page.close()
     finally:
         server.stop()
+
+
+def screenshot(page: Page, destination: Path) -> None:
+    """A full-page screenshot at ``destination`` (the README's, under docs/)."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(destination), full_page=True)
+    assert destination.stat().st_size > 10_000
+
+
+def test_static_page_screenshot(browser: Browser, tmp_path: Path) -> None:
+    """`convo replay --format html` of the bundled example, as the README shows it."""
+    from definitions import builtin
+    from replay import render_html, replay
+
+    nodes = replay(example_events(), builtin.DEFINITIONS)
+    page_file = tmp_path / "agent_session.html"
+    page_file.write_text(render_html(nodes, builtin.DEFINITIONS, title="agent_session.jsonl"))
+    page = browser.new_page(viewport={"width": 1000, "height": 800})
+    page.goto(page_file.as_uri())
+    # Readable: Markdown rendered (inline code), no key shown, tool cards folded.
+    assert page.locator(".md code").count() > 0
+    text = page.inner_text("main")
+    for node in nodes:
+        assert node.key not in text
+    screenshot(page, ROOT / "docs" / "screenshot-static.png")
+    page.close()
+
+
+# One recording per protocol and per recording format; (folder, file name).
+RECORDINGS = [
+    ("recorded", "anthropic_sdk_tool_use_response.sse"),
+    ("recorded", "anthropic_thinking.chunks.jsonl"),
+    ("recorded", "vercel-anthropic-anthropic-web-search-tool.1.chunks.txt"),
+    ("recorded", "openai_chat_parallel_tools.sse"),
+    ("recorded", "vercel-openai-chat-openai-text.chunks.txt"),
+    ("recorded", "openai_responses_reasoning_function_calls.chunks.jsonl"),
+    ("recorded", "vercel-openai-responses-openai-web-search-tool.1.chunks.txt"),
+    ("recorded", "agui-dotnet-step07-thinking.jsonl"),
+    ("recorded", "agui_parallel_tool_calls.json"),
+    ("recorded", "aisdk_ui_chunks_react_agent_tool_calling.json"),
+    ("recorded", "vercel-langchain-langgraph-hitl-request-1.jsonl"),
+]
+
+
+def _texts(value: Any, keys: tuple[str, ...]) -> Iterator[str]:
+    """Every string under one of ``keys`` in the final objects."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in keys and isinstance(item, str):
+                yield item
+            else:
+                yield from _texts(item, keys)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item, keys)
+
+
+@pytest.mark.parametrize(("folder", "name"), RECORDINGS, ids=[n for _, n in RECORDINGS])
+def test_every_protocol_and_format_reads_as_a_conversation(
+    browser: Browser, tmp_path: Path, folder: str, name: str
+) -> None:
+    """`convo serve LOG` detects the protocol: the page shows the conversation's text,
+    Markdown rendered, no internal key, nothing unclaimed."""
+    import importlib
+    import re
+
+    from replay import load_events
+    from replay._detect import detect_protocol
+    from tests._shared import shared_path
+
+    path = shared_path("fixtures", folder, name)
+    events = load_events(path).events
+    protocol = detect_protocol(events).protocol
+    final = importlib.import_module(f"definitions.{protocol}").fold(events)
+    words = [
+        found.group(0)
+        for text in _texts(final, ("text", "content", "thinking"))
+        if (found := re.search(r"[A-Za-z][A-Za-z ,']{12,}[A-Za-z]", text))
+    ]
+    names = list(_texts(final, ("name",)))  # a recording of tool calls only: their names
+    assert words or names, "the recording has text to look for"
+    server = Server(path, log=True)
+    try:
+        page = browser.new_page(viewport={"width": 1000, "height": 800})
+        dialogs: list[str] = []
+        page.on("dialog", record_dialog(dialogs))
+        page.goto(f"{server.url}/")
+        page.click("ul.conversations a")
+        wait_live(page)
+        # Open every fold so the whole conversation is visible text.
+        page.eval_on_selector_all("details", "els => els.forEach(e => { e.open = true })")
+        text = page.inner_text("section.conversation")
+        if words:
+            assert words[0] in text
+            assert page.locator(".md").count() > 0  # Markdown rendered
+        else:
+            assert names[0] in text
+        assert page.locator("p.unclaimed").count() == 0
+        for key in keys(page):
+            assert key not in text  # ids and data-key only
+        assert dialogs == []
+        page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+        page.close()
+    finally:
+        server.stop()
+
+
+def test_events_no_definition_claims_are_said_on_the_page_and_the_command_line(
+    browser: Browser,
+) -> None:
+    from tests._shared import shared_path
+
+    path = shared_path("fixtures", "recorded", "anthropic_thinking.chunks.jsonl")
+    server = Server(path, log=True, extra=("-d", "definitions.builtin"))
+    try:
+        page = browser.new_page()
+        page.goto(f"{server.url}/conversations/{path.stem}")
+        note = page.inner_text("p.unclaimed")
+        assert "21 of 21 events claimed by no definition" in note
+        assert "try -d definitions.anthropic" in note
+        page.close()
+    finally:
+        server.stop()
+        assert server.process.stderr is not None
+        err = server.process.stderr.read()
+        assert "warning: 21 of 21 events claimed by no definition" in err
+        assert "try -d definitions.anthropic" in err

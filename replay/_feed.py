@@ -1,0 +1,66 @@
+"""A definition set's pre-pass, one event at a time, for views that grow (the server).
+
+A replay hands the whole recording to the set's pre-pass (``DefinitionSet.feed``),
+a generator over the events. A live view gets its events one at a time, so it
+needs the pre-pass as a function of one event. The protocol modules offer one:
+their per-event class (``Scoper``, ``Router``), called on each event in order, gives
+exactly the envelopes their generator gives. A pre-pass without one (Chat
+Completions' ``scope``) is driven one event at a time; that works because it yields
+one envelope per event, and a pre-pass that does not is refused (``ValueError``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from types import ModuleType
+from typing import Any
+
+from ._detect import DefinitionSet
+
+__all__ = ["event_feed", "set_module"]
+
+
+def set_module(chosen: DefinitionSet) -> ModuleType | None:
+    """The one module all of the set's definitions come from, or ``None`` (mixed)."""
+    modules = {type(definition).__module__ for definition in chosen.definitions}
+    return sys.modules.get(modules.pop()) if len(modules) == 1 else None
+
+
+class _Driven:
+    """A one-envelope-per-event generator pre-pass, driven an event at a time."""
+
+    def __init__(self, prepare: Callable[[Iterable[Any]], Iterable[Any]]) -> None:
+        self._pending: deque[Any] = deque()
+        self._out = iter(prepare(self._source()))
+
+    def _source(self) -> Iterator[Any]:
+        while self._pending:
+            yield self._pending.popleft()
+
+    def __call__(self, event: Any) -> Any:
+        self._pending.append(event)
+        try:
+            envelope = next(self._out)
+        except StopIteration:
+            raise ValueError(
+                "this pre-pass does not give one envelope per event: it cannot feed a live view"
+            ) from None
+        if self._pending:
+            raise ValueError("this pre-pass gives no envelope for some event")
+        return envelope
+
+
+def event_feed(chosen: DefinitionSet) -> Callable[[Any], Any] | None:
+    """A fresh function of one raw event to what the set's definitions take, or ``None``
+    when events go in as they are. One per conversation: it keeps that stream's state."""
+    if chosen.prepare is None:
+        return None
+    module = set_module(chosen)
+    for name in ("Scoper", "Router"):
+        factory = getattr(module, name, None)
+        if isinstance(factory, type) and "__call__" in vars(factory):
+            made: Callable[[Any], Any] = factory()
+            return made
+    return _Driven(chosen.prepare)
