@@ -190,16 +190,6 @@ class _Run:
         self.events: list[object] = []
         self.rejected = 0  # of its events, those that changed nothing (set once folded)
 
-    def takes(self, claim: object, fold: Fold) -> bool:
-        """Whether ``claim`` is one more update of this run's node (an equal claim
-        that is not the same object)."""
-        if not isinstance(claim, Claim) or claim.role != "update":
-            return False
-        try:
-            return fold.opens[self.slot.index].get(claim.id) is self.record
-        except TypeError:  # an unhashable id: _claim names it
-            return False
-
 
 class _Failed(Exception):
     """A definition (or ``event_type``) raised while one event was folded; says who."""
@@ -331,7 +321,8 @@ class Fold:
             return level
         if undo is not None:
             undo.changes.append(_Change(record, False))
-        record.state = new  # an update, or a reopen: the old state is discarded, seq kept
+        # Fold._set_state, inline: an update, or a reopen (the old state discarded, seq kept).
+        record.state = new
         if record.node is not None:
             record.node = None
             self.dirty.append(record)
@@ -358,9 +349,9 @@ class Fold:
         first: Any = None
         claimed: _Slot | None = None
         more: list[tuple[_Slot, Claim]] | None = None
-        for slot in route.slots:
+        for match, slot in route.matches:
             try:
-                claim = slot.match(event)
+                claim = match(event)
             except Exception as exc:
                 raise _Failed(exc, slot, "match") from None
             if claim is None:
@@ -395,6 +386,8 @@ class Fold:
         except Exception as exc:
             raise _Failed(exc, None, "event_type") from None
         try:
+            return self.registration._routes[event_type]
+        except KeyError:  # a new type
             return self.registration._route(event_type)
         except TypeError as exc:  # an unhashable event type
             raise _Failed(exc, None, "event_type") from None
@@ -449,6 +442,8 @@ class Fold:
         run_route: _Route | None = None  # the run's route: None is no event's route
         run_match: Any = None
         run_claim: object = None
+        run_opens: dict[str, _Record] = {}  # the open nodes of the run's definition
+        run_record: _Record | None = None
         gather: Any = None  # run.events.append
         back = 0  # events taken from the iterator but not consumed (a run failed)
         failure: BaseException | None = None
@@ -467,16 +462,21 @@ class Fold:
                         except Exception as exc:
                             raise _Failed(exc, None, "event_type") from None
                     matched = route is run_route
-                    if matched:  # the run fast path
+                    if matched:  # the run fast path: one more update of the run's node?
+                        claim = None
                         try:
                             claim = run_match(event)
+                            # A definition that caches its update claims gives the run's
+                            # own claim again: its record is the run's (records stay open).
+                            if claim is run_claim or (
+                                claim is not None
+                                and claim.role == "update"
+                                and run_opens.get(claim.id) is run_record
+                            ):
+                                gather(event)
+                                continue
                         except Exception as exc:
-                            raise _Failed(exc, route.single, "match") from None
-                        # A definition that caches its update claims gives the run's
-                        # own claim again: its record is the run's (records stay open).
-                        if claim is run_claim or run.takes(claim, self):  # type: ignore[union-attr]
-                            gather(event)
-                            continue
+                            raise _Failed(exc, route.single, "match", claim) from None
                     if run is not None and run.events:  # anything else ends the run first
                         run_level = self._fold_run(run)
                         gather = run.events.append
@@ -497,13 +497,14 @@ class Fold:
                             self.unclaimed += 1
                             continue
                         event_level = self._claim(single, claim, event, None)
-                        if single.many is not None and claim.role == "update":
+                        if single.runs and claim.role == "update":
                             # Its updates that follow gather into a run (a lone update
                             # costs nothing more).
                             record = self.opens[single.index].get(claim.id)
                             if record is not None:
                                 run = _Run(single, claim, record)
                                 run_route, run_match, run_claim = route, single.match, claim
+                                run_opens, run_record = self.opens[single.index], record
                                 gather = run.events.append
                     if event_level < 0:
                         rejected += 1
@@ -550,19 +551,21 @@ class Fold:
             raise _error(failure, self.position - 1)
 
     def _fold_run(self, run: _Run) -> Level:
-        """Fold a run: its events at once by ``update_many`` when there are several,
-        else (or should it, or a ``publication`` call, raise) one at a time through
-        ``_claim``, so those before a failing one stay folded and the error names it,
-        as if there were no ``update_many``. A run that changed its node counts all its
-        events as accepted. Returns the run's level; raises ``_RunFailed``."""
+        """Fold a run: its events at once by ``update_many`` when the definition has one
+        and there are several, else (or should it, or a ``publication`` call, raise)
+        one at a time by ``_fold_each``, so those before a failing one stay folded and
+        the error names it, as if there were no ``update_many``. A run ``update_many``
+        changed counts all its events as accepted. Returns the run's level; raises
+        ``_RunFailed``."""
         slot = run.slot
         events = run.events
         run.events = []  # the next run of this node (the list is the definition's now)
-        record = run.record
-        if len(events) > 1:
+        many = slot.many
+        if many is not None and len(events) > 1:
+            record = run.record
             state = record.state
             try:
-                new = slot.many(state, events)  # type: ignore[misc]
+                new = many(state, events)
                 if new is state:
                     run.rejected = len(events)
                     return NOT_ACCEPTED
@@ -572,24 +575,58 @@ class Fold:
             except BaseException as exc:  # KeyboardInterrupt: nothing of the run is folded
                 raise _RunFailed(exc, NOT_ACCEPTED, 0, len(events)) from None
             else:
-                record.state = new
-                if record.node is not None:
-                    record.node = None
-                    self.dirty.append(record)
+                self._set_state(record, new)
                 return level
+        return self._fold_each(run, events)
+
+    def _fold_each(self, run: _Run, events: list[object]) -> Level:
+        """A run's ``events`` one at a time, in a tight loop (the run fast path: the
+        update half of ``_claim`` for one open node, rule 6 included, with the state set
+        once). Those before a failing event stay folded; raises ``_RunFailed``."""
+        slot = run.slot
+        record = run.record
+        update = slot.update
+        publication = slot.publication
+        state = record.state
         level = NOT_ACCEPTED
         rejected = 0
-        for at, event in enumerate(events):
-            try:
-                event_level = self._claim(slot, run.claim, event, None)
-            except BaseException as exc:
-                raise _RunFailed(exc, level, rejected + 1, len(events) - at - 1) from None
-            if event_level < 0:
-                rejected += 1
-            elif event_level > level:
-                level = event_level
+        method = "update"
+        at = 0
+        try:
+            for at, event in enumerate(events):  # noqa: B007 - at names the failure
+                method = "update"
+                new = update(state, event)
+                if new is state:  # rule 6: no change
+                    rejected += 1
+                    continue
+                if publication is None:
+                    event_level = slot.level
+                else:
+                    method = "publication"
+                    value = publication(event)
+                    event_level = LEVELS.get(value)  # type: ignore[assignment]
+                    if event_level is None:
+                        raise _bad_publication(value)
+                state = new
+                if event_level > level:
+                    level = event_level
+        except BaseException as exc:
+            self._set_state(record, state)
+            if isinstance(exc, Exception):
+                exc = _Failed(exc, slot, method, run.claim, record)
+            raise _RunFailed(exc, level, rejected + 1, len(events) - at - 1) from None
+        self._set_state(record, state)
         run.rejected = rejected
         return level
+
+    def _set_state(self, record: _Record, state: Any) -> None:
+        """``record``'s state is now ``state``: its frozen node is dropped and it goes on
+        the dirty list (``_claim`` does the same inline)."""
+        if state is not record.state:
+            record.state = state
+            if record.node is not None:
+                record.node = None
+                self.dirty.append(record)
 
     @staticmethod
     def _run_level(slot: _Slot, events: list[object]) -> Level:
