@@ -191,6 +191,41 @@ class _Run:
         self.rejected = 0  # of its events, those that changed nothing (set once folded)
 
 
+class _Batch:
+    """One ``Fold._apply`` call: where it began, what it counted, how it ended."""
+
+    __slots__ = (
+        "back",
+        "failure",
+        "first",
+        "iterator",
+        "level",
+        "rejected",
+        "run",
+        "size",
+        "whole",
+    )
+
+    def __init__(self, first: int, events: list[object] | tuple[object, ...]) -> None:
+        self.first = first  # the position of its first event
+        self.size = len(events)
+        self.iterator = iter(events)
+        self.level = NOT_ACCEPTED  # the most urgent publication among its accepted events
+        self.rejected = 0  # consumed events that changed nothing (a failed one included)
+        self.back = 0  # events taken from the iterator but not consumed (a run failed)
+        self.whole = False  # every event was looked at
+        self.failure: BaseException | None = None
+        self.run: _Run | None = None  # the run pending when the loop stopped
+
+    def failed(self, exc: _RunFailed, not_consumed: int) -> None:
+        """A run's event failed: its ``after`` events and ``not_consumed`` more (the
+        event that ended the run) were taken but not consumed."""
+        self.failure = exc.cause
+        self.level = max(self.level, exc.level)
+        self.rejected += exc.rejected
+        self.back = exc.after + not_consumed
+
+
 class _Failed(Exception):
     """A definition (or ``event_type``) raised while one event was folded; says who."""
 
@@ -420,135 +455,123 @@ class Fold:
                 return
 
     def _apply(self, events: list[object] | tuple[object, ...]) -> None:
-        """``apply`` for a list or tuple: the hot loop.
-
-        A one-slot route (most routed events) is matched here and its claim folded
-        by ``_claim``; other routes go through ``_event``. The update claims on a node
-        that follow its update through a route whose definition has ``update_many``
-        are gathered into a run, inline (the one fast path kept here), and folded by
-        ``_fold_run`` before anything else changes. Positions are read off the list's
-        iterator at the end (counting per event would allocate an int per event), and
-        the loop counts the events it rejects (streams are mostly accepted events).
-        """
-        route_all = self.registration._route_all
-        routes = self.registration._routes  # shared with the registration's other engines
-        event_type = self.event_type
-        first = self.position
-        size = len(events)
-        iterator = iter(events)
-        rejected = 0
-        level = NOT_ACCEPTED
-        run: _Run | None = None
-        run_route: _Route | None = None  # the run's route: None is no event's route
-        run_match: Any = None
-        run_claim: object = None
-        run_opens: dict[str, _Record] = {}  # the open nodes of the run's definition
-        run_record: _Record | None = None
-        gather: Any = None  # run.events.append
-        back = 0  # events taken from the iterator but not consumed (a run failed)
-        failure: BaseException | None = None
-        whole = False  # every event was looked at
+        """``apply`` for a list or tuple: ``_loop``, then ``_end`` whatever happened."""
+        batch = _Batch(self.position, events)
         self.busy = True
         try:
-            for event in iterator:
+            self._loop(batch)
+        finally:
+            self._end(batch)
+        if batch.failure is not None:
+            raise _error(batch.failure, self.position - 1)
+
+    def _loop(self, batch: _Batch) -> None:
+        """The hot loop: fold ``batch``'s events until one fails.
+
+        A one-slot route (most routed events) is matched here and its claim folded by
+        ``_claim``; other routes go through ``_event``. The update claims on a node that
+        follow its update through a one-slot route are gathered into a run, inline (the
+        one fast path kept here: a claim equal to the run's names the run's node), and
+        folded by ``_fold_run`` before anything else changes. The loop counts the
+        events it rejects (streams are mostly accepted events); positions are read off
+        the iterator at the end.
+        """
+        route_all = self.registration._route_all
+        route: _Route = route_all  # type: ignore[assignment] # routed: set per event
+        routes = self.registration._routes  # shared with the registration's other engines
+        event_type = self.event_type
+        rejected = 0
+        level = NOT_ACCEPTED
+        run: _Run | None = None  # the node whose update claims gather, and its events
+        run_route: _Route | None = None  # run.slot's route: None is no event's route
+        run_claim: object = None
+        gather: Any = None  # run.events.append
+        try:
+            for event in batch.iterator:
                 try:
-                    if route_all is not None:
-                        route = route_all
-                    else:
+                    if route_all is None:
                         try:
                             route = routes[event_type(event)]  # type: ignore[misc]
-                        except KeyError:  # a new type (or a KeyError in event_type)
+                        except Exception:  # a new type, or a failing event_type: see _route
                             route = self._route(event)
-                        except Exception as exc:
-                            raise _Failed(exc, None, "event_type") from None
-                    matched = route is run_route
-                    if matched:  # the run fast path: one more update of the run's node?
-                        claim = None
+                    slot = route.single
+                    claim = None
+                    if slot is not None:
                         try:
-                            claim = run_match(event)
-                            # A definition that caches its update claims gives the run's
-                            # own claim again: its record is the run's (records stay open).
-                            if claim is run_claim or (
-                                claim is not None
-                                and claim.role == "update"
-                                and run_opens.get(claim.id) is run_record
-                            ):
-                                gather(event)
+                            claim = slot.match(event)
+                            if route is run_route and (claim is run_claim or claim == run_claim):
+                                gather(event)  # the run fast path
                                 continue
                         except Exception as exc:
-                            raise _Failed(exc, route.single, "match", claim) from None
+                            raise _Failed(exc, slot, "match", claim) from None
                     if run is not None and run.events:  # anything else ends the run first
-                        run_level = self._fold_run(run)
-                        gather = run.events.append
+                        level = max(level, self._fold_run(run))
                         rejected += run.rejected
-                        if run_level > level:
-                            level = run_level
-                    single = route.single
-                    if single is None:
+                        gather = run.events.append
+                    if slot is None:
                         event_level = self._event(route, event)
+                    elif claim is None:
+                        self.unclaimed += 1
+                        event_level = NOT_ACCEPTED
                     else:
-                        if not matched:
-                            try:
-                                claim = single.match(event)
-                            except Exception as exc:
-                                raise _Failed(exc, single, "match") from None
-                        if claim is None:
-                            rejected += 1
-                            self.unclaimed += 1
-                            continue
-                        event_level = self._claim(single, claim, event, None)
-                        if single.runs and claim.role == "update":
-                            # Its updates that follow gather into a run (a lone update
-                            # costs nothing more).
-                            record = self.opens[single.index].get(claim.id)
-                            if record is not None:
-                                run = _Run(single, claim, record)
-                                run_route, run_match, run_claim = route, single.match, claim
-                                run_opens, run_record = self.opens[single.index], record
-                                gather = run.events.append
+                        event_level = self._claim(slot, claim, event, None)
+                        if slot.runs and claim.role == "update":
+                            # The updates of this node that follow gather into a run.
+                            new_run = self._run_of(slot, claim)
+                            if new_run is not None:
+                                run, run_route, run_claim = new_run, route, claim
+                                gather = new_run.events.append
                     if event_level < 0:
                         rejected += 1
                     elif event_level > level:
                         level = event_level
                 except _RunFailed as exc:  # a run's event failed; this one was not folded
-                    failure = exc.cause
-                    level = max(level, exc.level)
-                    rejected += exc.rejected
-                    back = exc.after + 1
+                    batch.failed(exc, 1)
                     break
                 except BaseException as exc:
-                    failure = exc
+                    batch.failure = exc
                     rejected += 1
                     break
             else:
-                whole = True
+                batch.whole = True
         finally:
-            # One commit for every way out. A failed event is consumed and changed
-            # nothing; an exception between two events (KeyboardInterrupt) goes up as
-            # it is, after the events before it are committed.
-            if run is not None and run.events:  # the run the batch (or a failure) ended
-                try:
-                    level = max(level, self._fold_run(run))
-                    rejected += run.rejected
-                except _RunFailed as exc:
-                    level = max(level, exc.level)
-                    rejected += exc.rejected
-                    back = exc.after
-                    if failure is not None:  # the event after the run failed: not consumed
-                        back += 1
-                        rejected -= 1
-                    failure = exc.cause
-            self.busy = False
-            taken = (size if whole else size - length_hint(iterator)) - back
-            self.position = first + taken
-            accepted = taken - rejected
-            if accepted:
-                self.version += accepted
-                self.cached = None
-                if level > self.level:
-                    self.level = level
-        if failure is not None:
-            raise _error(failure, self.position - 1)
+            batch.level = max(batch.level, level)
+            batch.rejected += rejected
+            batch.run = run
+
+    def _run_of(self, slot: _Slot, claim: Claim) -> _Run | None:
+        """A run for the updates that follow ``claim``'s (just folded) on its node;
+        None if the update was dropped (rule 3: no open node)."""
+        record = self.opens[slot.index].get(claim.id)
+        return None if record is None else _Run(slot, claim, record)
+
+    def _end(self, batch: _Batch) -> None:
+        """Fold the run the batch (or a failure) ended, then commit: one commit for every
+        way out. A failed event is consumed and changed nothing; an exception between
+        two events (KeyboardInterrupt) goes up as it is, after the events before it are
+        committed. (Asking the iterator how many it has left costs more than folding one
+        event: only done when the loop stopped early.)"""
+        run = batch.run
+        if run is not None and run.events:  # it came before the failure, if any
+            try:
+                batch.level = max(batch.level, self._fold_run(run))
+                batch.rejected += run.rejected
+            except _RunFailed as exc:
+                # The event after the run, if it failed, was not consumed.
+                failed_after = batch.failure is not None
+                batch.rejected -= failed_after
+                batch.failed(exc, failed_after)
+        self.busy = False
+        taken = (batch.size if batch.whole else batch.size - length_hint(batch.iterator)) - (
+            batch.back
+        )
+        self.position = batch.first + taken
+        accepted = taken - batch.rejected
+        if accepted:
+            self.version += accepted
+            self.cached = None
+            if batch.level > self.level:
+                self.level = batch.level
 
     def _fold_run(self, run: _Run) -> Level:
         """Fold a run: its events at once by ``update_many`` when the definition has one
