@@ -1,46 +1,54 @@
 """The fold: how events become nodes.
 
-Where each rule of DESIGN.md ("Semantics") is implemented, once:
+Where each rule of DESIGN.md ("Semantics") is implemented:
 
 ====  ==========================================  ====================================
 rule  what                                        where
 ====  ==========================================  ====================================
 1     every definition sees every event           ``Fold._event`` (every slot's match,
-                                                  in order) and the one-slot route in
-                                                  ``Fold._apply``; ``_Route`` leaves
-                                                  out only matches that cannot claim
+                                                  in order), ``Fold._loop`` for a
+                                                  one-slot route; ``Registration._route``
+                                                  leaves out only matches that cannot
+                                                  claim (``event_types``)
 2     seq counts starts, in event then            ``Fold._claim``
       registration order; kept for life
 3     an update with no open node is dropped      ``Fold._claim``
 4     a repeated start reopens in place           ``Fold._claim``
-5     ``reader.previous`` looks backward only     ``_Reader.previous``
-6     identity means no change; frozen nodes,     ``Fold._claim`` (and ``Fold._fold_run``
-      the same tuple until a change               for a run); ``Fold.nodes``
-7     events are atomic; the error names who,     ``Fold._event`` (an ``_Undo`` log when
-      where and why                               several claim), ``Fold._apply`` (one
-                                                  commit), ``_error``
+5     ``reader.previous`` looks backward only     ``_Reader.previous`` (the reader is
+                                                  made by ``Fold._start``)
+6     an identical state is no change; nodes      ``Fold._claim``; for a run of updates
+      frozen, the same tuple until a change       of one node, ``Fold._fold_each`` and
+                                                  ``Fold._fold_run``; ``Fold.nodes``
+7     events are atomic; the error names the      ``Fold._event`` (an ``_Undo`` log when
+      kind, the position and the cause            several claim), ``Fold._end`` (one
+                                                  commit per batch), ``_error``
 ====  ==========================================  ====================================
 
 Theory of operation
 -------------------
 ``Fold._claim`` folds one claim of one definition: every call that can raise
-(``update`` or ``start``, ``publication``) comes before its one change, so a single
-claim needs nothing undone; given an ``_Undo`` it logs the change first. An event
-offered to several definitions (``Fold._event``) is matched by every one of them
-first (``match`` is pure, so when it is called is not observable); one claim is
-folded as it is, several with an ``_Undo`` that is reverted if a later one raises.
+(``update`` or ``start``, then ``publication``) comes before its one change, so a
+single claim needs nothing undone; given an ``_Undo`` it logs the change first. An
+event offered to several definitions (``Fold._event``) is matched by every one of
+them first (``match`` is pure, so when it is called is not observable); one claim
+is folded as it is, several with an ``_Undo`` reverted if a later one raises. The
+hook path (``apply_one``) always passes an ``_Undo``: its log names the changed keys.
 
 Records are never removed, so the list of records *is* the seq order and ``seq``
 is the index. ``start`` gets a ``_Reader`` bound to the starting node's ``seq``.
 
-A definition may fold a *run* at once (``update_many``): with a route, the update
-claims on one node that follow an update of it are gathered (the one inline code
-path the hot loop keeps) and folded by ``_fold_run`` as soon as anything else comes
-or the batch ends; if ``update_many`` raises, the run is folded again through
-``_claim``, one event at a time, so failures are named and atomic as without it.
+*Runs* (with an ``event_type`` route only: then a run's events are all of one
+type): the update claims on a node that follow its update through a one-slot route
+are gathered, which is the one fast path the hot loop keeps inline (``Fold._loop``),
+and folded by ``Fold._fold_run`` before anything else changes or when the batch
+ends: by the definition's ``update_many`` at once, or one at a time in a tight loop
+(``_fold_each``), which also refolds a run whose ``update_many`` raised, so a
+failure is named and atomic exactly as without it. ``push()`` of one event takes
+``Fold.apply_event``, without the batch's machinery (a run needs two events).
 
 Nodes are frozen lazily: a change drops the record's cached ``Node`` and puts the
-record on the dirty list; ``nodes()`` refreezes dirty records only.
+record on the dirty list; ``nodes()`` refreezes dirty records only. Publication
+levels are a ``Level`` (an ``IntEnum``): the most urgent of a batch is its ``max``.
 """
 
 from __future__ import annotations
