@@ -274,6 +274,23 @@ class Fold:
     """Registered definitions and the records they made. Not thread-safe: the engine
     serializes access."""
 
+    __slots__ = (
+        "busy",
+        "by_kind",
+        "cached",
+        "dirty",
+        "dropped",
+        "event_type",
+        "level",
+        "nodes_list",
+        "opens",
+        "position",
+        "records",
+        "registration",
+        "unclaimed",
+        "version",
+    )
+
     def __init__(
         self,
         definitions: Iterable[Any] | Registration,
