@@ -15,7 +15,7 @@ rule  what                                        where
 3     an update with no open node is dropped      ``Fold._claim``
 4     a repeated start reopens in place           ``Fold._claim``
 5     ``reader.previous`` looks backward only     ``_Reader.previous`` (the reader is
-                                                  made by ``Fold._start``)
+                                                  made by ``Fold._claim``)
 6     an identical state is no change; nodes      ``Fold._claim``; for a run of updates
       frozen, the same tuple until a change       of one node, ``Fold._fold_each`` and
                                                   ``Fold._fold_run``; ``Fold.nodes``
@@ -186,16 +186,15 @@ class _Undo:
 
 
 class _Run:
-    """The node whose update claims gather into runs (the last one updated inline
-    through a route with ``update_many``), and its ``events`` not yet folded."""
+    """A run to fold: update claims on one node, gathered after its update (made by
+    ``Fold._loop`` when the run ends)."""
 
-    __slots__ = ("claim", "events", "record", "rejected", "slot")
+    __slots__ = ("claim", "events", "rejected", "slot")
 
-    def __init__(self, slot: _Slot, claim: Claim, record: _Record) -> None:
+    def __init__(self, slot: _Slot, claim: Claim, events: list[object]) -> None:
         self.slot = slot
-        self.claim = claim
-        self.record = record
-        self.events: list[object] = []
+        self.claim = claim  # its node's claim: the run's record is looked up when folded
+        self.events = events
         self.rejected = 0  # of its events, those that changed nothing (set once folded)
 
 
@@ -355,7 +354,16 @@ class Fold:
         elif role == "start":
             if record is None and type(id) is not str:
                 raise _Failed(_bad_id(id), slot, "match", claim)
-            new = self._start(slot, claim, record, event)
+            # A reader of the nodes before the starting node's seq (a reopened node's
+            # own, kept), closed when start returns.
+            seq = len(self.records) if record is None else record.seq
+            reader = _Reader(self, seq)
+            try:
+                new = slot.start(event, reader)
+            except Exception as exc:
+                raise _Failed(exc, slot, "start", claim, record) from None
+            finally:
+                reader._seq = -1
         else:
             raise _Failed(_bad_role(role), slot, "match", claim, record)
         publication = slot.publication
@@ -370,7 +378,7 @@ class Fold:
             if level is None:
                 raise _Failed(_bad_publication(value), slot, "publication", claim, record)
         if record is None:  # a new node, last in seq order
-            record = _Record(slot, id, len(self.records), new)
+            record = _Record(slot, id, seq, new)
             self.records.append(record)
             self.nodes_list.append(None)
             self.by_kind[slot.kind].append(record)
@@ -387,17 +395,6 @@ class Fold:
             record.node = None
             self.dirty.append(record)
         return level
-
-    def _start(self, slot: _Slot, claim: Claim, record: _Record | None, event: object) -> Any:
-        """``slot.start`` with a reader of the nodes before the starting node's seq
-        (a reopened node's own, kept), closed after."""
-        reader = _Reader(self, len(self.records) if record is None else record.seq)
-        try:
-            return slot.start(event, reader)
-        except Exception as exc:
-            raise _Failed(exc, slot, "start", claim, record) from None
-        finally:
-            reader._seq = -1
 
     # -- rules 1 and 7: one event ------------------------------------------------------
 
@@ -507,10 +504,13 @@ class Fold:
         event_type = self.event_type
         rejected = 0
         level = NOT_ACCEPTED
-        run: _Run | None = None  # the node whose update claims gather, and its events
-        run_route: _Route | None = None  # run.slot's route: None is no event's route
-        run_claim: object = None
-        gather: Any = None  # run.events.append
+        # The node whose update claims gather into a run (the last one updated through
+        # a one-slot route of a routed engine), and the run's events not yet folded.
+        run_route: _Route | None = None  # run_slot's route: None is no event's route
+        run_slot: Any = None
+        run_claim: Any = None
+        run_events: list[object] = []
+        gather = run_events.append
         try:
             for event in batch.iterator:
                 try:
@@ -529,10 +529,14 @@ class Fold:
                                 continue
                         except Exception as exc:
                             raise _Failed(exc, slot, "match", claim) from None
-                    if run is not None and run.events:  # anything else ends the run first
-                        level = max(level, self._fold_run(run))
+                    if run_events:  # anything else ends the run first
+                        run = _Run(run_slot, run_claim, run_events)
+                        run_events = []  # the folded list is the definition's now
+                        gather = run_events.append
+                        run_level = self._fold_run(run)
                         rejected += run.rejected
-                        gather = run.events.append
+                        if run_level > level:
+                            level = run_level
                     if slot is None:
                         event_level = self._event(route, event)
                     elif claim is None:
@@ -540,12 +544,8 @@ class Fold:
                         event_level = NOT_ACCEPTED
                     else:
                         event_level = self._claim(slot, claim, event, None)
-                        if slot.runs and claim.role == "update":
-                            # The updates of this node that follow gather into a run.
-                            new_run = self._run_of(slot, claim)
-                            if new_run is not None:
-                                run, run_route, run_claim = new_run, route, claim
-                                gather = new_run.events.append
+                        if slot.runs and claim.role == "update":  # what follows gathers
+                            run_route, run_slot, run_claim = route, slot, claim
                     if event_level < 0:
                         rejected += 1
                     elif event_level > level:
@@ -562,13 +562,8 @@ class Fold:
         finally:
             batch.level = max(batch.level, level)
             batch.rejected += rejected
-            batch.run = run
-
-    def _run_of(self, slot: _Slot, claim: Claim) -> _Run | None:
-        """A run for the updates that follow ``claim``'s (just folded) on its node;
-        None if the update was dropped (rule 3: no open node)."""
-        record = self.opens[slot.index].get(claim.id)
-        return None if record is None else _Run(slot, claim, record)
+            if run_events:
+                batch.run = _Run(run_slot, run_claim, run_events)
 
     def _end(self, batch: _Batch) -> None:
         """Fold the run the batch (or a failure) ended, then commit: one commit for every
@@ -577,7 +572,7 @@ class Fold:
         committed. (Asking the iterator how many it has left costs more than folding one
         event: only done when the loop stopped early.)"""
         run = batch.run
-        if run is not None and run.events:  # it came before the failure, if any
+        if run is not None:  # it came before the failure, if any
             try:
                 batch.level = max(batch.level, self._fold_run(run))
                 batch.rejected += run.rejected
@@ -607,17 +602,21 @@ class Fold:
         ``_RunFailed``."""
         slot = run.slot
         events = run.events
-        run.events = []  # the next run of this node (the list is the definition's now)
+        record = self.opens[slot.index].get(run.claim.id)
+        if record is None:  # the update before the run was dropped (rule 3): so are these
+            for event in events:
+                self._claim(slot, run.claim, event, None)
+            run.rejected = len(events)
+            return NOT_ACCEPTED
         many = slot.many
         if many is not None and len(events) > 1:
-            record = run.record
             state = record.state
             try:
                 new = many(state, events)
                 if new is state:
                     run.rejected = len(events)
                     return NOT_ACCEPTED
-                level = self._run_level(slot, events)
+                level = slot.level if slot.publication is None else self._run_level(slot, events)
             except Exception:  # folded again one at a time below, to name the event
                 pass
             except BaseException as exc:  # KeyboardInterrupt: nothing of the run is folded
@@ -625,14 +624,14 @@ class Fold:
             else:
                 self._set_state(record, new)
                 return level
-        return self._fold_each(run, events)
+        return self._fold_each(run, record)
 
-    def _fold_each(self, run: _Run, events: list[object]) -> Level:
+    def _fold_each(self, run: _Run, record: _Record) -> Level:
         """A run's ``events`` one at a time, in a tight loop (the run fast path: the
         update half of ``_claim`` for one open node, rule 6 included, with the state set
         once). Those before a failing event stay folded; raises ``_RunFailed``."""
         slot = run.slot
-        record = run.record
+        events = run.events
         update = slot.update
         publication = slot.publication
         state = record.state
@@ -678,10 +677,10 @@ class Fold:
 
     @staticmethod
     def _run_level(slot: _Slot, events: list[object]) -> Level:
-        """The most urgent publication of a run's events (``_BadClaim`` for a bad one)."""
+        """The most urgent ``slot.publication`` of a run's events (``_BadClaim`` for a
+        bad one)."""
         publication = slot.publication
-        if publication is None:
-            return slot.level
+        assert publication is not None
         level = NOT_ACCEPTED
         for event in events:
             event_level = LEVELS.get(publication(event))
