@@ -488,16 +488,10 @@ class Fold:
             raise _error(batch.failure, self.position - 1)
 
     def _loop(self, batch: _Batch) -> None:
-        """The hot loop: fold ``batch``'s events until one fails.
-
-        A one-slot route (most routed events) is matched here and its claim folded by
-        ``_claim``; other routes go through ``_event``. The update claims on a node that
-        follow its update through a one-slot route are gathered into a run, inline (the
-        one fast path kept here: a claim equal to the run's names the run's node), and
-        folded by ``_fold_run`` before anything else changes. The loop counts the
-        events it rejects (streams are mostly accepted events); positions are read off
-        the iterator at the end.
-        """
+        """The hot loop: fold ``batch``'s events until one fails. A one-slot route is
+        matched here, its claim folded by ``_claim``; others go through ``_event``. A
+        run (see the module docstring) is gathered inline: a claim equal to the run's
+        names the run's node. Rejected events are counted (most are accepted)."""
         route_all = self.registration._route_all
         route: _Route = route_all  # type: ignore[assignment] # routed: set per event
         routes = self.registration._routes  # shared with the registration's other engines
@@ -509,8 +503,8 @@ class Fold:
         run_route: _Route | None = None  # run_slot's route: None is no event's route
         run_slot: Any = None
         run_claim: Any = None
+        run_match: Any = None
         run_events: list[object] = []
-        gather = run_events.append
         try:
             for event in batch.iterator:
                 try:
@@ -519,24 +513,28 @@ class Fold:
                             route = routes[event_type(event)]  # type: ignore[misc]
                         except Exception:  # a new type, or a failing event_type: see _route
                             route = self._route(event)
-                    slot = route.single
                     claim = None
-                    if slot is not None:
+                    if route is run_route:  # the run fast path: the run's node again?
                         try:
-                            claim = slot.match(event)
-                            if route is run_route and (claim is run_claim or claim == run_claim):
-                                gather(event)  # the run fast path
+                            claim = run_match(event)
+                            if claim is run_claim or claim == run_claim:
+                                run_events.append(event)
                                 continue
                         except Exception as exc:
-                            raise _Failed(exc, slot, "match", claim) from None
+                            raise _Failed(exc, run_slot, "match", claim) from None
+                        slot = run_slot
+                    else:
+                        slot = route.single
+                        if slot is not None:
+                            try:
+                                claim = slot.match(event)
+                            except Exception as exc:
+                                raise _Failed(exc, slot, "match") from None
                     if run_events:  # anything else ends the run first
                         run = _Run(run_slot, run_claim, run_events)
                         run_events = []  # the folded list is the definition's now
-                        gather = run_events.append
-                        run_level = self._fold_run(run)
+                        level = max(level, self._fold_run(run))
                         rejected += run.rejected
-                        if run_level > level:
-                            level = run_level
                     if slot is None:
                         event_level = self._event(route, event)
                     elif claim is None:
@@ -546,6 +544,7 @@ class Fold:
                         event_level = self._claim(slot, claim, event, None)
                         if slot.runs and claim.role == "update":  # what follows gathers
                             run_route, run_slot, run_claim = route, slot, claim
+                            run_match = slot.match
                     if event_level < 0:
                         rejected += 1
                     elif event_level > level:
