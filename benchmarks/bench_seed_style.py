@@ -26,38 +26,11 @@ from typing import Any
 from bench_engine import SimpleDefinition, minimal_loop, workload
 
 from definitions import StreamedText
-from engine import Claim, ManualScheduler, Publication, create_conversation_engine
+from engine import ManualScheduler, Publication, create_conversation_engine
 
 Event = dict[str, Any]
 FRAME_EVERY = 64
 TARGET = 8.0
-
-
-class Streamed:
-    """A kind with a start and streamed deltas, written as the seed writes ``message``."""
-
-    def __init__(self, kind: str, field: str) -> None:
-        self.kind = kind
-        self.start_type = f"{kind}.start"
-        self.delta_type = f"{kind}.delta"
-        self.field = field
-
-    def match(self, event: Event) -> Claim | None:
-        kind = event["type"]
-        if kind == self.delta_type:
-            return Claim(event["id"], "update")
-        if kind == self.start_type:
-            return Claim(event["id"], "start")
-        return None
-
-    def start(self, event: Event, reader: Any) -> StreamedText:
-        return StreamedText()
-
-    def update(self, state: StreamedText, event: Event) -> StreamedText:
-        return state.append(event[self.field])
-
-    def publication(self, event: Event) -> Publication:
-        return "animation-frame" if event["type"] == self.delta_type else "immediate"
 
 
 class Simple(SimpleDefinition):
@@ -67,6 +40,25 @@ class Simple(SimpleDefinition):
     def __init__(self, kind: str) -> None:
         super().__init__(kind)
         self.event_types = None  # type: ignore[assignment]
+
+
+class Streamed(Simple):
+    """A kind with a start and streamed deltas, written as the seed writes ``message``:
+    its update appends ``field``, its publication is a function of the event."""
+
+    def __init__(self, kind: str, field: str) -> None:
+        super().__init__(kind)
+        self.set_type = f"{kind}.delta"  # what match() claims as an update
+        self.field = field
+
+    def start(self, event: Event, reader: Any) -> StreamedText:
+        return StreamedText()
+
+    def update(self, state: StreamedText, event: Event) -> StreamedText:
+        return state.append(event[self.field])
+
+    def publication(self, event: Event) -> Publication:  # type: ignore[override]
+        return "animation-frame" if event["type"] == self.set_type else "immediate"
 
 
 def seed_definitions() -> list[Any]:
