@@ -533,8 +533,10 @@ class Fold:
                     if run_events:  # anything else ends the run first
                         run = _Run(run_slot, run_claim, run_events)
                         run_events = []  # the folded list is the definition's now
-                        level = max(level, self._fold_run(run))
+                        run_level = self._fold_run(run)
                         rejected += run.rejected
+                        if run_level > level:
+                            level = run_level
                     if slot is None:
                         event_level = self._event(route, event)
                     elif claim is None:
@@ -621,7 +623,10 @@ class Fold:
             except BaseException as exc:  # KeyboardInterrupt: nothing of the run is folded
                 raise _RunFailed(exc, NOT_ACCEPTED, 0, len(events)) from None
             else:
-                self._set_state(record, new)
+                record.state = new  # Fold._set_state, inline: once per run
+                if record.node is not None:
+                    record.node = None
+                    self.dirty.append(record)
                 return level
         return self._fold_each(run, record)
 
