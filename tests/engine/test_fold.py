@@ -332,6 +332,25 @@ class TestEventsAreAtomic:
         assert [n.key for n in engine.nodes()] == ["a:1"]
 
 
+class TestAnUndoneStartLeavesNoTrace:
+    """Rule 7 for a node started by an event that a later definition then failed: the
+    undone record must leave the list of records to refreeze too."""
+
+    def test_a_later_change_refreezes_only_live_nodes(self) -> None:
+        class FailsOnY(Tally):
+            def start(self, event: dict[str, Any], reader: Any) -> TallyState:
+                if event["id"] == "y":
+                    raise KeyError("y")
+                return super().start(event, reader)
+
+        engine = fold([ev("a", "start", "1")], [Tally("a"), FailsOnY("b")])
+        engine.nodes()
+        with pytest.raises(DefinitionError):
+            engine.push(ev("*", "start", "y"))  # a:y started, then undone
+        engine.push(ev("a", "update", "1"))
+        assert [(n.key, n.seq, n.state.total) for n in engine.nodes()] == [("a:1", 0, 2)]
+
+
 class TestEventsAreAtomicOnTheInlinePath:
     """Rule 7 where one definition can claim the event (the fold's inline path, which
     keeps no undo log: every call that can raise must come before the change)."""

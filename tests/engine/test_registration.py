@@ -209,9 +209,9 @@ class TestRegistration:
     def test_routes_are_bounded_for_an_event_type_of_many_values(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        from engine import _fold
+        from engine import _registration
 
-        monkeypatch.setattr(_fold, "_ROUTES_MAX", 3)
+        monkeypatch.setattr(_registration, "_ROUTES_MAX", 3)
         registration = Registration([Tally("a")], event_type=lambda event: event["v"])
         engine = create_conversation_engine(registration)
         engine.push_many(
