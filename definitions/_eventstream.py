@@ -26,7 +26,14 @@ from typing import Any, Final
 
 import msgspec
 
-__all__ = ["EventStreamDecoder", "EventStreamError", "Frame", "decode_frames", "encode_frame"]
+__all__ = [
+    "EventStreamDecoder",
+    "EventStreamError",
+    "Frame",
+    "decode_frames",
+    "encode_frame",
+    "is_eventstream",
+]
 
 _PRELUDE: Final = 12
 _MINIMUM: Final = 16  # prelude and message CRC, no headers, no payload
@@ -126,6 +133,19 @@ def _check_prelude(data: bytes | memoryview, base: int) -> int:
     if headers_length > min(_MAX_HEADERS, total - _MINIMUM):
         raise EventStreamError(base, f"headers length {headers_length} does not fit the frame")
     return int(total)
+
+
+def is_eventstream(data: bytes) -> bool:
+    """Whether ``data`` opens with an event-stream frame: a prelude whose CRC holds
+    (text never does: its first byte would have to be NUL for any sane length)."""
+    if len(data) < _PRELUDE:
+        return False
+    total, headers_length, prelude_crc = _prelude.unpack_from(data, 0)
+    return bool(
+        zlib.crc32(data[:8]) == prelude_crc
+        and _MINIMUM <= total <= _MAXIMUM
+        and headers_length <= total - _MINIMUM
+    )
 
 
 class EventStreamDecoder:

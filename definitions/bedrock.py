@@ -49,7 +49,7 @@ import msgspec
 from engine import Claim, Node, Registration, create_conversation_engine
 
 from ._cons import Cons, items
-from ._eventstream import EventStreamDecoder, EventStreamError, decode_frames
+from ._eventstream import EventStreamDecoder, EventStreamError, decode_frames, is_eventstream
 from ._partial_json import PartialJSONError, parse_partial_json
 from ._render import payload
 from ._text import StreamedText
@@ -67,6 +67,7 @@ __all__ = [
     "event_type",
     "events_from_eventstream",
     "fold",
+    "is_eventstream",
     "messages",
     "scope",
 ]

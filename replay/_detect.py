@@ -72,6 +72,8 @@ PROTOCOLS: Final[Mapping[str, tuple[str, str]]] = {
     "openai_responses": ("OpenAI Responses", "definitions.openai_responses"),
     "ag_ui": ("AG-UI", "definitions.ag_ui"),
     "ai_sdk": ("AI SDK UI message stream", "definitions.ai_sdk"),
+    "gemini": ("Gemini generateContent", "definitions.gemini"),
+    "bedrock": ("AWS Bedrock ConverseStream", "definitions.bedrock"),
 }
 """Every protocol ``detect_protocol`` knows: name -> (title, definition module)."""
 
@@ -154,6 +156,21 @@ _AI_SDK: Final = frozenset(
 )
 
 
+# Gemini chunks and Bedrock events carry no "type" either: Gemini's by their fields,
+# Bedrock's by their one key (the event type).
+_GEMINI: Final = frozenset({"candidates", "usageMetadata", "promptFeedback"})
+_BEDROCK: Final = frozenset(
+    {
+        "messageStart",
+        "contentBlockStart",
+        "contentBlockDelta",
+        "contentBlockStop",
+        "messageStop",
+        "metadata",
+    }
+)
+
+
 def _builtin_tags() -> frozenset[str]:
     from definitions.builtin import TAGS  # the built-in vocabulary, from its one source
 
@@ -170,6 +187,10 @@ def _vote(event: Any, builtin: frozenset[str]) -> str | None:
         # Chat Completions chunks carry no "type"; they carry their object name.
         if event.get("object") == "chat.completion.chunk" or ("choices" in event and "id" in event):
             return "openai_chat"
+        if len(event) == 1 and next(iter(event)) in _BEDROCK:
+            return "bedrock"
+        if not _GEMINI.isdisjoint(event):
+            return "gemini"
         return None
     if kind in builtin:
         return "builtin"

@@ -1,4 +1,5 @@
-"""Recordings as they come: our log, SSE text, JSON arrays, JSON Lines of raw events.
+"""Recordings as they come: our log, SSE text, JSON arrays, JSON Lines of raw events,
+and raw AWS event-stream bodies (Bedrock's ``application/vnd.amazon.eventstream``).
 
 ``load_events`` detects the format from the first bytes and returns the raw events
 in order, as plain Python objects, the same lists the provider SDKs' readers hand to
@@ -11,6 +12,9 @@ their accumulators (the reference oracles in ``../shared/oracles``):
 - every raw provider format: ``{"type": "ping"}`` keep-alives are dropped (as
   anthropic's reader does); everything else passes through untouched.
 - our own log (``{"position": ..., "event": ...}`` lines): the events, untouched.
+- an event-stream body (binary frames; detected by a first frame whose prelude CRC
+  holds): the ConverseStream events its frames carry
+  (``definitions.bedrock.events_from_eventstream``); a bad frame always raises.
 
 One deliberate difference from the SDKs: a last SSE frame with no blank line after
 it is kept when its data is complete JSON. A live stream must discard it (the
@@ -34,6 +38,8 @@ from typing import Any, Literal
 import attrs
 import msgspec
 
+from definitions.bedrock import EventStreamError, events_from_eventstream, is_eventstream
+
 from ._errors import LogError
 from ._log import (
     EventTypes,
@@ -47,7 +53,7 @@ from ._log import (
 
 __all__ = ["Format", "Loaded", "load_events"]
 
-Format = Literal["log", "sse", "json", "jsonl"]
+Format = Literal["log", "sse", "json", "jsonl", "eventstream"]
 
 _BOM = b"\xef\xbb\xbf"
 _SSE_FIELD = re.compile(rb"(event|data|id|retry)?:")
@@ -101,6 +107,8 @@ def parse_events(
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
     fmt = _detect(data)
+    if fmt == "eventstream":
+        return Loaded(path=path, format=fmt, events=_load_eventstream(data, path))
     if fmt == "log":
         log = parse_log(data, path=path, lenient=lenient, types=types)
         return Loaded(path=path, format=fmt, events=log.events(), problems=log.problems)
@@ -125,6 +133,8 @@ def parse_events(
 
 
 def _detect(data: bytes) -> Format:
+    if is_eventstream(data):  # binary frames: checked before any text format
+        return "eventstream"
     start = data.lstrip()
     if start.startswith(b"["):
         return "json"
@@ -144,6 +154,14 @@ def _detect(data: bytes) -> Format:
             return "jsonl"
         return "log"
     return "jsonl"
+
+
+def _load_eventstream(data: bytes, path: str | None) -> list[Any]:
+    try:
+        return events_from_eventstream(data)
+    except EventStreamError as exc:  # a binary body has no lines: the column is the byte
+        where = path or "<bytes>"
+        raise LogError(f"{where}: {exc}", path=path, line=1, column=exc.offset + 1) from exc
 
 
 def _is_keepalive(event: Any) -> bool:

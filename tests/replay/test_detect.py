@@ -114,6 +114,8 @@ SAMPLES: dict[str, list[dict[str, Any]]] = {
     "openai_responses": [{"type": "response.completed"}],
     "ag_ui": [{"type": "RUN_STARTED"}, {"type": "TOOL_CALL_ARGS"}],
     "ai_sdk": [{"type": "start"}, {"type": "tool-input-delta"}],
+    "gemini": [{"candidates": [{"content": {"parts": [{"text": "x"}]}}]}, {"usageMetadata": {}}],
+    "bedrock": [{"messageStart": {"role": "assistant"}}, {"contentBlockStop": {}}],
 }
 
 
