@@ -30,7 +30,7 @@ response a non-streaming ``generateContent`` call gives:
   ``partialArgs`` (``jsonPath`` + ``stringValue`` / ``numberValue`` / ``boolValue`` /
   ``nullValue``; a string is continued while its ``willContinue`` is true) fill the
   innermost open call, and it closes on an empty ``functionCall {}`` or a part whose
-  arguments no longer continue. The rebuilt call holds ``args`` built from them (the
+  arguments no longer continue (``{willContinue: true}`` alone changes nothing). The rebuilt call holds ``args`` built from them (the
   rules of the AI SDK's ``GoogleJSONAccumulator``), never ``partialArgs``;
 - any other part (``inlineData``, ``executableCode``, ...) is kept as it came.
 
@@ -262,8 +262,9 @@ def _call_part(
                 parts = (*parts[:at], _replace(parts[at], signature=signature), *parts[at + 1 :])
         parts, open_ = _partial(parts, open_, partial, continues)
         return _replace(candidate, parts=parts, open=open_)
-    if name is None and not call:  # the empty functionCall {} that ends a streamed call
-        if open_:
+    if name is None and "args" not in call:
+        # {} ends the innermost streamed call; {willContinue: true} only says it goes on
+        if open_ and not continues:
             at = open_[-1]
             parts = (*parts[:at], _replace(parts[at], streaming=False), *parts[at + 1 :])
             open_ = open_[:-1]

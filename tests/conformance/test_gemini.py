@@ -1,0 +1,136 @@
+"""definitions.gemini against the AI SDK's Google provider, on every Gemini recording.
+
+Two references: ``@ai-sdk/google`` run in node on each recorded body
+(``_oracle_providers.mjs``), and the snapshots the AI SDK's own tests assert for the
+same recordings (``ai-sdk-expected/``). Both are compared through the projection in
+``_provider_oracles`` (text, reasoning, signatures, calls, finish reason, usage).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from definitions import gemini
+from tests._shared import shared_path
+
+from . import _provider_oracles as oracles
+from ._compare import assert_same
+
+NAMES = oracles.recording_names("google")
+
+
+@pytest.fixture(scope="module")
+def provider() -> dict[str, dict[str, Any]]:
+    """The provider's stream parts per recording, one node process for all."""
+    names = [param.values[0] for param in NAMES]
+    if names == [None]:
+        pytest.skip("the Gemini recordings are absent")
+    jobs = [oracles.job("google", oracles.recording("google", name)) for name in names]
+    return dict(zip(names, oracles.run_providers(jobs), strict=True))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_recording_matches_the_ai_sdk_provider(name: str, provider: dict[str, Any]) -> None:
+    """What an application reads from our rebuilt response is what the provider yields."""
+    result = provider[name]
+    assert "error" not in result, result["error"]
+    [response] = gemini.fold(oracles.recording("google", name))
+    assert_same(oracles.gemini_view(response), oracles.gemini_sdk_view(result["parts"]))
+
+
+# The doStream snapshots of google-language-model.test.ts, by the recording each test
+# prepares (prepareChunksFixtureResponse in its describe block).
+SNAPSHOTS = {
+    "doStream > text > should stream text deltas 1": "google-text",
+    "doStream > tool-call > should stream tool call 1": "google-tool-call",
+    "doStream > reasoning > should stream reasoning and text parts 1": "google-reasoning",
+    "doStream > reasoning-gemini3 > should stream reasoning with thoughtSignature 1": (
+        "google-reasoning-gemini3"
+    ),
+    "doStream > tool-call-gemini3 > should stream tool call with thoughtSignature 1": (
+        "google-tool-call-gemini3"
+    ),
+    "doStream > streaming-tool-call-arguments > should stream partial function call "
+    "arguments with parallel tool calls 1": "google-stream-tool-call-arguments",
+    "doStream > streaming-tool-call-arguments-nested > should stream nested partial "
+    "function call arguments into proper nested JSON 1": (
+        "google-vertex-stream-tool-call-arguments-nested.1"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def snapshots() -> dict[str, Any]:
+    folder = shared_path("fixtures", "recorded", "gemini", "ai-sdk-expected")
+    return oracles.parse_snapshots(folder / "google-language-model.test.ts.snap")
+
+
+@pytest.mark.parametrize(("snapshot", "fixture"), SNAPSHOTS.items(), ids=SNAPSHOTS.values())
+def test_recording_matches_the_ai_sdk_test_snapshot(
+    snapshot: str, fixture: str, snapshots: dict[str, Any]
+) -> None:
+    """The stream the AI SDK's own tests expect from the recording shows what we rebuild."""
+    [response] = gemini.fold(oracles.recording("google", f"{fixture}.chunks.txt"))
+    assert_same(oracles.gemini_view(response), oracles.gemini_sdk_view(snapshots[snapshot]))
+
+
+def test_every_snapshot_of_a_recording_is_checked(snapshots: dict[str, Any]) -> None:
+    """No doStream snapshot of the stream parts is left out of SNAPSHOTS (the raw-chunks
+    one holds only the raw chunks)."""
+    streamed = {name for name in snapshots if name.startswith("doStream")}
+    assert streamed - set(SNAPSHOTS) == {
+        "doStream > text > should include raw chunks when includeRawChunks is enabled 1"
+    }
+
+
+# Inline expectations of google-language-model.test.ts (their describe blocks name the
+# recording): the calls each test asserts.
+INLINE = {
+    # "should finalize streamed function call arguments when the final partialArgs
+    # chunk omits willContinue"
+    "google-stream-tool-call-array-arguments-missing-terminal-function-call": [
+        (
+            "writeItems",
+            '{"operations":[{"action":"add","description":"Fresh red apple",'
+            '"itemid":"apple_001","price":0.5},{"action":"add","description":'
+            '"Ripe yellow banana","itemid":"banana_001","price":0.3}]}',
+        )
+    ],
+    # "should emit no-args function calls and preserve thoughtSignature alongside
+    # streamed-args calls"
+    "google-stream-no-args-tool-call": [
+        ("read_theme", "{}"),
+        ("read_screen", '{"id":"A"}'),
+        ("read_screen", '{"id":"B"}'),
+        ("read_screen", '{"id":"C"}'),
+    ],
+}
+
+
+@pytest.mark.parametrize(("fixture", "calls"), INLINE.items(), ids=INLINE.keys())
+def test_calls_match_the_ai_sdk_inline_expectations(
+    fixture: str, calls: list[tuple[str, str]]
+) -> None:
+    [response] = gemini.fold(oracles.recording("google", f"{fixture}.chunks.txt"))
+    view = oracles.gemini_view(response)
+    assert [(c["name"], c["input"]) for c in view["calls"]] == [
+        (name, json.loads(args)) for name, args in calls
+    ]
+    if fixture == "google-stream-no-args-tool-call":
+        # the response's one signature stays on the no-args call, not the streamed ones
+        assert len(view["calls"][0]["signature"]) > 100
+        assert all("signature" not in c for c in view["calls"][1:])
+
+
+@pytest.mark.parametrize(
+    "name", ["google-text", "google-reasoning", "google-reasoning-gemini3", "google-tool-call"]
+)
+def test_a_whole_response_folds_to_itself(name: str) -> None:
+    """The non-streaming response of a call is a valid one-chunk stream: folding it gives
+    it back, field for field (the rebuild has generateContent's shape)."""
+    path = shared_path("fixtures", "recorded", "gemini", f"{name}.json")
+    response = json.loads(path.read_text(encoding="utf-8"))
+    assert gemini.fold([response]) == [response]
