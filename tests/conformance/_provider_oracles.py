@@ -194,6 +194,10 @@ def bedrock_sdk_view(parts: list[dict[str, Any]]) -> dict[str, Any]:
             redacted = _signature_of(part, "redactedData")
             if redacted is not None:
                 block["redacted"] = redacted
+        elif kind == "reasoning-end":
+            redacted = _signature_of(part, "redactedContent")
+            if redacted is not None:
+                blocks[f"reasoning:{part['id']}"]["redacted"] = redacted
         elif kind == "tool-call":
             call = _sdk_call(part, "signature")
             blocks[f"call:{part['toolCallId']}"] = {
@@ -311,3 +315,14 @@ def recording_body(provider: str, name: str) -> bytes:
 def recording(provider: str, name: str) -> list[Any]:
     """The raw events of one recording, read by replay (JSON Lines, SSE, event stream)."""
     return list(parse_events(recording_body(provider, name), path=name).events)
+
+
+def recording_job(provider: str, name: str, **extra: Any) -> dict[str, Any]:
+    """The oracle job for one recording: a cassette's body as it was sent (SSE text, or
+    the event-stream bytes the AI SDK's codec decodes itself), a JSON Lines recording
+    framed as the service would send it."""
+    if "#" in name:
+        body = recording_body(provider, name)
+        text = body.decode("utf-8") if provider == "google" else base64.b64encode(body).decode()
+        return {"provider": provider, "body": text, **extra}
+    return job(provider, recording(provider, name), **extra)
