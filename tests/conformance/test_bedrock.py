@@ -98,3 +98,32 @@ def test_generated_streams_match_the_ai_sdk_provider(streams: list[list[dict[str
         assert "error" not in result, result["error"]
         [message] = bedrock.fold(stream)
         assert_same(oracles.bedrock_view(message), oracles.bedrock_sdk_view(result["parts"]))
+
+
+class TestWhereTheProviderIsWrong:
+    """Streams on which @ai-sdk/amazon-bedrock mangles what the protocol sent."""
+
+    def test_redacted_reasoning_in_pieces_is_joined_as_bytes(self) -> None:
+        """``redactedContent`` is a blob, base64 in JSON. The provider joins the pieces
+        as strings, which is not base64 of the joined bytes once a piece is padded;
+        ours decodes, joins and encodes (boto3 hands bytes, which it joins as bytes)."""
+        events = [
+            {"messageStart": {"role": "assistant"}},
+            *(
+                {
+                    "contentBlockDelta": {
+                        "contentBlockIndex": 0,
+                        "delta": {"reasoningContent": {"redactedContent": piece}},
+                    }
+                }
+                for piece in ("YWI=", "Y2Q=")  # b"ab", b"cd"
+            ),
+            {"contentBlockStop": {"contentBlockIndex": 0}},
+            {"messageStop": {"stopReason": "end_turn"}},
+        ]
+        [result] = oracles.run_providers([oracles.job("bedrock", events)])
+        [block] = oracles.bedrock_sdk_view(result["parts"])["blocks"]
+        assert block["redacted"] == "YWI=Y2Q="  # not base64 of anything
+        [message] = bedrock.fold(events)
+        [content] = message["output"]["message"]["content"]
+        assert content == {"reasoningContent": {"redactedContent": "YWJjZA=="}}  # b"abcd"

@@ -151,3 +151,53 @@ def test_generated_streams_match_the_ai_sdk_provider(streams: list[list[dict[str
         assert "error" not in result, result["error"]
         [response] = gemini.fold(stream)
         assert_same(oracles.gemini_view(response), oracles.gemini_sdk_view(result["parts"]))
+
+
+class TestWhereTheProviderIsWrong:
+    """Streams on which @ai-sdk/google loses what the protocol sent; ours keeps it."""
+
+    def test_every_candidate_is_kept_where_the_provider_reads_only_the_first(self) -> None:
+        """With candidateCount > 1 the chunks interleave candidates by ``index``; the
+        provider reads ``candidates[0]`` of each chunk, so it shows whichever candidate
+        came first in each chunk, mixed. Ours keeps each candidate whole, apart."""
+        chunks = [
+            {"candidates": [{"index": 0, "content": {"role": "model", "parts": [{"text": "A1"}]}}]},
+            {"candidates": [{"index": 1, "content": {"role": "model", "parts": [{"text": "B1"}]}}]},
+            {
+                "candidates": [
+                    {"index": 1, "content": {"parts": [{"text": "B2"}]}, "finishReason": "STOP"},
+                    {"index": 0, "content": {"parts": [{"text": "A2"}]}, "finishReason": "STOP"},
+                ]
+            },
+        ]
+        [result] = oracles.run_providers([oracles.job("google", chunks)])
+        assert oracles.gemini_sdk_view(result["parts"])["text"] == "A1B1B2"  # mixed up
+        [response] = gemini.fold(chunks)
+        texts = {c["index"]: c["content"]["parts"][0]["text"] for c in response["candidates"]}
+        assert texts == {0: "A1A2", 1: "B1B2"}
+
+    def test_a_signature_after_thoughts_is_kept_where_the_provider_drops_it(self) -> None:
+        """An empty part carrying a ``thoughtSignature`` after thought parts: the
+        provider attaches such a signature only to an open text block, so here it is
+        lost, and a client replaying the history cannot send it back as Gemini asks.
+        Ours keeps it, byte for byte, on a part of its own."""
+        signature = "c2lnbmF0dXJlLWJ5dGVz"
+        chunks = [
+            {"candidates": [{"content": {"parts": [{"text": "hm", "thought": True}]}}]},
+            {
+                "candidates": [
+                    {
+                        "content": {"parts": [{"text": "", "thoughtSignature": signature}]},
+                        "finishReason": "STOP",
+                    }
+                ]
+            },
+        ]
+        [result] = oracles.run_providers([oracles.job("google", chunks)])
+        assert oracles.gemini_sdk_view(result["parts"])["signatures"] == []
+        [response] = gemini.fold(chunks)
+        parts = response["candidates"][0]["content"]["parts"]
+        assert parts == [
+            {"text": "hm", "thought": True},
+            {"text": "", "thoughtSignature": signature},
+        ]
