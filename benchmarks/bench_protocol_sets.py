@@ -63,7 +63,7 @@ def streams() -> dict[str, list[tuple[str, list[dict[str, Any]]]]]:
     """The recorded streams of each protocol, longest first, one file per stream."""
     found: dict[str, list[tuple[str, list[dict[str, Any]]]]] = defaultdict(list)
     seen: set[str] = set()
-    for path in sorted(FIXTURES.iterdir()):
+    for path in sorted(p for p in FIXTURES.iterdir() if p.is_file()):
         events = load_events(path, lenient=True).events
         protocol = detect_protocol(events).protocol
         if protocol not in FOLDS or len(events) < MIN_EVENTS:

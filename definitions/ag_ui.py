@@ -50,14 +50,16 @@ from typing import Any, ClassVar, Final
 
 import msgspec
 
-from engine import Claim, Node, Reader, Registration, create_conversation_engine
+from engine import Claim, Node, Reader
 
 from ._envelope import claims_for, publications
+from ._protocol import ProtocolSet, route_by_class
 from ._render import payload
 from ._text import StreamedText
 
 __all__ = [
     "DEFINITIONS",
+    "PROTOCOL",
     "EventNode",
     "Message",
     "PatchError",
@@ -67,17 +69,21 @@ __all__ = [
     "SharedState",
     "ToolCall",
     "apply_patch",
+    "detect",
+    "event_type",
     "fold",
     "messages",
     "project",
+    "route",
     "state",
 ]
 
 _FRAME: Final = "animation-frame"
 _NOW: Final = "immediate"
 _NOT_ROUTED = (
-    "AG-UI definitions fold Routed envelopes, not raw event dicts: push "
-    "ag_ui.Router()(event) (or register a Router as a push hook, or use ag_ui.fold())"
+    "AG-UI definitions fold Routed envelopes, not raw events: use "
+    "ag_ui.PROTOCOL.engine() (its push takes raw events), or push "
+    "ag_ui.route(events) / ag_ui.Router()(event)"
 )
 
 
@@ -149,6 +155,13 @@ class _ToOther(Routed):
     target = "ag_ui_event"
 
 
+def _plain(event: object) -> dict[str, Any]:
+    """A typed event as its dict (this protocol's SDKs derive no events)."""
+    plain = PROTOCOL.plain(event)
+    assert plain is not None  # PROTOCOL.derived is empty
+    return plain
+
+
 class Router:
     """Decides, per raw AG-UI event, which node it starts or updates (no I/O, no clock).
 
@@ -168,15 +181,20 @@ class Router:
         self._run: Claim | None = None
         self._count = 0
 
-    def __call__(self, event: Mapping[str, Any]) -> Routed:
-        """The envelope of ``event``; an unknown type gets one that claims nothing."""
+    def __call__(self, event: Any) -> Routed:
+        """The envelope of ``event`` (an event dict, or the SDK's typed event by its
+        shape); an unknown type gets one that claims nothing."""
+        if type(event) is not dict:
+            event = _plain(event)
         handler = _HANDLERS.get(event.get("type"))
         return Routed(event) if handler is None else handler(self, event)
 
-    def route(self, events: Iterable[Mapping[str, Any]]) -> Iterator[Routed]:
+    def route(self, events: Iterable[Any]) -> Iterator[Routed]:
         """Envelopes of ``events``, in order."""
         handlers = _HANDLERS
         for event in events:
+            if type(event) is not dict:
+                event = _plain(event)
             handler = handlers.get(event.get("type"))
             yield Routed(event) if handler is None else handler(self, event)
 
@@ -996,17 +1014,79 @@ def state(nodes: Iterable[Node]) -> Any:
     return value
 
 
-# Registered once for every fold: engines of one registration share its routes.
-_REGISTRATION: Final = Registration(DEFINITIONS, event_type=type)
+# The types of the protocol's events, for detection.
+_WIRE_TYPES: Final = frozenset(
+    {
+        "RUN_STARTED",
+        "RUN_FINISHED",
+        "RUN_ERROR",
+        "STEP_STARTED",
+        "STEP_FINISHED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "TEXT_MESSAGE_CHUNK",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_CHUNK",
+        "TOOL_CALL_RESULT",
+        "REASONING_START",
+        "REASONING_END",
+        "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_END",
+        "REASONING_MESSAGE_CHUNK",
+        "REASONING_ENCRYPTED_VALUE",
+        "THINKING_START",
+        "THINKING_END",
+        "THINKING_TEXT_MESSAGE_START",
+        "THINKING_TEXT_MESSAGE_CONTENT",
+        "THINKING_TEXT_MESSAGE_END",
+        "STATE_SNAPSHOT",
+        "STATE_DELTA",
+        "MESSAGES_SNAPSHOT",
+        "ACTIVITY_SNAPSHOT",
+        "ACTIVITY_DELTA",
+        "RAW",
+        "CUSTOM",
+    }
+)
 
 
-def project(events: Iterable[Mapping[str, Any]]) -> tuple[Node, ...]:
-    """The nodes of one recording's raw event dicts (routed, then folded)."""
-    engine = create_conversation_engine(_REGISTRATION)
-    engine.push_many(Router().route(events))
-    return engine.nodes()
+def detect(event: Mapping[str, Any]) -> bool:
+    """Whether a plain event dict is an AG-UI event (its ``type``)."""
+    kind = event.get("type")
+    return type(kind) is str and kind in _WIRE_TYPES
 
 
-def fold(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The final message list of one recording (raw event dicts in log order)."""
-    return messages(project(events))
+def route(events: Iterable[Any]) -> Iterator[Routed]:
+    """The envelopes of one stream's raw events (the pre-pass: one ``Router``, fresh)."""
+    return Router().route(events)
+
+
+event_type: Final = route_by_class(Routed, _NOT_ROUTED)
+"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
+class; a ``TypeError`` naming the fix for a raw event (pushed without the pre-pass)."""
+
+PROTOCOL: Final = ProtocolSet(
+    name="ag_ui",
+    title="AG-UI",
+    detect=detect,
+    definitions=DEFINITIONS,
+    prepare=route,
+    pre_pass=Router,
+    event_type=event_type,
+    rebuild=messages,
+)
+"""The AG-UI protocol set (``definitions.ProtocolSet``)."""
+
+
+def project(events: Iterable[Any]) -> tuple[Node, ...]:
+    """The nodes of one recording's raw events (routed, then folded)."""
+    return PROTOCOL.replay(events)
+
+
+def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
+    """The final message list of one recording (raw events in log order)."""
+    return PROTOCOL.fold(events)

@@ -48,14 +48,16 @@ from typing import Any, ClassVar, Final
 
 import msgspec
 
-from engine import Claim, Node, Reader, Registration, create_conversation_engine
+from engine import Claim, Node, Reader
 
 from ._envelope import publications
+from ._protocol import ProtocolSet, route_by_class
 from ._render import payload
 from ._text import StreamedText
 
 __all__ = [
     "DEFINITIONS",
+    "PROTOCOL",
     "UNSET",
     "MessageState",
     "Part",
@@ -64,18 +66,22 @@ __all__ = [
     "Step",
     "TextPart",
     "ToolPart",
+    "detect",
+    "event_type",
     "fix_json",
     "fold",
     "parse_partial_json",
     "project",
+    "route",
     "ui_messages",
 ]
 
 _FRAME: Final = "animation-frame"
 _NOW: Final = "immediate"
 _NOT_ROUTED = (
-    "AI SDK definitions fold Routed envelopes, not raw chunk dicts: push "
-    "ai_sdk.Router()(chunk) (or register a Router as a push hook, or use ai_sdk.fold())"
+    "AI SDK definitions fold Routed envelopes, not raw chunks: use "
+    "ai_sdk.PROTOCOL.engine() (its push takes raw chunks), or push "
+    "ai_sdk.route(chunks) / ai_sdk.Router()(chunk)"
 )
 _MESSAGE: Final = "ai_sdk_message"
 _TEXT: Final = "ai_sdk_text"
@@ -242,6 +248,13 @@ class _Message:
         self.data: dict[tuple[str, str], Claim] = {}
 
 
+def _plain(event: object) -> dict[str, Any]:
+    """A typed event as its dict (this protocol's SDKs derive no events)."""
+    plain = PROTOCOL.plain(event)
+    assert plain is not None  # PROTOCOL.derived is empty
+    return plain
+
+
 class Router:
     """Decides, per raw UI message chunk, which node it starts or updates.
 
@@ -254,8 +267,11 @@ class Router:
         self._current = _Message("0", "")
         self._reasoning: dict[str, Claim] = {}
 
-    def __call__(self, event: Mapping[str, Any]) -> Routed:
-        """The envelope of ``event``; a chunk that concerns no node gets a bare one."""
+    def __call__(self, event: Any) -> Routed:
+        """The envelope of ``event`` (a chunk dict, or a typed chunk by its shape); a
+        chunk that concerns no node gets a bare one."""
+        if type(event) is not dict:
+            event = _plain(event)
         kind = event.get("type")
         handler = _HANDLERS.get(kind)
         if handler is not None:
@@ -278,7 +294,7 @@ class Router:
             current.pending_steps = 0
         return routed
 
-    def route(self, events: Iterable[Mapping[str, Any]]) -> Iterator[Routed]:
+    def route(self, events: Iterable[Any]) -> Iterator[Routed]:
         """Envelopes of ``events``, in order."""
         handlers = _HANDLERS
         delta_keys = _DELTA_KEYS
@@ -294,6 +310,8 @@ class Router:
         last_class: type[Routed] = Routed
         last_claim: Claim | None = None
         for event in events:
+            if type(event) is not dict:
+                event = _plain(event)
             kind = event.get("type")
             if kind == last_type and event.get(last_key, _ABSENT) == last_part:
                 yield last_class(event, last_claim)
@@ -1357,17 +1375,69 @@ def ui_messages(nodes: Iterable[Node]) -> list[dict[str, Any]]:
     return list(messages.values())
 
 
-# Registered once for every fold: engines of one registration share its routes.
-_REGISTRATION: Final = Registration(DEFINITIONS, event_type=type)
+# The types of the protocol's events, for detection.
+_WIRE_TYPES: Final = frozenset(
+    {
+        "start",
+        "finish",
+        "abort",
+        "message-metadata",
+        "text-start",
+        "text-delta",
+        "text-end",
+        "reasoning-start",
+        "reasoning-delta",
+        "reasoning-end",
+        "tool-input-start",
+        "tool-input-delta",
+        "tool-input-available",
+        "tool-input-error",
+        "tool-output-available",
+        "tool-output-error",
+        "tool-approval-request",
+        "tool-output-denied",
+        "start-step",
+        "finish-step",
+        "file",
+        "source-url",
+        "source-document",
+    }
+)
 
 
-def project(events: Iterable[Mapping[str, Any]]) -> tuple[Node, ...]:
-    """The nodes of one recording's raw chunk dicts (routed, then folded)."""
-    engine = create_conversation_engine(_REGISTRATION)
-    engine.push_many(Router().route(events))
-    return engine.nodes()
+def detect(event: Mapping[str, Any]) -> bool:
+    """Whether a plain event dict is a UI message stream chunk (its ``type``)."""
+    kind = event.get("type")
+    return type(kind) is str and (kind in _WIRE_TYPES or kind.startswith("data-"))
 
 
-def fold(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The final UI messages of one recording (raw chunk dicts in log order)."""
-    return ui_messages(project(events))
+def route(events: Iterable[Any]) -> Iterator[Routed]:
+    """The envelopes of one stream's raw chunks (the pre-pass: one ``Router``, fresh)."""
+    return Router().route(events)
+
+
+event_type: Final = route_by_class(Routed, _NOT_ROUTED)
+"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
+class; a ``TypeError`` naming the fix for a raw chunk (pushed without the pre-pass)."""
+
+PROTOCOL: Final = ProtocolSet(
+    name="ai_sdk",
+    title="AI SDK UI message stream",
+    detect=detect,
+    definitions=DEFINITIONS,
+    prepare=route,
+    pre_pass=Router,
+    event_type=event_type,
+    rebuild=ui_messages,
+)
+"""The AI SDK UI message stream protocol set (``definitions.ProtocolSet``)."""
+
+
+def project(events: Iterable[Any]) -> tuple[Node, ...]:
+    """The nodes of one recording's raw chunks (routed, then folded)."""
+    return PROTOCOL.replay(events)
+
+
+def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
+    """The final UI messages of one recording (raw chunks in log order)."""
+    return PROTOCOL.fold(events)

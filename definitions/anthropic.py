@@ -23,9 +23,12 @@ dropped rather than attributed to a wrong block; the next ``message_start`` scop
 everything after it correctly. A repeated ``message_start`` with the same id
 restarts that message in place (engine rule 4).
 
-Live users wrap their stream: ``engine.push_many(scope(events))``, or keep one
-``Scoper`` and call ``scoper(event)`` per event. Route with
-``event_type=anthropic.event_type`` (the inner event's type): the block
+The set is declared by ``PROTOCOL`` (``definitions.ProtocolSet``). Live users push
+what ``client.messages.stream(...)`` yields into ``PROTOCOL.engine()``: raw events
+and the SDK's typed ones alike, the ``MessageStream`` helper's derived events
+(``TextEvent``, ``InputJsonEvent``, ...) skipped, as they repeat the raw deltas.
+By hand: ``engine.push_many(scope(events))``, or one ``Scoper`` called per event,
+routed with ``event_type=anthropic.event_type`` (the inner event's type): the block
 definition's publication is a mapping from that type, which the engine resolves
 once per type, and which needs the engine's ``event_type``.
 
@@ -47,26 +50,28 @@ message instead of being ignored with its blocks appended to the first.
 from __future__ import annotations
 
 import html
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 import msgspec
 
-from engine import Claim, Node, Publication, Registration, create_conversation_engine
+from engine import Claim, Node, Publication
 
 from ._partial_json import PartialJSONError, parse_partial_json
+from ._protocol import ProtocolSet, not_routed
 from ._render import payload
-from ._routing import event_type as _event_type
 from ._text import StreamedText
 
 __all__ = [
     "DEFINITIONS",
+    "PROTOCOL",
     "BlockDefinition",
     "BlockState",
     "MessageDefinition",
     "MessageState",
     "Scoped",
     "Scoper",
+    "detect",
     "event_type",
     "fold",
     "messages",
@@ -147,8 +152,13 @@ class Scoper:
         # the current message's block update claims by index
         self._claims: dict[int, Claim] = {}
 
-    def __call__(self, event: dict[str, Any]) -> Scoped:
-        """Wrap ``event``; a ``message_start`` makes its id the current scope."""
+    def __call__(self, event: Any) -> Scoped | None:
+        """Wrap ``event`` (a dict or an SDK event; ``None`` for a ``MessageStream``
+        helper's derived event); a ``message_start`` makes its id the current scope."""
+        if type(event) is not dict:
+            event = PROTOCOL.plain(event)
+            if event is None:
+                return None
         kind = event.get("type")
         if kind == "message_start":
             message = event.get("message") or {}
@@ -183,11 +193,12 @@ def _start_claim(claims: dict[int, Claim], message_id: str, index: int) -> Claim
     return Claim(update.id, "start")
 
 
-def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
+def scope(events: Iterable[Any]) -> Iterator[Scoped]:
     """Wrap each raw event of one stream in ``Scoped`` (the pure pre-pass).
 
-    ``ping`` events are dropped (the SDK drops them before folding too). Gives the
-    envelopes ``Scoper`` gives, one event at a time.
+    Takes dicts and the SDK's typed events (``PROTOCOL.plain``); ``ping`` events and
+    the ``MessageStream`` helper's derived events are dropped (the SDK drops pings
+    before folding too). Gives the envelopes ``Scoper`` gives, one event at a time.
     """
     message_id: str | None = None
     claims: dict[int, Claim] = {}
@@ -197,6 +208,10 @@ def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
     last_index: object = _NO_INDEX
     last_claim: Claim | None = None
     for event in events:
+        if type(event) is not dict:
+            event = PROTOCOL.plain(event)
+            if event is None:
+                continue
         kind = event.get("type")
         if kind == "content_block_delta" or kind == "content_block_stop":
             new = _BlockDelta if kind == "content_block_delta" else _BlockStop
@@ -233,14 +248,30 @@ def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
             yield _envelope(kind)(message_id, event)
 
 
+_NOT_SCOPED: Final = (
+    "Anthropic definitions fold Scoped envelopes, not raw stream events: use "
+    "anthropic.PROTOCOL.engine() (its push takes raw events), or push "
+    "anthropic.scope(events) / anthropic.Scoper()(event)"
+)
+
+
 def event_type(event: object) -> Hashable:
-    """Routing key for ``create_conversation_engine(event_type=...)``: the inner type."""
+    """Routing key for ``create_conversation_engine(event_type=...)``: the inner type.
+
+    Raises ``TypeError`` naming the fix for an event that is not a ``Scoped``
+    envelope (a raw event pushed without the pre-pass).
+    """
     try:
         return event._anthropic_type  # type: ignore[attr-defined, no-any-return]
     except AttributeError:  # not an envelope scope() made
-        if type(event) is Scoped:
+        if isinstance(event, Scoped):
             return event.event.get("type")
-        return _event_type(event)
+        raise not_routed(_NOT_SCOPED, event) from None
+
+
+def detect(event: Mapping[str, Any]) -> bool:
+    """Whether a plain event dict is an Anthropic Messages stream event."""
+    return event.get("type") in _TYPES
 
 
 # -- states -------------------------------------------------------------------------
@@ -276,6 +307,7 @@ _MESSAGE_TYPES: Final = frozenset({"message_start", "message_delta", "message_st
 _BLOCK_TYPES: Final = frozenset(
     {"content_block_start", "content_block_delta", "content_block_stop"}
 )
+_TYPES: Final = _MESSAGE_TYPES | _BLOCK_TYPES
 _replace: Final = msgspec.structs.replace
 _BLOCK_PUBLICATION: Final[dict[Hashable, Publication]] = {
     "content_block_start": "immediate",
@@ -325,7 +357,10 @@ class MessageDefinition:
 
     def match(self, event: Scoped) -> Claim | None:
         """Start on ``message_start``, update on ``message_delta``/``message_stop``."""
-        message_id = event.message_id
+        try:
+            message_id = event.message_id
+        except AttributeError:  # a raw event, pushed without the pre-pass
+            raise not_routed(_NOT_SCOPED, event) from None
         if message_id is None:
             return None
         kind = event.event.get("type")
@@ -399,7 +434,10 @@ class BlockDefinition:
     @staticmethod
     def match(event: Scoped) -> Claim | None:
         """Start on ``content_block_start``; update on its deltas and stop."""
-        claim = event.block
+        try:
+            claim = event.block
+        except AttributeError:  # a raw event, pushed without the pre-pass
+            raise not_routed(_NOT_SCOPED, event) from None
         if claim is not None:  # made by the scoper
             return claim
         message_id = event.message_id
@@ -638,12 +676,22 @@ def messages(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     return out
 
 
-# Registered once for every fold: engines of one registration share its routes.
-_REGISTRATION: Final = Registration(DEFINITIONS, event_type=event_type)
+PROTOCOL: Final = ProtocolSet(
+    name="anthropic",
+    title="Anthropic Messages",
+    detect=detect,
+    definitions=DEFINITIONS,
+    prepare=scope,
+    pre_pass=Scoper,
+    event_type=event_type,
+    rebuild=messages,
+    # What the SDK's MessageStream derives from each delta and yields beside it.
+    derived=frozenset({"text", "input_json", "citation", "thinking", "signature"}),
+)
+"""The Anthropic Messages protocol set (``definitions.ProtocolSet``)."""
 
 
-def fold(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The final messages of one recording's raw events (in order)."""
-    engine = create_conversation_engine(_REGISTRATION)
-    engine.push_many(scope(events))
-    return messages(engine.nodes())
+def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
+    """The final messages of one recording's raw events (in order): dicts or the SDK's
+    typed events (``client.messages.stream(...)`` yields both kinds)."""
+    return PROTOCOL.fold(events)

@@ -32,8 +32,11 @@ tool input parsed from its joined fragments (empty input is ``{}``), blocks in i
 order. A stream exception (``internalServerException``, ``throttlingException``, ...)
 is kept on the message and shown; the rebuild lists them under ``"exceptions"``.
 
-Live use: ``engine.push_many(scope(events))``, or one ``Scoper`` and ``scoper(event)``
-per event; route with ``event_type=bedrock.event_type``.
+The set is declared by ``PROTOCOL`` (``definitions.ProtocolSet``). Live use: push
+each event of boto3's ``converse_stream(...)["stream"]`` into ``PROTOCOL.engine()``
+(or decode a raw body piece by piece with ``EventStreamDecoder``); by hand,
+``engine.push_many(scope(events))`` or one ``Scoper`` per stream, routed with
+``event_type=bedrock.event_type``.
 """
 
 from __future__ import annotations
@@ -41,22 +44,24 @@ from __future__ import annotations
 import base64
 import html
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import msgspec
 
-from engine import Claim, Node, Registration, create_conversation_engine
+from engine import Claim, Node
 
 from ._cons import Cons, items
 from ._eventstream import EventStreamDecoder, EventStreamError, decode_frames, is_eventstream
 from ._partial_json import PartialJSONError, parse_partial_json
+from ._protocol import ProtocolSet, not_routed, route_by_class
 from ._render import payload
 from ._text import StreamedText
 
 __all__ = [
     "DEFINITIONS",
     "EVENT_TYPES",
+    "PROTOCOL",
     "BlockState",
     "EventStreamDecoder",
     "EventStreamError",
@@ -64,6 +69,7 @@ __all__ = [
     "MessageState",
     "Scoped",
     "Scoper",
+    "detect",
     "event_type",
     "events_from_eventstream",
     "fold",
@@ -148,10 +154,8 @@ class Scoped(msgspec.Struct, frozen=True, array_like=True, gc=False):
 
 def _split(event: Any, position: str) -> tuple[str, Any]:
     if type(event) is not dict:
-        raise TypeError(
-            f"bedrock.scope takes ConverseStream events as dicts ({{'messageStart': {{...}}}}, "
-            f"as boto3 yields them); got {type(event).__name__} at {position}"
-        )
+        event = PROTOCOL.plain(event)  # a mapping is copied; anything else: TypeError
+        assert event is not None  # the set derives no events
     if len(event) != 1:
         raise ValueError(
             f"a ConverseStream event has exactly one key (its type); got {sorted(event)!r} "
@@ -190,17 +194,27 @@ class Scoper:
 def scope(events: Iterable[Any]) -> Iterator[Scoped]:
     """Wrap each ConverseStream event of one stream in ``Scoped`` (the pure pre-pass).
 
-    ``TypeError`` for an event that is not a dict, ``ValueError`` for one without
+    ``TypeError`` for an event that is not a mapping, ``ValueError`` for one without
     exactly one key, naming its position.
     """
     scoper = Scoper()
     return map(scoper, events)
 
 
-event_type: Final = type
-"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's class
-(``Scoped``; a raw event pushed without ``scope`` is a ``dict``, which the message
-definition's ``match`` rejects with the fix)."""
+_NOT_SCOPED: Final = (
+    "Bedrock definitions fold Scoped envelopes, not raw ConverseStream events: use "
+    "bedrock.PROTOCOL.engine() (its push takes raw events), or push "
+    "bedrock.scope(events) / bedrock.Scoper()(event)"
+)
+
+event_type: Final = route_by_class(Scoped, _NOT_SCOPED)
+"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
+class; a ``TypeError`` naming the fix for a raw event (pushed without the pre-pass)."""
+
+
+def detect(event: Mapping[str, Any]) -> bool:
+    """Whether a plain event dict is a ConverseStream event (one key, its type)."""
+    return len(event) == 1 and next(iter(event)) in EVENT_TYPES
 
 
 # -- states ---------------------------------------------------------------------------
@@ -294,26 +308,19 @@ def _fold(state: MessageState, key: str, body: Any) -> MessageState:
     return _replace(state, exceptions=(*state.exceptions, (key, body)), events=state.events + 1)
 
 
-_NOT_SCOPED: Final = (
-    "bedrock_message takes events wrapped by definitions.bedrock.scope: push "
-    "bedrock.scope(events) (or a bedrock.Scoper()(event) per event) with "
-    "event_type=bedrock.event_type, not the raw ConverseStream events"
-)
-
-
 class MessageDefinition:
     """Kind ``bedrock_message``: one node per Converse message (see ``scope``)."""
 
     kind = "bedrock_message"
-    event_types = frozenset({Scoped, dict})
+    event_types = frozenset({Scoped})
     publication = "animation-frame"
 
     def match(self, event: Scoped) -> Claim | None:
         """The claim ``scope`` made (start on a message's first event)."""
         try:
             return event.claim
-        except AttributeError:
-            raise TypeError(f"{_NOT_SCOPED}; got {type(event).__name__}") from None
+        except AttributeError:  # a raw event, pushed without the pre-pass
+            raise not_routed(_NOT_SCOPED, event) from None
 
     def start(self, event: Scoped, reader: object) -> MessageState:
         """A message opened by its first event (``messageStart`` or any other)."""
@@ -440,7 +447,17 @@ def messages(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     return [_message(node.state) for node in nodes if node.kind == MessageDefinition.kind]
 
 
-_REGISTRATION: Final = Registration(DEFINITIONS, event_type=event_type)
+PROTOCOL: Final = ProtocolSet(
+    name="bedrock",
+    title="AWS Bedrock ConverseStream",
+    detect=detect,
+    definitions=DEFINITIONS,
+    prepare=scope,
+    pre_pass=Scoper,
+    event_type=event_type,
+    rebuild=messages,
+)
+"""The Bedrock ConverseStream protocol set (``definitions.ProtocolSet``)."""
 
 
 def fold(events: Iterable[Any] | bytes) -> list[dict[str, Any]]:
@@ -448,6 +465,4 @@ def fold(events: Iterable[Any] | bytes) -> list[dict[str, Any]]:
     ``application/vnd.amazon.eventstream`` body (bytes)."""
     if isinstance(events, bytes | bytearray | memoryview):
         events = events_from_eventstream(bytes(events))
-    engine = create_conversation_engine(_REGISTRATION)
-    engine.push_many(scope(events))
-    return messages(engine.nodes())
+    return PROTOCOL.fold(events)

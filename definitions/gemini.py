@@ -30,16 +30,20 @@ response a non-streaming ``generateContent`` call gives:
   ``partialArgs`` (``jsonPath`` + ``stringValue`` / ``numberValue`` / ``boolValue`` /
   ``nullValue``; a string is continued while its ``willContinue`` is true) fill the
   innermost open call, and it closes on an empty ``functionCall {}`` or a part whose
-  arguments no longer continue (``{willContinue: true}`` alone changes nothing). The rebuilt call holds ``args`` built from them (the
-  rules of the AI SDK's ``GoogleJSONAccumulator``), never ``partialArgs``;
+  arguments no longer continue (``{willContinue: true}`` alone changes nothing).
+  The rebuilt call holds ``args`` built from them (the rules of the AI SDK's
+  ``GoogleJSONAccumulator``), never ``partialArgs``;
 - any other part (``inlineData``, ``executableCode``, ...) is kept as it came.
 
 The pre-pass ``scope(events)`` names each chunk's response: a chunk whose
 ``responseId`` differs from the current one opens the next response; a chunk with
 none joins the current one. One definition, ``gemini_response`` (node id
 ``"response-<n>"``), holds everything; ``responses(nodes)`` rebuilds them.
-Live use: ``engine.push_many(scope(chunks))`` (or a ``Scoper``), routed with
-``event_type=gemini.event_type``.
+
+The set is declared by ``PROTOCOL`` (``definitions.ProtocolSet``). Live use: push
+what ``client.models.generate_content_stream(...)`` yields into ``PROTOCOL.engine()``;
+by hand, ``engine.push_many(scope(chunks))`` (or one ``Scoper`` per stream), routed
+with ``event_type=gemini.event_type``.
 """
 
 from __future__ import annotations
@@ -48,19 +52,21 @@ import base64
 import html
 import itertools
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import msgspec
 
-from engine import Claim, Node, Registration, create_conversation_engine
+from engine import Claim, Node
 
 from ._cons import Cons, items
+from ._protocol import ProtocolSet, not_routed, route_by_class
 from ._render import payload
 from ._text import StreamedText
 
 __all__ = [
     "DEFINITIONS",
+    "PROTOCOL",
     "CandidateState",
     "PartState",
     "ResponseDefinition",
@@ -69,6 +75,7 @@ __all__ = [
     "Scoper",
     "as_chunk",
     "build_args",
+    "detect",
     "event_type",
     "fold",
     "responses",
@@ -90,41 +97,42 @@ def _signature(value: Any) -> Any:
     return value
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(word[:1].upper() + word[1:] for word in rest)
-
-
 def _plain(value: Any) -> Any:
-    """A typed SDK value as the JSON the API sent (camelCase keys, unset fields left out)."""
+    """A typed SDK value (pydantic's python dump) as the JSON the API sent."""
     if isinstance(value, dict):
-        return {_camel(str(k)): _plain(v) for k, v in value.items() if v is not None}
+        return {k: _plain(v) for k, v in value.items() if v is not None}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     if isinstance(value, bytes | bytearray):
-        return base64.b64encode(value).decode("ascii")
-    if hasattr(value, "value") and type(value).__module__ != "builtins" and hasattr(value, "name"):
-        return value.value  # an enum member (finishReason, modality, ...)
+        return _signature(value)
+    enum_value = getattr(value, "value", _MISSING)
+    if enum_value is not _MISSING and type(value).__module__ != "builtins":
+        return enum_value  # an enum member (finishReason, modality, ...)
     return value
 
 
+# Fields google-genai adds to a response that the API did not send.
+_SDK_ONLY: Final = ("sdkHttpResponse", "automaticFunctionCallingHistory", "parsed")
+
+
 def as_chunk(event: Any) -> dict[str, Any]:
-    """``event`` as the JSON chunk the API sent: a dict as it is; a typed
-    ``GenerateContentResponse`` (pydantic, as google-genai yields it; recognised by its
-    ``candidates`` attribute and ``model_dump``) dumped with camelCase keys and bytes
-    (``thought_signature``) back in base64. Anything else: ``TypeError`` naming it."""
+    """``event`` as the JSON chunk the API sent: a dict as it is; google-genai's typed
+    ``GenerateContentResponse`` (a pydantic model with ``candidates``, taken by its
+    shape) dumped by its camelCase aliases, its bytes (``thought_signature``) in
+    standard base64 as sent (pydantic's JSON mode would give URL-safe base64, another
+    string). Anything else goes to ``PROTOCOL.plain``: a ``TypeError`` naming it and
+    the fix."""
     if type(event) is dict:
         return event
     dump = getattr(event, "model_dump", None)
-    if callable(dump) and hasattr(event, "candidates"):
-        chunk = _plain(dump(exclude_none=True))
-        chunk.pop("sdkHttpResponse", None)  # the SDK's, not the API's
-        chunk.pop("automaticFunctionCallingHistory", None)
-        return chunk  # type: ignore[no-any-return]
-    raise TypeError(
-        f"gemini.scope takes GenerateContentResponse chunks (dicts, or google-genai's typed "
-        f"responses); got {type(event).__name__}"
-    )
+    if callable(dump) and hasattr(event, "candidates") and not isinstance(event, type):
+        chunk: dict[str, Any] = _plain(dump(by_alias=True, exclude_none=True))
+        for name in _SDK_ONLY:
+            chunk.pop(name, None)
+        return chunk
+    plain = PROTOCOL.plain(event)
+    assert plain is not None  # the set derives no events
+    return plain
 
 
 # -- the pre-pass ---------------------------------------------------------------------
@@ -149,8 +157,9 @@ class Scoper:
         self._update: Claim | None = None
 
     def __call__(self, event: Any) -> Scoped:
-        """Wrap ``event``; a new ``responseId`` (or the first chunk) opens a response."""
-        chunk = as_chunk(event)
+        """Wrap ``event`` (a dict or a typed chunk, see ``as_chunk``); a new
+        ``responseId`` (or the first chunk) opens a response."""
+        chunk = event if type(event) is dict else as_chunk(event)
         response_id = chunk.get("responseId")
         update = self._update
         if update is None or (response_id is not None and response_id != self._id):
@@ -167,10 +176,23 @@ def scope(events: Iterable[Any]) -> Iterator[Scoped]:
     return map(Scoper(), events)
 
 
-event_type: Final = type
-"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's class
-(a raw chunk pushed without ``scope`` is a ``dict``, which ``match`` rejects with the
-fix)."""
+_NOT_SCOPED: Final = (
+    "Gemini definitions fold Scoped envelopes, not raw GenerateContentResponse chunks: "
+    "use gemini.PROTOCOL.engine() (its push takes raw chunks), or push "
+    "gemini.scope(chunks) / gemini.Scoper()(chunk)"
+)
+
+event_type: Final = route_by_class(Scoped, _NOT_SCOPED)
+"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
+class; a ``TypeError`` naming the fix for a raw chunk (pushed without the pre-pass)."""
+
+_FIELDS: Final = frozenset({"candidates", "usageMetadata", "promptFeedback"})
+
+
+def detect(event: Mapping[str, Any]) -> bool:
+    """Whether a plain event dict is a ``GenerateContentResponse`` chunk (it carries no
+    ``type``: its ``candidates``, ``usageMetadata`` or ``promptFeedback``)."""
+    return not isinstance(event.get("type"), str) and not _FIELDS.isdisjoint(event)
 
 
 # -- states ---------------------------------------------------------------------------
@@ -351,26 +373,19 @@ def _fold(state: ResponseState, chunk: dict[str, Any]) -> ResponseState:
     return ResponseState(fields, candidates, state.chunks + 1)
 
 
-_NOT_SCOPED: Final = (
-    "gemini_response takes chunks wrapped by definitions.gemini.scope: push "
-    "gemini.scope(chunks) (or a gemini.Scoper()(chunk) per chunk) with "
-    "event_type=gemini.event_type, not the raw GenerateContentResponse chunks"
-)
-
-
 class ResponseDefinition:
     """Kind ``gemini_response``: one node per response (see ``scope``)."""
 
     kind = "gemini_response"
-    event_types = frozenset({Scoped, dict})
+    event_types = frozenset({Scoped})
     publication = "animation-frame"
 
     def match(self, event: Scoped) -> Claim | None:
         """The claim ``scope`` made (start on a response's first chunk)."""
         try:
             return event.claim
-        except AttributeError:
-            raise TypeError(f"{_NOT_SCOPED}; got {type(event).__name__}") from None
+        except AttributeError:  # a raw chunk, pushed without the pre-pass
+            raise not_routed(_NOT_SCOPED, event) from None
 
     def start(self, event: Scoped, reader: object) -> ResponseState:
         """A response opened by its first chunk."""
@@ -553,11 +568,20 @@ def responses(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     return [_response(node.state) for node in nodes if node.kind == ResponseDefinition.kind]
 
 
-_REGISTRATION: Final = Registration(DEFINITIONS, event_type=event_type)
+PROTOCOL: Final = ProtocolSet(
+    name="gemini",
+    title="Gemini generateContent",
+    detect=detect,
+    definitions=DEFINITIONS,
+    prepare=scope,
+    pre_pass=Scoper,
+    event_type=event_type,
+    rebuild=responses,
+)
+"""The Gemini protocol set (``definitions.ProtocolSet``)."""
 
 
 def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
-    """The final responses of one recording's chunks (in order)."""
-    engine = create_conversation_engine(_REGISTRATION)
-    engine.push_many(scope(events))
-    return responses(engine.nodes())
+    """The final responses of one recording's chunks (in order): dicts or
+    google-genai's typed responses."""
+    return PROTOCOL.fold(events)

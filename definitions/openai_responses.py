@@ -24,8 +24,9 @@ payload, so ids rotating on every event, or a ``call_id`` that changes between
 the events before it, so a replay scopes a log the same way every time. Events
 before the first ``response.created`` a scoper saw (a window cut mid-response, or
 a recording whose first line is unreadable) are claimed by no definition: no
-content is attributed to a response whose start is not in view. Live users keep
-one ``Scoper`` per stream and push ``scoper(event)``.
+content is attributed to a response whose start is not in view. Live users push
+the SDK's events into ``PROTOCOL.engine()`` (a ``Scoper`` per stream, as its push
+hook), or push ``scoper(event)`` themselves.
 
 Per delta the work is one envelope, which the scoper makes with the item's claim
 (one shared object per item, so the engine knows an item's run of deltas by
@@ -52,20 +53,22 @@ rotating per event) continues the current response instead of failing; an item's
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter
 from typing import Any, Final
 
 import msgspec
 
-from engine import Claim, Node, Registration, create_conversation_engine
+from engine import Claim, Node
 
+from ._protocol import ProtocolSet, not_routed, route_by_class
 from ._render import payload
 from ._routing import ByType
 from ._text import StreamedText
 
 __all__ = [
     "DEFINITIONS",
+    "PROTOCOL",
     "ItemDefinition",
     "ItemState",
     "PartState",
@@ -73,6 +76,7 @@ __all__ = [
     "ResponseState",
     "Scoped",
     "Scoper",
+    "detect",
     "event_type",
     "fold",
     "responses",
@@ -151,8 +155,11 @@ class Scoper:
         self._update: Claim | None = None  # the current response's update claim
         self._items: dict[int, Claim] = {}  # its items' update claims, by output index
 
-    def __call__(self, event: dict[str, Any]) -> Scoped:
-        """The envelope of ``event``; a ``response.created`` makes its id the scope."""
+    def __call__(self, event: Any) -> Scoped:
+        """The envelope of ``event`` (a dict or the SDK's typed event); a
+        ``response.created`` makes its id the scope."""
+        if type(event) is not dict:
+            event = _plain(event)
         return self._scoped(event, event.get("type"))
 
     def _scoped(self, event: dict[str, Any], kind: Any) -> Scoped:
@@ -202,7 +209,7 @@ def _delta(
 ) -> _ItemDelta:
     """The envelope of a delta, or an event that changes no item (``scope`` inlines it)."""
     field, at_key = reads
-    if field is _NONE:
+    if field == _NONE:
         return _ItemDelta(response_id, event, claim, field)
     at = 0 if at_key is None else event.get(at_key)
     text = event.get("delta")
@@ -211,8 +218,9 @@ def _delta(
     return _ItemDelta(response_id, event, claim)  # odd: update reads it
 
 
-def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
-    """Each raw event of one stream in its envelope (the pure pre-pass), in order.
+def scope(events: Iterable[Any]) -> Iterator[Scoped]:
+    """Each raw event of one stream in its envelope (the pure pre-pass), in order:
+    dicts or the SDK's typed events.
 
     Lazy: an event that cannot be scoped (a ``response.created`` without a response
     object, an unhashable type) raises when it is reached, after the ones before it.
@@ -226,11 +234,13 @@ def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
     items = scoper._items  # the scoper's, after the event before
     response_id = None
     for event in events:
+        if type(event) is not dict:
+            event = _plain(event)
         try:  # most events: _delta() inline, of an item whose claim is made
             field, at_key = all_reads.get(event["type"], no_reads)
             if field is not None and type(index := event["output_index"]) is int:
                 claim = items[index]
-                if field is none:
+                if field == none:
                     yield item_delta(response_id, event, claim, field)
                     continue
                 at = 0 if at_key is None else event[at_key]
@@ -245,11 +255,17 @@ def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
         response_id = scoper.response_id
 
 
-event_type: Final = type
-"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
-class (``scope``'s envelopes name their definition by class). The shared key,
-``definitions.event_type``, gives an envelope's class too: route by it to register
-these definitions beside others that take raw dicts."""
+def _plain(event: object) -> dict[str, Any]:
+    """A typed SDK event as its dict (this protocol's helpers derive no events)."""
+    plain = PROTOCOL.plain(event)
+    assert plain is not None  # PROTOCOL.derived is empty
+    return plain
+
+
+def detect(event: Mapping[str, Any]) -> bool:
+    """Whether a plain event dict is a Responses stream event (``response.*``)."""
+    kind = event.get("type")
+    return type(kind) is str and kind.startswith("response.")
 
 
 # -- states -------------------------------------------------------------------------
@@ -402,9 +418,14 @@ _TARGETS: Final[dict[Any, type[Scoped]]] = {
     **dict.fromkeys(_READS, _ItemDelta),
 }
 _NOT_SCOPED: Final = (
-    "an openai_responses definition was given a raw event: push the envelopes of "
-    "scope(events) (or of a Scoper) instead"
+    "Responses definitions fold Scoped envelopes, not raw events: use "
+    "openai_responses.PROTOCOL.engine() (its push takes raw events), or push "
+    "openai_responses.scope(events) / openai_responses.Scoper()(event)"
 )
+event_type: Final = route_by_class(Scoped, _NOT_SCOPED)
+"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
+class (``scope``'s envelopes name their definition by class); a ``TypeError`` naming
+the fix for a raw event (pushed without the pre-pass)."""
 
 # Deltas wait for a frame (as do the events that change nothing: they are never
 # published); an item's start, content parts and end are published at once.
@@ -426,7 +447,7 @@ class ResponseDefinition:
         if cls is _ToResponse:
             return event.response_claim  # type: ignore[attr-defined, no-any-return]
         if cls is dict:
-            raise TypeError(_NOT_SCOPED)
+            raise not_routed(_NOT_SCOPED, event)
         return None
 
     def start(self, event: Scoped, reader: object) -> ResponseState:
@@ -568,8 +589,8 @@ def _fold_item(state: ItemState, events: Sequence[Scoped]) -> ItemState:
     """
     item_type = state.item.get("type")  # the added item's, kept by every update
     none = _NONE
-    if events[0].field is none:  # events that change nothing first (progress): leave them
-        events = [e for e in events if e.field is not none]
+    if events[0].field == none:  # events that change nothing first (progress): leave them
+        events = [e for e in events if e.field != none]
         if not events:
             return state
     # A scoper's run: appends to one text (read by the scoper), maybe with events that
@@ -578,7 +599,7 @@ def _fold_item(state: ItemState, events: Sequence[Scoped]) -> ItemState:
     at_field = first.field
     if at_field:
         at = first.at
-        texts = [e.text for e in events if (e.field is at_field and e.at == at) or e.field is none]
+        texts = [e.text for e in events if (e.field == at_field and e.at == at) or e.field == none]
         if len(texts) == len(events) and _takes(state, item_type, at_field, at):
             return _appended(state, at_field, at, "".join(texts))
     texts = []  # the pending appends, all to part `at` of `at_field`
@@ -979,12 +1000,20 @@ def snapshots(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     return [_snapshot(c) for c in _collect(nodes)]
 
 
-# Registered once for every fold: engines of one registration share its routes.
-_REGISTRATION: Final = Registration(DEFINITIONS, event_type=event_type)
+PROTOCOL: Final = ProtocolSet(
+    name="openai_responses",
+    title="OpenAI Responses",
+    detect=detect,
+    definitions=DEFINITIONS,
+    prepare=scope,
+    pre_pass=Scoper,
+    event_type=event_type,
+    rebuild=responses,
+)
+"""The Responses protocol set (``definitions.ProtocolSet``)."""
 
 
-def fold(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The final responses of one recording's raw events (in order); see ``responses``."""
-    engine = create_conversation_engine(_REGISTRATION)
-    engine.push_many(scope(events))
-    return responses(engine.nodes())
+def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
+    """The final responses of one recording's raw events (in order): dicts or the SDK's
+    typed ``ResponseStreamEvent`` objects; see ``responses``."""
+    return PROTOCOL.fold(events)
