@@ -162,6 +162,11 @@ def _split(event: Any, position: str) -> tuple[str, Any]:
             f"at {position}"
         )
     [(key, body)] = event.items()
+    if key == "type":
+        raise ValueError(
+            f"not a ConverseStream event ({event!r:.60}) at {position}: an event of another "
+            "protocol? Push it into the protocol set of its own SDK"
+        )
     return key, body
 
 

@@ -160,6 +160,11 @@ class Scoper:
         """Wrap ``event`` (a dict or a typed chunk, see ``as_chunk``); a new
         ``responseId`` (or the first chunk) opens a response."""
         chunk = event if type(event) is dict else as_chunk(event)
+        if "type" in chunk or "choices" in chunk:
+            raise ValueError(
+                f"not a GenerateContentResponse chunk (keys {sorted(chunk)[:6]!r}): an event "
+                "of another protocol? Push it into the protocol set of its own SDK"
+            )
         response_id = chunk.get("responseId")
         update = self._update
         if update is None or (response_id is not None and response_id != self._id):
