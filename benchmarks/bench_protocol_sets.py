@@ -16,6 +16,10 @@ installed, see tests/conformance/_node_oracles.py, else their column says so).
   clock starts (their accumulate step alone; the figure on raw dicts, as their streams
   run, is printed beside it); ``readUIMessageStream`` and AG-UI's
   ``defaultApplyEvents`` pipeline timed inside one node process.
+- **gemini / bedrock**: every recording of ``recorded/gemini`` and ``recorded/bedrock``
+  (all are short), ours folding from the body a client receives, beside the AI SDK's
+  own provider in node on the same body (``benchmarks/_bench_providers.py``); the
+  figure on the decoded dicts is printed after the row.
 - **yardstick**: the Anthropic SDK's accumulate step on typed events, its best rate on
   the Anthropic streams of this run (the issue: "it does the least work of the
   references"); every set is asked to fold at least twice as fast.
@@ -41,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import _bench_providers as providers  # noqa: E402
 from bench_protocols_anthropic_openai import anthropic_reference, anthropic_typed  # noqa: E402
 from bench_protocols_js import node_rates  # noqa: E402
 
@@ -232,8 +237,20 @@ def main() -> None:
                     "events": events,
                 }
             )
+    provider_rows = providers.recordings()
+    for row in provider_rows:
+        repeat = max(1, 20_000 // len(row["events"]))
+        fold, make = providers.ours(row)
+        row["ours"] = Cell(fold, len(row["events"]), make, repeat)
+        fold, make = providers.on_dicts(row)
+        row["dicts"] = Cell(fold, len(row["events"]), make, repeat)
+        row["count"] = len(row["events"])
+        cells += [row["ours"], row["dicts"]]
     print(f"timing {len(cells)} figures, best of {ROUNDS} interleaved rounds ...", flush=True)
     measure(cells, ROUNDS)
+    for row, rate in zip(provider_rows, providers.node_rates(provider_rows), strict=True):
+        row["ours"], row["dicts"] = row["ours"].best, row["dicts"].best
+        row["reference"] = None if rate is None else (rate, None)
     for row in rows:
         row["ours"] = row["ours"].best
         cells_ = row.pop("cells")
@@ -252,6 +269,7 @@ def main() -> None:
         if row["protocol"] in ("ag_ui", "ai_sdk"):
             rate = next(node)
             row["reference"] = None if rate is None else (rate, None)
+    rows += provider_rows
 
     sdk_typed = [
         row["reference"][0]
@@ -279,6 +297,8 @@ def main() -> None:
         line += f" {dicts / 1e6:7.3f}M" if dicts else f" {'':>8}"
         line += f"  {ours / yardstick:9.2f}x" if yardstick else f"  {'n/a':>10}"
         line += f" {ours / typed:9.2f}x" if typed else f" {'n/a':>10}"
+        if "dicts" in row:  # a Gemini / Bedrock row: ours from the body; on dicts too
+            line += f"  (dicts {row['dicts'] / 1e6:.3f}M)"
         print(line, flush=True)
         low = worst[row["protocol"]]
         if yardstick:
