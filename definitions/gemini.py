@@ -49,6 +49,7 @@ with ``event_type=gemini.event_type``.
 from __future__ import annotations
 
 import base64
+import datetime
 import html
 import itertools
 import re
@@ -105,6 +106,8 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if isinstance(value, bytes | bytearray):
         return _signature(value)
+    if isinstance(value, datetime.datetime):  # createTime, as the API writes it
+        return value.isoformat().replace("+00:00", "Z")
     enum_value = getattr(value, "value", _MISSING)
     if enum_value is not _MISSING and type(value).__module__ != "builtins":
         return enum_value  # an enum member (finishReason, modality, ...)

@@ -326,3 +326,19 @@ def recording_job(provider: str, name: str, **extra: Any) -> dict[str, Any]:
         text = body.decode("utf-8") if provider == "google" else base64.b64encode(body).decode()
         return {"provider": provider, "body": text, **extra}
     return job(provider, recording(provider, name), **extra)
+
+
+def client_or_skip(module: str) -> Any:
+    """An official client's module (a pinned test extra): skip without it, but fail
+    when ``CI=true`` (CI installs the test extra)."""
+    try:
+        return __import__(module, fromlist=["_"])
+    except ImportError as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and {module} (a test extra) is not installed: {exc}")
+        pytest.skip(f"{module} is not installed: pip install -e '.[test]'")
+
+
+def rendered(nodes: Any, definition: Any) -> list[str]:
+    """The view as a reader sees it: each node's text."""
+    return [definition.render_text(node) for node in nodes]

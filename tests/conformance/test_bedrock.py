@@ -127,3 +127,59 @@ class TestWhereTheProviderIsWrong:
         [message] = bedrock.fold(events)
         [content] = message["output"]["message"]["content"]
         assert content == {"reasoningContent": {"redactedContent": "YWJjZA=="}}  # b"abcd"
+
+
+# boto3 1.44.5 (botocore 1.44.x) leaves an empty ``usage.serverToolUsage`` out of the
+# metadata event it yields: it never reaches an application.
+SDK_DROPS = frozenset({"serverToolUsage"})
+# A hand-written recording that is not a valid service response: its
+# ``contentBlockStart.start`` is empty, and boto3 refuses it ("must have one and only
+# one member set"), as it would from the service.
+CLIENT_REFUSES = "handwritten/amazon-bedrock-tool-no-args.chunks.txt"
+
+
+def _without_drops(message: dict[str, Any]) -> dict[str, Any]:
+    usage = message.get("usage")
+    if usage is None:
+        return message
+    return {**message, "usage": {k: v for k, v in usage.items() if k not in SDK_DROPS}}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_official_client_streams_what_the_dicts_fold_to(name: str) -> None:
+    """boto3's ``bedrock-runtime`` ``converse_stream`` (pinned test extra) pointed at a
+    loopback server replaying the recording as an event-stream body: each event of
+    ``response["stream"]``, pushed as it comes into ``PROTOCOL.engine()``, gives the
+    view and the messages the dict replay gives."""
+    boto3 = oracles.client_or_skip("boto3")
+
+    from ._loopback import serving
+
+    events = oracles.recording("bedrock", name)
+    body = oracles.recording_body("bedrock", name) if "#" in name else oracles.eventstream(events)
+    with serving(body, "application/vnd.amazon.eventstream") as server:
+        client = boto3.client(
+            "bedrock-runtime",
+            region_name="us-east-1",
+            endpoint_url=f"http://127.0.0.1:{server.server_address[1]}",
+            aws_access_key_id="test",
+            aws_secret_access_key="test",
+        )
+        response = client.converse_stream(
+            modelId="test", messages=[{"role": "user", "content": [{"text": "hi"}]}]
+        )
+        engine = bedrock.PROTOCOL.engine()
+        if name == CLIENT_REFUSES:
+            from botocore.parsers import ResponseParserError
+
+            with pytest.raises(ResponseParserError, match="one and only one member"):
+                list(response["stream"])
+            return
+        for event in response["stream"]:
+            engine.push(event)
+    replayed = bedrock.PROTOCOL.replay(events)
+    assert oracles.rendered(engine.nodes(), bedrock.MESSAGE) == oracles.rendered(
+        replayed, bedrock.MESSAGE
+    )
+    expected = [_without_drops(message) for message in bedrock.messages(replayed)]
+    assert_same(bedrock.messages(engine.nodes()), expected)
