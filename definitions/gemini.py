@@ -49,7 +49,6 @@ with ``event_type=gemini.event_type``.
 from __future__ import annotations
 
 import base64
-import datetime
 import html
 import itertools
 import re
@@ -98,40 +97,42 @@ def _signature(value: Any) -> Any:
     return value
 
 
-def _plain(value: Any) -> Any:
-    """A typed SDK value (pydantic's python dump) as the JSON the API sent."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, bytes | bytearray):
-        return _signature(value)
-    if isinstance(value, datetime.datetime):  # createTime, as the API writes it
-        return value.isoformat().replace("+00:00", "Z")
-    enum_value = getattr(value, "value", _MISSING)
-    if enum_value is not _MISSING and type(value).__module__ != "builtins":
-        return enum_value  # an enum member (finishReason, modality, ...)
-    return value
-
-
+# pydantic's JSON mode writes bytes as URL-safe base64 (google-genai's models say
+# ser_json_bytes="base64"): "-" and "_" for the "+" and "/" the API sent. The exact
+# inverse, since standard base64 has neither character.
+_STANDARD_BASE64: Final = str.maketrans("-_", "+/")
 # Fields google-genai adds to a response that the API did not send.
 _SDK_ONLY: Final = ("sdkHttpResponse", "automaticFunctionCallingHistory", "parsed")
+
+
+def _standard_bytes(chunk: dict[str, Any]) -> None:
+    """Put the bytes of ``chunk``'s parts (signatures, inline data) back in the API's
+    standard base64, in place."""
+    for candidate in chunk.get("candidates") or ():
+        for part in (candidate.get("content") or {}).get("parts") or ():
+            signature = part.get("thoughtSignature")
+            if signature is not None:
+                part["thoughtSignature"] = signature.translate(_STANDARD_BASE64)
+            inline = part.get("inlineData")
+            if inline is not None and inline.get("data") is not None:
+                inline["data"] = inline["data"].translate(_STANDARD_BASE64)
 
 
 def as_chunk(event: Any) -> dict[str, Any]:
     """``event`` as the JSON chunk the API sent: a dict as it is; google-genai's typed
     ``GenerateContentResponse`` (a pydantic model with ``candidates``, taken by its
-    shape) dumped by its camelCase aliases, its bytes (``thought_signature``) in
-    standard base64 as sent (pydantic's JSON mode would give URL-safe base64, another
+    shape) dumped by its camelCase aliases, its bytes (``thought_signature``,
+    inline data) in standard base64 as sent (pydantic writes URL-safe base64, another
     string). Anything else goes to ``PROTOCOL.plain``: a ``TypeError`` naming it and
     the fix."""
     if type(event) is dict:
         return event
     dump = getattr(event, "model_dump", None)
     if callable(dump) and hasattr(event, "candidates") and not isinstance(event, type):
-        chunk: dict[str, Any] = _plain(dump(by_alias=True, exclude_none=True))
+        chunk: dict[str, Any] = dump(mode="json", by_alias=True, exclude_none=True)
         for name in _SDK_ONLY:
             chunk.pop(name, None)
+        _standard_bytes(chunk)
         return chunk
     plain = PROTOCOL.plain(event)
     assert plain is not None  # the set derives no events
