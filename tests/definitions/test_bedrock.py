@@ -16,6 +16,7 @@ from definitions import bedrock
 from definitions._eventstream import EventStreamDecoder, decode_frames, encode_frame
 from engine import ConversationError, create_conversation_engine
 from replay import LogError, load_events
+from replay._cli import main
 from tests.conformance._provider_oracles import eventstream
 from tests.conformance._provider_strategies import bedrock_stream
 
@@ -131,17 +132,23 @@ class TestFrames:
         with pytest.raises(bedrock.EventStreamError, match=f"at byte {len(eventstream([END]))}"):
             bedrock.events_from_eventstream(body)
 
-    def test_replay_reads_a_raw_body_and_names_a_bad_frame(self, tmp_path: Path) -> None:
+    def test_replay_reads_a_raw_body_and_names_a_bad_frame(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         events = [{"messageStart": {"role": "assistant"}}, delta(0, text="hi"), stop(0), END]
         path = tmp_path / "body.bin"
         path.write_bytes(eventstream(events))
         loaded = load_events(path)
         assert (loaded.format, loaded.events) == ("eventstream", events)
+        assert main(["replay", str(path)]) == 0
+        assert "hi\n  [end_turn]" in capsys.readouterr().out
         broken = bytearray(eventstream(events))
         broken[-1] ^= 1
         path.write_bytes(bytes(broken))
         with pytest.raises(LogError, match=r"body\.bin: bad event-stream frame at byte \d+"):
             load_events(path)
+        assert main(["check", str(path)]) == 2  # said, with no traceback
+        assert "bad event-stream frame at byte" in capsys.readouterr().err
 
 
 class TestMessages:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +13,8 @@ from hypothesis import strategies as st
 
 from definitions import gemini
 from engine import ConversationError, create_conversation_engine
+from replay import detect_protocol, load_events
+from replay._cli import main
 from tests.conformance._provider_strategies import SIGNATURES, gemini_stream
 
 
@@ -354,3 +358,29 @@ class TestRender:
         html = definition.render_html(node)
         assert "<b>" not in html
         assert "&lt;b&gt;hi&lt;/b&gt;" in html
+
+
+class TestReplay:
+    """``convo`` reads a Gemini recording in each of its containers and detects it."""
+
+    @pytest.mark.parametrize("container", ["sse", "json", "jsonl"])
+    def test_every_container_replays_and_checks(
+        self, container: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        events = [
+            chunk({"text": "Hel"}, responseId="r"),
+            chunk({"text": "lo"}, responseId="r", finishReason="STOP"),
+        ]
+        text = {
+            "sse": "".join(f"data: {json.dumps(e)}\r\n\r\n" for e in events),
+            "json": json.dumps(events, indent=1),  # the REST array, one chunk per element
+            "jsonl": "".join(json.dumps(e) + "\n" for e in events),
+        }[container]
+        path = tmp_path / f"stream.{container}"
+        path.write_text(text, encoding="utf-8")
+        loaded = load_events(path)
+        assert (loaded.format, loaded.events) == (container, events)
+        assert detect_protocol(loaded.events).protocol == "gemini"
+        assert main(["replay", str(path)]) == 0
+        assert "Hello\n" in capsys.readouterr().out
+        assert main(["check", str(path)]) == 0
