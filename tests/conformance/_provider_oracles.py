@@ -342,3 +342,13 @@ def client_or_skip(module: str) -> Any:
 def rendered(nodes: Any, definition: Any) -> list[str]:
     """The view as a reader sees it: each node's text."""
     return [definition.render_text(node) for node in nodes]
+
+
+def provider_results(provider: str, names: list[Any]) -> dict[str, dict[str, Any]]:
+    """The provider's result per recording of ``names`` (``recording_names``' params),
+    one node process for all; skip when the recordings are absent."""
+    listed = [param.values[0] for param in names]
+    if listed == [None]:
+        pytest.skip(f"the {provider} recordings are absent")
+    jobs = [recording_job(provider, name) for name in listed]
+    return dict(zip(listed, run_providers(jobs), strict=True))

@@ -34,11 +34,7 @@ NAMES = oracles.recording_names("bedrock")
 @pytest.fixture(scope="module")
 def provider() -> dict[str, dict[str, Any]]:
     """The provider's stream parts per recording, one node process for all."""
-    names = [param.values[0] for param in NAMES]
-    if names == [None]:
-        pytest.skip("the Bedrock recordings are absent")
-    jobs = [oracles.recording_job("bedrock", name) for name in names]
-    return dict(zip(names, oracles.run_providers(jobs), strict=True))
+    return oracles.provider_results("bedrock", NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -28,11 +28,7 @@ NAMES = oracles.recording_names("google")
 @pytest.fixture(scope="module")
 def provider() -> dict[str, dict[str, Any]]:
     """The provider's stream parts per recording, one node process for all."""
-    names = [param.values[0] for param in NAMES]
-    if names == [None]:
-        pytest.skip("the Gemini recordings are absent")
-    jobs = [oracles.recording_job("google", name) for name in names]
-    return dict(zip(names, oracles.run_providers(jobs), strict=True))
+    return oracles.provider_results("google", NAMES)
 
 
 @pytest.mark.parametrize("name", NAMES)
