@@ -43,6 +43,14 @@ so ``engine.push(event)`` takes whatever the SDK stream yields. Batch work keeps
 faster path: ``engine.push_many(PROTOCOL.prepare(events))`` on an engine of
 ``PROTOCOL.registration``, which is what ``replay`` and ``fold`` do.
 
+Implementing a set: the module builds its definitions and pre-pass, then ends with
+``PROTOCOL = ProtocolSet(...)``; the pre-pass turns any event that is not a dict into
+one with ``PROTOCOL.plain(event)`` (looked up when called, so it may be defined last;
+skip the event when it gives ``None``); the routing key comes from
+``route_by_class(EnvelopeBase, fix)`` when envelopes name their definition by class,
+and every "raw event where an envelope belongs" error is ``not_routed(fix, event)``.
+Adding the set to ``replay``'s ``PROTOCOLS`` makes detection and ``convo`` see it.
+
 SDK objects are taken by their shape, never by importing the SDK: a pydantic model
 (the Anthropic, OpenAI and AG-UI SDKs' events) or an object with ``to_dict()`` is
 turned into the dict its JSON would have decoded to (``plain``): the fields the wire
@@ -81,7 +89,8 @@ class ProtocolSet:
     title: str
     """The protocol's name for people (``"Anthropic Messages"``)."""
     detect: Callable[[Mapping[str, Any]], bool]
-    """Whether a plain event dict belongs to this protocol (one detection vote)."""
+    """Whether a plain event dict belongs to this protocol (one detection vote). Types
+    several protocols share (``error``) answer False: they must not tip detection."""
     definitions: tuple[Any, ...]
     """The definitions to register, in order."""
     prepare: Callable[[Iterable[Any]], Iterator[Any]]

@@ -16,8 +16,9 @@ event dict in a ``Routed`` envelope that names the node each definition should c
 resolves the owner of a tool call. The router never copies an event: the envelope
 holds the original dict plus the claims. Its state is only "which ids exist" (and
 the open chunk lane), i.e. what the reference consults, not what it accumulates; the
-definitions fold the content. ``fold()`` applies it, live users call it per event or
-register it as a push hook (``Router`` has ``on_push_start``). Because the router
+definitions fold the content. ``fold()`` applies it; live users push raw events into
+``PROTOCOL.engine()`` (the set's ``definitions.ProtocolSet``), or call it per event,
+or register it as a push hook (``Router`` has ``on_push_start``). Because the router
 only knows what it has seen, a window cut mid-message yields no node for the
 cut-off message: its deltas are update claims for an id with no open node, which the
 engine drops (DESIGN rule 3), instead of being attributed to another message.

@@ -14,8 +14,9 @@ it starts or updates. Node ids are positional (``"<message>"`` and
 ``"<message>/<part>"``, counted from the start of the log), so a reused part id never
 reopens an older part. The router never copies a chunk and keeps only the lookup
 tables the reference consults (open parts, tool calls of the message, data parts);
-the definitions fold the content. ``fold()`` applies it; live users call it per chunk
-or register it as a push hook (``on_push_start``).
+the definitions fold the content. ``fold()`` applies it; live users push raw chunks
+into ``PROTOCOL.engine()`` (the set's ``definitions.ProtocolSet``), or call it per
+chunk, or register it as a push hook (``on_push_start``).
 
 A window cut mid-message has no ``start`` for the message and no ``*-start`` for
 its open parts: their deltas are routed nowhere (no node), and parts that start
