@@ -69,6 +69,24 @@ def on_dicts(row: dict[str, Any]) -> tuple[Callable[[Any], object], Callable[[],
     return fold, partial(copy.deepcopy, row["events"])
 
 
+def typed_cell(row: dict[str, Any], cell: Any, repeat: int) -> Any:
+    """A Gemini row's fold on google-genai's typed responses (what
+    ``generate_content_stream`` yields, built before the clock starts), as a ``cell``;
+    ``None`` for Bedrock (boto3 yields dicts) or without google-genai."""
+    if row["protocol"] != "gemini":
+        return None
+    try:
+        from google.genai import types
+    except ImportError:
+        return None
+    events = row["events"]
+
+    def make() -> list[Any]:
+        return [types.GenerateContentResponse.model_validate(event) for event in events]
+
+    return cell(gemini.fold, len(events), make, repeat)
+
+
 def node_rates(rows: list[dict[str, Any]]) -> list[float | None]:
     """The provider's events/s per row (its mean time per stream), or ``None`` each when
     node or the oracles' install is missing."""

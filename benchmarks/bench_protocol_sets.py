@@ -20,6 +20,11 @@ installed, see tests/conformance/_node_oracles.py, else their column says so).
   (all are short), ours folding from the body a client receives, beside the AI SDK's
   own provider in node on the same body (``benchmarks/_bench_providers.py``); the
   figure on the decoded dicts is printed after the row.
+- **typed**: the set's ``fold()`` on the SDK's typed event models of the same stream
+  (what ``client.messages.stream`` / ``chat.completions.create(stream=True)`` /
+  ``responses.create(stream=True)`` yield, built before the clock starts), and its cost
+  per event relative to the dict path (``PROTOCOL.plain`` turning each into its dict);
+  the issue asks at most 2x.
 - **yardstick**: the Anthropic SDK's accumulate step on typed events, its best rate on
   the Anthropic streams of this run (the issue: "it does the least work of the
   references"); every set is asked to fold at least twice as fast.
@@ -215,6 +220,42 @@ def reference_cells(
     )
 
 
+def typed_cell(protocol: str, events: list[dict[str, Any]], repeat: int) -> Cell | None:
+    """The set's fold on the SDK's typed models of ``events``; None without an SDK."""
+    typed = {
+        "anthropic": anthropic_typed,
+        "openai_chat": _chat_typed,
+        "openai_responses": _responses_typed,
+    }.get(protocol)
+    if typed is None:
+        return None
+    try:
+        typed(events[:1])
+    except ImportError:
+        return None
+    return Cell(FOLDS[protocol], len(events), lambda: typed(events), repeat)
+
+
+def print_typed(rows: list[dict[str, Any]]) -> None:
+    """Per SDK protocol: the typed path's cost per event over the dict path's."""
+    print("\ntyped SDK objects: cost per event over the dict path (the issue asks <= 2x)")
+    by: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
+    for row in rows:
+        if row["typed"]:  # a Gemini row's dict path is its "dicts" figure
+            dicts = row.get("dicts", row["ours"])
+            by[row["protocol"]].append((dicts, row["typed"], row["count"]))
+    for protocol, figures in by.items():
+        worst = max(ours / typed for ours, typed, _ in figures)
+        dict_seconds = sum(count / ours for ours, _, count in figures)
+        typed_seconds = sum(count / typed for _, typed, count in figures)
+        count = sum(count for _, _, count in figures)
+        print(
+            f"  {protocol:<17} typed {count / typed_seconds / 1e6:.3f}M events/s, dicts "
+            f"{count / dict_seconds / 1e6:.3f}M: x{typed_seconds / dict_seconds:.2f} the cost "
+            f"(worst stream x{worst:.2f})"
+        )
+
+
 def main() -> None:
     if not FIXTURES.is_dir():
         sys.exit(f"no recordings at {FIXTURES}: this benchmark needs ../shared")
@@ -226,7 +267,8 @@ def main() -> None:
             repeat = max(1, 20_000 // len(events))
             ours = Cell(FOLDS[protocol], len(events), partial(copy.deepcopy, events), repeat)
             references = reference_cells(protocol, events, repeat)
-            cells += [ours, *(references or ())]
+            typed = typed_cell(protocol, events, repeat)
+            cells += [ours, *([typed] if typed else ()), *(references or ())]
             rows.append(
                 {
                     "protocol": protocol,
@@ -234,6 +276,7 @@ def main() -> None:
                     "count": len(events),
                     "ours": ours,
                     "cells": references,
+                    "typed": typed,
                     "events": events,
                 }
             )
@@ -245,14 +288,17 @@ def main() -> None:
         fold, make = providers.on_dicts(row)
         row["dicts"] = Cell(fold, len(row["events"]), make, repeat)
         row["count"] = len(row["events"])
-        cells += [row["ours"], row["dicts"]]
+        row["typed"] = providers.typed_cell(row, Cell, repeat)
+        cells += [row["ours"], row["dicts"], *([row["typed"]] if row["typed"] else ())]
     print(f"timing {len(cells)} figures, best of {ROUNDS} interleaved rounds ...", flush=True)
     measure(cells, ROUNDS)
     for row, rate in zip(provider_rows, providers.node_rates(provider_rows), strict=True):
         row["ours"], row["dicts"] = row["ours"].best, row["dicts"].best
+        row["typed"] = row["typed"] and row["typed"].best
         row["reference"] = None if rate is None else (rate, None)
     for row in rows:
         row["ours"] = row["ours"].best
+        row["typed"] = row["typed"] and row["typed"].best
         cells_ = row.pop("cells")
         row["reference"] = None if cells_ is None else (cells_[0].best, cells_[1].best)
     jobs = [
@@ -318,6 +364,7 @@ def main() -> None:
         line += f" its reference; all {count / seconds / 1e6:.3f}M"
         line += f" = x{count / seconds / yardstick:.2f} the yardstick" if yardstick else ""
         print(line)
+    print_typed(rows)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 Their ``Router`` decides each event's claim before the fold and wraps the event in
 an envelope carrying it and its ``target`` kind; the definitions only check that
-the envelope is theirs. The envelope's class is the engine's event type
-(``event_type=type``), and its ``pub`` class attribute says how soon a change shows.
+the envelope is theirs. The envelope's class is the engine's event type (the set's
+``event_type``, ``definitions._protocol.route_by_class``), and its ``pub`` class
+attribute says how soon a change shows.
 """
 
 from __future__ import annotations

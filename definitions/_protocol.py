@@ -43,15 +43,27 @@ so ``engine.push(event)`` takes whatever the SDK stream yields. Batch work keeps
 faster path: ``engine.push_many(PROTOCOL.prepare(events))`` on an engine of
 ``PROTOCOL.registration``, which is what ``replay`` and ``fold`` do.
 
-SDK objects are taken by their shape, never by importing the SDK: an object with
-``to_dict()`` (the Anthropic and OpenAI SDKs' models) or ``model_dump()`` (any pydantic
-model) is turned into the dict its JSON would have decoded to (``plain``).
+Implementing a set: the module builds its definitions and pre-pass, then ends with
+``PROTOCOL = ProtocolSet(...)``; the pre-pass turns any event that is not a dict into
+one with ``PROTOCOL.plain(event)`` (looked up when called, so it may be defined last;
+skip the event when it gives ``None``); the routing key comes from
+``route_by_class(EnvelopeBase, fix)`` when envelopes name their definition by class,
+and every "raw event where an envelope belongs" error is ``not_routed(fix, event)``.
+Adding the set to ``replay``'s ``PROTOCOLS`` makes detection and ``convo`` see it.
+
+SDK objects are taken by their shape, never by importing the SDK: a pydantic model
+(the Anthropic, OpenAI and AG-UI SDKs' events) or an object with ``to_dict()`` is
+turned into the dict its JSON would have decoded to (``plain``): the fields the wire
+gave, by their wire names.
 """
 
 from __future__ import annotations
 
+import enum
+import types
+import typing
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol, cast
+from typing import Any, Final, Protocol, cast
 
 import attrs
 
@@ -77,7 +89,8 @@ class ProtocolSet:
     title: str
     """The protocol's name for people (``"Anthropic Messages"``)."""
     detect: Callable[[Mapping[str, Any]], bool]
-    """Whether a plain event dict belongs to this protocol (one detection vote)."""
+    """Whether a plain event dict belongs to this protocol (one detection vote). Types
+    several protocols share (``error``) answer False: they must not tip detection."""
     definitions: tuple[Any, ...]
     """The definitions to register, in order."""
     prepare: Callable[[Iterable[Any]], Iterator[Any]]
@@ -108,9 +121,8 @@ class ProtocolSet:
         the SDK yields them (dicts or typed objects), the pre-pass running as the first
         push hook. ``options`` go to ``create_conversation_engine`` (``scheduler``,
         ``clock``). One engine per stream: the pre-pass remembers that stream only."""
-        return create_conversation_engine(
-            self.registration, hooks=(_PrePassHook(self.pre_pass()), *hooks), **options
-        )
+        hook = _PrePassHook(self.name, self.pre_pass())
+        return create_conversation_engine(self.registration, hooks=(hook, *hooks), **options)
 
     def replay(self, events: Iterable[Any]) -> tuple[Node, ...]:
         """The nodes of one stream's raw events (the batch path: ``prepare``, then
@@ -128,23 +140,38 @@ class ProtocolSet:
         """``event`` as the plain dict the pre-pass folds, or ``None`` when it is one
         of the SDK helper's ``derived`` events (skipped).
 
-        A dict is returned as it is; an SDK's typed object becomes the dict its JSON
-        decodes to (``to_dict(mode="json")``, else pydantic's ``model_dump``); any other
+        A dict is returned as it is; an SDK's typed object (a pydantic model, or an
+        object with ``to_dict()``) becomes the dict its JSON decodes to; any other
         mapping is copied. Raises ``TypeError`` naming what was pushed and the fix
         for anything else, and for a typed object of another protocol.
         """
         if type(event) is dict:
             return event
-        kind = None if isinstance(event, Mapping) else getattr(event, "type", None)
-        if isinstance(kind, str) and kind in self.derived:
-            return None  # before dumping it: a derived event may carry a whole snapshot
-        plain = _as_dict(event)
-        if plain is None:
-            raise TypeError(
-                f"{self.title}: cannot fold a {_what(event)}; push the stream's events "
-                "as decoded JSON dicts or as the objects its official SDK yields"
-            )
-        if not isinstance(event, Mapping) and not self.detect(plain):
+        if hasattr(type(event), "__pydantic_fields__"):  # an SDK's model (the common case)
+            kind = getattr(event, "type", None)
+            if isinstance(kind, str) and kind in self.derived:
+                return None  # before converting it: it may carry a whole snapshot
+            try:
+                plain = _model(event)
+            except _NotJSON:  # a value JSON has no form for (a datetime): pydantic's way
+                model: Any = event
+                plain = model.model_dump(
+                    mode="json", by_alias=True, exclude_unset=True, warnings=False
+                )
+        elif isinstance(event, Mapping):
+            return dict(event)
+        else:
+            to_dict = None if isinstance(event, type) else getattr(event, "to_dict", None)
+            dumped = to_dict() if callable(to_dict) else None
+            if type(dumped) is dict:
+                plain = dumped
+            else:
+                raise TypeError(
+                    f"{self.title}: cannot fold a {_what(event)}; push the stream's events "
+                    "as decoded JSON dicts or as the objects its official SDK yields"
+                )
+        # ``error`` events are several protocols' (detection gives them no vote).
+        if not self.detect(plain) and plain.get("type") != "error":
             raise TypeError(
                 f"{self.title}: a {_what(event)} (type {plain.get('type')!r}) is not an "
                 f"event of this protocol; push it into the protocol set of its own SDK "
@@ -183,28 +210,84 @@ def route_by_class(base: type, fix: str) -> Callable[[Any], Hashable]:
     return event_type
 
 
-def _as_dict(event: object) -> dict[str, Any] | None:
-    """The plain dict of a mapping or an SDK model, by its shape; ``None`` otherwise."""
-    if isinstance(event, Mapping):
-        return dict(event)
-    if isinstance(event, type):
-        return None
-    to_dict = getattr(event, "to_dict", None)
-    if callable(to_dict):
-        try:
-            # The Stainless SDKs' models: the fields their JSON set, by wire names.
-            plain = to_dict(mode="json")
-        except TypeError:
-            plain = None
-        if type(plain) is dict:
-            return plain
-    dump = getattr(event, "model_dump", None)
-    if callable(dump):
-        # A pydantic model (the AG-UI SDK's events: camelCase wire names by alias).
-        plain = dump(mode="json", by_alias=True, exclude_unset=True)
-        if type(plain) is dict:
-            return plain
-    return None
+# What JSON gives as it is; any other value of a model is converted.
+_PRIMITIVES: Final = frozenset({str, int, float, bool, type(None)})
+# Per model class: the fields whose values may need converting (not plainly str, int,
+# float, bool, None or a Literal of those), and the wire names that differ (aliases).
+_PLANS: dict[type, tuple[tuple[str, ...], dict[str, str]]] = {}
+
+
+def _plan(cls: type) -> tuple[tuple[str, ...], dict[str, str]]:
+    fields: Mapping[str, Any] = getattr(cls, "model_fields", {})
+    plan = (
+        tuple(name for name, field in fields.items() if not _primitive(field.annotation)),
+        {
+            name: wire
+            for name, field in fields.items()
+            if (wire := field.serialization_alias or field.alias) and wire != name
+        },
+    )
+    _PLANS[cls] = plan
+    return plan
+
+
+def _primitive(annotation: Any) -> bool:
+    """Whether a field of this annotation only ever holds JSON primitives."""
+    if annotation in _PRIMITIVES:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return all(type(arg) in _PRIMITIVES for arg in typing.get_args(annotation))
+    if origin is typing.Union or origin is types.UnionType:
+        return all(_primitive(arg) for arg in typing.get_args(annotation))
+    return False
+
+
+def _model(model: Any) -> dict[str, Any]:
+    """A pydantic model as the dict its JSON decodes to: the fields it was given (the
+    SDKs build their events from the wire, so those are the wire's), by their wire
+    names, and its extra fields. What ``to_dict(mode="json")`` gives, in about half its
+    time: this runs once per event of a typed stream."""
+    cls = type(model)
+    try:
+        checks, renames = _PLANS[cls]
+    except KeyError:
+        checks, renames = _plan(cls)
+    out: dict[str, Any] = model.__dict__.copy()
+    given = model.__pydantic_fields_set__
+    if len(given) != len(out):
+        out = {name: value for name, value in out.items() if name in given}
+    for name in checks:
+        if name in out:
+            value = out[name]
+            if type(value) not in _PRIMITIVES:
+                out[name] = _value(value)
+    extra = model.__pydantic_extra__
+    if extra:
+        for name, value in extra.items():
+            out[name] = _value(value)
+    if renames:
+        out = {renames.get(name, name): value for name, value in out.items()}
+    return out
+
+
+def _value(value: Any) -> Any:
+    cls = type(value)
+    if cls in _PRIMITIVES:
+        return value
+    if cls is list or cls is tuple:
+        return [_value(item) for item in value]
+    if cls is dict:
+        return {key: _value(item) for key, item in value.items()}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if hasattr(cls, "__pydantic_fields__"):
+        return _model(value)
+    raise _NotJSON
+
+
+class _NotJSON(Exception):
+    """A model holds a value that is not a JSON primitive, list, dict or model."""
 
 
 def _what(event: object) -> str:
@@ -222,10 +305,14 @@ class _PrePassHook:
     """Push-hook form of a live pre-pass: replaces the pushed raw event by its envelope
     (or skips it)."""
 
-    __slots__ = ("_pre_pass",)
+    __slots__ = ("_name", "_pre_pass")
 
-    def __init__(self, pre_pass: PrePass) -> None:
+    def __init__(self, name: str, pre_pass: PrePass) -> None:
+        self._name = name
         self._pre_pass = pre_pass
+
+    def __repr__(self) -> str:
+        return f"<the {self._name} pre-pass>"
 
     def on_push_start(self, ctx: Any) -> None:
         """Hand the definitions the envelope of the event being pushed."""

@@ -9,7 +9,7 @@ import msgspec
 
 from engine import Claim
 
-__all__ = ["Vocabulary", "delta_texts"]
+__all__ = ["Vocabulary", "delta_pieces"]
 
 # Update claims are shared per id (a Claim is a frozen value): building one costs
 # about as much as the rest of a delta's match. The cache is shared by every engine
@@ -51,16 +51,18 @@ class Vocabulary:
         return event
 
 
-def delta_texts(events: list[Any], tag: str, struct: type) -> list[str] | None:
-    """The texts of a run whose events are all deltas (dicts tagged ``tag`` or
-    ``struct`` Structs) with a str ``text``, the checks ``update`` makes per event; else
-    None, and the run folds one event at a time. A run is all dicts or all Structs,
-    as decoded; a mixed one raises here, and the engine folds it one at a time."""
-    if type(events[0]) is dict:
-        texts = [t for e in events if e["type"] == tag and type(t := e["text"]) is str]
-    else:
-        texts = [t for e in events if type(e) is struct and type(t := e.text) is str]  # type: ignore[attr-defined]
-    return texts if len(texts) == len(events) else None
+def delta_pieces(events: list[Any], tag: str, struct: type) -> list[str | None]:
+    """The ``pieces`` of a run for ``fold_run``: each delta's text (a dict tagged
+    ``tag`` or a ``struct`` Struct, with a str ``text``), None for any other event,
+    which ``update`` then folds (and names, if it is bad)."""
+    if type(events[0]) is dict:  # a run is all dicts or all Structs, as decoded
+        return [
+            t
+            if type(e) is dict and e.get("type") == tag and type(t := e.get("text")) is str
+            else None
+            for e in events
+        ]
+    return [t if type(e) is struct and type(t := e.text) is str else None for e in events]  # type: ignore[attr-defined]
 
 
 def _claimer(tags: dict[type, str], opens: str) -> Callable[[Any], Claim | None]:

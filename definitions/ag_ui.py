@@ -16,8 +16,9 @@ event dict in a ``Routed`` envelope that names the node each definition should c
 resolves the owner of a tool call. The router never copies an event: the envelope
 holds the original dict plus the claims. Its state is only "which ids exist" (and
 the open chunk lane), i.e. what the reference consults, not what it accumulates; the
-definitions fold the content. ``fold()`` applies it, live users call it per event or
-register it as a push hook (``Router`` has ``on_push_start``). Because the router
+definitions fold the content. ``fold()`` applies it; live users push raw events into
+``PROTOCOL.engine()`` (the set's ``definitions.ProtocolSet``), or call it per event,
+or register it as a push hook (``Router`` has ``on_push_start``). Because the router
 only knows what it has seen, a window cut mid-message yields no node for the
 cut-off message: its deltas are update claims for an id with no open node, which the
 engine drops (DESIGN rule 3), instead of being attributed to another message.
@@ -55,6 +56,7 @@ from engine import Claim, Node, Reader
 from ._envelope import claims_for, publications
 from ._protocol import ProtocolSet, route_by_class
 from ._render import payload
+from ._runs import fold_run
 from ._text import StreamedText
 
 __all__ = [
@@ -501,12 +503,11 @@ def _with_arguments(call: ToolCall, delta: str) -> ToolCall:
     )
 
 
-def _joined(run: list[Routed]) -> str | None:
-    """The deltas of a run joined, when every one is a non-empty str; else None and
-    the run folds one event at a time (an empty delta's effect depends on its event's
-    type, anything else fails, or not, exactly as ``update`` decides)."""
-    deltas = [delta for routed in run if type(delta := routed.delta) is str and delta]
-    return "".join(deltas) if len(deltas) == len(run) else None
+def _pieces(run: list[Routed]) -> list[str | None]:
+    """What each event of a run appends, for ``fold_run``: its delta when a non-empty
+    str; else None and ``update`` folds it (an empty delta's effect depends on its
+    event's type, anything else fails, or not, exactly as ``update`` decides)."""
+    return [delta if type(delta := routed.delta) is str and delta else None for routed in run]
 
 
 class _MessageDefinition:
@@ -572,14 +573,9 @@ class _MessageDefinition:
 
     @staticmethod
     def update_many(message: Message, run: list[Routed]) -> Message:
-        """``update`` over a run: a streamed message's deltas, which the engine hands
-        over together, make one append."""
-        text = _joined(run)
-        if text is not None:
-            return _appended(message, text)
-        for routed in run:
-            message = _MessageDefinition.update(message, routed)
-        return message
+        """``update`` over a run (``fold_run``): a streamed message's deltas, which the
+        engine hands over together, make one append."""
+        return fold_run(message, run, _pieces(run), _appended, _MessageDefinition.update)
 
     @staticmethod
     def render_text(node: Node) -> str:
@@ -644,13 +640,9 @@ class _ToolCallDefinition:
 
     @staticmethod
     def update_many(call: ToolCall, run: list[Routed]) -> ToolCall:
-        """``update`` over a run: a call's streamed arguments make one append."""
-        text = _joined(run)
-        if text is not None:
-            return _with_arguments(call, text)
-        for routed in run:
-            call = _ToolCallDefinition.update(call, routed)
-        return call
+        """``update`` over a run (``fold_run``): a call's streamed arguments make one
+        append."""
+        return fold_run(call, run, _pieces(run), _with_arguments, _ToolCallDefinition.update)
 
     @staticmethod
     def render_text(node: Node) -> str:

@@ -14,8 +14,9 @@ it starts or updates. Node ids are positional (``"<message>"`` and
 ``"<message>/<part>"``, counted from the start of the log), so a reused part id never
 reopens an older part. The router never copies a chunk and keeps only the lookup
 tables the reference consults (open parts, tool calls of the message, data parts);
-the definitions fold the content. ``fold()`` applies it; live users call it per chunk
-or register it as a push hook (``on_push_start``).
+the definitions fold the content. ``fold()`` applies it; live users push raw chunks
+into ``PROTOCOL.engine()`` (the set's ``definitions.ProtocolSet``), or call it per
+chunk, or register it as a push hook (``on_push_start``).
 
 A window cut mid-message has no ``start`` for the message and no ``*-start`` for
 its open parts: their deltas are routed nowhere (no node), and parts that start
@@ -53,6 +54,7 @@ from engine import Claim, Node, Reader
 from ._envelope import publications
 from ._protocol import ProtocolSet, route_by_class
 from ._render import payload
+from ._runs import fold_run
 from ._text import StreamedText
 
 __all__ = [
@@ -674,6 +676,20 @@ class _MessageDefinition:
         return "".join(f"<div>{html.escape(line, quote=True)}</div>" for line in lines)
 
 
+def _text_appended(part: TextPart, text: str) -> TextPart:
+    """``part`` with ``text`` appended (what ``update`` makes of a delta chunk without
+    providerMetadata)."""
+    return TextPart(
+        part.message, part.id, part.text.append(text), part.done, part.provider_metadata
+    )
+
+
+def _input_appended(part: ToolPart, text: str) -> ToolPart:
+    """``part`` with ``text`` appended to its raw input (what ``update`` makes of a
+    ``tool-input-delta``)."""
+    return msgspec.structs.replace(part, raw=part.raw.append(text), input=_PARTIAL, raw_input=True)
+
+
 class _TextDefinition:
     """Text parts: streamed text, done, provider metadata."""
 
@@ -715,38 +731,16 @@ class _TextDefinition:
 
     @staticmethod
     def update_many(part: TextPart, run: list[Routed]) -> TextPart:
-        """``update`` over a run: a part's streamed deltas, which the engine hands over
-        together, make one append."""
-        # update appends any delta but None (a str; anything else raises in append) and
-        # keeps the latest providerMetadata but None. Only str deltas take the short way
-        # (subscripts and a set of types: no method call per delta), and chunks without
-        # providerMetadata (nearly all) one pass.
-        try:
-            deltas = [
-                event["delta"]
-                for routed in run
-                if "providerMetadata" not in (event := routed.event)
-            ]
-        except Exception:  # no delta: update says what that chunk does
-            deltas = []
-        metadata = part.provider_metadata
-        if len(deltas) != len(run):  # some chunk has providerMetadata, or no delta
-            try:
-                deltas = [routed.event["delta"] for routed in run]
-            except Exception:
-                deltas = []
-            for routed in reversed([r for r in run if "providerMetadata" in r.event]):
-                value = routed.event["providerMetadata"]
-                if value is not None:
-                    metadata = value
-                    break
-        if not deltas or set(map(type, deltas)) != _ONLY_STR:
-            for routed in run:
-                part = _TextDefinition.update(part, routed)
-            return part
-        return TextPart(
-            part.message, part.id, part.text.append("".join(deltas)), part.done, metadata
-        )
+        """``update`` over a run (``fold_run``): a part's streamed deltas, which the
+        engine hands over together, make one append. A chunk with providerMetadata,
+        or without a delta, goes to ``update``; a delta of another type than str makes
+        the join raise, and the engine folds the run one event at a time (``update``
+        raises as ``StreamedText.append`` does)."""
+        pieces = [
+            None if "providerMetadata" in (event := routed.event) else event.get("delta")
+            for routed in run
+        ]
+        return fold_run(part, run, pieces, _text_appended, _TextDefinition.update)
 
     @classmethod
     def render_text(cls, node: Node) -> str:
@@ -767,8 +761,6 @@ class _ReasoningDefinition(_TextDefinition):
 
     match = operator.attrgetter("reasoning_claim")
 
-
-_ONLY_STR: Final = {str}  # the types of a run's deltas that update_many joins
 
 _OUTPUT_STATES: Final = {
     "tool-output-available": "output-available",
@@ -831,23 +823,15 @@ class _ToolDefinition:
 
     @staticmethod
     def update_many(part: ToolPart, run: list[Routed]) -> ToolPart:
-        """``update`` over a run: a call's streamed input makes one append."""
-        try:
-            deltas = [
-                routed.event["inputTextDelta"]
-                for routed in run
-                if routed.event["type"] == "tool-input-delta"
-            ]
-        except Exception:  # no delta text, or no type: as update does
-            deltas = []
-        # Not all input deltas, or one that is not a str: as update does.
-        if len(deltas) != len(run) or set(map(type, deltas)) != _ONLY_STR:
-            for routed in run:
-                part = _ToolDefinition.update(part, routed)
-            return part
-        return msgspec.structs.replace(
-            part, raw=part.raw.append("".join(deltas)), input=_PARTIAL, raw_input=True
-        )
+        """``update`` over a run (``fold_run``): a call's streamed input makes one
+        append; any other chunk goes to ``update``."""
+        pieces = [
+            event.get("inputTextDelta", "")
+            if (event := routed.event)["type"] == "tool-input-delta"
+            else None
+            for routed in run
+        ]
+        return fold_run(part, run, pieces, _input_appended, _ToolDefinition.update)
 
     @staticmethod
     def render_json(node: Node) -> object:

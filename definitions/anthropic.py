@@ -50,7 +50,7 @@ message instead of being ignored with its blocks appended to the first.
 from __future__ import annotations
 
 import html
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 import msgspec
@@ -60,6 +60,7 @@ from engine import Claim, Node, Publication
 from ._partial_json import PartialJSONError, parse_partial_json
 from ._protocol import ProtocolSet, not_routed
 from ._render import payload
+from ._runs import fold_run
 from ._text import StreamedText
 
 __all__ = [
@@ -316,36 +317,24 @@ _BLOCK_PUBLICATION: Final[dict[Hashable, Publication]] = {
 }
 
 
-# Per block type, the run a block folds at once: (state field, delta type, delta key).
-_RUN_FOLDS: Final[dict[object, tuple[str, str, str]]] = {
-    "text": ("text", "text_delta", "text"),
-    "thinking": ("text", "thinking_delta", "thinking"),
-    "tool_use": ("partial_json", "input_json_delta", "partial_json"),
-    "server_tool_use": ("partial_json", "input_json_delta", "partial_json"),
-}
+def _append_text(state: BlockState, text: str) -> BlockState:
+    """``state`` with ``text`` appended to its text (a text or thinking block's)."""
+    return _replace(state, text=state.text.append(text))
 
 
-def _append(state: BlockState, field: str, parts: list[str]) -> BlockState:
-    """``state`` with the joined ``parts`` appended to ``field`` (``text`` or
-    ``partial_json``), as one ``update`` per part would leave it."""
-    text = "".join(parts)  # TypeError for a non-str part, as StreamedText.append raises
-    if field == "text":
-        return _replace(state, text=state.text.append(text))
+def _append_json(state: BlockState, text: str) -> BlockState:
+    """``state`` with ``text`` appended to its tool input JSON."""
     return _replace(state, partial_json=state.partial_json.append(text))
 
 
-def _owns_any(events: list[Scoped], delta_type: str) -> bool:
-    """Whether a block whose own deltas are ``delta_type`` has one among ``events``
-    (whose reads ``update_many`` has made once already: they do not raise)."""
-    for event in events:
-        raw = event.event
-        if raw["type"] == "content_block_delta" and raw["delta"]["type"] == delta_type:
-            return True
-    return False
-
-
-_UNSET: Final = object()
-_NO_FOLD: Final = ("", None, "")  # no delta type is a block's own
+# Per block type, its own deltas, which a run folds at once: (delta type, delta key,
+# the append). Any other event of a run (a citation, a signature, a stop) goes to update.
+_RUN_FOLDS: Final[dict[object, tuple[str, str, Callable[[BlockState, str], BlockState]]]] = {
+    "text": ("text_delta", "text", _append_text),
+    "thinking": ("thinking_delta", "thinking", _append_text),
+    "tool_use": ("input_json_delta", "partial_json", _append_json),
+    "server_tool_use": ("input_json_delta", "partial_json", _append_json),
+}
 
 
 class MessageDefinition:
@@ -494,107 +483,25 @@ class BlockDefinition:
         return state  # a delta type the SDK does not fold either
 
     def update_many(self, state: BlockState, events: list[Scoped]) -> BlockState:
-        """``update`` over a run. The block's own text, thinking or input JSON deltas
-        are joined and appended at once. The others (a text block's citations, a
-        thinking block's signature, a stop) go through ``_update_mixed``: apart, when
-        they all come before or all after the block's own (the common case), else
-        with them."""
-        # One comprehension per block type, its constants inline. Each makes the same
-        # reads as update's, in its order, per event.
-        block_type = state.block.get("type")
-        if block_type == "text":
-            parts = [
-                delta["text"]
-                for event in events
-                if (raw := event.event)["type"] == "content_block_delta"
-                and (delta := raw["delta"])["type"] == "text_delta"
-            ]
-            if len(parts) == len(events):  # the engine's common run: TypeError for a non-str
-                return _replace(state, text=state.text.append("".join(parts)))
-            return self._update_split(state, events, parts, "text", "text_delta")
-        if block_type == "tool_use" or block_type == "server_tool_use":
-            parts = [
-                delta["partial_json"]
-                for event in events
-                if (raw := event.event)["type"] == "content_block_delta"
-                and (delta := raw["delta"])["type"] == "input_json_delta"
-            ]
-            if len(parts) == len(events):
-                return _replace(state, partial_json=state.partial_json.append("".join(parts)))
-            return self._update_split(state, events, parts, "partial_json", "input_json_delta")
-        if block_type == "thinking":
-            parts = [
-                delta["thinking"]
-                for event in events
-                if (raw := event.event)["type"] == "content_block_delta"
-                and (delta := raw["delta"])["type"] == "thinking_delta"
-            ]
-            if len(parts) == len(events):
-                return _replace(state, text=state.text.append("".join(parts)))
-            return self._update_split(state, events, parts, "text", "thinking_delta")
-        return self._update_mixed(state, events)
-
-    def _update_split(
-        self, state: BlockState, events: list[Scoped], parts: list[str], field: str, own: str
-    ) -> BlockState:
-        """``update_many`` of a run of which ``parts`` are the block's own pieces (its
-        ``own`` deltas, appended to ``field``) and the rest other events."""
-        others = len(events) - len(parts)
-        if parts:
-            # Exactly ``others`` events are not the block's own: if the last (first)
-            # ``others`` events are none of its own, the rest are all its own.
-            tail = events[-others:]
-            if not _owns_any(tail, own):
-                return self._update_mixed(_append(state, field, parts), tail)
-            head = events[:others]
-            if not _owns_any(head, own):
-                return _append(self._update_mixed(state, head), field, parts)
-        return self._update_mixed(state, events)
-
-    def _update_mixed(self, state: BlockState, events: list[Scoped]) -> BlockState:
-        """``update`` over ``events``, in one pass.
-
-        What one event changes never depends on another field (text, citations, the
-        signature and ``stopped`` are set independently), so each field's changes are
-        gathered over the run and set once: the block's own pieces joined and appended
-        (``TypeError`` for a non-str one, as ``StreamedText.append`` raises), citations
-        appended, the last signature kept. Every read ``update`` makes is made, so this
-        raises exactly when folding ``update`` would.
-        """
-        block_type = state.block.get("type")
+        """``update`` over a run (``definitions._runs.fold_run``): the block's own text,
+        thinking or input JSON deltas, each stretch joined and appended at once."""
         try:
-            field, own_type, own_key = _RUN_FOLDS.get(block_type, _NO_FOLD)
+            own = _RUN_FOLDS.get(state.block.get("type"))
         except TypeError:  # an unhashable block type, which update may trip on: its way
-            for event in events:
-                state = self.update(state, event)
-            return state
-        pieces: list[str] = []
-        citations: list[Any] = []
-        signature: Any = _UNSET
-        stopped = False
-        for event in events:
-            raw = event.event
-            if raw["type"] == "content_block_stop":
-                stopped = True
-                continue
-            delta = raw["delta"]
-            kind = delta["type"]
-            if kind == own_type:
-                pieces.append(delta[own_key])
-            elif kind == "citations_delta":
-                if block_type == "text":
-                    citations.append(delta["citation"])
-            elif kind == "signature_delta" and block_type == "thinking":
-                signature = delta["signature"]
-        if pieces:
-            state = _append(state, field, pieces)
-        if citations:
-            state = _replace(state, citations=(*state.citations, *citations))
-        if signature is not _UNSET:
-            state = _replace(state, signature=signature)
-        if stopped:
-            state = _replace(state, stopped=True)
-        return state
+            own = None
+        if own is None:
+            return fold_run(state, events, [None] * len(events), _append_text, self.update)
+        own_type, key, append = own
+        # A piece of another type than str makes the join raise: the engine then folds
+        # the run one event at a time, and update raises as StreamedText.append does.
+        pieces = [
+            delta[key]
+            if (raw := event.event)["type"] == "content_block_delta"
+            and (delta := raw["delta"])["type"] == own_type
+            else None
+            for event in events
+        ]
+        return fold_run(state, events, pieces, append, self.update)
 
     def render_text(self, node: Node) -> str:
         """Text and thinking as text, tool calls as ``name(arguments)``."""

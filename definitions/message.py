@@ -27,8 +27,9 @@ import msgspec
 from engine import Node, Publication, Reader
 
 from ._routing import ByType, event_type
+from ._runs import fold_run
 from ._text import StreamedText
-from ._vocabulary import Vocabulary, delta_texts
+from ._vocabulary import Vocabulary, delta_pieces
 
 __all__ = [
     "DEFINITION",
@@ -135,17 +136,9 @@ class MessageDefinition:
     def update_many(
         self, state: MessageState, events: list[Event | dict[str, Any]]
     ) -> MessageState:
-        """``update`` over a run of events, with one append for a run of deltas (the
-        engine hands a streamed message's deltas over together)."""
-        if state.status == "streaming":
-            # The same checks as update's, per event: any other event folds one by one.
-            texts = delta_texts(events, _DELTA, Delta)
-            if texts is not None:
-                text = "".join(texts)
-                return MessageState(state.role, state.text.append(text)) if text else state
-        for event in events:
-            state = self.update(state, event)
-        return state
+        """``update`` over a run of events, one append per
+        stretch of deltas (the engine hands a streamed message's deltas over together)."""
+        return fold_run(state, events, delta_pieces(events, _DELTA, Delta), _append, self.update)
 
     # Deltas wait for the next animation frame; start, end and abort are immediate.
     # A mapping the engine resolves once per event type (with event_type=); also a

@@ -29,8 +29,9 @@ import msgspec
 from engine import Node, Publication, Reader
 
 from ._routing import ByType, event_type
+from ._runs import fold_run
 from ._text import StreamedText
-from ._vocabulary import Vocabulary, delta_texts
+from ._vocabulary import Vocabulary, delta_pieces
 
 __all__ = [
     "DEFINITION",
@@ -146,19 +147,9 @@ class ReasoningDefinition:
     def update_many(
         self, state: ReasoningState, events: list[Event | dict[str, Any]]
     ) -> ReasoningState:
-        """``update`` over a run of events, with one append for a run of deltas (the
-        engine hands a streamed block's deltas over together)."""
-        if not state.done:
-            # The same checks as update's, per event: any other event folds one by one.
-            texts = delta_texts(events, _DELTA, Delta)
-            if texts is not None:
-                text = "".join(texts)
-                if not text:
-                    return state
-                return ReasoningState(state.text.append(text), False, state.redacted, state.data)
-        for event in events:
-            state = self.update(state, event)
-        return state
+        """``update`` over a run of events, one append per
+        stretch of deltas (the engine hands a streamed block's deltas over together)."""
+        return fold_run(state, events, delta_pieces(events, _DELTA, Delta), _append, self.update)
 
     # Deltas wait for the next animation frame; the other events are immediate.
     # A mapping the engine resolves once per event type (with event_type=); also a

@@ -42,8 +42,9 @@ from engine import Node, Publication, Reader
 
 from ._json import PartialJson
 from ._routing import ByType, event_type
+from ._runs import fold_run
 from ._text import StreamedText
-from ._vocabulary import Vocabulary, delta_texts
+from ._vocabulary import Vocabulary, delta_pieces
 
 __all__ = [
     "DEFINITION",
@@ -210,21 +211,12 @@ class ToolCallDefinition:
     def update_many(
         self, state: ToolCallState, events: list[Event | dict[str, Any]]
     ) -> ToolCallState:
-        """``update`` over a run of events: a run of argument deltas is appended and fed
-        to the parser once (the engine hands a call's streamed deltas over together)."""
-        if state.status == "streaming":
-            # The same checks as update's, per event: any other event folds one by one.
-            texts = delta_texts(events, _DELTA, ArgumentsDelta)
-            if texts is not None:
-                text = "".join(texts)
-                if not text:
-                    return state
-                return ToolCallState(
-                    state.name, state.arguments.append(text), state.parser.feed(text)
-                )
-        for event in events:
-            state = self.update(state, event)
-        return state
+        """``update`` over a run of events, each stretch of
+        argument deltas appended and fed to the parser once (the engine hands a call's
+        streamed deltas over together)."""
+        return fold_run(
+            state, events, delta_pieces(events, _DELTA, ArgumentsDelta), _append, self.update
+        )
 
     # Argument deltas wait for the next animation frame; the rest is immediate.
     # A mapping the engine resolves once per event type (with event_type=); also a

@@ -139,7 +139,10 @@ class ConversationEngine:
         the engine stays usable. Cost: one ``match`` per definition (per routed
         definition with ``event_type=``), plus ``start``/``update`` for each claim.
         """
-        self.push_many((event,), hooks=hooks)  # one call more costs ~5% of a push
+        if hooks or self._hooks.hooks:
+            self.push_many((event,), hooks=hooks)
+        else:
+            self._push(self._fold.apply_event, event)
 
     def push_many(self, events: Iterable[object], *, hooks: Iterable[object] = ()) -> None:
         """Fold events in order with one publication check at the end.
@@ -149,6 +152,17 @@ class ConversationEngine:
         iterable that is not a list or tuple is read up to 1,024 events ahead; if it
         raises, the events it gave before are folded and its error goes up as it is.
         """
+        if hooks:
+            hooked = self._hooks + _Hooks(hooks, per_call=True)
+            self._push(lambda events: self._fold_hooked(events, hooked), events)
+        elif self._hooks.hooks:
+            self._push(self._fold_hooked, events)
+        else:
+            self._push(self._fold.apply, events)
+
+    def _push(self, fold_them: Callable[[Any], None], events: Any) -> None:
+        """``fold_them(events)`` under the lock, then the publication check at the end of
+        the outermost push (after a failure too: the events before it are published)."""
         # acquire/release rather than ``with``: ~750 CPU instructions less per push.
         self._lock.acquire()
         try:
@@ -160,12 +174,7 @@ class ConversationEngine:
                 )
             self._depth += 1
             try:
-                if hooks:
-                    self._fold_hooked(events, self._hooks + _Hooks(hooks, per_call=True))
-                elif self._hooks.hooks:
-                    self._fold_hooked(events, self._hooks)
-                else:
-                    fold.apply(events)
+                fold_them(events)
             except BaseException as exc:
                 self._depth -= 1
                 if self._depth == 0:
@@ -182,7 +191,9 @@ class ConversationEngine:
         finally:
             self._lock.release()
 
-    def _fold_hooked(self, events: Iterable[object], hooks: _Hooks) -> None:
+    def _fold_hooked(self, events: Iterable[object], hooks: _Hooks | None = None) -> None:
+        if hooks is None:
+            hooks = self._hooks
         fold = self._fold
         clock = self._clock
         for event in events:
@@ -270,6 +281,7 @@ class ConversationEngine:
                 events_accepted=fold.version,
                 events_skipped=self._skipped,
                 updates_dropped=fold.dropped,
+                events_unclaimed=fold.unclaimed,
                 nodes=len(fold.records),
                 frames_requested=self._frames_requested,
                 frames_fired=self._frames_fired,

@@ -70,7 +70,9 @@ class Statistics:
     included); ``events_accepted`` those that started, reopened or changed a node
     (every event of a run handed to ``update_many`` that changed its node);
     ``events_skipped`` those a hook skipped; ``updates_dropped`` update claims for
-    which no node was open. ``frames_requested``/``frames_fired``/``frames_cancelled``
+    which no node was open; ``events_unclaimed`` those no definition claimed at all
+    (every ``match`` returned None: no start or update claim; failed and skipped events
+    are not counted). ``frames_requested``/``frames_fired``/``frames_cancelled``
     count scheduler frames; ``notifications`` counts rounds delivered to subscribers.
     """
 
@@ -78,6 +80,7 @@ class Statistics:
     events_accepted: int
     events_skipped: int
     updates_dropped: int
+    events_unclaimed: int
     nodes: int
     frames_requested: int
     frames_fired: int

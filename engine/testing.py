@@ -24,7 +24,7 @@ from typing import Any
 
 from ._engine import create_conversation_engine
 from ._errors import ConversationError
-from ._fold import LEVELS
+from ._registration import LEVELS
 from ._types import Claim, Node
 
 __all__ = ["ConformanceError", "check_definition"]

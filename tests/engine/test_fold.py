@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import operator
 from typing import Any
 
 import pytest
 
 from engine import Claim, DefinitionError, UsageError, create_conversation_engine
 
-from .harness import Tally, TallyState, Unlucky, as_tuples, ev, model_fold, tallies
+from .harness import RoutedTally, Tally, TallyState, Unlucky, as_tuples, ev, model_fold, tallies
 
 
 def fold(events: list[dict[str, Any]], definitions: list[Any] | None = None) -> Any:
@@ -70,6 +71,31 @@ class TestOrphanUpdatesAreDropped:
     def test_open_node_of_another_kind_does_not_count(self) -> None:
         engine = fold([ev("b", "start", "1"), ev("a", "update", "1", v=5)])
         assert [(n.key, n.state.total) for n in engine.nodes()] == [("b:1", 1)]
+
+
+class TestUnclaimedEventsAreCounted:
+    """``events_unclaimed``: events no definition claimed at all (a dropped update
+    was claimed; it counts as dropped instead)."""
+
+    @pytest.mark.parametrize("routed", [False, True], ids=["unrouted", "routed"])
+    def test_only_events_nobody_claims_count(self, routed: bool) -> None:
+        if routed:
+            kinds = [RoutedTally("a"), RoutedTally("b")]
+            engine = create_conversation_engine(kinds, event_type=operator.itemgetter("to"))
+        else:
+            engine = create_conversation_engine([Tally("a"), Tally("b")])
+        engine.push_many([ev("a", "start", "1"), ev("z", "start", "1"), ev("*", "noise", "2")])
+        engine.push(ev("b", "update", "9"))  # claimed, then dropped
+        engine.push(ev("a", "noise", "1"))
+        engine.push(ev("*", "start", "3"))
+        stats = engine.statistics()
+        assert (stats.events_unclaimed, stats.updates_dropped) == (3, 1)
+
+    def test_a_failed_event_is_not_counted(self) -> None:
+        engine = create_conversation_engine(tallies())
+        with pytest.raises(DefinitionError):
+            engine.push(ev("*", "start", "1", v=13))
+        assert engine.statistics().events_unclaimed == 0
 
 
 class TestRepeatedStartReopensInPlace:
@@ -184,6 +210,28 @@ class TestEventsAreAtomic:
         assert (info.value.method, info.value.position, info.value.key) == ("match", 0, None)
         assert isinstance(info.value.__cause__, KeyError)
 
+    @pytest.mark.parametrize("routed", [False, True], ids=["unrouted", "routed"])
+    @pytest.mark.parametrize("others", [0, 1], ids=["one definition", "two definitions"])
+    def test_a_raising_match_names_no_earlier_events_key(self, routed: bool, others: int) -> None:
+        # match() raises on event #2 after claiming events #0 and #1: the error must not
+        # name the key of the claim of event #1 (issue 12).
+        class Picky(RoutedTally):
+            def match(self, event: dict[str, Any]) -> Claim | None:
+                if event["v"] == 99:
+                    raise KeyError("v")
+                return super().match(event)
+
+        definitions: list[Any] = [RoutedTally("b")] * others + [Picky("a")]
+        engine = create_conversation_engine(
+            definitions, event_type=operator.itemgetter("to") if routed else None
+        )
+        with pytest.raises(DefinitionError) as info:
+            engine.push_many(
+                [ev("a", "start", "m1"), ev("a", "update", "m1"), ev("a", "update", "m2", v=99)]
+            )
+        assert (info.value.method, info.value.position, info.value.key) == ("match", 2, None)
+        assert "key" not in str(info.value)
+
     def test_events_before_a_failure_in_a_batch_are_kept(self) -> None:
         engine = fold([])
         with pytest.raises(DefinitionError, match="at event #2"):
@@ -282,6 +330,25 @@ class TestEventsAreAtomic:
             engine.push(ev("a", "update", "1"))
         assert isinstance(info.value.__cause__, UsageError)
         assert [n.key for n in engine.nodes()] == ["a:1"]
+
+
+class TestAnUndoneStartLeavesNoTrace:
+    """Rule 7 for a node started by an event that a later definition then failed: the
+    undone record must leave the list of records to refreeze too."""
+
+    def test_a_later_change_refreezes_only_live_nodes(self) -> None:
+        class FailsOnY(Tally):
+            def start(self, event: dict[str, Any], reader: Any) -> TallyState:
+                if event["id"] == "y":
+                    raise KeyError("y")
+                return super().start(event, reader)
+
+        engine = fold([ev("a", "start", "1")], [Tally("a"), FailsOnY("b")])
+        engine.nodes()
+        with pytest.raises(DefinitionError):
+            engine.push(ev("*", "start", "y"))  # a:y started, then undone
+        engine.push(ev("a", "update", "1"))
+        assert [(n.key, n.seq, n.state.total) for n in engine.nodes()] == [("a:1", 0, 2)]
 
 
 class TestEventsAreAtomicOnTheInlinePath:

@@ -103,6 +103,9 @@ def assert_folded_like_the_model(engine: Any, definitions: list[Any], log: list[
     accepted = sum(model_level(log[:i], event, definitions) >= 0 for i, event in enumerate(log))
     stats = engine.statistics()
     assert stats.events_pushed == len(log)
+    kinds = {definition.kind for definition in definitions} | {"*"}
+    unclaimed = sum(e["to"] not in kinds or e["op"] == "noise" for e in log)
+    assert stats.events_unclaimed == unclaimed
     if not isinstance(definitions[0], RunTally):
         assert stats.events_accepted == accepted
         return

@@ -68,6 +68,21 @@ class TestInvalidDefinitions:
         with pytest.raises(RegistrationError, match=message):
             create_conversation_engine([definition])
 
+    def test_a_class_instead_of_an_instance_names_the_fix(self) -> None:
+        with pytest.raises(RegistrationError, match=r"is a class.*register an instance: Tally\(\)"):
+            create_conversation_engine([Tally])
+
+    def test_a_class_of_static_members_is_a_definition(self) -> None:
+        class Static:
+            kind = "s"
+            match = staticmethod(lambda event: Claim(event["id"], "start"))
+            start = staticmethod(lambda event, reader: 0)
+            update = staticmethod(lambda state, event: state)
+
+        engine = create_conversation_engine([Static])
+        engine.push(ev("s", "start", "1"))
+        assert [n.key for n in engine.nodes()] == ["s:1"]
+
     def test_member_that_is_not_callable(self) -> None:
         module = _module_definition()
         module.start = "start"  # type: ignore[attr-defined]
@@ -194,9 +209,9 @@ class TestRegistration:
     def test_routes_are_bounded_for_an_event_type_of_many_values(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        from engine import _fold
+        from engine import _registration
 
-        monkeypatch.setattr(_fold, "_ROUTES_MAX", 3)
+        monkeypatch.setattr(_registration, "_ROUTES_MAX", 3)
         registration = Registration([Tally("a")], event_type=lambda event: event["v"])
         engine = create_conversation_engine(registration)
         engine.push_many(

@@ -1,0 +1,175 @@
+"""The engine used the way the seed uses it, beside the minimal fold loop in the same run.
+
+Seed style (seeds/002): ``create_conversation_engine(definitions=[...])`` with five
+definitions that declare no ``event_types`` and route nothing (no ``event_type=``),
+``publication`` a function of the event, one ``push()`` per event, a subscriber,
+and a frame scheduler firing every 64 events. Every definition sees every event
+(rule 1); most events are claimed by one of them. Workload: issue #2's (200
+messages x 500 text deltas, 50 tool calls x 100 argument deltas), as in
+``bench_engine.py``, whose minimal loop is the reference.
+
+Target (issue #13): within 8x the minimal loop.
+
+Run: ``python benchmarks/bench_seed_style.py`` (``--quick`` for a smaller run).
+Figures are best-of-N wall times; the machine is shared, so read the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bench_engine import minimal_loop, workload
+
+from definitions import StreamedText
+from engine import Claim, ManualScheduler, Publication, create_conversation_engine
+
+Event = dict[str, Any]
+FRAME_EVERY = 64
+TARGET = 8.0
+
+
+class Streamed:
+    """A kind with a start and streamed deltas, written as the seed writes ``message``."""
+
+    def __init__(self, kind: str, field: str) -> None:
+        self.kind = kind
+        self.start_type = f"{kind}.start"
+        self.delta_type = f"{kind}.delta"
+        self.field = field
+
+    def match(self, event: Event) -> Claim | None:
+        kind = event["type"]
+        if kind == self.delta_type:
+            return Claim(event["id"], "update")
+        if kind == self.start_type:
+            return Claim(event["id"], "start")
+        return None
+
+    def start(self, event: Event, reader: Any) -> StreamedText:
+        return StreamedText()
+
+    def update(self, state: StreamedText, event: Event) -> StreamedText:
+        return state.append(event[self.field])
+
+    def publication(self, event: Event) -> Publication:
+        return "animation-frame" if event["type"] == self.delta_type else "immediate"
+
+
+class Simple:
+    """A kind that claims its own start/set events (reasoning, approval, status)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.start_type = f"{kind}.start"
+        self.set_type = f"{kind}.set"
+
+    def match(self, event: Event) -> Claim | None:
+        kind = event["type"]
+        if kind == self.set_type:
+            return Claim(event["id"], "update")
+        if kind == self.start_type:
+            return Claim(event["id"], "start")
+        return None
+
+    def start(self, event: Event, reader: Any) -> object:
+        return event.get("value")
+
+    def update(self, state: object, event: Event) -> object:
+        return event.get("value")
+
+
+def seed_definitions() -> list[Any]:
+    return [
+        Streamed("message", "text"),
+        Simple("reasoning"),
+        Streamed("tool_call", "delta"),
+        Simple("approval"),
+        Simple("status"),
+    ]
+
+
+def seed_run(events: list[Event]) -> Any:
+    scheduler = ManualScheduler()
+    engine = create_conversation_engine(definitions=seed_definitions(), scheduler=scheduler)
+    engine.subscribe(lambda nodes: None)
+    push = engine.push
+    fire = scheduler.fire
+    for at, event in enumerate(events, 1):
+        push(event)
+        if at % FRAME_EVERY == 0:
+            fire()
+    fire()
+    return engine
+
+
+def definitions_alone(events: list[Event]) -> None:
+    """The five definitions' own calls for the workload, no engine: every ``match``,
+    then ``start``/``update`` and ``publication`` for each claim (the floor of any
+    engine that keeps rule 1)."""
+    definitions = seed_definitions()
+    members = [
+        (d.match, d.start, d.update, getattr(d, "publication", None), {}) for d in definitions
+    ]
+    for event in events:
+        for match, start, update, publication, states in members:
+            claim = match(event)
+            if claim is None:
+                continue
+            if claim.role == "start":
+                states[claim.id] = start(event, None)
+            elif claim.id in states:
+                states[claim.id] = update(states[claim.id], event)
+                if publication is not None:
+                    publication(event)
+
+
+def interleaved(runs: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
+    """The best CPU time of each run over ``rounds`` rounds, the runs taking turns (so
+    a neighbour's load on the shared machine falls on all of them alike)."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            gc.collect()
+            started = time.process_time()
+            run()
+            times[name].append(time.process_time() - started)
+    return {name: min(values) for name, values in times.items()}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smaller, faster run")
+    options = parser.parse_args(argv)
+    rounds = 3 if options.quick else 7
+    events = workload()
+    n = len(events)
+    print(f"workload: {n:,} events (200 messages x 500 deltas, 50 tool calls x 100 deltas)")
+    print(f"python {sys.version.split()[0]}; frames every {FRAME_EVERY} events")
+    print(f"best CPU time of {rounds} interleaved rounds\n")
+    seconds = interleaved(
+        {
+            "minimal loop": lambda: minimal_loop(events),
+            "the five definitions alone, no engine": lambda: definitions_alone(events),
+            "seed style: push() per event, 5 unrouted": lambda: seed_run(events),
+        },
+        rounds,
+    )
+    floor = seconds["minimal loop"]
+    print(f"{'run':44} {'events/s':>12} {'x minimal':>10}")
+    for name, took in seconds.items():
+        print(f"{name:44} {n / took:12,.0f} {took / floor:10.2f}")
+    ratio = seconds["seed style: push() per event, 5 unrouted"] / floor
+    alone = seconds["the five definitions alone, no engine"]
+    engine_ns = (seconds["seed style: push() per event, 5 unrouted"] - alone) / n * 1e9
+    verdict = "within" if ratio <= TARGET else "ABOVE"
+    print(f"\nseed style / minimal loop = {ratio:.2f}x ({verdict} the {TARGET:g}x target)")
+    print(f"the engine's own cost: {engine_ns:.0f} ns per event beyond the definitions' calls")
+
+
+if __name__ == "__main__":
+    main()
