@@ -111,16 +111,28 @@ def _headers(data: bytes, base: int) -> dict[str, Any]:
     return headers
 
 
-def _frame(data: bytes | memoryview, base: int) -> Frame:
-    """The frame that ``data`` (exactly its bytes) holds; ``base`` is its offset."""
-    total, headers_length, prelude_crc = _prelude.unpack_from(data, 0)
-    if zlib.crc32(data[:8]) != prelude_crc:
-        raise EventStreamError(base, "prelude CRC mismatch")
+# A stream's frames mostly repeat a few header blocks (":event-type" and the same two
+# others): each distinct block is parsed once. Bounded, as the claim caches are.
+_HEADER_CACHE_SIZE: Final = 256
+_header_cache: dict[bytes, dict[str, Any]] = {}
+
+
+def _frame(data: memoryview, base: int) -> Frame:
+    """The frame that ``data`` (exactly its bytes, its prelude checked by
+    ``_check_prelude``) holds; ``base`` is its offset."""
+    total, headers_length, _ = _prelude.unpack_from(data, 0)
     (message_crc,) = _u32.unpack_from(data, total - 4)
     if zlib.crc32(data[: total - 4]) != message_crc:
         raise EventStreamError(base, "message CRC mismatch")
-    headers = _headers(bytes(data[_PRELUDE : _PRELUDE + headers_length]), base)
-    return Frame(headers, bytes(data[_PRELUDE + headers_length : total - 4]), base)
+    block = bytes(data[_PRELUDE : _PRELUDE + headers_length])
+    headers = _header_cache.get(block)
+    if headers is None:
+        headers = _headers(block, base)
+        if len(_header_cache) >= _HEADER_CACHE_SIZE:
+            _header_cache.clear()
+        _header_cache[block] = headers
+    # a copy: a caller may change its frame's headers, never another frame's
+    return Frame(dict(headers), bytes(data[_PRELUDE + headers_length : total - 4]), base)
 
 
 def _check_prelude(data: bytes | memoryview, base: int) -> int:

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -105,6 +104,8 @@ _replace: Final = msgspec.structs.replace
 
 # -- the raw body ---------------------------------------------------------------------
 
+_decode: Final = msgspec.json.Decoder().decode
+
 
 def _frame_event(headers: dict[str, Any], data: bytes, offset: int) -> dict[str, Any] | None:
     kind = headers.get(":message-type")
@@ -115,8 +116,8 @@ def _frame_event(headers: dict[str, Any], data: bytes, offset: int) -> dict[str,
     if kind not in ("event", "exception") or not isinstance(name, str):
         return None  # not a ConverseStream event (the AI SDK skips these too)
     try:
-        body = json.loads(data) if data else {}
-    except ValueError as exc:
+        body = _decode(data) if data else {}
+    except msgspec.DecodeError as exc:
         raise EventStreamError(offset, f"{name} payload is not JSON ({exc})") from None
     if type(body) is dict:
         # "p" is the service's random-length padding (against length side channels):
