@@ -29,8 +29,10 @@ blocks by ``contentBlockIndex``: ``contentBlockStart`` is sent only for tool use
 has not started. ``messages(nodes)`` rebuilds the Converse response of each message:
 ``{"output": {"message": {"role", "content"}}, "stopReason", "usage", "metrics"}``,
 tool input parsed from its joined fragments (empty input is ``{}``), blocks in index
-order. A stream exception (``internalServerException``, ``throttlingException``, ...)
-is kept on the message and shown; the rebuild lists them under ``"exceptions"``.
+order. Redacted reasoning sent in pieces is joined as bytes (the AI SDK's provider
+joins the base64 text, which is not base64 of anything once a piece is padded). A
+stream exception (``internalServerException``, ``throttlingException``, ...) is kept
+on the message and shown; the rebuild lists them under ``"exceptions"``.
 
 The set is declared by ``PROTOCOL`` (``definitions.ProtocolSet``). Live use: push
 each event of boto3's ``converse_stream(...)["stream"]`` into ``PROTOCOL.engine()``

@@ -40,6 +40,10 @@ The pre-pass ``scope(events)`` names each chunk's response: a chunk whose
 none joins the current one. One definition, ``gemini_response`` (node id
 ``"response-<n>"``), holds everything; ``responses(nodes)`` rebuilds them.
 
+Where the AI SDK's provider differs (tests/conformance/test_gemini.py names each):
+it reads only ``candidates[0]`` of a chunk, and drops a signature that arrives on an
+empty part after thoughts; ours keeps every candidate and every signature.
+
 The set is declared by ``PROTOCOL`` (``definitions.ProtocolSet``). Live use: push
 what ``client.models.generate_content_stream(...)`` yields into ``PROTOCOL.engine()``;
 by hand, ``engine.push_many(scope(chunks))`` (or one ``Scoper`` per stream), routed
