@@ -152,8 +152,10 @@ class ProtocolSet:
         """
         if type(event) is dict:
             return event
-        if hasattr(type(event), "__pydantic_fields__"):  # an SDK's model (the common case)
-            kind = getattr(event, "type", None)
+        cls = type(event)
+        if cls in _PLANS or hasattr(cls, "__pydantic_fields__"):  # an SDK's model
+            # A model keeps its fields in __dict__: no __getattr__ for a model without one.
+            kind = event.__dict__.get("type")
             if isinstance(kind, str):  # before converting: it may carry a whole snapshot
                 if kind in self.derived:
                     return None
@@ -269,8 +271,8 @@ def _model(model: Any) -> dict[str, Any]:
     for name in checks:
         if name in out:
             value = out[name]
-            if type(value) not in _PRIMITIVES:
-                out[name] = _value(value)
+            if type(value) not in _PRIMITIVES:  # a known model class: one call less
+                out[name] = _model(value) if type(value) in _PLANS else _value(value)
     extra = model.__pydantic_extra__
     if extra:
         for name, value in extra.items():
