@@ -35,7 +35,8 @@ What a set declares:
 - ``derived``: event types an SDK's helper derives from the raw events and yields
   beside them (the Anthropic ``MessageStream``'s ``text``, ``input_json``, ...). They
   repeat what the raw events say, so the pre-pass skips them: nothing is counted
-  twice.
+  twice. ``wrapped``: helper events that carry a raw one (OpenAI's chat stream
+  helper's ``chunk``): the raw event inside is folded.
 
 A live application never wires a pre-pass by hand: ``PROTOCOL.engine()`` is an
 engine of the set's definitions and routing with the pre-pass as its first push hook,
@@ -108,6 +109,10 @@ class ProtocolSet:
     ``None``: plain dict events."""
     derived: frozenset[str] = frozenset()
     """Event types an SDK helper derives from the raw ones: skipped, never counted twice."""
+    wrapped: Mapping[str, str] = attrs.field(factory=dict)
+    """SDK helper events that carry a raw event: their type -> the field holding it
+    (the OpenAI chat stream helper's ``ChunkEvent``, type ``chunk``, holds the
+    ``ChatCompletionChunk`` in ``chunk``). The pre-pass folds the raw event inside."""
     registration: Registration = attrs.field(init=False)
     """``Registration(definitions, event_type=event_type)``, made once: engines of one
     registration share its routes."""
@@ -147,10 +152,16 @@ class ProtocolSet:
         """
         if type(event) is dict:
             return event
-        if hasattr(type(event), "__pydantic_fields__"):  # an SDK's model (the common case)
-            kind = getattr(event, "type", None)
-            if isinstance(kind, str) and kind in self.derived:
-                return None  # before converting it: it may carry a whole snapshot
+        cls = type(event)
+        if cls in _PLANS or hasattr(cls, "__pydantic_fields__"):  # an SDK's model
+            # A model keeps its fields in __dict__: no __getattr__ for a model without one.
+            kind = event.__dict__.get("type")
+            if isinstance(kind, str):  # before converting: it may carry a whole snapshot
+                if kind in self.derived:
+                    return None
+                inner = self.wrapped.get(kind)
+                if inner is not None:
+                    return self.plain(getattr(event, inner))
             try:
                 plain = _model(event)
             except _NotJSON:  # a value JSON has no form for (a datetime): pydantic's way
@@ -260,8 +271,8 @@ def _model(model: Any) -> dict[str, Any]:
     for name in checks:
         if name in out:
             value = out[name]
-            if type(value) not in _PRIMITIVES:
-                out[name] = _value(value)
+            if type(value) not in _PRIMITIVES:  # a known model class: one call less
+                out[name] = _model(value) if type(value) in _PLANS else _value(value)
     extra = model.__pydantic_extra__
     if extra:
         for name, value in extra.items():

@@ -121,10 +121,13 @@ class Scoper:
         self.current: str | None = None
         self.update: Claim | None = None  # the current completion's update claim
 
-    def __call__(self, chunk: Any) -> ScopedChunk:
-        """Wrap ``chunk`` (a dict or the SDK's ``ChatCompletionChunk``)."""
+    def __call__(self, chunk: Any) -> ScopedChunk | None:
+        """Wrap ``chunk`` (a dict or the SDK's ``ChatCompletionChunk``; ``None`` for an
+        event the SDK's stream helper derives from a chunk)."""
         if type(chunk) is not dict:
             chunk = PROTOCOL.plain(chunk)
+            if chunk is None:
+                return None
         current = self.current
         chunk_id = chunk.get("id") or ""
         if current is not None and (chunk_id == current or current == ""):
@@ -140,8 +143,8 @@ class Scoper:
 
 def scope(events: Iterable[Any]) -> Iterator[ScopedChunk]:
     """Wrap each chunk of one stream in ``ScopedChunk`` (the pure pre-pass): dicts or
-    the SDK's typed chunks."""
-    return map(Scoper(), events)
+    the SDK's typed chunks (its stream helper's derived events left out)."""
+    return filter(None, map(Scoper(), events))
 
 
 _NOT_SCOPED: Final = (
@@ -650,6 +653,19 @@ PROTOCOL: Final = ProtocolSet(
     pre_pass=Scoper,
     event_type=event_type,
     rebuild=completions,
+    # What client.chat.completions.stream(...) yields beside each chunk's ChunkEvent.
+    derived=frozenset(
+        f"{field}.{end}"
+        for field in (
+            "content",
+            "refusal",
+            "tool_calls.function.arguments",
+            "logprobs.content",
+            "logprobs.refusal",
+        )
+        for end in ("delta", "done")
+    ),
+    wrapped={"chunk": "chunk"},
 )
 """The Chat Completions protocol set (``definitions.ProtocolSet``)."""
 

@@ -64,6 +64,7 @@ from engine import Claim, Node
 from ._protocol import ProtocolSet, not_routed, route_by_class
 from ._render import payload
 from ._routing import ByType
+from ._runs import fold_run
 from ._text import StreamedText
 
 __all__ = [
@@ -567,105 +568,60 @@ def _appended(state: ItemState, field: str, index: int, text: str) -> ItemState:
     return _replace(state, pending=state.pending.append(text)) if text else state
 
 
-_OUTPUT_TEXT_DELTA: Final = "response.output_text.delta"
-_NO_APPEND: Final[tuple[str, int, str]] = ("", 0, "")
+def _delta_appended(state: ItemState, field: str, index: int, text: str) -> ItemState:
+    """What ``_item_updated`` makes of a str delta appending ``text`` to ``field`` (part
+    ``index``, an int), in any state: appended when the item takes it (a summary part
+    not there yet padded first), else the state itself."""
+    item_type = state.item.get("type")
+    if field == "parts":
+        parts = state.parts
+        if (
+            item_type != "message"
+            or not 0 <= index < len(parts)
+            or parts[index].part.get("type") != "output_text"
+        ):
+            return state
+    elif field == "arguments":
+        if item_type != "function_call":
+            return state
+    elif field == "summary":
+        if item_type != "reasoning" or index < 0:
+            return state
+        if index >= len(state.summary):  # a delta whose part.added was lost
+            state = _replace(state, summary=_pad(state.summary, index, "summary_text"))
+    return _appended(state, field, index, text)
 
 
 def _fold_item(state: ItemState, events: Sequence[Scoped]) -> ItemState:
-    """``state`` after the events of ``events``, one after the other (``update_many``).
+    """``state`` after the events of ``events``, one after the other (``update_many``,
+    through ``definitions._runs.fold_run``).
 
-    Nearly every item event is a text delta that ``_item_updated`` appends to one text
-    of the item (its *field*, see ``_appended``) and does nothing else with. Whether it
-    does depends on the event (its type, an int index, a str delta: ``_delta_of``) and
-    on the item (its type, the part being there: ``_takes``). Consecutive appends to
-    one field are joined and made once; an event that continues them needs only the
-    checks of its own fields, since appends change nothing ``_takes`` reads. Any other
-    event goes through ``_item_updated``.
-
-    A scoper's envelopes carry what a delta appends (``Scoped.field``, ``at``,
-    ``text``), read once: a run of appends to one text, with events that change
-    nothing among them (they commute with everything), is one append of the texts
-    joined, with no event read again.
+    Nearly every item event of a run is a delta appending to one text of the item (its
+    *field*, see ``_appended``, and part index), which the scoper read off the event
+    once (``Scoped.field``, ``at``, ``text``). The deltas into the text the run's first
+    delta names are its pieces, each stretch joined and appended at once
+    (``_delta_appended``, which checks what ``_item_updated`` checks); every other
+    event (another text's delta, an event that changes nothing, a part added, an
+    envelope not made by a scoper) goes to ``_item_updated``.
     """
-    item_type = state.item.get("type")  # the added item's, kept by every update
     none = _NONE
-    if events[0].field == none:  # events that change nothing first (progress): leave them
-        events = [e for e in events if e.field != none]
-        if not events:
-            return state
-    # A scoper's run: appends to one text (read by the scoper), maybe with events that
-    # change nothing among them, and the item takes the first.
-    first = events[0]
-    at_field = first.field
-    if at_field:
-        at = first.at
-        texts = [e.text for e in events if (e.field == at_field and e.at == at) or e.field == none]
-        if len(texts) == len(events) and _takes(state, item_type, at_field, at):
-            return _appended(state, at_field, at, "".join(texts))
-    texts = []  # the pending appends, all to part `at` of `at_field`
-    at_field = ""
-    at = 0
-    index: Any  # read from the event: checked before it is used
-    text: Any
-    for event in events:
-        raw = event.event
-        if type(raw) is not dict:
-            field = ""
-        elif (kind := raw.get("type")) == _OUTPUT_TEXT_DELTA:  # the common delta, inline
-            index = raw.get("content_index")
-            text = raw.get("delta")
-            field = "parts" if type(index) is int and type(text) is str else ""
-        else:
-            field, index, text = _delta_of(kind, raw)
-        if field and texts and index == at and field == at_field:
-            texts.append(text)
-            continue
-        if texts:
-            state = _appended(state, at_field, at, "".join(texts))
-            texts = []
-        if field and _takes(state, item_type, field, index):
-            at_field, at = field, index
-            texts.append(text)
-        else:
-            state = _item_updated(state, raw)
-    if texts:
-        state = _appended(state, at_field, at, "".join(texts))
-    return state
+    for first in events:
+        field = first.field
+        if field and field != none:
+            break
+    else:  # no delta: each event as update folds it
+        for event in events:
+            state = _item_updated(state, event.event)
+        return state
+    at = first.at
+    pieces = [e.text if e.field == field and e.at == at else None for e in events]
+    return fold_run(
+        state, events, pieces, lambda s, text: _delta_appended(s, field, at, text), _update
+    )
 
 
-def _delta_of(kind: object, raw: dict[str, Any]) -> tuple[str, int, str]:
-    """The field, part index and text that a delta other than output_text's names, by
-    its own fields; ``("", 0, "")`` for any other event (see ``_fold_item``)."""
-    if kind == "response.function_call_arguments.delta":
-        field, index = "arguments", 0
-    elif kind == "response.reasoning_summary_text.delta":
-        summary_index = raw.get("summary_index")
-        if type(summary_index) is not int:
-            return _NO_APPEND
-        field, index = "summary", summary_index
-    elif kind in _PENDING:
-        field, index = "pending", 0
-    else:
-        return _NO_APPEND
-    text = raw.get("delta")
-    return (field, index, text) if type(text) is str else _NO_APPEND
-
-
-def _takes(state: ItemState, item_type: object, field: str, index: int) -> bool:
-    """Whether ``_item_updated`` appends a str delta for ``field`` (part ``index``) to
-    the item, and does nothing else with it."""
-    if field == "parts":
-        parts = state.parts
-        return (
-            item_type == "message"
-            and 0 <= index < len(parts)
-            and parts[index].part.get("type") == "output_text"
-        )
-    if field == "summary":  # a summary part not there yet is padded first: not only that
-        return item_type == "reasoning" and 0 <= index < len(state.summary)
-    if field == "arguments":
-        return item_type == "function_call"
-    return True  # pending text: any item's
+def _update(state: ItemState, event: Scoped) -> ItemState:
+    return _item_updated(state, event.event)
 
 
 class ItemDefinition:
