@@ -265,15 +265,15 @@ def _model(model: Any) -> dict[str, Any]:
     except KeyError:
         checks, renames = _plan(cls)
     out: dict[str, Any] = model.__dict__.copy()
-    given = model.__pydantic_fields_set__
-    if len(given) != len(out):
-        out = {name: value for name, value in out.items() if name in given}
-    for name in checks:
-        if name in out:
-            value = out[name]
-            if type(value) not in _PRIMITIVES:  # a known model class: one call less
-                out[name] = _model(value) if type(value) in _PLANS else _value(value)
     extra = model.__pydantic_extra__
+    # The fields given, extra ones included: fewer than the fields when some are unset.
+    if len(model.__pydantic_fields_set__) != len(out) + (len(extra) if extra else 0):
+        for name in out.keys() - model.__pydantic_fields_set__:  # cheaper than a new dict
+            del out[name]
+    for name in checks:
+        value = out.get(name)  # None (a primitive) when not given
+        if type(value) not in _PRIMITIVES:  # a known model class: one call less
+            out[name] = _model(value) if type(value) in _PLANS else _value(value)
     if extra:
         for name, value in extra.items():
             out[name] = _value(value)
@@ -287,7 +287,7 @@ def _value(value: Any) -> Any:
     if cls in _PRIMITIVES:
         return value
     if cls is list or cls is tuple:
-        return [_value(item) for item in value]
+        return [_model(item) if type(item) in _PLANS else _value(item) for item in value]
     if cls is dict:
         return {key: _value(item) for key, item in value.items()}
     if isinstance(value, enum.Enum):
