@@ -64,7 +64,7 @@ import enum
 import types
 import typing
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Final, Protocol, cast
+from typing import Any, Final, Protocol
 
 import attrs
 
@@ -212,10 +212,10 @@ def route_by_class(base: type, fix: str) -> Callable[[Any], Hashable]:
     def event_type(event: object) -> Hashable:
         cls = type(event)
         if cls in known:
-            return cast(Hashable, cls)  # mypy does not see a class as Hashable
+            return cls  # type: ignore[return-value]  # mypy does not see a class as Hashable
         if isinstance(event, base):
             known.add(cls)
-            return cast(Hashable, cls)
+            return cls  # type: ignore[return-value]
         raise not_routed(fix, event)
 
     return event_type
