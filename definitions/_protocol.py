@@ -25,8 +25,9 @@ What a set declares:
   SDK's typed objects (see ``plain``); one stream's events always get the same
   envelopes from either.
 - ``event_type``: the routing key of the envelopes for the engine
-  (``Registration(definitions, event_type=...)``). A raw event that did not go
-  through the pre-pass makes it raise a ``TypeError`` naming the fix.
+  (``Registration(definitions, event_type=...)``). A raw event dict that did not go
+  through the pre-pass raises an error naming the fix (from ``event_type`` or from
+  the definition it is routed to).
 - ``rebuild(nodes)``: the protocol's own final objects (Anthropic ``Message`` dicts,
   ``ChatCompletion`` dicts, ...) from the nodes, as the SDK's accumulator would give
   them; ``fold(events)`` is ``rebuild`` of a replay.
@@ -47,9 +48,11 @@ faster path: ``engine.push_many(PROTOCOL.prepare(events))`` on an engine of
 Implementing a set: the module builds its definitions and pre-pass, then ends with
 ``PROTOCOL = ProtocolSet(...)``; the pre-pass turns any event that is not a dict into
 one with ``PROTOCOL.plain(event)`` (looked up when called, so it may be defined last;
-skip the event when it gives ``None``); the routing key comes from
-``route_by_class(EnvelopeBase, fix)`` when envelopes name their definition by class,
-and every "raw event where an envelope belongs" error is ``not_routed(fix, event)``.
+skip the event when it gives ``None``); when envelopes name their definition by class,
+route with ``event_type=type`` and make sure a raw ``dict`` reaches a definition
+that raises (one that takes ``dict`` in its ``event_types``, or an ``Unrouted``
+registered first); every "raw event where an envelope belongs" error is
+``not_routed(fix, event)``.
 Adding the set to ``replay``'s ``PROTOCOLS`` makes detection and ``convo`` see it.
 
 SDK objects are taken by their shape, never by importing the SDK: a pydantic model
@@ -70,7 +73,7 @@ import attrs
 
 from engine import ConversationEngine, Node, Registration, create_conversation_engine
 
-__all__ = ["PrePass", "ProtocolSet", "not_routed", "route_by_class"]
+__all__ = ["PrePass", "ProtocolSet", "Unrouted", "not_routed"]
 
 
 class PrePass(Protocol):
@@ -100,8 +103,8 @@ class ProtocolSet:
     pre_pass: Callable[[], PrePass]
     """A new live pre-pass for one stream (one event in, its envelope or ``None``)."""
     event_type: Callable[[Any], Hashable]
-    """The engine's routing key for the envelopes; raises ``TypeError`` (naming the
-    fix) for an event that did not go through the pre-pass."""
+    """The engine's routing key for the envelopes; a raw event dict pushed without the
+    pre-pass is routed to an error naming the fix (or makes this raise it)."""
     rebuild: Callable[[Sequence[Node]], list[dict[str, Any]]]
     """The protocol's own final objects from the nodes, in log order."""
     vocabulary: Any = None
@@ -197,28 +200,39 @@ def not_routed(fix: str, event: object) -> TypeError:
     return TypeError(f"{fix}; got {_what(event)}")
 
 
-def route_by_class(base: type, fix: str) -> Callable[[Any], Hashable]:
-    """The routing key of a set whose envelopes (``base`` and its subclasses) name the
-    definition that takes them by their class: that class, or ``not_routed(fix)``
-    raised for anything else. One table lookup per event (subclasses made after this
-    call are found by ``isinstance`` once, then looked up too)."""
-    known: set[type] = set()
-    pending = [base]
-    while pending:
-        cls = pending.pop()
-        known.add(cls)
-        pending.extend(cls.__subclasses__())
+class Unrouted:
+    """A definition that claims nothing and names the fix for a raw event pushed where
+    envelopes belong.
 
-    def event_type(event: object) -> Hashable:
-        cls = type(event)
-        if cls in known:
-            return cls  # type: ignore[return-value]  # mypy does not see a class as Hashable
-        if isinstance(event, base):
-            known.add(cls)
-            return cls  # type: ignore[return-value]
-        raise not_routed(fix, event)
+    A set whose envelopes name their definition by class routes with
+    ``event_type=type`` (a C call per event: no Python frame). A raw dict would then
+    reach no definition and fold to nothing, silently; registered first, this one
+    takes the ``dict`` type and raises ``not_routed(fix)`` instead. Envelopes (of
+    ``base``) never reach it in a routed engine; without routing it lets them pass.
+    """
 
-    return event_type
+    __slots__ = ("_base", "_fix", "kind")
+    event_types: Final = frozenset({dict})
+    publication: Final = "immediate"
+
+    def __init__(self, kind: str, base: type, fix: str) -> None:
+        self.kind = kind
+        self._base = base
+        self._fix = fix
+
+    def match(self, event: object) -> None:
+        """None for an envelope; ``TypeError`` naming the fix for anything else."""
+        if isinstance(event, self._base):
+            return
+        raise not_routed(self._fix, event)
+
+    def start(self, event: object, reader: object) -> None:
+        """Never called: ``match`` claims nothing."""
+        raise not_routed(self._fix, event)
+
+    def update(self, state: object, event: object) -> None:
+        """Never called: ``match`` claims nothing."""
+        raise not_routed(self._fix, event)
 
 
 # What JSON gives as it is; any other value of a model is converted.

@@ -52,7 +52,7 @@ import msgspec
 from engine import Claim, Node
 
 from ._cons import Cons, items
-from ._protocol import ProtocolSet, route_by_class
+from ._protocol import ProtocolSet, Unrouted
 from ._text import StreamedText
 
 __all__ = [
@@ -154,9 +154,9 @@ _NOT_SCOPED: Final = (
 )
 
 
-event_type: Final = route_by_class(ScopedChunk, _NOT_SCOPED)
-"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
-class; a ``TypeError`` naming the fix for a raw chunk (pushed without the pre-pass)."""
+event_type: Final = type
+"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's class
+(``type``, a C call). A raw chunk dict is routed to ``UNROUTED``, which names the fix."""
 
 
 def detect(event: Mapping[str, Any]) -> bool:
@@ -549,8 +549,11 @@ class CompletionDefinition:
 
 
 COMPLETION: Final = CompletionDefinition()
-DEFINITIONS: Final = (COMPLETION,)
-"""The Chat Completions definitions to register."""
+# The completion's match is a C attrgetter: a raw chunk dict goes to this guard instead.
+UNROUTED: Final = Unrouted("openai_chat_unrouted", ScopedChunk, _NOT_SCOPED)
+DEFINITIONS: Final = (UNROUTED, COMPLETION)
+"""The Chat Completions definitions to register: the guard naming the fix for a raw
+chunk pushed without ``scope``, then the completions."""
 
 
 # -- rebuild ------------------------------------------------------------------------
