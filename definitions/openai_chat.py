@@ -143,8 +143,30 @@ class Scoper:
 
 def scope(events: Iterable[Any]) -> Iterator[ScopedChunk]:
     """Wrap each chunk of one stream in ``ScopedChunk`` (the pure pre-pass): dicts or
-    the SDK's typed chunks (its stream helper's derived events left out)."""
-    return filter(None, map(Scoper(), events))
+    the SDK's typed chunks (its stream helper's derived events left out).
+
+    ``Scoper``'s rule over a whole stream, as a generator: a Scoper called per chunk
+    (``map``) costs 10% more fold time (in-process A/B, best of 20 interleaved rounds).
+    """
+    current: str | None = None
+    update: Claim | None = None  # the current completion's update claim
+    for chunk in events:
+        if type(chunk) is not dict:
+            chunk = PROTOCOL.plain(chunk)
+            if chunk is None:
+                continue
+        chunk_id = chunk.get("id") or ""
+        if current is not None and (chunk_id == current or current == ""):
+            yield _Scoped(current, False, chunk, update)
+        elif _opens(chunk):
+            current = chunk_id
+            update = _update_claims.get(current)
+            if update is None:
+                update = _update_claim(current)
+            yield _Scoped(current, True, chunk, Claim(current, "start"))
+        else:
+            current = update = None
+            yield _Scoped(None, False, chunk, None)
 
 
 _NOT_SCOPED: Final = (
