@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench_engine import minimal_loop, workload
+from bench_engine import SimpleDefinition, minimal_loop, workload
 
 from definitions import StreamedText
 from engine import Claim, ManualScheduler, Publication, create_conversation_engine
@@ -60,27 +60,13 @@ class Streamed:
         return "animation-frame" if event["type"] == self.delta_type else "immediate"
 
 
-class Simple:
-    """A kind that claims its own start/set events (reasoning, approval, status)."""
+class Simple(SimpleDefinition):
+    """``bench_engine``'s kind that claims its own start/set events (reasoning,
+    approval, status), declaring no ``event_types`` (the engine then reads none)."""
 
     def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self.start_type = f"{kind}.start"
-        self.set_type = f"{kind}.set"
-
-    def match(self, event: Event) -> Claim | None:
-        kind = event["type"]
-        if kind == self.set_type:
-            return Claim(event["id"], "update")
-        if kind == self.start_type:
-            return Claim(event["id"], "start")
-        return None
-
-    def start(self, event: Event, reader: Any) -> object:
-        return event.get("value")
-
-    def update(self, state: object, event: Event) -> object:
-        return event.get("value")
+        super().__init__(kind)
+        self.event_types = None  # type: ignore[assignment]
 
 
 def seed_definitions() -> list[Any]:
@@ -113,7 +99,14 @@ def definitions_alone(events: list[Event]) -> None:
     engine that keeps rule 1)."""
     definitions = seed_definitions()
     members = [
-        (d.match, d.start, d.update, getattr(d, "publication", None), {}) for d in definitions
+        (
+            d.match,
+            d.start,
+            d.update,
+            p if callable(p := getattr(d, "publication", None)) else None,
+            {},
+        )
+        for d in definitions
     ]
     for event in events:
         for match, start, update, publication, states in members:

@@ -2,9 +2,8 @@
 
 Their ``Router`` decides each event's claim before the fold and wraps the event in
 an envelope carrying it and its ``target`` kind; the definitions only check that
-the envelope is theirs. The envelope's class is the engine's event type (the set's
-``event_type``, ``definitions._protocol.route_by_class``), and its ``pub`` class
-attribute says how soon a change shows.
+the envelope is theirs. The envelope's class is the engine's event type
+(``event_type=type``), and its ``pub`` class attribute says how soon a change shows.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ from typing import Any
 
 from engine import Claim
 
+from ._protocol import not_routed as _not_routed
 from ._routing import ByType
 
 __all__ = ["claims_for", "publications"]
@@ -31,7 +31,7 @@ def claims_for(*targets: str, not_routed: str) -> Callable[[Any], Claim | None]:
         try:
             target = routed.target
         except AttributeError:
-            raise TypeError(not_routed) from None
+            raise _not_routed(not_routed, routed) from None
         return routed.claim if target in targets else None
 
     return match

@@ -25,8 +25,9 @@ What a set declares:
   SDK's typed objects (see ``plain``); one stream's events always get the same
   envelopes from either.
 - ``event_type``: the routing key of the envelopes for the engine
-  (``Registration(definitions, event_type=...)``). A raw event that did not go
-  through the pre-pass makes it raise a ``TypeError`` naming the fix.
+  (``Registration(definitions, event_type=...)``). A raw event dict that did not go
+  through the pre-pass raises an error naming the fix (from ``event_type`` or from
+  the definition it is routed to).
 - ``rebuild(nodes)``: the protocol's own final objects (Anthropic ``Message`` dicts,
   ``ChatCompletion`` dicts, ...) from the nodes, as the SDK's accumulator would give
   them; ``fold(events)`` is ``rebuild`` of a replay.
@@ -47,9 +48,11 @@ faster path: ``engine.push_many(PROTOCOL.prepare(events))`` on an engine of
 Implementing a set: the module builds its definitions and pre-pass, then ends with
 ``PROTOCOL = ProtocolSet(...)``; the pre-pass turns any event that is not a dict into
 one with ``PROTOCOL.plain(event)`` (looked up when called, so it may be defined last;
-skip the event when it gives ``None``); the routing key comes from
-``route_by_class(EnvelopeBase, fix)`` when envelopes name their definition by class,
-and every "raw event where an envelope belongs" error is ``not_routed(fix, event)``.
+skip the event when it gives ``None``); when envelopes name their definition by class,
+route with ``event_type=type`` and make sure a raw ``dict`` reaches a definition
+that raises (one that takes ``dict`` in its ``event_types``, or an ``Unrouted``
+registered first); every "raw event where an envelope belongs" error is
+``not_routed(fix, event)``.
 Adding the set to ``replay``'s ``PROTOCOLS`` makes detection and ``convo`` see it.
 
 SDK objects are taken by their shape, never by importing the SDK: a pydantic model
@@ -64,13 +67,13 @@ import enum
 import types
 import typing
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Final, Protocol, cast
+from typing import Any, Final, Protocol
 
 import attrs
 
 from engine import ConversationEngine, Node, Registration, create_conversation_engine
 
-__all__ = ["PrePass", "ProtocolSet", "not_routed", "route_by_class"]
+__all__ = ["PrePass", "ProtocolSet", "Unrouted", "not_routed"]
 
 
 class PrePass(Protocol):
@@ -100,8 +103,8 @@ class ProtocolSet:
     pre_pass: Callable[[], PrePass]
     """A new live pre-pass for one stream (one event in, its envelope or ``None``)."""
     event_type: Callable[[Any], Hashable]
-    """The engine's routing key for the envelopes; raises ``TypeError`` (naming the
-    fix) for an event that did not go through the pre-pass."""
+    """The engine's routing key for the envelopes; a raw event dict pushed without the
+    pre-pass is routed to an error naming the fix (or makes this raise it)."""
     rebuild: Callable[[Sequence[Node]], list[dict[str, Any]]]
     """The protocol's own final objects from the nodes, in log order."""
     vocabulary: Any = None
@@ -197,28 +200,39 @@ def not_routed(fix: str, event: object) -> TypeError:
     return TypeError(f"{fix}; got {_what(event)}")
 
 
-def route_by_class(base: type, fix: str) -> Callable[[Any], Hashable]:
-    """The routing key of a set whose envelopes (``base`` and its subclasses) name the
-    definition that takes them by their class: that class, or ``not_routed(fix)``
-    raised for anything else. One table lookup per event (subclasses made after this
-    call are found by ``isinstance`` once, then looked up too)."""
-    known: set[type] = set()
-    pending = [base]
-    while pending:
-        cls = pending.pop()
-        known.add(cls)
-        pending.extend(cls.__subclasses__())
+class Unrouted:
+    """A definition that claims nothing and names the fix for a raw event pushed where
+    envelopes belong.
 
-    def event_type(event: object) -> Hashable:
-        cls = type(event)
-        if cls in known:
-            return cast(Hashable, cls)  # mypy does not see a class as Hashable
-        if isinstance(event, base):
-            known.add(cls)
-            return cast(Hashable, cls)
-        raise not_routed(fix, event)
+    A set whose envelopes name their definition by class routes with
+    ``event_type=type`` (a C call per event: no Python frame). A raw dict would then
+    reach no definition and fold to nothing, silently; registered first, this one
+    takes the ``dict`` type and raises ``not_routed(fix)`` instead. Envelopes (of
+    ``base``) never reach it in a routed engine; without routing it lets them pass.
+    """
 
-    return event_type
+    __slots__ = ("_base", "_fix", "kind")
+    event_types: Final = frozenset({dict})
+    publication: Final = "immediate"
+
+    def __init__(self, kind: str, base: type, fix: str) -> None:
+        self.kind = kind
+        self._base = base
+        self._fix = fix
+
+    def match(self, event: object) -> None:
+        """None for an envelope; ``TypeError`` naming the fix for anything else."""
+        if isinstance(event, self._base):
+            return
+        raise not_routed(self._fix, event)
+
+    def start(self, event: object, reader: object) -> None:
+        """Never called: ``match`` claims nothing."""
+        raise not_routed(self._fix, event)
+
+    def update(self, state: object, event: object) -> None:
+        """Never called: ``match`` claims nothing."""
+        raise not_routed(self._fix, event)
 
 
 # What JSON gives as it is; any other value of a model is converted.
@@ -265,15 +279,15 @@ def _model(model: Any) -> dict[str, Any]:
     except KeyError:
         checks, renames = _plan(cls)
     out: dict[str, Any] = model.__dict__.copy()
-    given = model.__pydantic_fields_set__
-    if len(given) != len(out):
-        out = {name: value for name, value in out.items() if name in given}
-    for name in checks:
-        if name in out:
-            value = out[name]
-            if type(value) not in _PRIMITIVES:  # a known model class: one call less
-                out[name] = _model(value) if type(value) in _PLANS else _value(value)
     extra = model.__pydantic_extra__
+    # The fields given, extra ones included: fewer than the fields when some are unset.
+    if len(model.__pydantic_fields_set__) != len(out) + (len(extra) if extra else 0):
+        for name in out.keys() - model.__pydantic_fields_set__:  # cheaper than a new dict
+            del out[name]
+    for name in checks:
+        value = out.get(name)  # None (a primitive) when not given
+        if type(value) not in _PRIMITIVES:  # a known model class: one call less
+            out[name] = _model(value) if type(value) in _PLANS else _value(value)
     if extra:
         for name, value in extra.items():
             out[name] = _value(value)
@@ -287,7 +301,7 @@ def _value(value: Any) -> Any:
     if cls in _PRIMITIVES:
         return value
     if cls is list or cls is tuple:
-        return [_value(item) for item in value]
+        return [_model(item) if type(item) in _PLANS else _value(item) for item in value]
     if cls is dict:
         return {key: _value(item) for key, item in value.items()}
     if isinstance(value, enum.Enum):

@@ -54,7 +54,7 @@ import msgspec
 from engine import Claim, Node, Reader
 
 from ._envelope import claims_for, publications
-from ._protocol import ProtocolSet, route_by_class
+from ._protocol import ProtocolSet, not_routed
 from ._render import payload
 from ._runs import fold_run
 from ._text import StreamedText
@@ -514,16 +514,17 @@ class _MessageDefinition:
     """Messages of any role; claims what the router names in ``claim`` (or ``owner_claim``)."""
 
     kind = "ag_ui_message"
-    event_types = frozenset({_ToMessage, _MessageDelta, _ToolAndOwner})
+    # dict: a raw event pushed without the router reaches match, which names the fix
+    event_types = frozenset({_ToMessage, _MessageDelta, _ToolAndOwner, dict})
     # Deltas wait for the next animation frame; the rest is immediate.
-    publication = publications(event_types)
+    publication = publications(event_types - {dict})
 
     @staticmethod
     def match(routed: Routed) -> Claim | None:
         try:
             target = routed.target
         except AttributeError:
-            raise TypeError(_NOT_ROUTED) from None
+            raise not_routed(_NOT_ROUTED, routed) from None
         if target == _MESSAGE:
             return routed.claim
         if target == _BOTH:
@@ -1057,9 +1058,10 @@ def route(events: Iterable[Any]) -> Iterator[Routed]:
     return Router().route(events)
 
 
-event_type: Final = route_by_class(Routed, _NOT_ROUTED)
-"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
-class; a ``TypeError`` naming the fix for a raw event (pushed without the pre-pass)."""
+event_type: Final = type
+"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's class
+(``type``, a C call). A raw event dict is routed to the message definition, whose
+``match`` names the fix."""
 
 PROTOCOL: Final = ProtocolSet(
     name="ag_ui",

@@ -52,7 +52,7 @@ import msgspec
 from engine import Claim, Node, Reader
 
 from ._envelope import publications
-from ._protocol import ProtocolSet, route_by_class
+from ._protocol import ProtocolSet, not_routed
 from ._render import payload
 from ._runs import fold_run
 from ._text import StreamedText
@@ -601,7 +601,7 @@ def _target(routed: Routed) -> str:
     try:
         return routed.target
     except AttributeError:
-        raise TypeError(_NOT_ROUTED) from None
+        raise not_routed(_NOT_ROUTED, routed) from None
 
 
 def _merge(existing: Any, incoming: Any) -> Any:
@@ -618,9 +618,11 @@ class _MessageDefinition:
     """One node per message: id, metadata, finish, abort, errors."""
 
     kind = _MESSAGE
-    # A part's start may start its message too; deltas never do.
-    event_types = _with_after_step(_ToMessage, _ToMessageQuiet, *_STARTING_MESSAGE.values())
-    publication = publications(event_types)
+    # A part's start may start its message too; deltas never do. dict: a raw chunk
+    # pushed without the router reaches match, which names the fix.
+    _envelopes = _with_after_step(_ToMessage, _ToMessageQuiet, *_STARTING_MESSAGE.values())
+    event_types = _envelopes | {dict}
+    publication = publications(_envelopes)
 
     @staticmethod
     def match(routed: Routed) -> Claim | None:
@@ -1400,9 +1402,10 @@ def route(events: Iterable[Any]) -> Iterator[Routed]:
     return Router().route(events)
 
 
-event_type: Final = route_by_class(Routed, _NOT_ROUTED)
-"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
-class; a ``TypeError`` naming the fix for a raw chunk (pushed without the pre-pass)."""
+event_type: Final = type
+"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's class
+(``type``, a C call). A raw chunk dict is routed to the message definition, whose
+``match`` names the fix."""
 
 PROTOCOL: Final = ProtocolSet(
     name="ai_sdk",

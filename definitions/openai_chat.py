@@ -52,7 +52,7 @@ import msgspec
 from engine import Claim, Node
 
 from ._cons import Cons, items
-from ._protocol import ProtocolSet, route_by_class
+from ._protocol import ProtocolSet, Unrouted
 from ._text import StreamedText
 
 __all__ = [
@@ -143,8 +143,30 @@ class Scoper:
 
 def scope(events: Iterable[Any]) -> Iterator[ScopedChunk]:
     """Wrap each chunk of one stream in ``ScopedChunk`` (the pure pre-pass): dicts or
-    the SDK's typed chunks (its stream helper's derived events left out)."""
-    return filter(None, map(Scoper(), events))
+    the SDK's typed chunks (its stream helper's derived events left out).
+
+    ``Scoper``'s rule over a whole stream, as a generator: a Scoper called per chunk
+    (``map``) costs 10% more fold time (in-process A/B, best of 20 interleaved rounds).
+    """
+    current: str | None = None
+    update: Claim | None = None  # the current completion's update claim
+    for chunk in events:
+        if type(chunk) is not dict:
+            chunk = PROTOCOL.plain(chunk)
+            if chunk is None:
+                continue
+        chunk_id = chunk.get("id") or ""
+        if current is not None and (chunk_id == current or current == ""):
+            yield _Scoped(current, False, chunk, update)
+        elif _opens(chunk):
+            current = chunk_id
+            update = _update_claims.get(current)
+            if update is None:
+                update = _update_claim(current)
+            yield _Scoped(current, True, chunk, Claim(current, "start"))
+        else:
+            current = update = None
+            yield _Scoped(None, False, chunk, None)
 
 
 _NOT_SCOPED: Final = (
@@ -154,9 +176,9 @@ _NOT_SCOPED: Final = (
 )
 
 
-event_type: Final = route_by_class(ScopedChunk, _NOT_SCOPED)
-"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
-class; a ``TypeError`` naming the fix for a raw chunk (pushed without the pre-pass)."""
+event_type: Final = type
+"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's class
+(``type``, a C call). A raw chunk dict is routed to ``UNROUTED``, which names the fix."""
 
 
 def detect(event: Mapping[str, Any]) -> bool:
@@ -549,8 +571,11 @@ class CompletionDefinition:
 
 
 COMPLETION: Final = CompletionDefinition()
-DEFINITIONS: Final = (COMPLETION,)
-"""The Chat Completions definitions to register."""
+# The completion's match is a C attrgetter: a raw chunk dict goes to this guard instead.
+UNROUTED: Final = Unrouted("openai_chat_unrouted", ScopedChunk, _NOT_SCOPED)
+DEFINITIONS: Final = (UNROUTED, COMPLETION)
+"""The Chat Completions definitions to register: the guard naming the fix for a raw
+chunk pushed without ``scope``, then the completions."""
 
 
 # -- rebuild ------------------------------------------------------------------------

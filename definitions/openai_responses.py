@@ -61,7 +61,7 @@ import msgspec
 
 from engine import Claim, Node
 
-from ._protocol import ProtocolSet, not_routed, route_by_class
+from ._protocol import ProtocolSet, not_routed
 from ._render import payload
 from ._routing import ByType
 from ._runs import fold_run
@@ -423,10 +423,10 @@ _NOT_SCOPED: Final = (
     "openai_responses.PROTOCOL.engine() (its push takes raw events), or push "
     "openai_responses.scope(events) / openai_responses.Scoper()(event)"
 )
-event_type: Final = route_by_class(Scoped, _NOT_SCOPED)
+event_type: Final = type
 """Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
-class (``scope``'s envelopes name their definition by class); a ``TypeError`` naming
-the fix for a raw event (pushed without the pre-pass)."""
+class (``scope``'s envelopes name their definition by class; ``type``, a C call). A
+raw event dict is routed to the response definition, whose ``match`` names the fix."""
 
 # Deltas wait for a frame (as do the events that change nothing: they are never
 # published); an item's start, content parts and end are published at once.

@@ -104,6 +104,7 @@ class ConversationEngine:
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._fold = Fold(definitions, event_type)
+        self._apply_event = self._fold.apply_event  # bound once: push() calls it per event
         if scheduler is not None and not callable(getattr(scheduler, "request_frame", None)):
             raise RegistrationError(
                 f"scheduler {scheduler!r} has no request_frame(callback) -> cancel; "
@@ -142,7 +143,7 @@ class ConversationEngine:
         if hooks or self._hooks.hooks:
             self.push_many((event,), hooks=hooks)
         else:
-            self._push(self._fold.apply_event, event)
+            self._push(self._apply_event, event)
 
     def push_many(self, events: Iterable[object], *, hooks: Iterable[object] = ()) -> None:
         """Fold events in order with one publication check at the end.

@@ -22,7 +22,7 @@ import msgspec
 import pytest
 
 from definitions import ProtocolSet, ag_ui, ai_sdk, anthropic, openai_chat, openai_responses
-from engine import ConversationError, EventError, HookError, create_conversation_engine
+from engine import ConversationError, HookError, create_conversation_engine
 
 from ._sdk import SDK_PROTOCOLS, events_of, recordings, require, typed, view
 
@@ -205,18 +205,22 @@ def test_a_typed_object_of_another_protocol_is_an_error(name: str) -> None:
 @pytest.mark.parametrize("name", SETS)
 def test_raw_events_without_the_pre_pass_are_an_error_naming_the_fix(name: str) -> None:
     protocol = SETS[name].PROTOCOL
-    raw = [RAW[name]]
-    if name in SDK_PROTOCOLS:
+    raw: list[Any] = [RAW[name]]
+    if name == "anthropic":
+        # Its routing key is a function of the event, which names the fix for any
+        # non-envelope. The sets routed by ``type`` (a C call) catch raw dicts only: a
+        # typed object pushed past the pre-pass reaches no definition there.
         raw.append(typed(name, [RAW[name]])[0])
+    fix = rf"{name}\.PROTOCOL\.engine\(\)"
     for event in raw:
-        # The routing the set's own fold uses: the routing key names the fix.
+        # The routing the set's own fold uses.
         engine = create_conversation_engine(protocol.registration)
-        with pytest.raises(EventError, match=rf"{name}\.PROTOCOL\.engine\(\)"):
+        with pytest.raises(ConversationError, match=fix):
             engine.push(event)
         assert engine.nodes() == ()
         # Routed by hand with the set's key: the same.
         engine = create_conversation_engine(protocol.definitions, event_type=protocol.event_type)
-        with pytest.raises(EventError, match=rf"{name}\.PROTOCOL\.engine\(\)"):
+        with pytest.raises(ConversationError, match=fix):
             engine.push(event)
     # With no routing every match sees the raw event: an error (or the set refuses to
     # be registered so), never 0 nodes.
