@@ -55,7 +55,7 @@ from engine import Claim, Node
 from ._cons import Cons, items
 from ._eventstream import EventStreamDecoder, EventStreamError, decode_frames, is_eventstream
 from ._partial_json import PartialJSONError, parse_partial_json
-from ._protocol import ProtocolSet, not_routed, route_by_class
+from ._protocol import ProtocolSet, not_routed
 from ._render import payload
 from ._text import StreamedText
 
@@ -215,9 +215,11 @@ _NOT_SCOPED: Final = (
     "bedrock.scope(events) / bedrock.Scoper()(event)"
 )
 
-event_type: Final = route_by_class(Scoped, _NOT_SCOPED)
+# The envelope's class: ``type`` itself, a C call with no Python frame per event.
+event_type: Final = type
 """Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
-class; a ``TypeError`` naming the fix for a raw event (pushed without the pre-pass)."""
+class. A raw dict event (pushed without the pre-pass) reaches ``match``, which raises
+a ``TypeError`` naming the fix."""
 
 
 def detect(event: Mapping[str, Any]) -> bool:
@@ -320,7 +322,8 @@ class MessageDefinition:
     """Kind ``bedrock_message``: one node per Converse message (see ``scope``)."""
 
     kind = "bedrock_message"
-    event_types = frozenset({Scoped})
+    # dict: a raw event routed here is refused by match with the fix, never dropped
+    event_types = frozenset({Scoped, dict})
     publication = "animation-frame"
 
     def match(self, event: Scoped) -> Claim | None:

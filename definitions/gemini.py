@@ -64,7 +64,7 @@ import msgspec
 from engine import Claim, Node
 
 from ._cons import Cons, items
-from ._protocol import ProtocolSet, not_routed, route_by_class
+from ._protocol import ProtocolSet, not_routed
 from ._render import payload
 from ._text import StreamedText
 
@@ -195,9 +195,11 @@ _NOT_SCOPED: Final = (
     "gemini.scope(chunks) / gemini.Scoper()(chunk)"
 )
 
-event_type: Final = route_by_class(Scoped, _NOT_SCOPED)
+# The envelope's class: ``type`` itself, a C call with no Python frame per event.
+event_type: Final = type
 """Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
-class; a ``TypeError`` naming the fix for a raw chunk (pushed without the pre-pass)."""
+class. A raw dict chunk (pushed without the pre-pass) reaches ``match``, which raises
+a ``TypeError`` naming the fix."""
 
 _FIELDS: Final = frozenset({"candidates", "usageMetadata", "promptFeedback"})
 
@@ -390,7 +392,8 @@ class ResponseDefinition:
     """Kind ``gemini_response``: one node per response (see ``scope``)."""
 
     kind = "gemini_response"
-    event_types = frozenset({Scoped})
+    # dict: a raw event routed here is refused by match with the fix, never dropped
+    event_types = frozenset({Scoped, dict})
     publication = "animation-frame"
 
     def match(self, event: Scoped) -> Claim | None:
