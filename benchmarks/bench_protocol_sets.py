@@ -16,6 +16,15 @@ installed, see tests/conformance/_node_oracles.py, else their column says so).
   clock starts (their accumulate step alone; the figure on raw dicts, as their streams
   run, is printed beside it); ``readUIMessageStream`` and AG-UI's
   ``defaultApplyEvents`` pipeline timed inside one node process.
+- **gemini / bedrock**: every recording of ``recorded/gemini`` and ``recorded/bedrock``
+  (all are short), ours folding from the body a client receives, beside the AI SDK's
+  own provider in node on the same body (``benchmarks/_bench_providers.py``); the
+  figure on the decoded dicts is printed after the row.
+- **typed**: the set's ``fold()`` on the SDK's typed event models of the same stream
+  (what ``client.messages.stream`` / ``chat.completions.create(stream=True)`` /
+  ``responses.create(stream=True)`` yield, built before the clock starts), and its cost
+  per event relative to the dict path (``PROTOCOL.plain`` turning each into its dict);
+  the issue asks at most 2x.
 - **yardstick**: the Anthropic SDK's accumulate step on typed events, its best rate on
   the Anthropic streams of this run (the issue: "it does the least work of the
   references"); every set is asked to fold at least twice as fast.
@@ -41,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import _bench_providers as providers  # noqa: E402
 from bench_protocols_anthropic_openai import anthropic_reference, anthropic_typed  # noqa: E402
 from bench_protocols_js import node_rates  # noqa: E402
 
@@ -63,7 +73,7 @@ def streams() -> dict[str, list[tuple[str, list[dict[str, Any]]]]]:
     """The recorded streams of each protocol, longest first, one file per stream."""
     found: dict[str, list[tuple[str, list[dict[str, Any]]]]] = defaultdict(list)
     seen: set[str] = set()
-    for path in sorted(FIXTURES.iterdir()):
+    for path in sorted(p for p in FIXTURES.iterdir() if p.is_file()):
         events = load_events(path, lenient=True).events
         protocol = detect_protocol(events).protocol
         if protocol not in FOLDS or len(events) < MIN_EVENTS:
@@ -210,6 +220,42 @@ def reference_cells(
     )
 
 
+def typed_cell(protocol: str, events: list[dict[str, Any]], repeat: int) -> Cell | None:
+    """The set's fold on the SDK's typed models of ``events``; None without an SDK."""
+    typed = {
+        "anthropic": anthropic_typed,
+        "openai_chat": _chat_typed,
+        "openai_responses": _responses_typed,
+    }.get(protocol)
+    if typed is None:
+        return None
+    try:
+        typed(events[:1])
+    except ImportError:
+        return None
+    return Cell(FOLDS[protocol], len(events), lambda: typed(events), repeat)
+
+
+def print_typed(rows: list[dict[str, Any]]) -> None:
+    """Per SDK protocol: the typed path's cost per event over the dict path's."""
+    print("\ntyped SDK objects: cost per event over the dict path (the issue asks <= 2x)")
+    by: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
+    for row in rows:
+        if row["typed"]:  # a Gemini row's dict path is its "dicts" figure
+            dicts = row.get("dicts", row["ours"])
+            by[row["protocol"]].append((dicts, row["typed"], row["count"]))
+    for protocol, figures in by.items():
+        worst = max(ours / typed for ours, typed, _ in figures)
+        dict_seconds = sum(count / ours for ours, _, count in figures)
+        typed_seconds = sum(count / typed for _, typed, count in figures)
+        count = sum(count for _, _, count in figures)
+        print(
+            f"  {protocol:<17} typed {count / typed_seconds / 1e6:.3f}M events/s, dicts "
+            f"{count / dict_seconds / 1e6:.3f}M: x{typed_seconds / dict_seconds:.2f} the cost "
+            f"(worst stream x{worst:.2f})"
+        )
+
+
 def main() -> None:
     if not FIXTURES.is_dir():
         sys.exit(f"no recordings at {FIXTURES}: this benchmark needs ../shared")
@@ -221,7 +267,8 @@ def main() -> None:
             repeat = max(1, 20_000 // len(events))
             ours = Cell(FOLDS[protocol], len(events), partial(copy.deepcopy, events), repeat)
             references = reference_cells(protocol, events, repeat)
-            cells += [ours, *(references or ())]
+            typed = typed_cell(protocol, events, repeat)
+            cells += [ours, *([typed] if typed else ()), *(references or ())]
             rows.append(
                 {
                     "protocol": protocol,
@@ -229,13 +276,29 @@ def main() -> None:
                     "count": len(events),
                     "ours": ours,
                     "cells": references,
+                    "typed": typed,
                     "events": events,
                 }
             )
+    provider_rows = providers.recordings()
+    for row in provider_rows:
+        repeat = max(1, 20_000 // len(row["events"]))
+        fold, make = providers.ours(row)
+        row["ours"] = Cell(fold, len(row["events"]), make, repeat)
+        fold, make = providers.on_dicts(row)
+        row["dicts"] = Cell(fold, len(row["events"]), make, repeat)
+        row["count"] = len(row["events"])
+        row["typed"] = providers.typed_cell(row, Cell, repeat)
+        cells += [row["ours"], row["dicts"], *([row["typed"]] if row["typed"] else ())]
     print(f"timing {len(cells)} figures, best of {ROUNDS} interleaved rounds ...", flush=True)
     measure(cells, ROUNDS)
+    for row, rate in zip(provider_rows, providers.node_rates(provider_rows), strict=True):
+        row["ours"], row["dicts"] = row["ours"].best, row["dicts"].best
+        row["typed"] = row["typed"] and row["typed"].best
+        row["reference"] = None if rate is None else (rate, None)
     for row in rows:
         row["ours"] = row["ours"].best
+        row["typed"] = row["typed"] and row["typed"].best
         cells_ = row.pop("cells")
         row["reference"] = None if cells_ is None else (cells_[0].best, cells_[1].best)
     jobs = [
@@ -252,6 +315,7 @@ def main() -> None:
         if row["protocol"] in ("ag_ui", "ai_sdk"):
             rate = next(node)
             row["reference"] = None if rate is None else (rate, None)
+    rows += provider_rows
 
     sdk_typed = [
         row["reference"][0]
@@ -279,6 +343,8 @@ def main() -> None:
         line += f" {dicts / 1e6:7.3f}M" if dicts else f" {'':>8}"
         line += f"  {ours / yardstick:9.2f}x" if yardstick else f"  {'n/a':>10}"
         line += f" {ours / typed:9.2f}x" if typed else f" {'n/a':>10}"
+        if "dicts" in row:  # a Gemini / Bedrock row: ours from the body; on dicts too
+            line += f"  (dicts {row['dicts'] / 1e6:.3f}M)"
         print(line, flush=True)
         low = worst[row["protocol"]]
         if yardstick:
@@ -298,6 +364,7 @@ def main() -> None:
         line += f" its reference; all {count / seconds / 1e6:.3f}M"
         line += f" = x{count / seconds / yardstick:.2f} the yardstick" if yardstick else ""
         print(line)
+    print_typed(rows)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,13 @@
 
 Each kind lives in its own module and knows nothing of the others; each protocol
 set (``definitions.anthropic``, ``definitions.openai_chat``, ...) folds that
-protocol's native stream events directly. Imports only ``engine``.
+protocol's native stream events directly and declares itself by one ``PROTOCOL``,
+a ``ProtocolSet`` (the contract, ``definitions._protocol``). Imports only ``engine``.
 """
 
+from ._protocol import PrePass as PrePass
+from ._protocol import ProtocolSet as ProtocolSet
 from ._routing import event_type as event_type
 from ._text import StreamedText as StreamedText
 
-__all__ = ["StreamedText", "event_type"]
+__all__ = ["PrePass", "ProtocolSet", "StreamedText", "event_type"]

@@ -13,6 +13,7 @@ from typing import Any
 
 from engine import Claim
 
+from ._protocol import not_routed as _not_routed
 from ._routing import ByType
 
 __all__ = ["claims_for", "publications"]
@@ -30,7 +31,7 @@ def claims_for(*targets: str, not_routed: str) -> Callable[[Any], Claim | None]:
         try:
             target = routed.target
         except AttributeError:
-            raise TypeError(not_routed) from None
+            raise _not_routed(not_routed, routed) from None
         return routed.claim if target in targets else None
 
     return match

@@ -16,8 +16,9 @@ event dict in a ``Routed`` envelope that names the node each definition should c
 resolves the owner of a tool call. The router never copies an event: the envelope
 holds the original dict plus the claims. Its state is only "which ids exist" (and
 the open chunk lane), i.e. what the reference consults, not what it accumulates; the
-definitions fold the content. ``fold()`` applies it, live users call it per event or
-register it as a push hook (``Router`` has ``on_push_start``). Because the router
+definitions fold the content. ``fold()`` applies it; live users push raw events into
+``PROTOCOL.engine()`` (the set's ``definitions.ProtocolSet``), or call it per event,
+or register it as a push hook (``Router`` has ``on_push_start``). Because the router
 only knows what it has seen, a window cut mid-message yields no node for the
 cut-off message: its deltas are update claims for an id with no open node, which the
 engine drops (DESIGN rule 3), instead of being attributed to another message.
@@ -49,14 +50,17 @@ from typing import Any, ClassVar, Final
 
 import msgspec
 
-from engine import Claim, Node, Reader, Registration, create_conversation_engine
+from engine import Claim, Node, Reader
 
 from ._envelope import claims_for, publications
+from ._protocol import ProtocolSet, not_routed
 from ._render import payload
+from ._runs import fold_run
 from ._text import StreamedText
 
 __all__ = [
     "DEFINITIONS",
+    "PROTOCOL",
     "EventNode",
     "Message",
     "PatchError",
@@ -66,17 +70,21 @@ __all__ = [
     "SharedState",
     "ToolCall",
     "apply_patch",
+    "detect",
+    "event_type",
     "fold",
     "messages",
     "project",
+    "route",
     "state",
 ]
 
 _FRAME: Final = "animation-frame"
 _NOW: Final = "immediate"
 _NOT_ROUTED = (
-    "AG-UI definitions fold Routed envelopes, not raw event dicts: push "
-    "ag_ui.Router()(event) (or register a Router as a push hook, or use ag_ui.fold())"
+    "AG-UI definitions fold Routed envelopes, not raw events: use "
+    "ag_ui.PROTOCOL.engine() (its push takes raw events), or push "
+    "ag_ui.route(events) / ag_ui.Router()(event)"
 )
 
 
@@ -148,6 +156,13 @@ class _ToOther(Routed):
     target = "ag_ui_event"
 
 
+def _plain(event: object) -> dict[str, Any]:
+    """A typed event as its dict (this protocol's SDKs derive no events)."""
+    plain = PROTOCOL.plain(event)
+    assert plain is not None  # PROTOCOL.derived is empty
+    return plain
+
+
 class Router:
     """Decides, per raw AG-UI event, which node it starts or updates (no I/O, no clock).
 
@@ -167,15 +182,20 @@ class Router:
         self._run: Claim | None = None
         self._count = 0
 
-    def __call__(self, event: Mapping[str, Any]) -> Routed:
-        """The envelope of ``event``; an unknown type gets one that claims nothing."""
+    def __call__(self, event: Any) -> Routed:
+        """The envelope of ``event`` (an event dict, or the SDK's typed event by its
+        shape); an unknown type gets one that claims nothing."""
+        if type(event) is not dict:
+            event = _plain(event)
         handler = _HANDLERS.get(event.get("type"))
         return Routed(event) if handler is None else handler(self, event)
 
-    def route(self, events: Iterable[Mapping[str, Any]]) -> Iterator[Routed]:
+    def route(self, events: Iterable[Any]) -> Iterator[Routed]:
         """Envelopes of ``events``, in order."""
         handlers = _HANDLERS
         for event in events:
+            if type(event) is not dict:
+                event = _plain(event)
             handler = handlers.get(event.get("type"))
             yield Routed(event) if handler is None else handler(self, event)
 
@@ -482,28 +502,28 @@ def _with_arguments(call: ToolCall, delta: str) -> ToolCall:
     )
 
 
-def _joined(run: list[Routed]) -> str | None:
-    """The deltas of a run joined, when every one is a non-empty str; else None and
-    the run folds one event at a time (an empty delta's effect depends on its event's
-    type, anything else fails, or not, exactly as ``update`` decides)."""
-    deltas = [delta for routed in run if type(delta := routed.delta) is str and delta]
-    return "".join(deltas) if len(deltas) == len(run) else None
+def _pieces(run: list[Routed]) -> list[str | None]:
+    """What each event of a run appends, for ``fold_run``: its delta when a non-empty
+    str; else None and ``update`` folds it (an empty delta's effect depends on its
+    event's type, anything else fails, or not, exactly as ``update`` decides)."""
+    return [delta if type(delta := routed.delta) is str and delta else None for routed in run]
 
 
 class _MessageDefinition:
     """Messages of any role; claims what the router names in ``claim`` (or ``owner_claim``)."""
 
     kind = "ag_ui_message"
-    event_types = frozenset({_ToMessage, _MessageDelta, _ToolAndOwner})
+    # dict: a raw event pushed without the router reaches match, which names the fix
+    event_types = frozenset({_ToMessage, _MessageDelta, _ToolAndOwner, dict})
     # Deltas wait for the next animation frame; the rest is immediate.
-    publication = publications(event_types)
+    publication = publications(event_types - {dict})
 
     @staticmethod
     def match(routed: Routed) -> Claim | None:
         try:
             target = routed.target
         except AttributeError:
-            raise TypeError(_NOT_ROUTED) from None
+            raise not_routed(_NOT_ROUTED, routed) from None
         if target == _MESSAGE:
             return routed.claim
         if target == _BOTH:
@@ -553,14 +573,9 @@ class _MessageDefinition:
 
     @staticmethod
     def update_many(message: Message, run: list[Routed]) -> Message:
-        """``update`` over a run: a streamed message's deltas, which the engine hands
-        over together, make one append."""
-        text = _joined(run)
-        if text is not None:
-            return _appended(message, text)
-        for routed in run:
-            message = _MessageDefinition.update(message, routed)
-        return message
+        """``update`` over a run (``fold_run``): a streamed message's deltas, which the
+        engine hands over together, make one append."""
+        return fold_run(message, run, _pieces(run), _appended, _MessageDefinition.update)
 
     @staticmethod
     def render_text(node: Node) -> str:
@@ -628,13 +643,9 @@ class _ToolCallDefinition:
 
     @staticmethod
     def update_many(call: ToolCall, run: list[Routed]) -> ToolCall:
-        """``update`` over a run: a call's streamed arguments make one append."""
-        text = _joined(run)
-        if text is not None:
-            return _with_arguments(call, text)
-        for routed in run:
-            call = _ToolCallDefinition.update(call, routed)
-        return call
+        """``update`` over a run (``fold_run``): a call's streamed arguments make one
+        append."""
+        return fold_run(call, run, _pieces(run), _with_arguments, _ToolCallDefinition.update)
 
     @staticmethod
     def render_text(node: Node) -> str:
@@ -1035,17 +1046,80 @@ def state(nodes: Iterable[Node]) -> Any:
     return value
 
 
-# Registered once for every fold: engines of one registration share its routes.
-_REGISTRATION: Final = Registration(DEFINITIONS, event_type=type)
+# The types of the protocol's events, for detection.
+_WIRE_TYPES: Final = frozenset(
+    {
+        "RUN_STARTED",
+        "RUN_FINISHED",
+        "RUN_ERROR",
+        "STEP_STARTED",
+        "STEP_FINISHED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "TEXT_MESSAGE_CHUNK",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_CHUNK",
+        "TOOL_CALL_RESULT",
+        "REASONING_START",
+        "REASONING_END",
+        "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_END",
+        "REASONING_MESSAGE_CHUNK",
+        "REASONING_ENCRYPTED_VALUE",
+        "THINKING_START",
+        "THINKING_END",
+        "THINKING_TEXT_MESSAGE_START",
+        "THINKING_TEXT_MESSAGE_CONTENT",
+        "THINKING_TEXT_MESSAGE_END",
+        "STATE_SNAPSHOT",
+        "STATE_DELTA",
+        "MESSAGES_SNAPSHOT",
+        "ACTIVITY_SNAPSHOT",
+        "ACTIVITY_DELTA",
+        "RAW",
+        "CUSTOM",
+    }
+)
 
 
-def project(events: Iterable[Mapping[str, Any]]) -> tuple[Node, ...]:
-    """The nodes of one recording's raw event dicts (routed, then folded)."""
-    engine = create_conversation_engine(_REGISTRATION)
-    engine.push_many(Router().route(events))
-    return engine.nodes()
+def detect(event: Mapping[str, Any]) -> bool:
+    """Whether a plain event dict is an AG-UI event (its ``type``)."""
+    kind = event.get("type")
+    return type(kind) is str and kind in _WIRE_TYPES
 
 
-def fold(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The final message list of one recording (raw event dicts in log order)."""
-    return messages(project(events))
+def route(events: Iterable[Any]) -> Iterator[Routed]:
+    """The envelopes of one stream's raw events (the pre-pass: one ``Router``, fresh)."""
+    return Router().route(events)
+
+
+event_type: Final = type
+"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's class
+(``type``, a C call). A raw event dict is routed to the message definition, whose
+``match`` names the fix."""
+
+PROTOCOL: Final = ProtocolSet(
+    name="ag_ui",
+    title="AG-UI",
+    detect=detect,
+    definitions=DEFINITIONS,
+    prepare=route,
+    pre_pass=Router,
+    event_type=event_type,
+    rebuild=messages,
+)
+"""The AG-UI protocol set (``definitions.ProtocolSet``)."""
+
+
+def project(events: Iterable[Any]) -> tuple[Node, ...]:
+    """The nodes of one recording's raw events (routed, then folded)."""
+    return PROTOCOL.replay(events)
+
+
+def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
+    """The final message list of one recording (raw events in log order)."""
+    return PROTOCOL.fold(events)

@@ -14,8 +14,9 @@ it starts or updates. Node ids are positional (``"<message>"`` and
 ``"<message>/<part>"``, counted from the start of the log), so a reused part id never
 reopens an older part. The router never copies a chunk and keeps only the lookup
 tables the reference consults (open parts, tool calls of the message, data parts);
-the definitions fold the content. ``fold()`` applies it; live users call it per chunk
-or register it as a push hook (``on_push_start``).
+the definitions fold the content. ``fold()`` applies it; live users push raw chunks
+into ``PROTOCOL.engine()`` (the set's ``definitions.ProtocolSet``), or call it per
+chunk, or register it as a push hook (``on_push_start``).
 
 A window cut mid-message has no ``start`` for the message and no ``*-start`` for
 its open parts: their deltas are routed nowhere (no node), and parts that start
@@ -47,14 +48,17 @@ from typing import Any, ClassVar, Final
 
 import msgspec
 
-from engine import Claim, Node, Reader, Registration, create_conversation_engine
+from engine import Claim, Node, Reader
 
 from ._envelope import publications
+from ._protocol import ProtocolSet, not_routed
 from ._render import payload
+from ._runs import fold_run
 from ._text import StreamedText
 
 __all__ = [
     "DEFINITIONS",
+    "PROTOCOL",
     "UNSET",
     "MessageState",
     "Part",
@@ -63,18 +67,22 @@ __all__ = [
     "Step",
     "TextPart",
     "ToolPart",
+    "detect",
+    "event_type",
     "fix_json",
     "fold",
     "parse_partial_json",
     "project",
+    "route",
     "ui_messages",
 ]
 
 _FRAME: Final = "animation-frame"
 _NOW: Final = "immediate"
 _NOT_ROUTED = (
-    "AI SDK definitions fold Routed envelopes, not raw chunk dicts: push "
-    "ai_sdk.Router()(chunk) (or register a Router as a push hook, or use ai_sdk.fold())"
+    "AI SDK definitions fold Routed envelopes, not raw chunks: use "
+    "ai_sdk.PROTOCOL.engine() (its push takes raw chunks), or push "
+    "ai_sdk.route(chunks) / ai_sdk.Router()(chunk)"
 )
 _MESSAGE: Final = "ai_sdk_message"
 _TEXT: Final = "ai_sdk_text"
@@ -241,6 +249,13 @@ class _Message:
         self.data: dict[tuple[str, str], Claim] = {}
 
 
+def _plain(event: object) -> dict[str, Any]:
+    """A typed event as its dict (this protocol's SDKs derive no events)."""
+    plain = PROTOCOL.plain(event)
+    assert plain is not None  # PROTOCOL.derived is empty
+    return plain
+
+
 class Router:
     """Decides, per raw UI message chunk, which node it starts or updates.
 
@@ -253,8 +268,11 @@ class Router:
         self._current = _Message("0", "")
         self._reasoning: dict[str, Claim] = {}
 
-    def __call__(self, event: Mapping[str, Any]) -> Routed:
-        """The envelope of ``event``; a chunk that concerns no node gets a bare one."""
+    def __call__(self, event: Any) -> Routed:
+        """The envelope of ``event`` (a chunk dict, or a typed chunk by its shape); a
+        chunk that concerns no node gets a bare one."""
+        if type(event) is not dict:
+            event = _plain(event)
         kind = event.get("type")
         handler = _HANDLERS.get(kind)
         if handler is not None:
@@ -277,7 +295,7 @@ class Router:
             current.pending_steps = 0
         return routed
 
-    def route(self, events: Iterable[Mapping[str, Any]]) -> Iterator[Routed]:
+    def route(self, events: Iterable[Any]) -> Iterator[Routed]:
         """Envelopes of ``events``, in order."""
         handlers = _HANDLERS
         delta_keys = _DELTA_KEYS
@@ -293,6 +311,8 @@ class Router:
         last_class: type[Routed] = Routed
         last_claim: Claim | None = None
         for event in events:
+            if type(event) is not dict:
+                event = _plain(event)
             kind = event.get("type")
             if kind == last_type and event.get(last_key, _ABSENT) == last_part:
                 yield last_class(event, last_claim)
@@ -580,7 +600,7 @@ def _target(routed: Routed) -> str:
     try:
         return routed.target
     except AttributeError:
-        raise TypeError(_NOT_ROUTED) from None
+        raise not_routed(_NOT_ROUTED, routed) from None
 
 
 def _merge(existing: Any, incoming: Any) -> Any:
@@ -597,9 +617,11 @@ class _MessageDefinition:
     """One node per message: id, metadata, finish, abort, errors."""
 
     kind = _MESSAGE
-    # A part's start may start its message too; deltas never do.
-    event_types = _with_after_step(_ToMessage, _ToMessageQuiet, *_STARTING_MESSAGE.values())
-    publication = publications(event_types)
+    # A part's start may start its message too; deltas never do. dict: a raw chunk
+    # pushed without the router reaches match, which names the fix.
+    _envelopes = _with_after_step(_ToMessage, _ToMessageQuiet, *_STARTING_MESSAGE.values())
+    event_types = _envelopes | {dict}
+    publication = publications(_envelopes)
 
     @staticmethod
     def match(routed: Routed) -> Claim | None:
@@ -668,6 +690,20 @@ class _MessageDefinition:
         )
 
 
+def _text_appended(part: TextPart, text: str) -> TextPart:
+    """``part`` with ``text`` appended (what ``update`` makes of a delta chunk without
+    providerMetadata)."""
+    return TextPart(
+        part.message, part.id, part.text.append(text), part.done, part.provider_metadata
+    )
+
+
+def _input_appended(part: ToolPart, text: str) -> ToolPart:
+    """``part`` with ``text`` appended to its raw input (what ``update`` makes of a
+    ``tool-input-delta``)."""
+    return msgspec.structs.replace(part, raw=part.raw.append(text), input=_PARTIAL, raw_input=True)
+
+
 class _TextDefinition:
     """Text parts: streamed text, done, provider metadata."""
 
@@ -709,38 +745,16 @@ class _TextDefinition:
 
     @staticmethod
     def update_many(part: TextPart, run: list[Routed]) -> TextPart:
-        """``update`` over a run: a part's streamed deltas, which the engine hands over
-        together, make one append."""
-        # update appends any delta but None (a str; anything else raises in append) and
-        # keeps the latest providerMetadata but None. Only str deltas take the short way
-        # (subscripts and a set of types: no method call per delta), and chunks without
-        # providerMetadata (nearly all) one pass.
-        try:
-            deltas = [
-                event["delta"]
-                for routed in run
-                if "providerMetadata" not in (event := routed.event)
-            ]
-        except Exception:  # no delta: update says what that chunk does
-            deltas = []
-        metadata = part.provider_metadata
-        if len(deltas) != len(run):  # some chunk has providerMetadata, or no delta
-            try:
-                deltas = [routed.event["delta"] for routed in run]
-            except Exception:
-                deltas = []
-            for routed in reversed([r for r in run if "providerMetadata" in r.event]):
-                value = routed.event["providerMetadata"]
-                if value is not None:
-                    metadata = value
-                    break
-        if not deltas or set(map(type, deltas)) != _ONLY_STR:
-            for routed in run:
-                part = _TextDefinition.update(part, routed)
-            return part
-        return TextPart(
-            part.message, part.id, part.text.append("".join(deltas)), part.done, metadata
-        )
+        """``update`` over a run (``fold_run``): a part's streamed deltas, which the
+        engine hands over together, make one append. A chunk with providerMetadata,
+        or without a delta, goes to ``update``; a delta of another type than str makes
+        the join raise, and the engine folds the run one event at a time (``update``
+        raises as ``StreamedText.append`` does)."""
+        pieces = [
+            None if "providerMetadata" in (event := routed.event) else event.get("delta")
+            for routed in run
+        ]
+        return fold_run(part, run, pieces, _text_appended, _TextDefinition.update)
 
     @classmethod
     def render_text(cls, node: Node) -> str:
@@ -770,8 +784,6 @@ class _ReasoningDefinition(_TextDefinition):
 
     match = operator.attrgetter("reasoning_claim")
 
-
-_ONLY_STR: Final = {str}  # the types of a run's deltas that update_many joins
 
 _OUTPUT_STATES: Final = {
     "tool-output-available": "output-available",
@@ -834,23 +846,15 @@ class _ToolDefinition:
 
     @staticmethod
     def update_many(part: ToolPart, run: list[Routed]) -> ToolPart:
-        """``update`` over a run: a call's streamed input makes one append."""
-        try:
-            deltas = [
-                routed.event["inputTextDelta"]
-                for routed in run
-                if routed.event["type"] == "tool-input-delta"
-            ]
-        except Exception:  # no delta text, or no type: as update does
-            deltas = []
-        # Not all input deltas, or one that is not a str: as update does.
-        if len(deltas) != len(run) or set(map(type, deltas)) != _ONLY_STR:
-            for routed in run:
-                part = _ToolDefinition.update(part, routed)
-            return part
-        return msgspec.structs.replace(
-            part, raw=part.raw.append("".join(deltas)), input=_PARTIAL, raw_input=True
-        )
+        """``update`` over a run (``fold_run``): a call's streamed input makes one
+        append; any other chunk goes to ``update``."""
+        pieces = [
+            event.get("inputTextDelta", "")
+            if (event := routed.event)["type"] == "tool-input-delta"
+            else None
+            for routed in run
+        ]
+        return fold_run(part, run, pieces, _input_appended, _ToolDefinition.update)
 
     @staticmethod
     def render_json(node: Node) -> object:
@@ -1395,17 +1399,70 @@ def ui_messages(nodes: Iterable[Node]) -> list[dict[str, Any]]:
     return list(messages.values())
 
 
-# Registered once for every fold: engines of one registration share its routes.
-_REGISTRATION: Final = Registration(DEFINITIONS, event_type=type)
+# The types of the protocol's events, for detection.
+_WIRE_TYPES: Final = frozenset(
+    {
+        "start",
+        "finish",
+        "abort",
+        "message-metadata",
+        "text-start",
+        "text-delta",
+        "text-end",
+        "reasoning-start",
+        "reasoning-delta",
+        "reasoning-end",
+        "tool-input-start",
+        "tool-input-delta",
+        "tool-input-available",
+        "tool-input-error",
+        "tool-output-available",
+        "tool-output-error",
+        "tool-approval-request",
+        "tool-output-denied",
+        "start-step",
+        "finish-step",
+        "file",
+        "source-url",
+        "source-document",
+    }
+)
 
 
-def project(events: Iterable[Mapping[str, Any]]) -> tuple[Node, ...]:
-    """The nodes of one recording's raw chunk dicts (routed, then folded)."""
-    engine = create_conversation_engine(_REGISTRATION)
-    engine.push_many(Router().route(events))
-    return engine.nodes()
+def detect(event: Mapping[str, Any]) -> bool:
+    """Whether a plain event dict is a UI message stream chunk (its ``type``)."""
+    kind = event.get("type")
+    return type(kind) is str and (kind in _WIRE_TYPES or kind.startswith("data-"))
 
 
-def fold(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The final UI messages of one recording (raw chunk dicts in log order)."""
-    return ui_messages(project(events))
+def route(events: Iterable[Any]) -> Iterator[Routed]:
+    """The envelopes of one stream's raw chunks (the pre-pass: one ``Router``, fresh)."""
+    return Router().route(events)
+
+
+event_type: Final = type
+"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's class
+(``type``, a C call). A raw chunk dict is routed to the message definition, whose
+``match`` names the fix."""
+
+PROTOCOL: Final = ProtocolSet(
+    name="ai_sdk",
+    title="AI SDK UI message stream",
+    detect=detect,
+    definitions=DEFINITIONS,
+    prepare=route,
+    pre_pass=Router,
+    event_type=event_type,
+    rebuild=ui_messages,
+)
+"""The AI SDK UI message stream protocol set (``definitions.ProtocolSet``)."""
+
+
+def project(events: Iterable[Any]) -> tuple[Node, ...]:
+    """The nodes of one recording's raw chunks (routed, then folded)."""
+    return PROTOCOL.replay(events)
+
+
+def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
+    """The final UI messages of one recording (raw chunks in log order)."""
+    return PROTOCOL.fold(events)

@@ -23,9 +23,12 @@ dropped rather than attributed to a wrong block; the next ``message_start`` scop
 everything after it correctly. A repeated ``message_start`` with the same id
 restarts that message in place (engine rule 4).
 
-Live users wrap their stream: ``engine.push_many(scope(events))``, or keep one
-``Scoper`` and call ``scoper(event)`` per event. Route with
-``event_type=anthropic.event_type`` (the inner event's type): the block
+The set is declared by ``PROTOCOL`` (``definitions.ProtocolSet``). Live users push
+what ``client.messages.stream(...)`` yields into ``PROTOCOL.engine()``: raw events
+and the SDK's typed ones alike, the ``MessageStream`` helper's derived events
+(``TextEvent``, ``InputJsonEvent``, ...) skipped, as they repeat the raw deltas.
+By hand: ``engine.push_many(scope(events))``, or one ``Scoper`` called per event,
+routed with ``event_type=anthropic.event_type`` (the inner event's type): the block
 definition's publication is a mapping from that type, which the engine resolves
 once per type, and which needs the engine's ``event_type``.
 
@@ -46,26 +49,29 @@ message instead of being ignored with its blocks appended to the first.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Final
 
 import msgspec
 
-from engine import Claim, Node, Publication, Registration, create_conversation_engine
+from engine import Claim, Node, Publication
 
 from ._partial_json import PartialJSONError, parse_partial_json
+from ._protocol import ProtocolSet, not_routed
 from ._render import payload
-from ._routing import event_type as _event_type
+from ._runs import fold_run
 from ._text import StreamedText
 
 __all__ = [
     "DEFINITIONS",
+    "PROTOCOL",
     "BlockDefinition",
     "BlockState",
     "MessageDefinition",
     "MessageState",
     "Scoped",
     "Scoper",
+    "detect",
     "event_type",
     "fold",
     "messages",
@@ -146,8 +152,13 @@ class Scoper:
         # the current message's block update claims by index
         self._claims: dict[int, Claim] = {}
 
-    def __call__(self, event: dict[str, Any]) -> Scoped:
-        """Wrap ``event``; a ``message_start`` makes its id the current scope."""
+    def __call__(self, event: Any) -> Scoped | None:
+        """Wrap ``event`` (a dict or an SDK event; ``None`` for a ``MessageStream``
+        helper's derived event); a ``message_start`` makes its id the current scope."""
+        if type(event) is not dict:
+            event = PROTOCOL.plain(event)
+            if event is None:
+                return None
         kind = event.get("type")
         if kind == "message_start":
             message = event.get("message") or {}
@@ -182,11 +193,12 @@ def _start_claim(claims: dict[int, Claim], message_id: str, index: int) -> Claim
     return Claim(update.id, "start")
 
 
-def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
+def scope(events: Iterable[Any]) -> Iterator[Scoped]:
     """Wrap each raw event of one stream in ``Scoped`` (the pure pre-pass).
 
-    ``ping`` events are dropped (the SDK drops them before folding too). Gives the
-    envelopes ``Scoper`` gives, one event at a time.
+    Takes dicts and the SDK's typed events (``PROTOCOL.plain``); ``ping`` events and
+    the ``MessageStream`` helper's derived events are dropped (the SDK drops pings
+    before folding too). Gives the envelopes ``Scoper`` gives, one event at a time.
     """
     message_id: str | None = None
     claims: dict[int, Claim] = {}
@@ -196,6 +208,10 @@ def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
     last_index: object = _NO_INDEX
     last_claim: Claim | None = None
     for event in events:
+        if type(event) is not dict:
+            event = PROTOCOL.plain(event)
+            if event is None:
+                continue
         kind = event.get("type")
         if kind == "content_block_delta" or kind == "content_block_stop":
             new = _BlockDelta if kind == "content_block_delta" else _BlockStop
@@ -232,14 +248,30 @@ def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
             yield _envelope(kind)(message_id, event)
 
 
+_NOT_SCOPED: Final = (
+    "Anthropic definitions fold Scoped envelopes, not raw stream events: use "
+    "anthropic.PROTOCOL.engine() (its push takes raw events), or push "
+    "anthropic.scope(events) / anthropic.Scoper()(event)"
+)
+
+
 def event_type(event: object) -> Hashable:
-    """Routing key for ``create_conversation_engine(event_type=...)``: the inner type."""
+    """Routing key for ``create_conversation_engine(event_type=...)``: the inner type.
+
+    Raises ``TypeError`` naming the fix for an event that is not a ``Scoped``
+    envelope (a raw event pushed without the pre-pass).
+    """
     try:
         return event._anthropic_type  # type: ignore[attr-defined, no-any-return]
     except AttributeError:  # not an envelope scope() made
-        if type(event) is Scoped:
+        if isinstance(event, Scoped):
             return event.event.get("type")
-        return _event_type(event)
+        raise not_routed(_NOT_SCOPED, event) from None
+
+
+def detect(event: Mapping[str, Any]) -> bool:
+    """Whether a plain event dict is an Anthropic Messages stream event."""
+    return event.get("type") in _TYPES
 
 
 # -- states -------------------------------------------------------------------------
@@ -275,6 +307,7 @@ _MESSAGE_TYPES: Final = frozenset({"message_start", "message_delta", "message_st
 _BLOCK_TYPES: Final = frozenset(
     {"content_block_start", "content_block_delta", "content_block_stop"}
 )
+_TYPES: Final = _MESSAGE_TYPES | _BLOCK_TYPES
 _replace: Final = msgspec.structs.replace
 _BLOCK_PUBLICATION: Final[dict[Hashable, Publication]] = {
     "content_block_start": "immediate",
@@ -283,36 +316,24 @@ _BLOCK_PUBLICATION: Final[dict[Hashable, Publication]] = {
 }
 
 
-# Per block type, the run a block folds at once: (state field, delta type, delta key).
-_RUN_FOLDS: Final[dict[object, tuple[str, str, str]]] = {
-    "text": ("text", "text_delta", "text"),
-    "thinking": ("text", "thinking_delta", "thinking"),
-    "tool_use": ("partial_json", "input_json_delta", "partial_json"),
-    "server_tool_use": ("partial_json", "input_json_delta", "partial_json"),
-}
+def _append_text(state: BlockState, text: str) -> BlockState:
+    """``state`` with ``text`` appended to its text (a text or thinking block's)."""
+    return _replace(state, text=state.text.append(text))
 
 
-def _append(state: BlockState, field: str, parts: list[str]) -> BlockState:
-    """``state`` with the joined ``parts`` appended to ``field`` (``text`` or
-    ``partial_json``), as one ``update`` per part would leave it."""
-    text = "".join(parts)  # TypeError for a non-str part, as StreamedText.append raises
-    if field == "text":
-        return _replace(state, text=state.text.append(text))
+def _append_json(state: BlockState, text: str) -> BlockState:
+    """``state`` with ``text`` appended to its tool input JSON."""
     return _replace(state, partial_json=state.partial_json.append(text))
 
 
-def _owns_any(events: list[Scoped], delta_type: str) -> bool:
-    """Whether a block whose own deltas are ``delta_type`` has one among ``events``
-    (whose reads ``update_many`` has made once already: they do not raise)."""
-    for event in events:
-        raw = event.event
-        if raw["type"] == "content_block_delta" and raw["delta"]["type"] == delta_type:
-            return True
-    return False
-
-
-_UNSET: Final = object()
-_NO_FOLD: Final = ("", None, "")  # no delta type is a block's own
+# Per block type, its own deltas, which a run folds at once: (delta type, delta key,
+# the append). Any other event of a run (a citation, a signature, a stop) goes to update.
+_RUN_FOLDS: Final[dict[object, tuple[str, str, Callable[[BlockState, str], BlockState]]]] = {
+    "text": ("text_delta", "text", _append_text),
+    "thinking": ("thinking_delta", "thinking", _append_text),
+    "tool_use": ("input_json_delta", "partial_json", _append_json),
+    "server_tool_use": ("input_json_delta", "partial_json", _append_json),
+}
 
 
 class MessageDefinition:
@@ -324,7 +345,10 @@ class MessageDefinition:
 
     def match(self, event: Scoped) -> Claim | None:
         """Start on ``message_start``, update on ``message_delta``/``message_stop``."""
-        message_id = event.message_id
+        try:
+            message_id = event.message_id
+        except AttributeError:  # a raw event, pushed without the pre-pass
+            raise not_routed(_NOT_SCOPED, event) from None
         if message_id is None:
             return None
         kind = event.event.get("type")
@@ -401,7 +425,10 @@ class BlockDefinition:
     @staticmethod
     def match(event: Scoped) -> Claim | None:
         """Start on ``content_block_start``; update on its deltas and stop."""
-        claim = event.block
+        try:
+            claim = event.block
+        except AttributeError:  # a raw event, pushed without the pre-pass
+            raise not_routed(_NOT_SCOPED, event) from None
         if claim is not None:  # made by the scoper
             return claim
         message_id = event.message_id
@@ -458,107 +485,25 @@ class BlockDefinition:
         return state  # a delta type the SDK does not fold either
 
     def update_many(self, state: BlockState, events: list[Scoped]) -> BlockState:
-        """``update`` over a run. The block's own text, thinking or input JSON deltas
-        are joined and appended at once. The others (a text block's citations, a
-        thinking block's signature, a stop) go through ``_update_mixed``: apart, when
-        they all come before or all after the block's own (the common case), else
-        with them."""
-        # One comprehension per block type, its constants inline. Each makes the same
-        # reads as update's, in its order, per event.
-        block_type = state.block.get("type")
-        if block_type == "text":
-            parts = [
-                delta["text"]
-                for event in events
-                if (raw := event.event)["type"] == "content_block_delta"
-                and (delta := raw["delta"])["type"] == "text_delta"
-            ]
-            if len(parts) == len(events):  # the engine's common run: TypeError for a non-str
-                return _replace(state, text=state.text.append("".join(parts)))
-            return self._update_split(state, events, parts, "text", "text_delta")
-        if block_type == "tool_use" or block_type == "server_tool_use":
-            parts = [
-                delta["partial_json"]
-                for event in events
-                if (raw := event.event)["type"] == "content_block_delta"
-                and (delta := raw["delta"])["type"] == "input_json_delta"
-            ]
-            if len(parts) == len(events):
-                return _replace(state, partial_json=state.partial_json.append("".join(parts)))
-            return self._update_split(state, events, parts, "partial_json", "input_json_delta")
-        if block_type == "thinking":
-            parts = [
-                delta["thinking"]
-                for event in events
-                if (raw := event.event)["type"] == "content_block_delta"
-                and (delta := raw["delta"])["type"] == "thinking_delta"
-            ]
-            if len(parts) == len(events):
-                return _replace(state, text=state.text.append("".join(parts)))
-            return self._update_split(state, events, parts, "text", "thinking_delta")
-        return self._update_mixed(state, events)
-
-    def _update_split(
-        self, state: BlockState, events: list[Scoped], parts: list[str], field: str, own: str
-    ) -> BlockState:
-        """``update_many`` of a run of which ``parts`` are the block's own pieces (its
-        ``own`` deltas, appended to ``field``) and the rest other events."""
-        others = len(events) - len(parts)
-        if parts:
-            # Exactly ``others`` events are not the block's own: if the last (first)
-            # ``others`` events are none of its own, the rest are all its own.
-            tail = events[-others:]
-            if not _owns_any(tail, own):
-                return self._update_mixed(_append(state, field, parts), tail)
-            head = events[:others]
-            if not _owns_any(head, own):
-                return _append(self._update_mixed(state, head), field, parts)
-        return self._update_mixed(state, events)
-
-    def _update_mixed(self, state: BlockState, events: list[Scoped]) -> BlockState:
-        """``update`` over ``events``, in one pass.
-
-        What one event changes never depends on another field (text, citations, the
-        signature and ``stopped`` are set independently), so each field's changes are
-        gathered over the run and set once: the block's own pieces joined and appended
-        (``TypeError`` for a non-str one, as ``StreamedText.append`` raises), citations
-        appended, the last signature kept. Every read ``update`` makes is made, so this
-        raises exactly when folding ``update`` would.
-        """
-        block_type = state.block.get("type")
+        """``update`` over a run (``definitions._runs.fold_run``): the block's own text,
+        thinking or input JSON deltas, each stretch joined and appended at once."""
         try:
-            field, own_type, own_key = _RUN_FOLDS.get(block_type, _NO_FOLD)
+            own = _RUN_FOLDS.get(state.block.get("type"))
         except TypeError:  # an unhashable block type, which update may trip on: its way
-            for event in events:
-                state = self.update(state, event)
-            return state
-        pieces: list[str] = []
-        citations: list[Any] = []
-        signature: Any = _UNSET
-        stopped = False
-        for event in events:
-            raw = event.event
-            if raw["type"] == "content_block_stop":
-                stopped = True
-                continue
-            delta = raw["delta"]
-            kind = delta["type"]
-            if kind == own_type:
-                pieces.append(delta[own_key])
-            elif kind == "citations_delta":
-                if block_type == "text":
-                    citations.append(delta["citation"])
-            elif kind == "signature_delta" and block_type == "thinking":
-                signature = delta["signature"]
-        if pieces:
-            state = _append(state, field, pieces)
-        if citations:
-            state = _replace(state, citations=(*state.citations, *citations))
-        if signature is not _UNSET:
-            state = _replace(state, signature=signature)
-        if stopped:
-            state = _replace(state, stopped=True)
-        return state
+            own = None
+        if own is None:
+            return fold_run(state, events, [None] * len(events), _append_text, self.update)
+        own_type, key, append = own
+        # A piece of another type than str makes the join raise: the engine then folds
+        # the run one event at a time, and update raises as StreamedText.append does.
+        pieces = [
+            delta[key]
+            if (raw := event.event)["type"] == "content_block_delta"
+            and (delta := raw["delta"])["type"] == own_type
+            else None
+            for event in events
+        ]
+        return fold_run(state, events, pieces, append, self.update)
 
     def render_text(self, node: Node) -> str:
         """Text and thinking as text, tool calls as ``name(arguments)``."""
@@ -649,12 +594,22 @@ def messages(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     return out
 
 
-# Registered once for every fold: engines of one registration share its routes.
-_REGISTRATION: Final = Registration(DEFINITIONS, event_type=event_type)
+PROTOCOL: Final = ProtocolSet(
+    name="anthropic",
+    title="Anthropic Messages",
+    detect=detect,
+    definitions=DEFINITIONS,
+    prepare=scope,
+    pre_pass=Scoper,
+    event_type=event_type,
+    rebuild=messages,
+    # What the SDK's MessageStream derives from each delta and yields beside it.
+    derived=frozenset({"text", "input_json", "citation", "thinking", "signature"}),
+)
+"""The Anthropic Messages protocol set (``definitions.ProtocolSet``)."""
 
 
-def fold(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The final messages of one recording's raw events (in order)."""
-    engine = create_conversation_engine(_REGISTRATION)
-    engine.push_many(scope(events))
-    return messages(engine.nodes())
+def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
+    """The final messages of one recording's raw events (in order): dicts or the SDK's
+    typed events (``client.messages.stream(...)`` yields both kinds)."""
+    return PROTOCOL.fold(events)

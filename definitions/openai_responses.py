@@ -24,8 +24,9 @@ payload, so ids rotating on every event, or a ``call_id`` that changes between
 the events before it, so a replay scopes a log the same way every time. Events
 before the first ``response.created`` a scoper saw (a window cut mid-response, or
 a recording whose first line is unreadable) are claimed by no definition: no
-content is attributed to a response whose start is not in view. Live users keep
-one ``Scoper`` per stream and push ``scoper(event)``.
+content is attributed to a response whose start is not in view. Live users push
+the SDK's events into ``PROTOCOL.engine()`` (a ``Scoper`` per stream, as its push
+hook), or push ``scoper(event)`` themselves.
 
 Per delta the work is one envelope, which the scoper makes with the item's claim
 (one shared object per item, so the engine knows an item's run of deltas by
@@ -51,20 +52,23 @@ rotating per event) continues the current response instead of failing; an item's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter
 from typing import Any, Final
 
 import msgspec
 
-from engine import Claim, Node, Registration, create_conversation_engine
+from engine import Claim, Node
 
+from ._protocol import ProtocolSet, not_routed
 from ._render import payload
 from ._routing import ByType
+from ._runs import fold_run
 from ._text import StreamedText
 
 __all__ = [
     "DEFINITIONS",
+    "PROTOCOL",
     "ItemDefinition",
     "ItemState",
     "PartState",
@@ -72,6 +76,7 @@ __all__ = [
     "ResponseState",
     "Scoped",
     "Scoper",
+    "detect",
     "event_type",
     "fold",
     "responses",
@@ -150,8 +155,11 @@ class Scoper:
         self._update: Claim | None = None  # the current response's update claim
         self._items: dict[int, Claim] = {}  # its items' update claims, by output index
 
-    def __call__(self, event: dict[str, Any]) -> Scoped:
-        """The envelope of ``event``; a ``response.created`` makes its id the scope."""
+    def __call__(self, event: Any) -> Scoped:
+        """The envelope of ``event`` (a dict or the SDK's typed event); a
+        ``response.created`` makes its id the scope."""
+        if type(event) is not dict:
+            event = _plain(event)
         return self._scoped(event, event.get("type"))
 
     def _scoped(self, event: dict[str, Any], kind: Any) -> Scoped:
@@ -201,7 +209,7 @@ def _delta(
 ) -> _ItemDelta:
     """The envelope of a delta, or an event that changes no item (``scope`` inlines it)."""
     field, at_key = reads
-    if field is _NONE:
+    if field == _NONE:
         return _ItemDelta(response_id, event, claim, field)
     at = 0 if at_key is None else event.get(at_key)
     text = event.get("delta")
@@ -210,8 +218,9 @@ def _delta(
     return _ItemDelta(response_id, event, claim)  # odd: update reads it
 
 
-def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
-    """Each raw event of one stream in its envelope (the pure pre-pass), in order.
+def scope(events: Iterable[Any]) -> Iterator[Scoped]:
+    """Each raw event of one stream in its envelope (the pure pre-pass), in order:
+    dicts or the SDK's typed events.
 
     Lazy: an event that cannot be scoped (a ``response.created`` without a response
     object, an unhashable type) raises when it is reached, after the ones before it.
@@ -225,11 +234,13 @@ def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
     items = scoper._items  # the scoper's, after the event before
     response_id = None
     for event in events:
+        if type(event) is not dict:
+            event = _plain(event)
         try:  # most events: _delta() inline, of an item whose claim is made
             field, at_key = all_reads.get(event["type"], no_reads)
             if field is not None and type(index := event["output_index"]) is int:
                 claim = items[index]
-                if field is none:
+                if field == none:
                     yield item_delta(response_id, event, claim, field)
                     continue
                 at = 0 if at_key is None else event[at_key]
@@ -244,11 +255,17 @@ def scope(events: Iterable[dict[str, Any]]) -> Iterator[Scoped]:
         response_id = scoper.response_id
 
 
-event_type: Final = type
-"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
-class (``scope``'s envelopes name their definition by class). The shared key,
-``definitions.event_type``, gives an envelope's class too: route by it to register
-these definitions beside others that take raw dicts."""
+def _plain(event: object) -> dict[str, Any]:
+    """A typed SDK event as its dict (this protocol's helpers derive no events)."""
+    plain = PROTOCOL.plain(event)
+    assert plain is not None  # PROTOCOL.derived is empty
+    return plain
+
+
+def detect(event: Mapping[str, Any]) -> bool:
+    """Whether a plain event dict is a Responses stream event (``response.*``)."""
+    kind = event.get("type")
+    return type(kind) is str and kind.startswith("response.")
 
 
 # -- states -------------------------------------------------------------------------
@@ -401,9 +418,14 @@ _TARGETS: Final[dict[Any, type[Scoped]]] = {
     **dict.fromkeys(_READS, _ItemDelta),
 }
 _NOT_SCOPED: Final = (
-    "an openai_responses definition was given a raw event: push the envelopes of "
-    "scope(events) (or of a Scoper) instead"
+    "Responses definitions fold Scoped envelopes, not raw events: use "
+    "openai_responses.PROTOCOL.engine() (its push takes raw events), or push "
+    "openai_responses.scope(events) / openai_responses.Scoper()(event)"
 )
+event_type: Final = type
+"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
+class (``scope``'s envelopes name their definition by class; ``type``, a C call). A
+raw event dict is routed to the response definition, whose ``match`` names the fix."""
 
 # Deltas wait for a frame (as do the events that change nothing: they are never
 # published); an item's start, content parts and end are published at once.
@@ -425,7 +447,7 @@ class ResponseDefinition:
         if cls is _ToResponse:
             return event.response_claim  # type: ignore[attr-defined, no-any-return]
         if cls is dict:
-            raise TypeError(_NOT_SCOPED)
+            raise not_routed(_NOT_SCOPED, event)
         return None
 
     def start(self, event: Scoped, reader: object) -> ResponseState:
@@ -548,105 +570,60 @@ def _appended(state: ItemState, field: str, index: int, text: str) -> ItemState:
     return _replace(state, pending=state.pending.append(text)) if text else state
 
 
-_OUTPUT_TEXT_DELTA: Final = "response.output_text.delta"
-_NO_APPEND: Final[tuple[str, int, str]] = ("", 0, "")
+def _delta_appended(state: ItemState, field: str, index: int, text: str) -> ItemState:
+    """What ``_item_updated`` makes of a str delta appending ``text`` to ``field`` (part
+    ``index``, an int), in any state: appended when the item takes it (a summary part
+    not there yet padded first), else the state itself."""
+    item_type = state.item.get("type")
+    if field == "parts":
+        parts = state.parts
+        if (
+            item_type != "message"
+            or not 0 <= index < len(parts)
+            or parts[index].part.get("type") != "output_text"
+        ):
+            return state
+    elif field == "arguments":
+        if item_type != "function_call":
+            return state
+    elif field == "summary":
+        if item_type != "reasoning" or index < 0:
+            return state
+        if index >= len(state.summary):  # a delta whose part.added was lost
+            state = _replace(state, summary=_pad(state.summary, index, "summary_text"))
+    return _appended(state, field, index, text)
 
 
 def _fold_item(state: ItemState, events: Sequence[Scoped]) -> ItemState:
-    """``state`` after the events of ``events``, one after the other (``update_many``).
+    """``state`` after the events of ``events``, one after the other (``update_many``,
+    through ``definitions._runs.fold_run``).
 
-    Nearly every item event is a text delta that ``_item_updated`` appends to one text
-    of the item (its *field*, see ``_appended``) and does nothing else with. Whether it
-    does depends on the event (its type, an int index, a str delta: ``_delta_of``) and
-    on the item (its type, the part being there: ``_takes``). Consecutive appends to
-    one field are joined and made once; an event that continues them needs only the
-    checks of its own fields, since appends change nothing ``_takes`` reads. Any other
-    event goes through ``_item_updated``.
-
-    A scoper's envelopes carry what a delta appends (``Scoped.field``, ``at``,
-    ``text``), read once: a run of appends to one text, with events that change
-    nothing among them (they commute with everything), is one append of the texts
-    joined, with no event read again.
+    Nearly every item event of a run is a delta appending to one text of the item (its
+    *field*, see ``_appended``, and part index), which the scoper read off the event
+    once (``Scoped.field``, ``at``, ``text``). The deltas into the text the run's first
+    delta names are its pieces, each stretch joined and appended at once
+    (``_delta_appended``, which checks what ``_item_updated`` checks); every other
+    event (another text's delta, an event that changes nothing, a part added, an
+    envelope not made by a scoper) goes to ``_item_updated``.
     """
-    item_type = state.item.get("type")  # the added item's, kept by every update
     none = _NONE
-    if events[0].field is none:  # events that change nothing first (progress): leave them
-        events = [e for e in events if e.field is not none]
-        if not events:
-            return state
-    # A scoper's run: appends to one text (read by the scoper), maybe with events that
-    # change nothing among them, and the item takes the first.
-    first = events[0]
-    at_field = first.field
-    if at_field:
-        at = first.at
-        texts = [e.text for e in events if (e.field is at_field and e.at == at) or e.field is none]
-        if len(texts) == len(events) and _takes(state, item_type, at_field, at):
-            return _appended(state, at_field, at, "".join(texts))
-    texts = []  # the pending appends, all to part `at` of `at_field`
-    at_field = ""
-    at = 0
-    index: Any  # read from the event: checked before it is used
-    text: Any
-    for event in events:
-        raw = event.event
-        if type(raw) is not dict:
-            field = ""
-        elif (kind := raw.get("type")) == _OUTPUT_TEXT_DELTA:  # the common delta, inline
-            index = raw.get("content_index")
-            text = raw.get("delta")
-            field = "parts" if type(index) is int and type(text) is str else ""
-        else:
-            field, index, text = _delta_of(kind, raw)
-        if field and texts and index == at and field == at_field:
-            texts.append(text)
-            continue
-        if texts:
-            state = _appended(state, at_field, at, "".join(texts))
-            texts = []
-        if field and _takes(state, item_type, field, index):
-            at_field, at = field, index
-            texts.append(text)
-        else:
-            state = _item_updated(state, raw)
-    if texts:
-        state = _appended(state, at_field, at, "".join(texts))
-    return state
+    for first in events:
+        field = first.field
+        if field and field != none:
+            break
+    else:  # no delta: each event as update folds it
+        for event in events:
+            state = _item_updated(state, event.event)
+        return state
+    at = first.at
+    pieces = [e.text if e.field == field and e.at == at else None for e in events]
+    return fold_run(
+        state, events, pieces, lambda s, text: _delta_appended(s, field, at, text), _update
+    )
 
 
-def _delta_of(kind: object, raw: dict[str, Any]) -> tuple[str, int, str]:
-    """The field, part index and text that a delta other than output_text's names, by
-    its own fields; ``("", 0, "")`` for any other event (see ``_fold_item``)."""
-    if kind == "response.function_call_arguments.delta":
-        field, index = "arguments", 0
-    elif kind == "response.reasoning_summary_text.delta":
-        summary_index = raw.get("summary_index")
-        if type(summary_index) is not int:
-            return _NO_APPEND
-        field, index = "summary", summary_index
-    elif kind in _PENDING:
-        field, index = "pending", 0
-    else:
-        return _NO_APPEND
-    text = raw.get("delta")
-    return (field, index, text) if type(text) is str else _NO_APPEND
-
-
-def _takes(state: ItemState, item_type: object, field: str, index: int) -> bool:
-    """Whether ``_item_updated`` appends a str delta for ``field`` (part ``index``) to
-    the item, and does nothing else with it."""
-    if field == "parts":
-        parts = state.parts
-        return (
-            item_type == "message"
-            and 0 <= index < len(parts)
-            and parts[index].part.get("type") == "output_text"
-        )
-    if field == "summary":  # a summary part not there yet is padded first: not only that
-        return item_type == "reasoning" and 0 <= index < len(state.summary)
-    if field == "arguments":
-        return item_type == "function_call"
-    return True  # pending text: any item's
+def _update(state: ItemState, event: Scoped) -> ItemState:
+    return _item_updated(state, event.event)
 
 
 class ItemDefinition:
@@ -981,12 +958,20 @@ def snapshots(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     return [_snapshot(c) for c in _collect(nodes)]
 
 
-# Registered once for every fold: engines of one registration share its routes.
-_REGISTRATION: Final = Registration(DEFINITIONS, event_type=event_type)
+PROTOCOL: Final = ProtocolSet(
+    name="openai_responses",
+    title="OpenAI Responses",
+    detect=detect,
+    definitions=DEFINITIONS,
+    prepare=scope,
+    pre_pass=Scoper,
+    event_type=event_type,
+    rebuild=responses,
+)
+"""The Responses protocol set (``definitions.ProtocolSet``)."""
 
 
-def fold(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The final responses of one recording's raw events (in order); see ``responses``."""
-    engine = create_conversation_engine(_REGISTRATION)
-    engine.push_many(scope(events))
-    return responses(engine.nodes())
+def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
+    """The final responses of one recording's raw events (in order): dicts or the SDK's
+    typed ``ResponseStreamEvent`` objects; see ``responses``."""
+    return PROTOCOL.fold(events)

@@ -8,17 +8,17 @@ one. The pre-pass exists because some protocols leave out who an event belongs t
 (Anthropic's deltas carry only a block index, AG-UI's chunks may omit their id), and
 ``match`` must be pure: the protocol module names it in a small causal pass that
 wraps each raw event in an envelope (see ``definitions.anthropic``). The set is read
-off the module by the convention its own ``fold()`` follows, never re-implemented:
+off the module's declared contract, never re-implemented:
 
-- a module with ``scope(events)`` is fed ``scope(events)`` and routed by its
-  ``event_type`` (``definitions.anthropic``, ``definitions.openai_chat``);
-- a module with a ``Router`` class is fed ``Router().route(events)`` and routed by
-  the envelope's class (``definitions.ag_ui``, ``definitions.ai_sdk``);
+- a protocol module declares a ``PROTOCOL`` (``definitions.ProtocolSet``): its
+  definitions, pre-pass (``prepare``), routing key (``event_type``), vocabulary and
+  ``detect`` (``definitions.anthropic``, ``definitions.ag_ui``, ...);
 - any other module is fed the events as they are and routed by its ``event_type``,
   or by the shared key ``definitions.event_type`` (the built-in kinds, plug-ins).
 
 A module declares its event vocabulary, the tagged msgspec Structs its definitions
-fold fastest, by a module-level ``Event``: a tagged Struct or a union of them
+fold fastest, by its protocol set's ``vocabulary`` or else by a module-level
+``Event``: a tagged Struct or a union of them
 (``definitions.builtin.Event``, ``definitions.message.Event``). Replays decode the
 events of those tags typed (``load_events(types=...)``). A module without one, or
 whose ``Event`` is anything else (a ``dict`` alias), gets plain events; so does a set
@@ -26,9 +26,10 @@ combined from several modules unless every one of them declares a vocabulary,
 because every definition sees every event and one written for plain events may not
 take a Struct.
 
-``detect_protocol`` tells the protocol from the events' ``type`` values (and, for
-Chat Completions chunks, which have none, from their shape). Each event of the
-first ``SCAN`` votes for the one protocol whose vocabulary holds its type; types
+``detect_protocol`` tells the protocol from the events: each event of the first
+``SCAN`` votes for the built-in kinds when its ``type`` is one of theirs, else for the
+first protocol set whose ``detect`` recognises it (its ``type``, or for Chat
+Completions chunks, which have none, their shape); types
 that several protocols share (``error``) and unknown types do not vote. The most
 votes win; a tie goes to the earlier protocol of ``PROTOCOLS``; no votes at all
 means the built-in kinds, the default vocabulary. ``Detection.ambiguous`` says when
@@ -49,6 +50,7 @@ from typing import Any, Final
 
 import attrs
 
+from definitions import ProtocolSet
 from definitions import event_type as shared_event_type
 from engine import Node
 
@@ -72,86 +74,13 @@ PROTOCOLS: Final[Mapping[str, tuple[str, str]]] = {
     "openai_responses": ("OpenAI Responses", "definitions.openai_responses"),
     "ag_ui": ("AG-UI", "definitions.ag_ui"),
     "ai_sdk": ("AI SDK UI message stream", "definitions.ai_sdk"),
+    "gemini": ("Gemini generateContent", "definitions.gemini"),
+    "bedrock": ("AWS Bedrock ConverseStream", "definitions.bedrock"),
 }
 """Every protocol ``detect_protocol`` knows: name -> (title, definition module)."""
 
 SCAN: Final = 2000
 """How many events (from the start of a recording) ``detect_protocol`` looks at."""
-
-_ANTHROPIC: Final = frozenset(
-    {
-        "message_start",
-        "message_delta",
-        "message_stop",
-        "content_block_start",
-        "content_block_delta",
-        "content_block_stop",
-    }
-)
-_AG_UI: Final = frozenset(
-    {
-        "RUN_STARTED",
-        "RUN_FINISHED",
-        "RUN_ERROR",
-        "STEP_STARTED",
-        "STEP_FINISHED",
-        "TEXT_MESSAGE_START",
-        "TEXT_MESSAGE_CONTENT",
-        "TEXT_MESSAGE_END",
-        "TEXT_MESSAGE_CHUNK",
-        "TOOL_CALL_START",
-        "TOOL_CALL_ARGS",
-        "TOOL_CALL_END",
-        "TOOL_CALL_CHUNK",
-        "TOOL_CALL_RESULT",
-        "REASONING_START",
-        "REASONING_END",
-        "REASONING_MESSAGE_START",
-        "REASONING_MESSAGE_CONTENT",
-        "REASONING_MESSAGE_END",
-        "REASONING_MESSAGE_CHUNK",
-        "REASONING_ENCRYPTED_VALUE",
-        "THINKING_START",
-        "THINKING_END",
-        "THINKING_TEXT_MESSAGE_START",
-        "THINKING_TEXT_MESSAGE_CONTENT",
-        "THINKING_TEXT_MESSAGE_END",
-        "STATE_SNAPSHOT",
-        "STATE_DELTA",
-        "MESSAGES_SNAPSHOT",
-        "ACTIVITY_SNAPSHOT",
-        "ACTIVITY_DELTA",
-        "RAW",
-        "CUSTOM",
-    }
-)
-_AI_SDK: Final = frozenset(
-    {
-        "start",
-        "finish",
-        "abort",
-        "message-metadata",
-        "text-start",
-        "text-delta",
-        "text-end",
-        "reasoning-start",
-        "reasoning-delta",
-        "reasoning-end",
-        "tool-input-start",
-        "tool-input-delta",
-        "tool-input-available",
-        "tool-input-error",
-        "tool-output-available",
-        "tool-output-error",
-        "tool-approval-request",
-        "tool-output-denied",
-        "start-step",
-        "finish-step",
-        "file",
-        "source-url",
-        "source-document",
-    }
-)
 
 
 def _builtin_tags() -> frozenset[str]:
@@ -160,27 +89,33 @@ def _builtin_tags() -> frozenset[str]:
     return TAGS
 
 
-def _vote(event: Any, builtin: frozenset[str]) -> str | None:
+@functools.cache
+def _protocol_sets() -> tuple[ProtocolSet, ...]:
+    """The ``PROTOCOL`` of every protocol module of ``PROTOCOLS`` that imports, in order."""
+    found = []
+    for name, (_title, module_name) in PROTOCOLS.items():
+        if name == "builtin":
+            continue
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:  # a set still being written, or a broken install: no votes
+            continue
+        protocol = _protocol(module)
+        if protocol is not None:
+            found.append(protocol)
+    return tuple(found)
+
+
+def _vote(event: Any, builtin: frozenset[str], protocols: Sequence[ProtocolSet]) -> str | None:
     """The protocol whose vocabulary holds ``event``'s type, or ``None``."""
     if type(event) is not dict:
         # A typed event (a tagged msgspec Struct): only the built-in kinds decode to those.
         return "builtin" if shared_event_type(event) in builtin else None
-    kind = event.get("type")
-    if not isinstance(kind, str):
-        # Chat Completions chunks carry no "type"; they carry their object name.
-        if event.get("object") == "chat.completion.chunk" or ("choices" in event and "id" in event):
-            return "openai_chat"
-        return None
-    if kind in builtin:
+    if event.get("type") in builtin:
         return "builtin"
-    if kind in _ANTHROPIC:
-        return "anthropic"
-    if kind.startswith("response."):
-        return "openai_responses"
-    if kind in _AG_UI:
-        return "ag_ui"
-    if kind in _AI_SDK or kind.startswith("data-"):
-        return "ai_sdk"
+    for protocol in protocols:  # each set says what it recognises (its detect)
+        if protocol.detect(event):
+            return protocol.name
     return None
 
 
@@ -244,13 +179,14 @@ def detect_protocol(events: Iterable[Any]) -> Detection:
     Never raises for odd events: anything unrecognised simply does not vote.
     """
     builtin = _builtin_tags()
+    protocols = _protocol_sets()
     votes: Counter[str] = Counter()
     scanned = 0
     for event in events:
         if scanned >= SCAN:
             break
         scanned += 1
-        name = _vote(event, builtin)
+        name = _vote(event, builtin, protocols)
         if name is not None:
             votes[name] += 1
     protocol = _ranked(votes)[0][0] if votes else "builtin"
@@ -298,7 +234,8 @@ class DefinitionSet:
         with the vocabulary it declares (see the module docstring); ``definitions``
         default to its ``DEFINITIONS``."""
         if definitions is None:
-            definitions = module.DEFINITIONS
+            protocol = _protocol(module)
+            definitions = module.DEFINITIONS if protocol is None else protocol.definitions
         prepare, route = _wiring(module)
         return cls(
             name=name or module.__name__,
@@ -309,9 +246,19 @@ class DefinitionSet:
         )
 
 
+def _protocol(module: ModuleType) -> ProtocolSet | None:
+    """The protocol set ``module`` declares (its ``PROTOCOL``), or ``None``."""
+    protocol = getattr(module, "PROTOCOL", None)
+    return protocol if isinstance(protocol, ProtocolSet) else None
+
+
 def _declared_vocabulary(module: ModuleType) -> Any:
-    """``module``'s event vocabulary: its ``Event`` when that is a tagged msgspec Struct
-    or a union of them, else ``None`` (see the module docstring)."""
+    """``module``'s event vocabulary: its protocol set's, else its ``Event`` when that
+    is a tagged msgspec Struct or a union of them, else ``None`` (see the module
+    docstring)."""
+    protocol = _protocol(module)
+    if protocol is not None:
+        return _vocabulary(protocol.vocabulary)
     return _vocabulary(getattr(module, "Event", None))
 
 
@@ -328,19 +275,12 @@ def _vocabulary(types: Any) -> Any:
 def _wiring(
     module: ModuleType,
 ) -> tuple[Callable[[Iterable[Any]], Iterable[Any]] | None, Callable[[Any], Hashable]]:
-    scope = getattr(module, "scope", None)
+    """The pre-pass and routing key ``module`` declares: its protocol set's, else none
+    and its ``event_type`` (or the shared key)."""
+    protocol = _protocol(module)
+    if protocol is not None:
+        return protocol.prepare, protocol.event_type
     route = getattr(module, "event_type", None)
-    if callable(scope):
-        return scope, route if callable(route) else shared_event_type
-    router = getattr(module, "Router", None)
-    if isinstance(router, type) and callable(getattr(router, "route", None)):
-
-        def prepare(events: Iterable[Any]) -> Iterable[Any]:
-            # One router per log: its tables describe this log's ids only.
-            routed: Iterable[Any] = router().route(events)
-            return routed
-
-        return prepare, route if callable(route) else type
     return None, route if callable(route) else shared_event_type
 
 

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Iterator
 from types import ModuleType
 from typing import Any
 
+from definitions._protocol import Unrouted
+
 from ._detect import DefinitionSet
 
 __all__ = ["event_feed", "set_module"]
@@ -24,7 +26,13 @@ __all__ = ["event_feed", "set_module"]
 
 def set_module(chosen: DefinitionSet) -> ModuleType | None:
     """The one module all of the set's definitions come from, or ``None`` (mixed)."""
-    modules = {type(definition).__module__ for definition in chosen.definitions}
+    # A protocol set's guard against unrouted events (definitions._protocol.Unrouted)
+    # belongs to every set: the set is the module of its other definitions.
+    modules = {
+        type(definition).__module__
+        for definition in chosen.definitions
+        if not isinstance(definition, Unrouted)
+    }
     return sys.modules.get(modules.pop()) if len(modules) == 1 else None
 
 

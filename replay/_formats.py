@@ -1,4 +1,5 @@
-"""Recordings as they come: our log, SSE text, JSON arrays, JSON Lines of raw events.
+"""Recordings as they come: our log, SSE text, JSON arrays, JSON Lines of raw events,
+and raw AWS event-stream bodies (Bedrock's ``application/vnd.amazon.eventstream``).
 
 ``load_events`` detects the format from the first bytes and returns the raw events
 in order, as plain Python objects, the same lists the provider SDKs' readers hand to
@@ -11,6 +12,9 @@ their accumulators (the reference oracles in ``../shared/oracles``):
 - every raw provider format: ``{"type": "ping"}`` keep-alives are dropped (as
   anthropic's reader does); everything else passes through untouched.
 - our own log (``{"position": ..., "event": ...}`` lines): the events, untouched.
+- an event-stream body (binary frames; detected by a first frame whose prelude CRC
+  holds): the ConverseStream events its frames carry
+  (``definitions.bedrock.events_from_eventstream``); a bad frame always raises.
 
 One deliberate difference from the SDKs: a last SSE frame with no blank line after
 it is kept when its data is complete JSON. A live stream must discard it (the
@@ -48,6 +52,8 @@ from typing import IO, Any, Literal
 import attrs
 import msgspec
 
+from definitions.bedrock import EventStreamError, events_from_eventstream, is_eventstream
+
 from ._errors import LogError
 from ._log import (
     EventTypes,
@@ -62,7 +68,7 @@ from ._log import (
 
 __all__ = ["Format", "Loaded", "Recording", "load_events", "parse_piece"]
 
-Format = Literal["log", "sse", "json", "jsonl"]
+Format = Literal["log", "sse", "json", "jsonl", "eventstream"]
 
 _BOM = b"\xef\xbb\xbf"
 _SSE_FIELD = re.compile(rb"(event|data|id|retry)?:")
@@ -134,6 +140,8 @@ def parse_piece(
     """The events and skipped problems of ``data``, a recording in format ``fmt`` or
     a piece of one (from ``Recording.pieces``) starting at line ``first_line``;
     ``final`` is false for a piece that more of the file follows."""
+    if fmt == "eventstream":  # binary frames: read whole (Recording cuts no pieces)
+        return _load_eventstream(data, path), []
     typed = None if types is None else event_types(types)
     problems: list[LogError]
     if fmt == "log":
@@ -238,8 +246,8 @@ class Recording:
     def _cut(self, buffer: bytes) -> int:
         # The first boundary from the chunk size on, so that pieces stay near it.
         start = max(0, self._chunk - 4)
-        if self.format == "json":
-            return 0  # one value: one piece
+        if self.format in ("json", "eventstream"):
+            return 0  # one value, or binary frames: one piece
         if self.format == "sse":
             # After a blank line ending in LF (a CR-only file is read as one piece).
             found = [
@@ -263,6 +271,8 @@ class Recording:
 
 
 def _detect(data: bytes) -> Format:
+    if is_eventstream(data):  # binary frames: checked before any text format
+        return "eventstream"
     start = data.lstrip()
     if start.startswith(b"["):
         return "json"
@@ -282,6 +292,14 @@ def _detect(data: bytes) -> Format:
             return "jsonl"
         return "log"
     return "jsonl"
+
+
+def _load_eventstream(data: bytes, path: str | None) -> list[Any]:
+    try:
+        return events_from_eventstream(data)
+    except EventStreamError as exc:  # a binary body has no lines: the column is the byte
+        where = path or "<bytes>"
+        raise LogError(f"{where}: {exc}", path=path, line=1, column=exc.offset + 1) from exc
 
 
 def _is_keepalive(event: Any) -> bool:

@@ -57,13 +57,13 @@ def run_oracle(script: str, fixture: Path, *flags: str) -> dict[str, Any]:
     return result
 
 
-def run_batch(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def run_batch(jobs: list[dict[str, Any]], *, script: Path = _BATCH) -> list[dict[str, Any]]:
     """Results of many ``{"protocol": "aisdk"|"agui", "events": [...]}`` jobs, one node
-    process for all of them."""
+    process for all of them (``script``: another batch runner of ours, same protocol)."""
     folder = node_oracles()
-    target = folder / _BATCH.name
-    if not target.is_file() or target.read_bytes() != _BATCH.read_bytes():
-        shutil.copyfile(_BATCH, target)
+    target = folder / script.name
+    if not target.is_file() or target.read_bytes() != script.read_bytes():
+        shutil.copyfile(script, target)
     done = subprocess.run(
         ["node", str(target)],
         input=json.dumps(jobs),

@@ -255,8 +255,8 @@ def test_scope_claims_what_match_would(events: list[dict[str, Any]]) -> None:
 
 def test_event_type_is_the_inner_type_however_an_envelope_was_made() -> None:
     """``event_type`` routes scope()'s envelopes, a hand-built ``Scoped`` and ``Scoper``'s
-    envelopes by their event's type, and anything else by the shared routing key."""
-    from definitions import event_type as shared_event_type
+    envelopes by their event's type; anything else (a raw event pushed without the
+    pre-pass) raises a TypeError naming the fix."""
 
     events: list[dict[str, Any]] = [
         {"type": "message_start", "message": {"id": "m", "content": []}},
@@ -275,4 +275,5 @@ def test_event_type_is_the_inner_type_however_an_envelope_was_made() -> None:
         assert anthropic.event_type(anthropic.Scoped("m", event)) == event.get("type")
         assert isinstance(envelope, anthropic.Scoped)
     for other in ({"type": "message.delta"}, {"id": 1}, anthropic.MessageState({}), 5):
-        assert anthropic.event_type(other) == shared_event_type(other)
+        with pytest.raises(TypeError, match=r"anthropic\.PROTOCOL\.engine\(\)"):
+            anthropic.event_type(other)

@@ -223,7 +223,7 @@ def test_publication_by_type_is_publication_by_event(definition: Any) -> None:
     # A routed engine reads the mapping once per envelope class, an unrouted one calls
     # it per envelope: both say what the envelope's class does (deltas wait for a frame).
     publication = definition.publication
-    for cls in definition.event_types:
+    for cls in definition.event_types - {dict}:  # dict: a raw event, which match refuses
         assert publication.get(cls, "immediate") == publication(cls({})) == cls.pub
 
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from definitions import openai_chat
 from definitions.openai_chat import ScopedChunk
-from engine import Claim, create_conversation_engine
+from engine import Claim, DefinitionError, create_conversation_engine
 
 from ._runs import Counting, check_run
 
@@ -265,10 +265,11 @@ def test_scope_sets_the_claim_match_would_compute(ids: list[tuple[Any, bool]]) -
 
 def test_event_type_routes_what_scope_yields_to_the_completion() -> None:
     # The routing key is the event's class: scope's envelopes reach the definition, a
-    # raw chunk pushed without scope reaches none (as with the Router-based sets).
+    # raw chunk pushed without scope is an error naming the fix (never 0 nodes).
     chunks = [chunk([choice(0, {"role": "assistant", "content": "a"})])]
     engine = create_conversation_engine(openai_chat.DEFINITIONS, event_type=openai_chat.event_type)
-    engine.push_many(chunks)
+    with pytest.raises(DefinitionError, match=r"openai_chat\.PROTOCOL\.engine\(\)"):
+        engine.push_many(chunks)
     assert engine.nodes() == ()
     engine.push_many(openai_chat.scope(chunks))
     assert [node.kind for node in engine.nodes()] == [DEFINITION.kind]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -370,3 +371,37 @@ def test_the_envelopes_route_by_the_shared_key_beside_other_definitions() -> Non
     mixed.push_many(openai_responses.scope(events))
     assert openai_responses.snapshots(mixed.nodes()) == openai_responses.snapshots(alone.nodes())
     assert openai_responses.snapshots(alone.nodes())[0]["output"][0]["content"][0]["text"] == "abc"
+
+
+def test_a_field_equal_to_none_but_not_the_interned_object_folds_as_update() -> None:
+    # Issue 13: the "no text" field value was compared by identity, so an envelope
+    # whose field equals "none" but is another str object (built by hand, decoded,
+    # joined) made update_many raise a bare AssertionError.
+    none = "".join(["no", "ne"])
+    assert none == "none"
+    assert none is not openai_responses._NONE
+    item = {"id": "m", "type": "message", "role": "assistant", "content": []}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    raw = [
+        {"type": "response.created", "response": {"id": "r", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        event("response.content_part.added", content_index=0, part=part),
+        event("response.output_text.delta", content_index=0, delta="a"),
+        event("response.output_text.done", content_index=0, text="a"),
+        event("response.output_text.delta", content_index=0, delta="b"),
+    ]
+    envelopes = list(openai_responses.scope(raw))
+    interned = [e for e in envelopes if e.field == "none"]
+    assert interned  # the output_text.done: an event that changes nothing
+    rebuilt = [
+        msgspec.structs.replace(e, field=none) if e.field == "none" else e for e in envelopes
+    ]
+    state = ITEM.start(envelopes[1], None)
+    for events in ([rebuilt[4]], rebuilt[2:], rebuilt[4:]):
+        expected = state
+        for one in events:
+            expected = ITEM.update(expected, one)
+        assert ITEM.update_many(state, list(events)) == expected
+    engine = create_conversation_engine(openai_responses.PROTOCOL.registration)
+    engine.push_many(rebuilt)
+    assert openai_responses.responses(engine.nodes()) == openai_responses.fold(raw)

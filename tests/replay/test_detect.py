@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import definitions
-from definitions import ag_ui, ai_sdk, anthropic, builtin, message, openai_chat
+from definitions import ag_ui, ai_sdk, anthropic, builtin, message, openai_chat, openai_responses
 from replay import load_events
 from replay._detect import (
     PROTOCOLS,
@@ -114,6 +114,8 @@ SAMPLES: dict[str, list[dict[str, Any]]] = {
     "openai_responses": [{"type": "response.completed"}],
     "ag_ui": [{"type": "RUN_STARTED"}, {"type": "TOOL_CALL_ARGS"}],
     "ai_sdk": [{"type": "start"}, {"type": "tool-input-delta"}],
+    "gemini": [{"candidates": [{"content": {"parts": [{"text": "x"}]}}]}, {"usageMetadata": {}}],
+    "bedrock": [{"messageStart": {"role": "assistant"}}, {"contentBlockStop": {}}],
 }
 
 
@@ -213,14 +215,19 @@ class TestProtocolDefinitions:
         assert chosen.prepare is None
         assert chosen.event_type is definitions.event_type
 
-    def test_scoped_protocols_use_their_scope_and_routing_key(self) -> None:
-        for module in (anthropic, openai_chat):
-            chosen = protocol_definitions(module.__name__.rpartition(".")[2])
-            assert (chosen.prepare, chosen.event_type) == (module.scope, module.event_type)
+    def test_protocols_are_read_off_their_declared_set(self) -> None:
+        for module in (anthropic, openai_chat, openai_responses, ag_ui, ai_sdk):
+            protocol = module.PROTOCOL
+            chosen = protocol_definitions(protocol.name)
+            assert chosen.definitions == protocol.definitions == module.DEFINITIONS
+            assert chosen.prepare is protocol.prepare
+            assert chosen.event_type is protocol.event_type
+            assert chosen.vocabulary is protocol.vocabulary
+            assert PROTOCOLS[protocol.name][0] == protocol.title
 
     def test_routed_protocols_use_a_fresh_router_per_log(self) -> None:
         chosen = protocol_definitions("ag_ui")
-        assert chosen.event_type is type
+        assert chosen.event_type is ag_ui.event_type
         event = {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}
         first = list(chosen.feed([event]))
         second = list(chosen.feed([event]))

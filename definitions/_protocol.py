@@ -1,0 +1,348 @@
+"""The protocol-set contract: what every protocol set declares, member by member.
+
+Theory of operation
+-------------------
+A protocol set folds one wire protocol's stream events (Anthropic Messages, OpenAI
+Chat Completions, ...) into nodes. Every set module ends with one ``PROTOCOL``, a
+``ProtocolSet`` record, and everything outside the module (``replay``'s detection and
+replays, the CLI, a live application) reads the set through it, never by probing the
+module for functions of a particular name.
+
+What a set declares:
+
+- ``name`` / ``title``: its key (``"anthropic"``, the name detection reports) and its
+  name for people (``"Anthropic Messages"``).
+- ``detect(event)``: whether one plain event dict belongs to the protocol (its
+  ``type`` is in the protocol's vocabulary, or, for Chat Completions chunks, which
+  have none, its shape). Detection counts these votes over a recording.
+- ``definitions``: the definitions to register, in order.
+- ``prepare(events)`` and ``pre_pass()``: the pre-pass, batch and live. Protocols
+  leave out who an event belongs to (Anthropic's deltas carry only a block index),
+  and ``match`` must be pure, so a small causal pass in front of the engine wraps
+  each raw event in an envelope naming its node. ``prepare`` maps a whole stream,
+  lazily; ``pre_pass()`` makes a fresh per-stream callable that maps one event at a
+  time (``None``: the event is skipped). Both take plain dicts and the official
+  SDK's typed objects (see ``plain``); one stream's events always get the same
+  envelopes from either.
+- ``event_type``: the routing key of the envelopes for the engine
+  (``Registration(definitions, event_type=...)``). A raw event dict that did not go
+  through the pre-pass raises an error naming the fix (from ``event_type`` or from
+  the definition it is routed to).
+- ``rebuild(nodes)``: the protocol's own final objects (Anthropic ``Message`` dicts,
+  ``ChatCompletion`` dicts, ...) from the nodes, as the SDK's accumulator would give
+  them; ``fold(events)`` is ``rebuild`` of a replay.
+- ``vocabulary``: the tagged msgspec Structs the set's definitions fold fastest
+  (``replay.load_events(types=...)``), or ``None``: plain dict events.
+- ``derived``: event types an SDK's helper derives from the raw events and yields
+  beside them (the Anthropic ``MessageStream``'s ``text``, ``input_json``, ...). They
+  repeat what the raw events say, so the pre-pass skips them: nothing is counted
+  twice. ``wrapped``: helper events that carry a raw one (OpenAI's chat stream
+  helper's ``chunk``): the raw event inside is folded.
+
+A live application never wires a pre-pass by hand: ``PROTOCOL.engine()`` is an
+engine of the set's definitions and routing with the pre-pass as its first push hook,
+so ``engine.push(event)`` takes whatever the SDK stream yields. Batch work keeps the
+faster path: ``engine.push_many(PROTOCOL.prepare(events))`` on an engine of
+``PROTOCOL.registration``, which is what ``replay`` and ``fold`` do.
+
+Implementing a set: the module builds its definitions and pre-pass, then ends with
+``PROTOCOL = ProtocolSet(...)``; the pre-pass turns any event that is not a dict into
+one with ``PROTOCOL.plain(event)`` (looked up when called, so it may be defined last;
+skip the event when it gives ``None``); when envelopes name their definition by class,
+route with ``event_type=type`` and make sure a raw ``dict`` reaches a definition
+that raises (one that takes ``dict`` in its ``event_types``, or an ``Unrouted``
+registered first); every "raw event where an envelope belongs" error is
+``not_routed(fix, event)``.
+Adding the set to ``replay``'s ``PROTOCOLS`` makes detection and ``convo`` see it.
+
+SDK objects are taken by their shape, never by importing the SDK: a pydantic model
+(the Anthropic, OpenAI and AG-UI SDKs' events) or an object with ``to_dict()`` is
+turned into the dict its JSON would have decoded to (``plain``): the fields the wire
+gave, by their wire names.
+"""
+
+from __future__ import annotations
+
+import enum
+import types
+import typing
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Final, Protocol
+
+import attrs
+
+from engine import ConversationEngine, Node, Registration, create_conversation_engine
+
+__all__ = ["PrePass", "ProtocolSet", "Unrouted", "not_routed"]
+
+
+class PrePass(Protocol):
+    """One stream's live pre-pass: called on each raw event in order, it gives the
+    envelope the set's definitions take, or ``None`` for an event to skip."""
+
+    def __call__(self, event: Any, /) -> Any: ...
+
+
+@attrs.frozen(kw_only=True)
+class ProtocolSet:
+    """One protocol's definition set and how its stream reaches them (see the module
+    docstring for each member)."""
+
+    name: str
+    """Key of the protocol (``"anthropic"``): what detection names, ``convo`` shows."""
+    title: str
+    """The protocol's name for people (``"Anthropic Messages"``)."""
+    detect: Callable[[Mapping[str, Any]], bool]
+    """Whether a plain event dict belongs to this protocol (one detection vote). Types
+    several protocols share (``error``) answer False: they must not tip detection."""
+    definitions: tuple[Any, ...]
+    """The definitions to register, in order."""
+    prepare: Callable[[Iterable[Any]], Iterator[Any]]
+    """The batch pre-pass: one stream's raw events (dicts or SDK objects) in, the
+    envelopes the definitions take out, lazily."""
+    pre_pass: Callable[[], PrePass]
+    """A new live pre-pass for one stream (one event in, its envelope or ``None``)."""
+    event_type: Callable[[Any], Hashable]
+    """The engine's routing key for the envelopes; a raw event dict pushed without the
+    pre-pass is routed to an error naming the fix (or makes this raise it)."""
+    rebuild: Callable[[Sequence[Node]], list[dict[str, Any]]]
+    """The protocol's own final objects from the nodes, in log order."""
+    vocabulary: Any = None
+    """Tagged msgspec Structs to decode events as (``load_events(types=...)``), or
+    ``None``: plain dict events."""
+    derived: frozenset[str] = frozenset()
+    """Event types an SDK helper derives from the raw ones: skipped, never counted twice."""
+    wrapped: Mapping[str, str] = attrs.field(factory=dict)
+    """SDK helper events that carry a raw event: their type -> the field holding it
+    (the OpenAI chat stream helper's ``ChunkEvent``, type ``chunk``, holds the
+    ``ChatCompletionChunk`` in ``chunk``). The pre-pass folds the raw event inside."""
+    registration: Registration = attrs.field(init=False)
+    """``Registration(definitions, event_type=event_type)``, made once: engines of one
+    registration share its routes."""
+
+    def __attrs_post_init__(self) -> None:
+        registration = Registration(self.definitions, event_type=self.event_type)
+        object.__setattr__(self, "registration", registration)
+
+    def engine(self, *, hooks: Iterable[object] = (), **options: Any) -> ConversationEngine:
+        """A live engine of this set: ``push(event)`` takes the stream's raw events as
+        the SDK yields them (dicts or typed objects), the pre-pass running as the first
+        push hook. ``options`` go to ``create_conversation_engine`` (``scheduler``,
+        ``clock``). One engine per stream: the pre-pass remembers that stream only."""
+        hook = _PrePassHook(self.name, self.pre_pass())
+        return create_conversation_engine(self.registration, hooks=(hook, *hooks), **options)
+
+    def replay(self, events: Iterable[Any]) -> tuple[Node, ...]:
+        """The nodes of one stream's raw events (the batch path: ``prepare``, then
+        ``push_many`` on an engine of ``registration``)."""
+        engine = create_conversation_engine(self.registration)
+        engine.push_many(self.prepare(events))
+        return engine.nodes()
+
+    def fold(self, events: Iterable[Any]) -> list[dict[str, Any]]:
+        """The protocol's final objects of one stream's raw events: ``rebuild`` of the
+        replay."""
+        return self.rebuild(self.replay(events))
+
+    def plain(self, event: object) -> dict[str, Any] | None:
+        """``event`` as the plain dict the pre-pass folds, or ``None`` when it is one
+        of the SDK helper's ``derived`` events (skipped).
+
+        A dict is returned as it is; an SDK's typed object (a pydantic model, or an
+        object with ``to_dict()``) becomes the dict its JSON decodes to; any other
+        mapping is copied. Raises ``TypeError`` naming what was pushed and the fix
+        for anything else, and for a typed object of another protocol.
+        """
+        if type(event) is dict:
+            return event
+        cls = type(event)
+        if cls in _PLANS or hasattr(cls, "__pydantic_fields__"):  # an SDK's model
+            # A model keeps its fields in __dict__: no __getattr__ for a model without one.
+            kind = event.__dict__.get("type")
+            if isinstance(kind, str):  # before converting: it may carry a whole snapshot
+                if kind in self.derived:
+                    return None
+                inner = self.wrapped.get(kind)
+                if inner is not None:
+                    return self.plain(getattr(event, inner))
+            try:
+                plain = _model(event)
+            except _NotJSON:  # a value JSON has no form for (a datetime): pydantic's way
+                model: Any = event
+                plain = model.model_dump(
+                    mode="json", by_alias=True, exclude_unset=True, warnings=False
+                )
+        elif isinstance(event, Mapping):
+            return dict(event)
+        else:
+            to_dict = None if isinstance(event, type) else getattr(event, "to_dict", None)
+            dumped = to_dict() if callable(to_dict) else None
+            if type(dumped) is dict:
+                plain = dumped
+            else:
+                raise TypeError(
+                    f"{self.title}: cannot fold a {_what(event)}; push the stream's events "
+                    "as decoded JSON dicts or as the objects its official SDK yields"
+                )
+        # ``error`` events are several protocols' (detection gives them no vote).
+        if not self.detect(plain) and plain.get("type") != "error":
+            raise TypeError(
+                f"{self.title}: a {_what(event)} (type {plain.get('type')!r}) is not an "
+                f"event of this protocol; push it into the protocol set of its own SDK "
+                f"(definitions.<protocol>.PROTOCOL)"
+            )
+        return plain
+
+
+def not_routed(fix: str, event: object) -> TypeError:
+    """The error for a raw event given to a set's definitions or routing key without
+    the pre-pass: ``fix`` says what to push instead; the message names the event."""
+    return TypeError(f"{fix}; got {_what(event)}")
+
+
+class Unrouted:
+    """A definition that claims nothing and names the fix for a raw event pushed where
+    envelopes belong.
+
+    A set whose envelopes name their definition by class routes with
+    ``event_type=type`` (a C call per event: no Python frame). A raw dict would then
+    reach no definition and fold to nothing, silently; registered first, this one
+    takes the ``dict`` type and raises ``not_routed(fix)`` instead. Envelopes (of
+    ``base``) never reach it in a routed engine; without routing it lets them pass.
+    """
+
+    __slots__ = ("_base", "_fix", "kind")
+    event_types: Final = frozenset({dict})
+    publication: Final = "immediate"
+
+    def __init__(self, kind: str, base: type, fix: str) -> None:
+        self.kind = kind
+        self._base = base
+        self._fix = fix
+
+    def match(self, event: object) -> None:
+        """None for an envelope; ``TypeError`` naming the fix for anything else."""
+        if isinstance(event, self._base):
+            return
+        raise not_routed(self._fix, event)
+
+    def start(self, event: object, reader: object) -> None:
+        """Never called: ``match`` claims nothing."""
+        raise not_routed(self._fix, event)
+
+    def update(self, state: object, event: object) -> None:
+        """Never called: ``match`` claims nothing."""
+        raise not_routed(self._fix, event)
+
+
+# What JSON gives as it is; any other value of a model is converted.
+_PRIMITIVES: Final = frozenset({str, int, float, bool, type(None)})
+# Per model class: the fields whose values may need converting (not plainly str, int,
+# float, bool, None or a Literal of those), and the wire names that differ (aliases).
+_PLANS: dict[type, tuple[tuple[str, ...], dict[str, str]]] = {}
+
+
+def _plan(cls: type) -> tuple[tuple[str, ...], dict[str, str]]:
+    fields: Mapping[str, Any] = getattr(cls, "model_fields", {})
+    plan = (
+        tuple(name for name, field in fields.items() if not _primitive(field.annotation)),
+        {
+            name: wire
+            for name, field in fields.items()
+            if (wire := field.serialization_alias or field.alias) and wire != name
+        },
+    )
+    _PLANS[cls] = plan
+    return plan
+
+
+def _primitive(annotation: Any) -> bool:
+    """Whether a field of this annotation only ever holds JSON primitives."""
+    if annotation in _PRIMITIVES:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return all(type(arg) in _PRIMITIVES for arg in typing.get_args(annotation))
+    if origin is typing.Union or origin is types.UnionType:
+        return all(_primitive(arg) for arg in typing.get_args(annotation))
+    return False
+
+
+def _model(model: Any) -> dict[str, Any]:
+    """A pydantic model as the dict its JSON decodes to: the fields it was given (the
+    SDKs build their events from the wire, so those are the wire's), by their wire
+    names, and its extra fields. What ``to_dict(mode="json")`` gives, in about half its
+    time: this runs once per event of a typed stream."""
+    cls = type(model)
+    try:
+        checks, renames = _PLANS[cls]
+    except KeyError:
+        checks, renames = _plan(cls)
+    out: dict[str, Any] = model.__dict__.copy()
+    extra = model.__pydantic_extra__
+    # The fields given, extra ones included: fewer than the fields when some are unset.
+    if len(model.__pydantic_fields_set__) != len(out) + (len(extra) if extra else 0):
+        for name in out.keys() - model.__pydantic_fields_set__:  # cheaper than a new dict
+            del out[name]
+    for name in checks:
+        value = out.get(name)  # None (a primitive) when not given
+        if type(value) not in _PRIMITIVES:  # a known model class: one call less
+            out[name] = _model(value) if type(value) in _PLANS else _value(value)
+    if extra:
+        for name, value in extra.items():
+            out[name] = _value(value)
+    if renames:
+        out = {renames.get(name, name): value for name, value in out.items()}
+    return out
+
+
+def _value(value: Any) -> Any:
+    cls = type(value)
+    if cls in _PRIMITIVES:
+        return value
+    if cls is list or cls is tuple:
+        return [_model(item) if type(item) in _PLANS else _value(item) for item in value]
+    if cls is dict:
+        return {key: _value(item) for key, item in value.items()}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if hasattr(cls, "__pydantic_fields__"):
+        return _model(value)
+    raise _NotJSON
+
+
+class _NotJSON(Exception):
+    """A model holds a value that is not a JSON primitive, list, dict or model."""
+
+
+def _what(event: object) -> str:
+    """What was pushed, for a message: its class (with its module) and a short repr."""
+    cls = type(event)
+    module = cls.__module__
+    name = cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
+    text = repr(event)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{name} {text}"
+
+
+class _PrePassHook:
+    """Push-hook form of a live pre-pass: replaces the pushed raw event by its envelope
+    (or skips it)."""
+
+    __slots__ = ("_name", "_pre_pass")
+
+    def __init__(self, name: str, pre_pass: PrePass) -> None:
+        self._name = name
+        self._pre_pass = pre_pass
+
+    def __repr__(self) -> str:
+        return f"<the {self._name} pre-pass>"
+
+    def on_push_start(self, ctx: Any) -> None:
+        """Hand the definitions the envelope of the event being pushed."""
+        envelope = self._pre_pass(ctx.event)
+        if envelope is None:
+            ctx.skip()
+        else:
+            ctx.event = envelope
