@@ -113,7 +113,8 @@ def browser_times(messages: list[bytes], text: str) -> tuple[float, float]:
     frame over the first and the last tenth."""
     from playwright.sync_api import sync_playwright
 
-    script = (Path(__file__).parents[1] / "replay" / "static" / "convo.js").read_text()
+    static = Path(__file__).parents[1] / "replay" / "static"
+    script = (static / "convo.js").read_text()
     # The page's own script, fed the recorded messages through a stand-in EventSource.
     harness = """() => {
       window.__listeners = [];
@@ -133,6 +134,7 @@ def browser_times(messages: list[bytes], text: str) -> tuple[float, float]:
             "http://convo.test/", lambda route: route.fulfill(body=body, content_type="text/html")
         )
         page.goto("http://convo.test/")
+        page.add_style_tag(content=(static / "convo.css").read_text())
         page.evaluate(harness)
         page.add_script_tag(content=script)
         # Timed per tenth of the frames (a frame is below the timer's resolution).
