@@ -24,12 +24,17 @@ import json
 import re
 import threading
 from collections.abc import Callable, Collection, Iterable
+from contextvars import ContextVar
 from html import escape
 from typing import Any, Final
+
+import attrs
 
 from ._text import StreamedText
 
 __all__ = [
+    "BLOCK_MARK",
+    "Blocks",
     "bubble",
     "cite_link",
     "clean",
@@ -40,6 +45,7 @@ __all__ = [
     "markdown",
     "payload",
     "plain",
+    "render_blocks",
     "safe_url",
     "sources",
     "tool_card",
@@ -158,12 +164,61 @@ def markdown(text: object, cls: str = "text") -> str:
     Rendered block by block (a block ends at a blank line outside a code fence, before
     a line that is not indented), so a streamed text costs per version only its last
     block: the blocks before it are kept per ``StreamedText`` lineage (see
-    ``_settled``). A reference-style link defined in another block stays text.
+    ``_settled``). A reference-style link defined in another block stays text. Each
+    block is preceded by ``BLOCK_MARK`` in a ``data-blocks`` container, so the live
+    page can replace a text's last blocks alone (see ``render_blocks``).
     """
     md = _markdown_it()
     if md is None:
         return plain(text, cls)
-    return f'<div class="md {cls}" dir="auto">{_blocks_html(text, md.render)}</div>'
+    blocks = _blocks(text, md.render)
+    opening = f'<div class="md {cls}" dir="auto" data-blocks>'
+    captured = _CAPTURE.get()
+    if captured is None:
+        return f"{opening}{blocks.html()}</div>"
+    captured.append(blocks)
+    return f"{opening}<\x00{len(captured) - 1}\x00></div>"
+
+
+BLOCK_MARK: Final = "<!--b-->"
+"""Before each Markdown block: a comment, so it changes neither layout nor text."""
+
+
+@attrs.frozen(eq=False)
+class Blocks:
+    """The rendered blocks of one ``markdown`` text: ``settled[:count]`` (a lineage's
+    append-only list, shared by its versions: same list, same first blocks) then
+    ``fresh`` (rendered for this version)."""
+
+    settled: list[str]
+    count: int
+    fresh: tuple[str, ...]
+
+    def html(self) -> str:
+        """The container's content: every block after its ``BLOCK_MARK``."""
+        return BLOCK_MARK + BLOCK_MARK.join([*self.settled[: self.count], *self.fresh])
+
+
+# The Blocks of the markdown() calls of one render_blocks(), in call order.
+_CAPTURE: ContextVar[list[Blocks] | None] = ContextVar("_CAPTURE", default=None)
+# Where render_blocks' shell has a container's content: "<", which escaped content
+# never has, and NULs, which markup never has.
+_SLOT: Final = re.compile("<\x00([0-9]+)\x00>")
+
+
+def render_blocks(render: Callable[[], str]) -> tuple[list[str], list[Blocks]]:
+    """``render()`` with each ``markdown`` container's content left out: the HTML
+    around the containers (one piece more than containers) and their blocks, in
+    document order, so ``pieces[0] + blocks[0].html() + pieces[1] + ...`` is what
+    ``render()`` returns. What a live view compares and patches per frame."""
+    captured: list[Blocks] = []
+    token = _CAPTURE.set(captured)
+    try:
+        shell = render()
+    finally:
+        _CAPTURE.reset(token)
+    parts = _SLOT.split(shell)
+    return parts[0::2], [captured[int(index)] for index in parts[1::2]]
 
 
 # Blank lines followed by a line that starts at its margin; and a code fence line.
@@ -226,33 +281,48 @@ def _settled(text: object) -> tuple[_Settled, int] | None:
     return entry, sum(map(len, blocks[:count]))
 
 
-def _blocks_html(text: object, render: Callable[[str], str]) -> str:
+def _blocks(text: object, render: Callable[[str], str]) -> Blocks:
     # Split first, then clean each block: a bidi control is neither a newline nor
     # whitespace nor a backtick, so blocks split the same either way, and a frame
     # cleans only the blocks it renders.
-    source = str(text)
     if not isinstance(text, StreamedText) or text._prefix is None:
+        source = str(text)
         blocks, tail = _split(source, 0)
         rendered = [render(clean(block)) for _, block in blocks]
-        return "".join([*rendered, render(clean(source[tail:]))])
+        return Blocks([], 0, (*rendered, render(clean(source[tail:]))))
     # Renderers may run on several threads: one settles a lineage at a time.
     with _SETTLED_LOCK:
         found = _settled(text)
         assert found is not None  # a StreamedText with full blocks
         entry, fixed = found
-        blocks, tail = _split(source, entry.end)
+        # Only the text after the settled blocks is read: a frame never copies the
+        # whole text (offsets below are relative to `start`).
+        start, source = _unsettled(text, entry.end, fixed)
+        blocks, tail = _split(source, entry.end - start)
         fresh: list[str] = []
         for end, block in blocks:
             html = render(clean(block))
             # Settled when the next block's first character is in the fixed text too.
-            if end < fixed and not fresh:
+            if start + end < fixed and not fresh:
                 entry.html.append(html)
-                entry.end = end
+                entry.end = start + end
             else:
                 fresh.append(html)
-        parts = [*entry.html, *fresh]
-    parts.append(render(clean(source[tail:])))
-    return "".join(parts)
+        settled = Blocks(entry.html, len(entry.html), ())
+    fresh.append(render(clean(source[tail:])))
+    return attrs.evolve(settled, fresh=tuple(fresh))
+
+
+def _unsettled(text: StreamedText, end: int, fixed: int) -> tuple[int, str]:
+    """``text`` from a full chunk at or before ``end``: (where it starts, the text)."""
+    prefix = text._prefix
+    assert prefix is not None
+    chunks, count = prefix
+    start, first = fixed, count
+    while first > 0 and start > end:
+        first -= 1
+        start -= len(chunks[first])
+    return start, "".join(chunks[first:count]) + text._head
 
 
 # -- code -----------------------------------------------------------------------------

@@ -16,6 +16,11 @@ each changed key with the notification's position (``changed_at``). That stamp
 is the whole protocol: an SSE message with ``id: P`` carries every node whose
 stamp is above the client's last id, keyed by ``node.key``, as ``append`` if the
 client has never seen the key and ``replace`` otherwise (the client tells which).
+In the latest notification's message, shared by the clients that saw the one before,
+a node whose Markdown alone changed (a streaming text) comes as block patches against
+the version those clients have (``HtmlRenderer.patch``): a frame costs what changed,
+not the text's length. Every other message carries whole fragments, so a client that
+opens or resumes always rebuilds its nodes whole first.
 A client that resumes with ``Last-Event-ID: P`` therefore gets exactly what it
 missed; replacing by key is idempotent, so nothing is ever duplicated, and since
 nodes are never removed nothing is lost. An id above the server's position (the
@@ -147,7 +152,8 @@ class _Conversation:
         self.lock = asyncio.Lock()  # one catch-up at a time
         self.last_used = time.monotonic()
         self._seen: dict[str, tuple[object, int]] = {}
-        self._latest: tuple[int, int, list[Node]] | None = None  # previous, position, nodes
+        # previous position, position, the nodes changed with their versions before
+        self._latest: tuple[int, int, list[tuple[Node, tuple[object, int] | None]]] | None = None
         self._latest_frame: bytes | None = None
         self._renderer = HtmlRenderer(registration.definitions, title=conversation)
         self._first_events = first_events  # what detection looked at, for the note
@@ -186,13 +192,13 @@ class _Conversation:
         position = self.position
         seen = self._seen
         changed_at = self.changed_at
-        changed: list[Node] = []
+        changed: list[tuple[Node, tuple[object, int] | None]] = []
         for node in nodes:
             last = seen.get(node.key)
             if last is None or last[0] is not node.state or last[1] != node.seq:
                 seen[node.key] = (node.state, node.seq)
                 changed_at[node.key] = position
-                changed.append(node)
+                changed.append((node, last))
         self.nodes = nodes
         if not changed:
             return
@@ -218,38 +224,48 @@ class _Conversation:
                 "\n</article>\n"
             )
 
-    def frame_since(self, cursor: int) -> tuple[bytes, int] | None:
+    def frame_since(self, cursor: int, *, first: bool = False) -> tuple[bytes, int] | None:
         """The SSE message bringing a client at ``cursor`` up to date, and its id.
 
-        ``None`` when the client has everything. Shared and encoded once for clients
-        that saw the notification before the latest; merged from the stamps for the
-        others; a ``reset`` with every node for a cursor beyond ``notified``.
+        ``None`` when the client has everything. Shared and encoded once (with block
+        patches) for clients that saw the notification before the latest; merged
+        from the stamps, with whole nodes, for the others and for a stream's
+        ``first`` message (a client that opens or resumes rebuilds its nodes whole);
+        a ``reset`` with every node for a cursor beyond ``notified``.
         """
         if cursor == self.notified:
             return None
         latest = self._latest
-        if latest is not None and latest[0] == cursor:
+        if latest is not None and latest[0] == cursor and not first:
             if self._latest_frame is None:
                 self._latest_frame = self._encode(latest[2], latest[1], reset=False)
             return self._latest_frame, latest[1]
         if cursor > self.notified:
-            return self._encode(list(self.nodes), self.notified, reset=True), self.notified
+            whole = [(node, None) for node in self.nodes]
+            return self._encode(whole, self.notified, reset=True), self.notified
         changed_at = self.changed_at
-        nodes = [node for node in self.nodes if changed_at[node.key] > cursor]
+        nodes = [(node, None) for node in self.nodes if changed_at[node.key] > cursor]
         return self._encode(nodes, self.notified, reset=False), self.notified
 
-    def _encode(self, nodes: list[Node], position: int, *, reset: bool) -> bytes:
-        data = _encode(
-            {
-                "position": position,
-                "reset": reset,
-                "nodes": [
-                    {"key": node.key, "seq": node.seq, "html": self.fragment(node)}
-                    for node in nodes
-                ],
-            }
-        )
+    def _encode(
+        self, nodes: Sequence[tuple[Node, tuple[object, int] | None]], position: int, *, reset: bool
+    ) -> bytes:
+        entries = [self._entry(node, since) for node, since in nodes]
+        data = _encode({"position": position, "reset": reset, "nodes": entries})
         return b"id: %d\nevent: patch\ndata: %s\n\n" % (position, data)
+
+    def _entry(self, node: Node, since: tuple[object, int] | None) -> dict[str, Any]:
+        """The node as sent: ``blocks`` (patches against the version ``since``, which
+        the client has) when only its Markdown blocks changed, else ``html`` whole."""
+        if since is not None:
+            try:
+                patches = self._renderer.patch(node, *since)
+            except RenderError:
+                patches = None
+            if patches is not None:
+                blocks = [{"at": p.at, "drop": p.drop, "html": p.html} for p in patches]
+                return {"key": node.key, "seq": node.seq, "blocks": blocks}
+        return {"key": node.key, "seq": node.seq, "html": self.fragment(node)}
 
     def unclaimed_note(self) -> str | None:
         """``"N events claimed by no definition; try -d ..."`` when some were, else None."""
@@ -654,13 +670,15 @@ async def _frames(hub: _Conversation, cursor: int) -> AsyncIterator[bytes]:
     hub.clients.add(client)
     try:
         yield b"retry: 1000\n\n"
+        first = True
         while not hub.closed:
             client.wake.clear()
-            message = hub.frame_since(cursor)
+            message = hub.frame_since(cursor, first=first)
             if message is None:
                 await client.wake.wait()
                 continue
             frame, cursor = message
+            first = False
             yield frame
     finally:
         hub.clients.discard(client)

@@ -1,8 +1,11 @@
 // Keeps server-rendered conversations live: one EventSource per <section data-stream>.
 //
-// Each "patch" message is {position, reset, nodes: [{key, seq, html}]}. A node whose
-// key is on the page is replaced in place; a new key is inserted in seq order (at
-// the end, in practice). The script knows nothing about kinds: every node arrives
+// Each "patch" message is {position, reset, nodes: [{key, seq, html | blocks}]}. A
+// node with html whose key is on the page is replaced in place; a new key is inserted
+// in seq order (at the end, in practice). A node with blocks (a streaming text) keeps
+// its element: in its Markdown container `at` ([data-blocks], in document order) the
+// last `drop` blocks (each a <!--b--> comment and what follows it) give way to
+// `html`, so a frame costs what changed, not the text's length. The script knows nothing about kinds: every node arrives
 // as a server-rendered, escaped <article>, so adding a kind never changes this file.
 // The browser resumes a dropped stream itself, sending the last message id as
 // Last-Event-ID; the server answers with exactly what was missed.
@@ -13,7 +16,25 @@
   function parse(html) {
     const template = document.createElement("template");
     template.innerHTML = html;
-    return template.content.firstElementChild;
+    return template.content;
+  }
+
+  // Containers per element, found once: a query would walk the whole text each frame.
+  const boxes = new WeakMap();
+
+  function patchBlocks(element, blocks) {
+    if (!boxes.has(element)) boxes.set(element, element.querySelectorAll("[data-blocks]"));
+    const containers = boxes.get(element);
+    for (const block of blocks) {
+      const box = containers[block.at];
+      let drop = block.drop;
+      while (drop > 0 && box.lastChild) {
+        const last = box.lastChild;
+        if (last.nodeType === Node.COMMENT_NODE && last.data === "b") drop -= 1;
+        last.remove();
+      }
+      box.append(parse(block.html));
+    }
   }
 
   function nearBottom() {
@@ -44,9 +65,14 @@
         byKey.clear();
       }
       for (const node of patch.nodes) {
-        const element = parse(node.html);
-        if (!element) continue;
         const old = byKey.get(node.key);
+        if (node.blocks) {
+          // Sent only to a client that has the version patched (the server's rule).
+          if (old && old.isConnected) patchBlocks(old, node.blocks);
+          continue;
+        }
+        const element = parse(node.html).firstElementChild;
+        if (!element) continue;
         if (old && old.isConnected) old.replaceWith(element);
         else insert(element, node.seq);
         byKey.set(node.key, element);

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urlsplit
 
+from definitions._render import BLOCK_MARK
 from tests._shared import require_serve
 
 require_serve()
@@ -246,9 +248,43 @@ async def running(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
             yield client
 
 
-def apply(view: dict[str, tuple[int, str]], patch: dict[str, Any]) -> None:
-    """What the browser script does, as a model: replace by key, else add."""
+def apply(view: dict[str, tuple[int, str]], patch: dict[str, Any]) -> int:
+    """What the browser script does, as a model: replace by key, else add; a node
+    sent as ``blocks`` is patched in place (``apply_blocks``). How many were."""
     if patch["reset"]:
         view.clear()
+    patched = 0
     for node in patch["nodes"]:
-        view[node["key"]] = (node["seq"], node["html"])
+        if "blocks" in node:
+            seq, html = view[node["key"]]  # sent only to a client that has the node
+            view[node["key"]] = (seq, apply_blocks(html, node["blocks"]))
+            patched += 1
+        else:
+            view[node["key"]] = (node["seq"], node["html"])
+    return patched
+
+
+_CONTAINER = re.compile(r"<div [^>]*\bdata-blocks>")
+_DIV = re.compile(r"<div\b|</div>")
+
+
+def apply_blocks(html: str, blocks: list[dict[str, Any]]) -> str:
+    """convo.js's block patch on a fragment's HTML, as a model: in the ``at``-th
+    ``data-blocks`` container, the last ``drop`` blocks (each from a ``BLOCK_MARK``
+    on) replaced by ``html``. Reads the HTML as the browser does, not the renderer's
+    records, so it fails if what is sent does not fit what the page has."""
+    for block in blocks:
+        start = [found.end() for found in _CONTAINER.finditer(html)][block["at"]]
+        depth, end = 1, start
+        for tag in _DIV.finditer(html, start):
+            depth += 1 if tag.group() == "<div" else -1
+            if depth == 0:
+                end = tag.start()
+                break
+        assert depth == 0, "a container that never closes"
+        marks = html[start:end].split(BLOCK_MARK)  # "" before the first mark
+        assert marks[0] == "", marks[:1]
+        assert block["drop"] < len(marks), (block["drop"], len(marks) - 1)
+        kept = BLOCK_MARK.join(marks[: len(marks) - block["drop"]])
+        html = html[:start] + kept + block["html"] + html[end:]
+    return html

@@ -223,6 +223,69 @@ def test_streams_keeps_positions_resumes_and_reloads(browser: Browser, tmp_path:
         server.stop()
 
 
+def test_a_streamed_text_patched_block_by_block_is_the_static_page(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """A long Markdown message streamed in 40-character deltas: the page patches its
+    element in place (a mark on it survives), and ends with the very article, and
+    text, that the static page of the same events shows."""
+    from definitions import builtin
+    from replay import render_html, replay
+
+    paragraph = "The engine *folds* events into `nodes` and stays linear as text grows. "
+    parts = [
+        paragraph * 4,
+        "- one **item**\n- two <script>alert(1)</script>\n- [x](javascript:alert(2))",
+        "```python\nx = compute(1)  # <b>\n```",
+        "# A heading\n" + paragraph * 3,
+        "abc\u202edef " + paragraph * 2,
+    ]
+    text = "\n\n".join(parts * 5)
+    events: list[dict[str, Any]] = [{"type": "message.start", "id": "m", "role": "assistant"}]
+    events += [
+        {"type": "message.delta", "id": "m", "text": text[at : at + 40]}
+        for at in range(0, len(text), 40)
+    ]
+    store = tmp_path / "events.sqlite"
+    with EventStore(store) as writer:
+        writer.append("long", events[:20])
+    server = Server(store)
+    try:
+        page = browser.new_page()
+        dialogs: list[str] = []
+        page.on("dialog", record_dialog(dialogs))
+        page.goto(f"{server.url}/conversations/long")
+        wait_live(page)
+        article = 'article[data-key="message:m"]'
+        step = len(events) // 8 + 1
+        for start in range(20, len(events), step):
+            # One transaction at a time, each waited for: the page keeps up, so each
+            # frame reaches it as a patch of the version it has (the stream's first
+            # message is whole).
+            append_elsewhere(store, "long", events[start : start + step], chunks=1)
+            wait_position(page, min(start + step, len(events)))
+            if start == 20:
+                page.eval_on_selector(article, "el => { el.__mark = 1 }")
+        assert page.eval_on_selector(article, "el => el.__mark") == 1  # patched in place
+        live_html = page.eval_on_selector(article, "el => el.outerHTML")
+        live_text = page.eval_on_selector(article, "el => el.textContent")
+        assert dialogs == []
+        page.close()
+    finally:
+        server.stop()
+
+    nodes = replay(events, builtin.DEFINITIONS)
+    page_file = tmp_path / "long.html"
+    page_file.write_text(render_html(nodes, builtin.DEFINITIONS, title="long"))
+    static = browser.new_page()
+    static.goto(page_file.as_uri())
+    assert static.eval_on_selector(article, "el => el.textContent") == live_text
+    assert static.eval_on_selector(article, "el => el.outerHTML") == live_html
+    assert "<script" not in live_html  # hostile bits stayed text
+    assert 'href="javascript' not in live_html.lower()
+    static.close()
+
+
 def test_hostile_content_stays_text_in_the_dom(browser: Browser, tmp_path: Path) -> None:
     from tests.serve._helpers import PAYLOADS, hostile_events
 
