@@ -11,6 +11,9 @@ their accumulators (the reference oracles in ``../shared/oracles``):
 - every raw provider format: ``{"type": "ping"}`` keep-alives are dropped (as
   anthropic's reader does); everything else passes through untouched.
 - our own log (``{"position": ..., "event": ...}`` lines): the events, untouched.
+- an agent session (Claude Code, Codex CLI, OpenHands, SWE-agent; detected
+  first): its primary conversation imported as built-in events
+  (``replay._transcripts``).
 
 One deliberate difference from the SDKs: a last SSE frame with no blank line after
 it is kept when its data is complete JSON. A live stream must discard it (the
@@ -44,10 +47,11 @@ from ._log import (
     parse_log,
     read_source,
 )
+from ._transcripts import read_transcript
 
 __all__ = ["Format", "Loaded", "load_events"]
 
-Format = Literal["log", "sse", "json", "jsonl"]
+Format = Literal["log", "sse", "json", "jsonl", "claude-code", "codex", "openhands", "swe-agent"]
 
 _BOM = b"\xef\xbb\xbf"
 _SSE_FIELD = re.compile(rb"(event|data|id|retry)?:")
@@ -100,6 +104,12 @@ def parse_events(
     typed = None if types is None else event_types(types)
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
+    session = read_transcript(data, path=path, lenient=lenient)
+    if session is not None:  # an agent session file, imported (replay._transcripts)
+        events: list[Any] = session.events
+        if typed is not None:
+            events = [typed.convert(event) for event in events]
+        return Loaded(path=path, format=session.format, events=events, problems=session.problems)
     fmt = _detect(data)
     if fmt == "log":
         log = parse_log(data, path=path, lenient=lenient, types=types)
