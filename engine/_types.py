@@ -17,6 +17,7 @@ import msgspec
 __all__ = [
     "Cancel",
     "Claim",
+    "ClaimRole",
     "Definition",
     "Listener",
     "Node",
@@ -24,12 +25,11 @@ __all__ = [
     "PushContext",
     "PushHook",
     "Reader",
-    "Role",
     "Scheduler",
     "Statistics",
 ]
 
-Role = Literal["start", "update"]
+ClaimRole = Literal["start", "update"]
 Publication = Literal["animation-frame", "immediate", "none"]
 
 EventT_contra = TypeVar("EventT_contra", contravariant=True)
@@ -44,7 +44,7 @@ class Claim(msgspec.Struct, frozen=True, gc=False):
     """
 
     id: str
-    role: Role
+    role: ClaimRole
 
 
 class Node(msgspec.Struct, frozen=True):

@@ -1,0 +1,147 @@
+"""Generic messages: what context areas return and what gateways convert.
+
+A ``Message`` is one turn, provider-neutral: a ``Role`` and either plain text or a
+tuple of parts. The parts are frozen msgspec Structs in one tagged union
+(``Part``), so a message encodes to JSON and back unchanged (prompt replay records
+them in the log). A tool result is a part of a *user* turn, as in Anthropic's
+Messages API; gateways of providers with a separate tool role split it out.
+
+Reasoning carries what a provider needs to accept its own reasoning back, opaque:
+Anthropic's ``thinking`` with its ``signature`` and ``redacted_thinking``
+(``encrypted``), OpenAI's reasoning items (``id``, ``encrypted``), Gemini's thought
+signatures (``signature``). ``provider`` says whose state it is, so a gateway of
+another provider can leave it out instead of sending what would be refused.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TypeAlias
+
+import msgspec
+
+__all__ = [
+    "File",
+    "Image",
+    "Message",
+    "Part",
+    "Reasoning",
+    "Role",
+    "Text",
+    "ToolCall",
+    "ToolResult",
+]
+
+
+class Role(enum.StrEnum):
+    """Who speaks a message: ``system``, ``user`` (tool results included) or ``assistant``."""
+
+    system = "system"
+    user = "user"
+    assistant = "assistant"
+
+
+class Text(msgspec.Struct, frozen=True, tag="text"):
+    """Plain text. ``id`` keeps a provider's item id (OpenAI Responses ``msg_...``)."""
+
+    text: str
+    id: str | None = None
+
+
+class Reasoning(msgspec.Struct, frozen=True, tag="reasoning"):
+    """Model reasoning, with the provider state that lets it be sent back.
+
+    ``text`` is the readable thinking (Anthropic ``thinking``, one OpenAI summary
+    part, a Gemini thought). ``provider`` (``"anthropic"``, ``"openai"``,
+    ``"gemini"``; ``""`` for reasoning no provider signed) names whose state
+    ``signature`` (Anthropic thinking signature, Gemini ``thoughtSignature``),
+    ``encrypted`` (Anthropic ``redacted_thinking`` data, OpenAI
+    ``encrypted_content``) and ``id`` (OpenAI reasoning item id) are. Several
+    consecutive parts sharing one OpenAI ``id`` are the summary parts of one item.
+    A Gemini part with empty ``text`` and a ``signature`` is the signature the
+    provider put on the part that follows it (a function call or text).
+    """
+
+    text: str = ""
+    provider: str = ""
+    signature: str | None = None
+    encrypted: str | None = None
+    id: str | None = None
+
+
+class ToolCall(msgspec.Struct, frozen=True, tag="tool_call"):
+    """A call the model asked for: ``arguments`` is the JSON text, as the model wrote it.
+
+    ``id`` is the call id its ``ToolResult`` names; ``item_id`` keeps a provider's
+    separate item id (OpenAI Responses ``fc_...``).
+    """
+
+    id: str
+    name: str
+    arguments: str = "{}"
+    item_id: str | None = None
+
+
+class Image(msgspec.Struct, frozen=True, tag="image"):
+    """An image, inline (``data``: base64) or by reference (``url``)."""
+
+    media_type: str
+    data: str | None = None
+    url: str | None = None
+
+
+class File(msgspec.Struct, frozen=True, tag="file"):
+    """A file (a PDF, a text document), inline (``data``: base64) or by ``url``."""
+
+    media_type: str
+    data: str | None = None
+    url: str | None = None
+    name: str | None = None
+
+
+class ToolResult(msgspec.Struct, frozen=True, tag="tool_result"):
+    """The answer to the ``ToolCall`` whose id is ``call_id``; part of a user turn.
+
+    ``is_error`` marks a failed call; ``denied`` marks a call the person refused
+    (the approval kind's decision): a structural marker economy policies rely on,
+    sent to providers as an error result.
+    """
+
+    call_id: str
+    content: str | tuple[Text | Image | File, ...] = ""
+    is_error: bool = False
+    denied: bool = False
+
+
+Part: TypeAlias = Text | Reasoning | ToolCall | ToolResult | Image | File
+
+
+class Message(msgspec.Struct, frozen=True):
+    """One provider-neutral turn: ``Message(role=Role.user, content="...")``.
+
+    ``content`` is a ``str`` or a tuple of parts (``Text``, ``Reasoning``,
+    ``ToolCall``, ``ToolResult``, ``Image``, ``File``). Frozen and comparable by
+    value; encodes to JSON with ``msgspec.json.encode``.
+    """
+
+    role: Role
+    content: str | tuple[Part, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.role, Role):
+            raise TypeError(
+                f"Message role must be a Role (Role.system, Role.user, Role.assistant), "
+                f"not {self.role!r}"
+            )
+        if not isinstance(self.content, str | tuple):
+            raise TypeError(
+                f"Message content must be a str or a tuple of parts, not "
+                f"{type(self.content).__name__}: pass tuple(parts)"
+            )
+
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        """The content as parts: a plain string is one ``Text`` (none when empty)."""
+        if isinstance(self.content, str):
+            return (Text(self.content),) if self.content else ()
+        return self.content
