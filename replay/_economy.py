@@ -1,0 +1,368 @@
+"""The context economy over a log: the request before every model call, and its figures.
+
+Theory of operation
+-------------------
+A log's nodes become the conversation as generic messages (``conversation``), in
+log order, with what is not in the messages themselves kept beside them as
+``engine.Marks``: the calls an ``interruption`` cut or stopped, and the retry
+debris. A model call starts at every assistant turn, so the request before call
+N is the conversation before that turn, economized by an ``engine.Economist``
+(which applies the policy set call after call as a running or resumed agent
+would), with the workbench's index as the leading system message when there is
+a workbench, converted by a provider gateway. ``requests`` yields them in order;
+spill files are written to the workbench as they appear. ``measure`` turns a run
+of requests into the figures ``convo context --stats`` and
+``benchmarks/bench_economy.py`` print: size per call and summed, prefix reuse
+between consecutive requests (the longest common prefix of their serialized
+forms over the previous one's length) and prefix breaks, invalid requests, and a
+hash of every request for determinism checks.
+
+Interruptions (``definitions.interruption``) become messages here, in one place:
+a ``cut`` call is answered with the mark's text (the neutral sentence under
+repair); a ``user`` interruption is the harness's notice as a user turn; retry
+debris is the error text as an assistant turn (dropped under the load-time
+policies).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Final, Protocol
+
+import attrs
+import msgspec
+
+from engine import (
+    INTERRUPTED,
+    Economist,
+    Economized,
+    Economy,
+    Marks,
+    Message,
+    Node,
+    Part,
+    Reasoning,
+    Role,
+    Text,
+    ToolCall,
+    ToolResult,
+)
+
+from ._workbench import Workbench
+
+__all__ = [
+    "POLICIES",
+    "CallRequest",
+    "Conversation",
+    "Figures",
+    "conversation",
+    "measure",
+    "requests",
+]
+
+POLICIES: Final[dict[str, Callable[[], Economy]]] = {
+    "none": Economy.none,
+    "live": Economy.live,
+    "resume": Economy.resume,
+}
+"""The policy sets ``convo context --policy`` names."""
+
+_CONVERSATION_KEYS: Final = ("messages", "input", "contents")
+
+
+class Gateway(Protocol):
+    """What ``requests`` needs of a provider gateway (``definitions.gateways``)."""
+
+    def items(self, message: Message, /) -> Sequence[Any]: ...
+
+    def request(self, items: Iterable[Any], **options: Any) -> dict[str, Any]: ...
+
+    def validate(self, request: dict[str, Any]) -> list[Any]: ...
+
+
+@attrs.frozen(kw_only=True)
+class Conversation:
+    """A log's conversation: ``messages`` in log order, the ``marks`` beside them,
+    and ``calls``, the index of the first message of every model turn."""
+
+    messages: tuple[Message, ...]
+    marks: Marks
+    calls: tuple[int, ...]
+
+
+# -- nodes -> messages ----------------------------------------------------------------
+
+
+def conversation(nodes: Iterable[Node]) -> Conversation:
+    """The built-in kinds' nodes as a conversation (other kinds are not conversation).
+
+    Model-side nodes (assistant messages, reasoning, tool calls) in a row are one
+    model turn, except that text or reasoning after a call starts the next turn
+    (the model spoke again after the results); the outcomes of a turn's calls are
+    the user turn after it. A call with no outcome when the conversation moves on
+    is answered with ``INTERRUPTED`` and marked interrupted, as a ``cut`` mark says.
+    """
+    node_list = list(nodes)
+    denied = {
+        n.state.tool_call_id
+        for n in node_list
+        if n.kind == "approval" and n.state.status == "denied" and n.state.tool_call_id
+    }
+    messages: list[Message] = []
+    turn: list[Part] = []
+    pending: dict[str, ToolResult | None] = {}
+    interrupted: set[str] = set()
+    debris: set[int] = set()
+
+    def close_turn() -> None:
+        if turn:
+            messages.append(Message(role=Role.assistant, content=tuple(turn)))
+            turn.clear()
+        answers = []
+        for call_id, answer in pending.items():
+            if answer is None:
+                interrupted.add(call_id)
+                answer = ToolResult(call_id=call_id, content=INTERRUPTED, is_error=True)
+            answers.append(answer)
+        pending.clear()
+        if answers:
+            messages.append(Message(role=Role.user, content=tuple(answers)))
+
+    for node in node_list:
+        kind, state = node.kind, node.state
+        model_side = kind in ("reasoning", "tool_call") or (
+            kind == "message" and _ROLES.get(state.role) == Role.assistant
+        )
+        if model_side:
+            if kind != "tool_call" and turn and isinstance(turn[-1], ToolCall):
+                close_turn()
+            if kind == "message":
+                turn.append(Text(str(state.text)))
+            elif kind == "reasoning":
+                turn.append(_reasoning(state))
+            else:
+                turn.append(ToolCall(id=node.id, name=state.name, arguments=str(state.arguments)))
+                pending[node.id] = _outcome(node.id, state, node.id in denied)
+        elif kind == "message":
+            close_turn()
+            messages.append(Message(role=_ROLES.get(state.role, Role.user), content=str(state.text)))
+        elif kind == "interruption":
+            call_id = state.tool_call_id
+            if state.cause == "cut" and call_id in pending:
+                interrupted.add(call_id)
+                pending[call_id] = ToolResult(
+                    call_id=call_id, content=state.text or INTERRUPTED, is_error=True
+                )
+            elif state.cause == "user" and call_id is not None:
+                interrupted.add(call_id)
+            elif state.cause == "user":
+                close_turn()
+                messages.append(Message(role=Role.user, content=state.text or INTERRUPTED))
+            elif state.cause == "retry_error":
+                close_turn()
+                debris.add(len(messages))
+                messages.append(Message(role=Role.assistant, content=state.text or "API error"))
+    if turn:  # the last model turn: no request follows it, so unanswered calls stay so
+        messages.append(Message(role=Role.assistant, content=tuple(turn)))
+        answered = tuple(a for a in pending.values() if a is not None)
+        if answered:
+            messages.append(Message(role=Role.user, content=answered))
+    calls = tuple(
+        i for i, m in enumerate(messages) if m.role == Role.assistant and i not in debris
+    )
+    return Conversation(
+        messages=tuple(messages),
+        marks=Marks(interrupted=frozenset(interrupted), debris=frozenset(debris)),
+        calls=calls,
+    )
+
+
+_ROLES: Final = {"user": Role.user, "assistant": Role.assistant, "system": Role.system}
+
+
+def _reasoning(state: Any) -> Reasoning:
+    data = state.data or None
+    if state.redacted == "redacted":
+        return Reasoning(text=str(state.text), encrypted=data)
+    return Reasoning(text=str(state.text), signature=data)
+
+
+def _outcome(call_id: str, state: Any, denied: bool) -> ToolResult | None:
+    if state.status == "denied" or denied:
+        return ToolResult(call_id=call_id, content=state.reason or "denied", is_error=True, denied=True)
+    if state.status == "failed":
+        return ToolResult(call_id=call_id, content=state.error or "", is_error=True)
+    if state.status == "done":
+        return ToolResult(call_id=call_id, content=_content(state.output))
+    return None
+
+
+def _content(output: Any) -> str | tuple[Text, ...]:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list) and all(
+        isinstance(b, dict) and isinstance(b.get("text"), str) for b in output
+    ):
+        return tuple(Text(b["text"]) for b in output)
+    return json.dumps(output, ensure_ascii=False)
+
+
+# -- requests -------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class CallRequest:
+    """The request before model call ``call`` (from 0): the provider ``payload``, the
+    economized conversation it came from, and the validator's ``problems``."""
+
+    call: int
+    payload: dict[str, Any]
+    economized: Economized
+    problems: tuple[Any, ...]
+
+    def serialized(self) -> bytes:
+        """The payload as a cache sees it: everything but the conversation first, then
+        the conversation's items one per line (what a provider's prefix cache keys)."""
+        return serialize(self.payload)
+
+
+def serialize(payload: dict[str, Any]) -> bytes:
+    """``payload`` with its conversation items last, one per line (see ``CallRequest``)."""
+    key = next((k for k in _CONVERSATION_KEYS if isinstance(payload.get(k), list)), None)
+    head = {k: v for k, v in payload.items() if k != key}
+    lines = [msgspec.json.encode(head)]
+    lines += [msgspec.json.encode(item) for item in (payload[key] if key else ())]
+    return b"\n".join(lines) + b"\n"
+
+
+def requests(
+    talk: Conversation,
+    gateway: Gateway,
+    economy: Economy,
+    *,
+    workbench: Workbench | None = None,
+    model: str = "",
+    safepoints: bool = False,
+) -> Iterator[CallRequest]:
+    """The request before every model call of ``talk`` under ``economy``; spill files
+    are written to ``workbench`` (which also gives the leading system message, its
+    index) as they appear. Without a workbench nothing is written: the pointers
+    name ``economy.spill_dir``.
+
+    With load-time policies, every request is a resume (decided afresh on the
+    history so far, as an agent resumed before that call would send it); with
+    ``safepoints`` the log is resumed once, before its first call, and each later
+    call is a safepoint that re-decides only when that frees ``clear_at_least``
+    chars (``engine.Economist``)."""
+    if workbench is not None:
+        economy = workbench.economy(economy)
+    economist = Economist(economy)
+    index_area = None
+    if workbench is not None:
+        from ._workbench import WorkbenchIndex
+
+        index_area = WorkbenchIndex(workbench)
+    for n, end in enumerate(talk.calls):
+        marks = Marks(
+            interrupted=talk.marks.interrupted,
+            debris=frozenset(i for i in talk.marks.debris if i < end),
+        )
+        if not safepoints:
+            economist = Economist(economy)  # a resume before every call
+        out = economist.request(talk.messages[:end], marks)
+        head: list[Message] = []
+        if workbench is not None and index_area is not None:
+            workbench.write(out.spills)
+            head.append(Message(role=Role.system, content=index_area.text()))
+        items = [item for m in (*head, *out.messages) for item in gateway.items(m)]
+        payload = gateway.request(items, model=model)
+        problems = tuple(gateway.validate(payload))
+        yield CallRequest(call=n, payload=payload, economized=out, problems=problems)
+
+
+# -- figures ----------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Figures:
+    """What a run of requests measures (see the module docstring). ``sizes`` are the
+    serialized requests' lengths in chars; ``reuse`` the prefix reuse of each
+    request after the first; ``spilled`` the chars the spill files hold."""
+
+    sizes: tuple[int, ...]
+    reuse: tuple[float, ...]
+    breaks: int
+    invalid: int
+    spilled: int
+    digest: str
+
+    @property
+    def total(self) -> int:
+        """The summed request size."""
+        return sum(self.sizes)
+
+    @property
+    def mean_reuse(self) -> float:
+        """Prefix reuse averaged over consecutive pairs (1.0 for fewer than two calls)."""
+        return sum(self.reuse) / len(self.reuse) if self.reuse else 1.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """The figures as JSON-ready values."""
+        return {
+            "calls": len(self.sizes),
+            "chars": self.total,
+            "chars_per_call": self.sizes[-1] if self.sizes else 0,
+            "prefix_reuse": round(self.mean_reuse, 4),
+            "prefix_breaks": self.breaks,
+            "invalid": self.invalid,
+            "spilled_chars": self.spilled,
+            "digest": self.digest,
+        }
+
+
+def measure(calls: Iterable[CallRequest]) -> Figures:
+    """The figures of a run of requests, consumed in order."""
+    sizes: list[int] = []
+    reuse: list[float] = []
+    breaks = invalid = 0
+    spilled: dict[str, int] = {}
+    digest = hashlib.sha256()
+    previous = b""
+    for request in calls:
+        data = request.serialized()
+        text_size = len(data.decode("utf-8", "replace"))
+        sizes.append(text_size)
+        if previous:
+            common = _common_prefix(previous, data)
+            reuse.append(common / len(previous))
+            if common < len(previous):
+                breaks += 1
+        previous = data
+        invalid += bool(request.problems)
+        for spill in request.economized.spills:
+            spilled[spill.name] = len(spill.content)
+        digest.update(hashlib.sha256(data).digest())
+    return Figures(
+        sizes=tuple(sizes),
+        reuse=tuple(reuse),
+        breaks=breaks,
+        invalid=invalid,
+        spilled=sum(spilled.values()),
+        digest=digest.hexdigest()[:16],
+    )
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    # Halving search over memcmp'd slices: O(n log n) bytes compared, in C.
+    low, high = 0, min(len(a), len(b))
+    if a[:high] == b[:high]:
+        return high
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
