@@ -35,6 +35,7 @@ from ._fold import Registration as Registration
 from ._message import File as File
 from ._message import Image as Image
 from ._message import Message as Message
+from ._message import Native as Native
 from ._message import Part as Part
 from ._message import Reasoning as Reasoning
 from ._message import Role as Role
@@ -80,6 +81,7 @@ __all__ = [
     "ListenerError",
     "ManualScheduler",
     "Message",
+    "Native",
     "Node",
     "Part",
     "Publication",

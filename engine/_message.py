@@ -11,6 +11,10 @@ Anthropic's ``thinking`` with its ``signature`` and ``redacted_thinking``
 (``encrypted``), OpenAI's reasoning items (``id``, ``encrypted``), Gemini's thought
 signatures (``signature``). ``provider`` says whose state it is, so a gateway of
 another provider can leave it out instead of sending what would be refused.
+Provider tags are the gateway names: ``"anthropic"``, ``"openai-chat"``,
+``"openai-responses"``, ``"gemini"``. A block no generic part carries (a server
+tool call and its result, a text with citations) is a ``Native`` part: sent back
+unchanged to its provider, seen by the others as its ``text`` (or not at all).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ __all__ = [
     "File",
     "Image",
     "Message",
+    "Native",
     "Part",
     "Reasoning",
     "Role",
@@ -104,23 +109,37 @@ class ToolResult(msgspec.Struct, frozen=True, tag="tool_result"):
 
     ``is_error`` marks a failed call; ``denied`` marks a call the person refused
     (the approval kind's decision): a structural marker economy policies rely on,
-    sent to providers as an error result.
+    sent to providers as an error result. ``name`` is the tool's name, which
+    Gemini's ``functionResponse`` requires (the others match by ``call_id``).
     """
 
     call_id: str
     content: str | tuple[Text | Image | File, ...] = ""
     is_error: bool = False
     denied: bool = False
+    name: str | None = None
 
 
-Part: TypeAlias = Text | Reasoning | ToolCall | ToolResult | Image | File
+class Native(msgspec.Struct, frozen=True, tag="native"):
+    """A provider-native block kept verbatim: ``data`` is its JSON text.
+
+    The gateway named ``provider`` sends it back unchanged; any other gateway sends
+    ``text`` as plain text, or leaves the part out when ``text`` is empty.
+    """
+
+    provider: str
+    data: str
+    text: str = ""
+
+
+Part: TypeAlias = Text | Reasoning | ToolCall | ToolResult | Image | File | Native
 
 
 class Message(msgspec.Struct, frozen=True):
     """One provider-neutral turn: ``Message(role=Role.user, content="...")``.
 
     ``content`` is a ``str`` or a tuple of parts (``Text``, ``Reasoning``,
-    ``ToolCall``, ``ToolResult``, ``Image``, ``File``). Frozen and comparable by
+    ``ToolCall``, ``ToolResult``, ``Image``, ``File``, ``Native``). Frozen and comparable by
     value; encodes to JSON with ``msgspec.json.encode``.
     """
 

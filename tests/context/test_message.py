@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine import File, Image, Message, Reasoning, Role, Text, ToolCall, ToolResult
+from engine import File, Image, Message, Native, Reasoning, Role, Text, ToolCall, ToolResult
 
 _text = st.text(max_size=20)
 _opt = st.none() | _text
@@ -24,8 +24,10 @@ _parts = st.one_of(
         content=_text | st.tuples(st.builds(Text, text=_text) | _media),
         is_error=st.booleans(),
         denied=st.booleans(),
+        name=_opt,
     ),
     _media,
+    st.builds(Native, provider=_text, data=_text, text=_text),
 )
 messages = st.builds(
     Message,

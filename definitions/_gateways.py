@@ -1,0 +1,820 @@
+"""Gateways: generic messages <-> the request items of four provider APIs.
+
+Each gateway is one small class with the same members: ``items(message)`` (the
+``engine.Gateway`` protocol: a message's native request items), ``request(items,
+...)`` (the payload the official SDK's create call takes as keyword arguments),
+``message(output)`` (the provider's response turn as a generic ``Message``, so a
+recorded turn is sent back exactly as returned) and ``validate(request)``.
+
+Rules that hold for every gateway (written here once):
+
+- Reasoning and ``Native`` parts go back only to the provider that made them
+  (``provider`` equals the gateway's ``name``): another provider's signature or
+  encrypted payload would be refused, so it is left out; a ``Native`` part's
+  ``text`` crosses as plain text. Chat Completions takes no reasoning back at all.
+- Tool results come first in a caller turn (Anthropic wants them first in the
+  message, Chat and Responses as items right after the call); a turn's other
+  content follows them.
+- A message whose parts all leave becomes no item.
+- System messages: Anthropic and Gemini take the system prompt apart from the
+  messages, so ``request`` lifts the leading system items into ``system`` /
+  ``systemInstruction``; a system message after the conversation began is sent
+  as a caller turn (moving it up would change the cached prefix). Chat and
+  Responses keep system messages where they are.
+- Gemini requires alternating roles, so its ``request`` merges consecutive
+  contents of one role (Anthropic merges them on its side).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+import msgspec
+
+from engine import (
+    File,
+    Image,
+    Message,
+    Native,
+    Part,
+    Reasoning,
+    Role,
+    Text,
+    ToolCall,
+    ToolResult,
+)
+
+from ._gateway_check import Entry, Problem, Side, Turn, add, alternation, check, not_a_list
+
+__all__ = [
+    "AnthropicGateway",
+    "GeminiGateway",
+    "OpenAIChatGateway",
+    "OpenAIResponsesGateway",
+]
+
+_encode = msgspec.json.encode
+_decode = msgspec.json.decode
+
+
+def _arguments(value: Any) -> str:
+    return _encode(value).decode()
+
+
+def _object(arguments: str) -> Any:
+    """Tool arguments as the object providers with structured input want.
+
+    Arguments that are not a JSON object (a model may write anything) are kept
+    whole under ``"arguments"`` rather than dropped.
+    """
+    try:
+        value = _decode(arguments)
+    except msgspec.DecodeError:
+        return {"arguments": arguments}
+    return value if isinstance(value, dict) else {"arguments": value}
+
+
+def _data_url(media_type: str, data: str) -> str:
+    return f"data:{media_type};base64,{data}"
+
+
+def _result_text(result: ToolResult) -> str:
+    if isinstance(result.content, str):
+        return result.content
+    return "".join(p.text for p in result.content if isinstance(p, Text))
+
+
+def _split(message: Message) -> tuple[list[ToolResult], list[Part]]:
+    """A caller turn's tool results (first) and its other parts."""
+    results: list[ToolResult] = []
+    rest: list[Part] = []
+    for part in message.parts:
+        (results if isinstance(part, ToolResult) else rest).append(part)  # type: ignore[arg-type]
+    return results, rest
+
+
+def _leading_system(items: Sequence[dict[str, Any]]) -> int:
+    count = 0
+    for item in items:
+        if item.get("role") != "system":
+            break
+        count += 1
+    return count
+
+
+# -- Anthropic Messages --------------------------------------------------------
+
+
+class AnthropicGateway:
+    """Anthropic Messages: ``{"role", "content": [blocks]}`` items; system apart."""
+
+    name: ClassVar[str] = "anthropic"
+
+    def items(self, message: Message) -> list[dict[str, Any]]:
+        """The message as one Anthropic message param (none when nothing is left)."""
+        if isinstance(message.content, str):
+            if not message.content:
+                return []
+            return [{"role": message.role.value, "content": message.content}]
+        results, rest = _split(message)
+        blocks = [self._result(r) for r in results]
+        for part in rest:
+            block = self._block(part)
+            if block is not None:
+                blocks.append(block)
+        if not blocks:
+            return []
+        return [{"role": message.role.value, "content": blocks}]
+
+    def _result(self, result: ToolResult) -> dict[str, Any]:
+        content: Any = result.content
+        if not isinstance(content, str):
+            content = [b for b in (self._block(p) for p in content) if b is not None]
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": result.call_id,
+            "content": content,
+        }
+        if result.is_error or result.denied:
+            block["is_error"] = True
+        return block
+
+    def _block(self, part: Part) -> dict[str, Any] | None:
+        if isinstance(part, Text):
+            return {"type": "text", "text": part.text}
+        if isinstance(part, Reasoning):
+            if part.provider != self.name:
+                return None
+            if part.encrypted is not None:
+                return {"type": "redacted_thinking", "data": part.encrypted}
+            return {"type": "thinking", "thinking": part.text, "signature": part.signature or ""}
+        if isinstance(part, ToolCall):
+            return {
+                "type": "tool_use",
+                "id": part.id,
+                "name": part.name,
+                "input": _object(part.arguments),
+            }
+        if isinstance(part, Image | File):
+            kind = "image" if isinstance(part, Image) else "document"
+            if part.url is not None:
+                source = {"type": "url", "url": part.url}
+            else:
+                source = {"type": "base64", "media_type": part.media_type, "data": part.data or ""}
+            block = {"type": kind, "source": source}
+            if isinstance(part, File) and part.name:
+                block["title"] = part.name
+            return block
+        if isinstance(part, Native):
+            if part.provider == self.name:
+                native: dict[str, Any] = _decode(part.data)
+                return native
+            return {"type": "text", "text": part.text} if part.text else None
+        return None  # a ToolResult outside a caller turn's head: _split placed them
+
+    def request(
+        self,
+        items: Iterable[dict[str, Any]],
+        *,
+        model: str = "",
+        max_tokens: int = 4096,
+        tools: Sequence[dict[str, Any]] = (),
+        **options: Any,
+    ) -> dict[str, Any]:
+        """``client.messages.create(**request)``: leading system items become ``system``."""
+        listed = list(items)
+        lead = _leading_system(listed)
+        system = [b for item in listed[:lead] for b in _blocks(item["content"])]
+        messages = [
+            {**item, "role": "user"} if item.get("role") == "system" else item
+            for item in listed[lead:]
+        ]
+        payload: dict[str, Any] = {"model": model, "max_tokens": max_tokens}
+        if system:
+            payload["system"] = system
+        payload["messages"] = messages
+        if tools:
+            payload["tools"] = list(tools)
+        payload.update(options)
+        return payload
+
+    def message(self, output: dict[str, Any]) -> Message:
+        """An SDK ``Message`` dict (``to_dict(mode="json")``) as a generic message."""
+        parts: list[Part] = []
+        for block in output.get("content") or ():
+            parts.append(self._part(block))
+        return Message(role=Role.assistant, content=tuple(parts))
+
+    def _part(self, block: dict[str, Any]) -> Part:
+        kind = block.get("type")
+        present = {k for k, v in block.items() if v is not None}
+        if kind == "text" and present <= {"type", "text"}:
+            return Text(block["text"])
+        if kind == "thinking" and present <= {"type", "thinking", "signature"}:
+            return Reasoning(block["thinking"], self.name, signature=block.get("signature"))
+        if kind == "redacted_thinking" and present <= {"type", "data"}:
+            return Reasoning(provider=self.name, encrypted=block["data"])
+        if kind == "tool_use" and present <= {"type", "id", "name", "input"}:
+            return ToolCall(block["id"], block["name"], _arguments(block.get("input", {})))
+        text = block.get("text") if kind == "text" else None
+        return Native(self.name, _arguments(block), text if isinstance(text, str) else "")
+
+    def validate(self, request: dict[str, Any]) -> list[Problem]:
+        """Every way Anthropic would refuse ``request`` (see ``definitions.gateways``)."""
+        messages = request.get("messages")
+        if not isinstance(messages, list):
+            return not_a_list(messages, "messages")
+        problems: list[Problem] = []
+        turns: list[Turn] = []
+        for index, item in enumerate(messages):
+            role = item.get("role") if isinstance(item, dict) else None
+            if role not in ("user", "assistant"):
+                problems.append(Problem("malformed", index, f"role {role!r}"))
+                continue
+            content = item.get("content")
+            entries = [_anthropic_entry(index, b) for b in _blocks(content)]
+            if not entries:
+                problems.append(Problem("empty-content", index, "a message with no content"))
+            add(turns, "model" if role == "assistant" else "caller", index, entries)
+        return sorted(problems + check(turns), key=lambda p: p.index)
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content or ())
+
+
+def _anthropic_entry(index: int, block: dict[str, Any]) -> Entry:
+    kind = block.get("type")
+    if kind == "tool_use":
+        return Entry("call", index, str(block.get("id")))
+    if kind == "tool_result":
+        return Entry("result", index, str(block.get("tool_use_id")))
+    if kind in ("thinking", "redacted_thinking"):
+        return Entry("reasoning", index)
+    return Entry("content", index)
+
+
+# -- OpenAI Chat Completions ------------------------------------------------------
+
+
+class OpenAIChatGateway:
+    """OpenAI Chat Completions: ``{"role", "content", "tool_calls"}`` messages;
+    each tool result is its own ``"tool"`` message."""
+
+    name: ClassVar[str] = "openai-chat"
+
+    def items(self, message: Message) -> list[dict[str, Any]]:
+        """The message as Chat Completions message params (tool messages first)."""
+        role = message.role.value
+        if isinstance(message.content, str):
+            if not message.content:
+                return []
+            return [{"role": role, "content": message.content}]
+        results, rest = _split(message)
+        out: list[dict[str, Any]] = [
+            {"role": "tool", "tool_call_id": r.call_id, "content": self._result(r)} for r in results
+        ]
+        is_model = message.role is Role.assistant
+        item = self._assistant(rest) if is_model else self._caller(role, rest)
+        if item is not None:
+            out.append(item)
+        return out
+
+    def _result(self, result: ToolResult) -> Any:
+        content: Any = result.content
+        if not isinstance(content, str):
+            # Tool messages take text parts only.
+            content = [{"type": "text", "text": p.text} for p in content if isinstance(p, Text)]
+        if result.denied and isinstance(content, str):
+            return content or "The person denied this call."
+        return content
+
+    def _assistant(self, parts: list[Part]) -> dict[str, Any] | None:
+        texts: list[str] = []
+        calls: list[dict[str, Any]] = []
+        extra: dict[str, Any] = {}
+        for part in parts:
+            if isinstance(part, Text):
+                texts.append(part.text)
+            elif isinstance(part, ToolCall):
+                calls.append(
+                    {
+                        "id": part.id,
+                        "type": "function",
+                        "function": {"name": part.name, "arguments": part.arguments},
+                    }
+                )
+            elif isinstance(part, Native):
+                if part.provider == self.name:
+                    extra.update(_decode(part.data))
+                elif part.text:
+                    texts.append(part.text)
+        if not texts and not calls and not extra:
+            return None
+        item: dict[str, Any] = {"role": "assistant"}
+        if len(texts) == 1:
+            item["content"] = texts[0]
+        elif texts:
+            item["content"] = [{"type": "text", "text": t} for t in texts]
+        item.update(extra)
+        if calls:
+            item["tool_calls"] = calls
+        return item
+
+    def _caller(self, role: str, parts: list[Part]) -> dict[str, Any] | None:
+        content: list[dict[str, Any]] = []
+        for part in parts:
+            if isinstance(part, Text):
+                content.append({"type": "text", "text": part.text})
+            elif isinstance(part, Image):
+                url = part.url or _data_url(part.media_type, part.data or "")
+                content.append({"type": "image_url", "image_url": {"url": url}})
+            elif isinstance(part, File):
+                file: dict[str, Any] = {"file_data": _data_url(part.media_type, part.data or "")}
+                if part.name:
+                    file["filename"] = part.name
+                content.append({"type": "file", "file": file})
+            elif isinstance(part, Native):
+                if part.provider == self.name:
+                    content.append(_decode(part.data))
+                elif part.text:
+                    content.append({"type": "text", "text": part.text})
+        if not content:
+            return None
+        if role == "system":
+            return {"role": role, "content": "".join(c.get("text", "") for c in content)}
+        return {"role": role, "content": content}
+
+    def request(
+        self,
+        items: Iterable[dict[str, Any]],
+        *,
+        model: str = "",
+        tools: Sequence[dict[str, Any]] = (),
+        **options: Any,
+    ) -> dict[str, Any]:
+        """``client.chat.completions.create(**request)``."""
+        payload: dict[str, Any] = {"model": model, "messages": list(items)}
+        if tools:
+            payload["tools"] = list(tools)
+        payload.update(options)
+        return payload
+
+    def message(self, output: dict[str, Any]) -> Message:
+        """A ``ChatCompletion`` dict's first choice (or a choice's ``message``) as a
+        generic message."""
+        if "choices" in output:
+            choices = output.get("choices") or [{}]
+            output = choices[0].get("message") or {}
+        elif "message" in output:
+            output = output["message"]
+        parts: list[Part] = []
+        reasoning = output.get("reasoning_content")
+        if isinstance(reasoning, str) and reasoning:
+            parts.append(Reasoning(reasoning, self.name))
+        content = output.get("content")
+        if isinstance(content, str) and content:
+            parts.append(Text(content))
+        if output.get("refusal") is not None:
+            parts.append(Native(self.name, _arguments({"refusal": output["refusal"]})))
+        for call in output.get("tool_calls") or ():
+            function = call.get("function") or {}
+            parts.append(
+                ToolCall(
+                    str(call.get("id")), function.get("name", ""), function.get("arguments", "")
+                )
+            )
+        return Message(role=Role.assistant, content=tuple(parts))
+
+    def validate(self, request: dict[str, Any]) -> list[Problem]:
+        """Every way Chat Completions would refuse ``request``."""
+        messages = request.get("messages")
+        if not isinstance(messages, list):
+            return not_a_list(messages, "messages")
+        problems: list[Problem] = []
+        turns: list[Turn] = []
+        for index, item in enumerate(messages):
+            role = item.get("role") if isinstance(item, dict) else None
+            if role not in ("system", "developer", "user", "assistant", "tool"):
+                problems.append(Problem("malformed", index, f"role {role!r}"))
+                continue
+            entries: list[Entry] = []
+            if role == "tool":
+                entries.append(Entry("result", index, str(item.get("tool_call_id"))))
+            else:
+                if item.get("content") or item.get("refusal"):
+                    entries.append(Entry("content", index))
+                for call in item.get("tool_calls") or ():
+                    entries.append(Entry("call", index, str(call.get("id"))))
+                if not entries:
+                    problems.append(Problem("empty-content", index, "a message with no content"))
+            # Two assistant messages in a row are two model turns to Chat.
+            side: Side = "model" if role == "assistant" else "caller"
+            add(turns, side, index, entries, merge=side == "caller")
+        return sorted(problems + check(turns), key=lambda p: p.index)
+
+
+# -- OpenAI Responses --------------------------------------------------------------
+
+_OUTPUT_TEXT_KEYS = frozenset({"type", "text", "annotations", "logprobs"})
+
+
+class OpenAIResponsesGateway:
+    """OpenAI Responses: a flat list of input items (messages, reasoning,
+    ``function_call``, ``function_call_output``)."""
+
+    name: ClassVar[str] = "openai-responses"
+
+    def items(self, message: Message) -> list[dict[str, Any]]:
+        """The message as Responses input items, in order."""
+        role = message.role.value
+        if isinstance(message.content, str):
+            if not message.content:
+                return []
+            return [{"role": role, "content": message.content}]
+        results, rest = _split(message)
+        out: list[dict[str, Any]] = [self._result(r) for r in results]
+        if message.role is Role.assistant:
+            out.extend(self._assistant(rest))
+        else:
+            content = [c for c in (self._input(p) for p in rest) if c is not None]
+            if content:
+                out.append({"role": role, "content": content})
+        return out
+
+    def _result(self, result: ToolResult) -> dict[str, Any]:
+        output: Any = result.content
+        if not isinstance(output, str):
+            output = [c for c in (self._input(p) for p in output) if c is not None]
+        elif result.denied and not output:
+            output = "The person denied this call."
+        return {"type": "function_call_output", "call_id": result.call_id, "output": output}
+
+    def _input(self, part: Part) -> dict[str, Any] | None:
+        if isinstance(part, Text):
+            return {"type": "input_text", "text": part.text}
+        if isinstance(part, Image):
+            url = part.url or _data_url(part.media_type, part.data or "")
+            return {"type": "input_image", "image_url": url, "detail": "auto"}
+        if isinstance(part, File):
+            file: dict[str, Any] = {"type": "input_file"}
+            if part.url is not None:
+                file["file_url"] = part.url
+            else:
+                file["file_data"] = _data_url(part.media_type, part.data or "")
+            if part.name:
+                file["filename"] = part.name
+            return file
+        if isinstance(part, Native):
+            if part.provider == self.name:
+                native: dict[str, Any] = _decode(part.data)
+                return native
+            return {"type": "input_text", "text": part.text} if part.text else None
+        return None
+
+    def _assistant(self, parts: list[Part]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for part in parts:
+            if isinstance(part, Reasoning):
+                if part.provider != self.name:
+                    continue
+                last = out[-1] if out else None
+                if (
+                    last is not None
+                    and last.get("type") == "reasoning"
+                    and last.get("id") == part.id
+                    and part.id is not None
+                ):
+                    if part.text:
+                        last["summary"].append({"type": "summary_text", "text": part.text})
+                    continue
+                item: dict[str, Any] = {"type": "reasoning"}
+                if part.id is not None:
+                    item["id"] = part.id
+                item["summary"] = [{"type": "summary_text", "text": part.text}] if part.text else []
+                if part.encrypted is not None:
+                    item["encrypted_content"] = part.encrypted
+                out.append(item)
+            elif isinstance(part, Text):
+                if part.id is None:
+                    out.append({"role": "assistant", "content": part.text})
+                else:
+                    out.append(
+                        {
+                            "id": part.id,
+                            "type": "message",
+                            "role": "assistant",
+                            "status": "completed",
+                            "content": [
+                                {"type": "output_text", "text": part.text, "annotations": []}
+                            ],
+                        }
+                    )
+            elif isinstance(part, ToolCall):
+                call: dict[str, Any] = {
+                    "type": "function_call",
+                    "call_id": part.id,
+                    "name": part.name,
+                    "arguments": part.arguments,
+                }
+                if part.item_id is not None:
+                    call["id"] = part.item_id
+                    call["status"] = "completed"
+                out.append(call)
+            elif isinstance(part, Native):
+                if part.provider == self.name:
+                    out.append(_decode(part.data))
+                elif part.text:
+                    out.append({"role": "assistant", "content": part.text})
+        return out
+
+    def request(
+        self,
+        items: Iterable[dict[str, Any]],
+        *,
+        model: str = "",
+        tools: Sequence[dict[str, Any]] = (),
+        **options: Any,
+    ) -> dict[str, Any]:
+        """``client.responses.create(**request)``."""
+        payload: dict[str, Any] = {"model": model, "input": list(items)}
+        if tools:
+            payload["tools"] = list(tools)
+        payload.update(options)
+        return payload
+
+    def message(self, output: dict[str, Any] | Sequence[dict[str, Any]]) -> Message:
+        """A ``Response`` dict (or its ``output`` list) as a generic message."""
+        items = output.get("output") or () if isinstance(output, dict) else output
+        parts: list[Part] = []
+        for item in items:
+            parts.extend(self._parts(item))
+        return Message(role=Role.assistant, content=tuple(parts))
+
+    def _parts(self, item: dict[str, Any]) -> list[Part]:
+        kind = item.get("type")
+        present = {k for k, v in item.items() if v is not None}
+        if kind == "reasoning" and present <= {"type", "id", "summary", "encrypted_content"}:
+            summary = item.get("summary") or []
+            if all(
+                isinstance(s, dict)
+                and s.get("type") == "summary_text"
+                and set(s) <= {"type", "text"}
+                and s.get("text")
+                for s in summary
+            ):
+                # One part per summary part; the first carries the encrypted state.
+                texts = [s["text"] for s in summary] or [""]
+                encrypted = item.get("encrypted_content")
+                return [
+                    Reasoning(t, self.name, encrypted=None if n else encrypted, id=item.get("id"))
+                    for n, t in enumerate(texts)
+                ]
+        if kind == "message" and item.get("role") == "assistant":
+            content = item.get("content") or []
+            if (
+                present <= {"type", "id", "role", "status", "content"}
+                and item.get("status") in (None, "completed")
+                and len(content) == 1
+                and content[0].get("type") == "output_text"
+                and not content[0].get("annotations")
+                and not content[0].get("logprobs")
+                and {k for k, v in content[0].items() if v is not None} <= _OUTPUT_TEXT_KEYS
+                and "id" in present
+            ):
+                return [Text(content[0]["text"], id=item["id"])]
+            text = "".join(c.get("text", "") for c in content if isinstance(c, dict))
+            return [Native(self.name, _arguments(item), text)]
+        if (
+            kind == "function_call"
+            and present <= {"type", "id", "call_id", "name", "arguments", "status"}
+            and item.get("status") in (None, "completed")
+        ):
+            return [
+                ToolCall(
+                    str(item.get("call_id")),
+                    item.get("name", ""),
+                    item.get("arguments", ""),
+                    item_id=item.get("id"),
+                )
+            ]
+        return [Native(self.name, _arguments(item))]
+
+    def validate(self, request: dict[str, Any]) -> list[Problem]:
+        """Every way Responses would refuse ``request``."""
+        items = request.get("input")
+        if isinstance(items, str):
+            return []
+        if not isinstance(items, list):
+            return not_a_list(items, "input")
+        problems: list[Problem] = []
+        turns: list[Turn] = []
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                problems.append(Problem("malformed", index, "an input item that is not an object"))
+                continue
+            kind = item.get("type", "message")
+            side: Side = "model"
+            if kind == "function_call":
+                entry = Entry("call", index, str(item.get("call_id")))
+            elif kind == "function_call_output":
+                entry, side = Entry("result", index, str(item.get("call_id"))), "caller"
+            elif kind == "reasoning":
+                entry = Entry("reasoning", index)
+            elif kind == "message":
+                role = item.get("role")
+                if role not in ("user", "assistant", "system", "developer"):
+                    problems.append(Problem("malformed", index, f"role {role!r}"))
+                    continue
+                if not item.get("content"):
+                    problems.append(Problem("empty-content", index, "a message with no content"))
+                entry = Entry("content", index)
+                side = "model" if role == "assistant" else "caller"
+            else:
+                # Server tool items (web search, MCP, ...) are the model's own output.
+                entry = Entry("content", index)
+            add(turns, side, index, [entry])
+        return sorted(problems + check(turns), key=lambda p: p.index)
+
+
+# -- Gemini generateContent ----------------------------------------------------------
+
+# Google's documented placeholder for a function call that Gemini did not make
+# (a conversation carried over from another model): it skips the signature check.
+_FOREIGN_SIGNATURE = "skip_thought_signature_validator"
+_CALL_KEYS = frozenset({"name", "args", "id"})
+
+
+class GeminiGateway:
+    """Gemini ``generateContent``: ``{"role": "user"|"model", "parts": [...]}`` contents;
+    the system prompt is ``systemInstruction``."""
+
+    name: ClassVar[str] = "gemini"
+
+    def items(self, message: Message) -> list[dict[str, Any]]:
+        """The message as one Gemini content (none when nothing is left)."""
+        role = {"assistant": "model"}.get(message.role.value, message.role.value)
+        results, rest = _split(message)
+        parts: list[dict[str, Any]] = [self._result(r) for r in results]
+        signature: str | None = None
+        signed_call = False
+        for part in rest:
+            if isinstance(part, Reasoning):
+                if part.provider != self.name:
+                    continue
+                if not part.text and part.signature is not None:
+                    signature = part.signature  # rides on the part that follows
+                    continue
+                thought: dict[str, Any] = {"text": part.text, "thought": True}
+                if part.signature is not None:
+                    thought["thoughtSignature"] = part.signature
+                parts.append(thought)
+                continue
+            native = self._part(part)
+            if native is None:
+                continue
+            if signature is not None:
+                native["thoughtSignature"] = signature
+                signature = None
+            if "functionCall" in native:
+                if "thoughtSignature" not in native and not signed_call:
+                    native["thoughtSignature"] = _FOREIGN_SIGNATURE
+                signed_call = True
+            parts.append(native)
+        if not parts:
+            return []
+        return [{"role": role, "parts": parts}]
+
+    def _result(self, result: ToolResult) -> dict[str, Any]:
+        text = _result_text(result)
+        if result.denied and not text:
+            text = "The person denied this call."
+        key = "error" if result.is_error or result.denied else "output"
+        response: dict[str, Any] = {"name": result.name or "", "response": {key: text}}
+        if result.call_id:
+            response["id"] = result.call_id
+        return {"functionResponse": response}
+
+    def _part(self, part: Part) -> dict[str, Any] | None:
+        if isinstance(part, Text):
+            return {"text": part.text}
+        if isinstance(part, ToolCall):
+            call: dict[str, Any] = {"name": part.name, "args": _object(part.arguments)}
+            if part.id:
+                call["id"] = part.id
+            return {"functionCall": call}
+        if isinstance(part, Image | File):
+            if part.url is not None:
+                return {"fileData": {"mimeType": part.media_type, "fileUri": part.url}}
+            return {"inlineData": {"mimeType": part.media_type, "data": part.data or ""}}
+        if isinstance(part, Native):
+            if part.provider == self.name:
+                native: dict[str, Any] = _decode(part.data)
+                return native
+            return {"text": part.text} if part.text else None
+        return None
+
+    def request(
+        self,
+        items: Iterable[dict[str, Any]],
+        *,
+        model: str = "",
+        tools: Sequence[dict[str, Any]] = (),
+        **options: Any,
+    ) -> dict[str, Any]:
+        """The ``generateContent`` body (``model`` names the path, so it is kept apart
+        as ``"model"``): leading system contents become ``systemInstruction``;
+        consecutive contents of one role are merged."""
+        listed = list(items)
+        lead = _leading_system(listed)
+        contents: list[dict[str, Any]] = []
+        for item in listed[lead:]:
+            role = "user" if item.get("role") == "system" else item.get("role")
+            if contents and contents[-1]["role"] == role:
+                contents[-1] = {"role": role, "parts": [*contents[-1]["parts"], *item["parts"]]}
+            else:
+                contents.append({**item, "role": role})
+        payload: dict[str, Any] = {"model": model}
+        if lead:
+            payload["systemInstruction"] = {
+                "parts": [p for item in listed[:lead] for p in item["parts"]]
+            }
+        payload["contents"] = contents
+        if tools:
+            payload["tools"] = list(tools)
+        payload.update(options)
+        return payload
+
+    def message(self, output: dict[str, Any]) -> Message:
+        """A candidate's ``content`` (or a response's first candidate) as a generic message."""
+        if "candidates" in output:
+            output = (output.get("candidates") or [{}])[0].get("content") or {}
+        elif "content" in output:
+            output = output["content"]
+        parts: list[Part] = []
+        for part in output.get("parts") or ():
+            signature = part.get("thoughtSignature")
+            present = set(part) - {"thoughtSignature"}
+            if part.get("thought") is True and present <= {"text", "thought"}:
+                parts.append(Reasoning(part.get("text", ""), self.name, signature=signature))
+                continue
+            if signature is not None:
+                parts.append(Reasoning("", self.name, signature=signature))
+            if present == {"text"}:
+                parts.append(Text(part["text"]))
+            elif present == {"functionCall"} and set(part["functionCall"]) <= {
+                "name",
+                "args",
+                "id",
+            }:
+                call = part["functionCall"]
+                parts.append(
+                    ToolCall(
+                        call.get("id", ""), call.get("name", ""), _arguments(call.get("args", {}))
+                    )
+                )
+            else:
+                rest = {k: v for k, v in part.items() if k != "thoughtSignature"}
+                parts.append(Native(self.name, _arguments(rest), part.get("text", "")))
+        return Message(role=Role.assistant, content=tuple(parts))
+
+    def validate(self, request: dict[str, Any]) -> list[Problem]:
+        """Every way Gemini would refuse ``request``."""
+        contents = request.get("contents")
+        if not isinstance(contents, list):
+            return not_a_list(contents, "contents")
+        problems: list[Problem] = []
+        turns: list[Turn] = []
+        roles: list[tuple[int, str]] = []
+        for index, item in enumerate(contents):
+            role = item.get("role") if isinstance(item, dict) else None
+            if role not in ("user", "model", "function"):
+                problems.append(Problem("malformed", index, f"role {role!r}"))
+                continue
+            roles.append((index, "model" if role == "model" else "user"))
+            entries: list[Entry] = []
+            parts = item.get("parts") or []
+            if not parts:
+                problems.append(Problem("empty-content", index, "a content with no parts"))
+            for part in parts:
+                if "functionCall" in part:
+                    call = part["functionCall"]
+                    entries.append(Entry("call", index, str(call.get("id") or call.get("name"))))
+                elif "functionResponse" in part:
+                    response = part["functionResponse"]
+                    if not response.get("name"):
+                        problems.append(
+                            Problem("malformed", index, "a functionResponse without its name")
+                        )
+                    entries.append(
+                        Entry("result", index, str(response.get("id") or response.get("name")))
+                    )
+                elif part.get("thought") is True:
+                    entries.append(Entry("reasoning", index))
+                else:
+                    entries.append(Entry("content", index))
+            add(turns, "model" if role == "model" else "caller", index, entries)
+        return sorted(problems + alternation(roles) + check(turns), key=lambda p: p.index)
