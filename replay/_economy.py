@@ -113,6 +113,7 @@ def conversation(nodes: Iterable[Node]) -> Conversation:
     messages: list[Message] = []
     turn: list[Part] = []
     pending: dict[str, ToolResult | None] = {}
+    names: dict[str, str] = {}
     interrupted: set[str] = set()
     debris: set[int] = set()
 
@@ -124,7 +125,9 @@ def conversation(nodes: Iterable[Node]) -> Conversation:
         for call_id, answer in pending.items():
             if answer is None:
                 interrupted.add(call_id)
-                answer = ToolResult(call_id=call_id, content=INTERRUPTED, is_error=True)
+                answer = ToolResult(
+                    call_id=call_id, content=INTERRUPTED, is_error=True, name=names[call_id]
+                )
             answers.append(answer)
         pending.clear()
         if answers:
@@ -145,15 +148,21 @@ def conversation(nodes: Iterable[Node]) -> Conversation:
             else:
                 turn.append(ToolCall(id=node.id, name=state.name, arguments=str(state.arguments)))
                 pending[node.id] = _outcome(node.id, state, node.id in denied)
+                names[node.id] = state.name
         elif kind == "message":
             close_turn()
-            messages.append(Message(role=_ROLES.get(state.role, Role.user), content=str(state.text)))
+            messages.append(
+                Message(role=_ROLES.get(state.role, Role.user), content=str(state.text))
+            )
         elif kind == "interruption":
             call_id = state.tool_call_id
             if state.cause == "cut" and call_id in pending:
                 interrupted.add(call_id)
                 pending[call_id] = ToolResult(
-                    call_id=call_id, content=state.text or INTERRUPTED, is_error=True
+                    call_id=call_id,
+                    content=state.text or INTERRUPTED,
+                    is_error=True,
+                    name=names[call_id],
                 )
             elif state.cause == "user" and call_id is not None:
                 interrupted.add(call_id)
@@ -169,9 +178,7 @@ def conversation(nodes: Iterable[Node]) -> Conversation:
         answered = tuple(a for a in pending.values() if a is not None)
         if answered:
             messages.append(Message(role=Role.user, content=answered))
-    calls = tuple(
-        i for i, m in enumerate(messages) if m.role == Role.assistant and i not in debris
-    )
+    calls = tuple(i for i, m in enumerate(messages) if m.role == Role.assistant and i not in debris)
     return Conversation(
         messages=tuple(messages),
         marks=Marks(interrupted=frozenset(interrupted), debris=frozenset(debris)),
@@ -191,11 +198,12 @@ def _reasoning(state: Any) -> Reasoning:
 
 def _outcome(call_id: str, state: Any, denied: bool) -> ToolResult | None:
     if state.status == "denied" or denied:
-        return ToolResult(call_id=call_id, content=state.reason or "denied", is_error=True, denied=True)
+        reason = state.reason or "denied"
+        return ToolResult(call_id, reason, is_error=True, denied=True, name=state.name)
     if state.status == "failed":
-        return ToolResult(call_id=call_id, content=state.error or "", is_error=True)
+        return ToolResult(call_id, state.error or "", is_error=True, name=state.name)
     if state.status == "done":
-        return ToolResult(call_id=call_id, content=_content(state.output))
+        return ToolResult(call_id, _content(state.output), name=state.name)
     return None
 
 
@@ -335,7 +343,7 @@ def measure(calls: Iterable[CallRequest]) -> Figures:
         text_size = len(data.decode("utf-8", "replace"))
         sizes.append(text_size)
         if previous:
-            common = _common_prefix(previous, data)
+            common = common_prefix(previous, data)
             reuse.append(common / len(previous))
             if common < len(previous):
                 breaks += 1
@@ -354,7 +362,8 @@ def measure(calls: Iterable[CallRequest]) -> Figures:
     )
 
 
-def _common_prefix(a: bytes, b: bytes) -> int:
+def common_prefix(a: bytes, b: bytes) -> int:
+    """The length of the longest common prefix of ``a`` and ``b``."""
     # Halving search over memcmp'd slices: O(n log n) bytes compared, in C.
     low, high = 0, min(len(a), len(b))
     if a[:high] == b[:high]:
