@@ -42,7 +42,7 @@ from typing import Final
 
 import msgspec
 
-from ._message import Message, Part, Reasoning, Role, Text, ToolCall, ToolResult
+from ._message import Message, Native, Part, Reasoning, Role, Text, ToolCall, ToolResult
 
 __all__ = [
     "INTERRUPTED",
@@ -351,6 +351,8 @@ def part_size(part: Part) -> int:
         return sum(part_size(p) for p in part.content)
     if isinstance(part, Reasoning):
         return len(part.text) + len(part.signature or "") + len(part.encrypted or "")
+    if isinstance(part, Native):
+        return len(part.data)
     return len(part.data or "") + len(part.url or "")
 
 
