@@ -17,7 +17,7 @@ def call(id: str, command: str = "ls", name: str = "Bash") -> ToolCall:
 
 
 def result(id: str, content: str = "out", **flags: bool) -> ToolResult:
-    return ToolResult(call_id=id, content=content, **flags)
+    return ToolResult(call_id=id, content=content, name="Bash", **flags)
 
 
 def user(*parts: Text | ToolResult | str) -> Message:
@@ -101,7 +101,9 @@ def sessions(draw: st.DrawFn) -> tuple[list[Message], Marks]:
                 if kind == "cut":
                     interrupted.add(c.id)
                 if kind == "list":
-                    answers.append(ToolResult(call_id=c.id, content=(Text("y" * size),)))
+                    answers.append(
+                        ToolResult(call_id=c.id, content=(Text("y" * size),), name="Bash")
+                    )
                 else:
                     answers.append(
                         result(
