@@ -85,12 +85,31 @@ def _result_text(result: ToolResult) -> str:
     return "".join(p.text for p in result.content if isinstance(p, Text))
 
 
-def _split(message: Message) -> tuple[list[ToolResult], list[Part]]:
-    """A caller turn's tool results (first) and its other parts."""
+def _split(message: Message, provider: str) -> tuple[list[ToolResult], list[Part]]:
+    """A turn's tool results (sent first) and the other parts ``provider`` may get.
+
+    The crossing rule lives here: another provider's reasoning is left out, its
+    ``Native`` parts become their ``call`` or ``text`` (or nothing); empty text is
+    left out too (providers refuse empty text blocks).
+    """
     results: list[ToolResult] = []
     rest: list[Part] = []
     for part in message.parts:
-        (results if isinstance(part, ToolResult) else rest).append(part)  # type: ignore[arg-type]
+        if isinstance(part, ToolResult):
+            results.append(part)
+        elif isinstance(part, Text):
+            if part.text:
+                rest.append(part)
+        elif isinstance(part, Reasoning):
+            if part.provider == provider:
+                rest.append(part)
+        elif isinstance(part, Native) and part.provider != provider:
+            if part.call is not None:
+                rest.append(part.call)
+            elif part.text:
+                rest.append(Text(part.text))
+        else:
+            rest.append(part)
     return results, rest
 
 
@@ -117,7 +136,7 @@ class AnthropicGateway:
             if not message.content:
                 return []
             return [{"role": message.role.value, "content": message.content}]
-        results, rest = _split(message)
+        results, rest = _split(message, self.name)
         blocks = [self._result(r) for r in results]
         for part in rest:
             block = self._block(part)
@@ -144,8 +163,6 @@ class AnthropicGateway:
         if isinstance(part, Text):
             return {"type": "text", "text": part.text}
         if isinstance(part, Reasoning):
-            if part.provider != self.name:
-                return None
             if part.encrypted is not None:
                 return {"type": "redacted_thinking", "data": part.encrypted}
             return {"type": "thinking", "thinking": part.text, "signature": part.signature or ""}
@@ -167,11 +184,9 @@ class AnthropicGateway:
                 block["title"] = part.name
             return block
         if isinstance(part, Native):
-            if part.provider == self.name:
-                native: dict[str, Any] = _decode(part.data)
-                return native
-            return {"type": "text", "text": part.text} if part.text else None
-        return None  # a ToolResult outside a caller turn's head: _split placed them
+            native: dict[str, Any] = _decode(part.data)
+            return native
+        return None
 
     def request(
         self,
@@ -215,10 +230,15 @@ class AnthropicGateway:
             return Reasoning(block["thinking"], self.name, signature=block.get("signature"))
         if kind == "redacted_thinking" and present <= {"type", "data"}:
             return Reasoning(provider=self.name, encrypted=block["data"])
-        if kind == "tool_use" and present <= {"type", "id", "name", "input"}:
-            return ToolCall(block["id"], block["name"], _arguments(block.get("input", {})))
+        call = None
+        if kind == "tool_use":
+            call = ToolCall(
+                str(block.get("id")), block.get("name", ""), _arguments(block.get("input", {}))
+            )
+            if present <= {"type", "id", "name", "input"}:
+                return call
         text = block.get("text") if kind == "text" else None
-        return Native(self.name, _arguments(block), text if isinstance(text, str) else "")
+        return Native(self.name, _arguments(block), text if isinstance(text, str) else "", call)
 
     def validate(self, request: dict[str, Any]) -> list[Problem]:
         """Every way Anthropic would refuse ``request`` (see ``definitions.gateways``)."""
@@ -273,7 +293,7 @@ class OpenAIChatGateway:
             if not message.content:
                 return []
             return [{"role": role, "content": message.content}]
-        results, rest = _split(message)
+        results, rest = _split(message, self.name)
         out: list[dict[str, Any]] = [
             {"role": "tool", "tool_call_id": r.call_id, "content": self._result(r)} for r in results
         ]
@@ -308,10 +328,7 @@ class OpenAIChatGateway:
                     }
                 )
             elif isinstance(part, Native):
-                if part.provider == self.name:
-                    extra.update(_decode(part.data))
-                elif part.text:
-                    texts.append(part.text)
+                extra.update(_decode(part.data))
         if not texts and not calls and not extra:
             return None
         item: dict[str, Any] = {"role": "assistant"}
@@ -338,10 +355,7 @@ class OpenAIChatGateway:
                     file["filename"] = part.name
                 content.append({"type": "file", "file": file})
             elif isinstance(part, Native):
-                if part.provider == self.name:
-                    content.append(_decode(part.data))
-                elif part.text:
-                    content.append({"type": "text", "text": part.text})
+                content.append(_decode(part.data))
         if not content:
             return None
         if role == "system":
@@ -419,7 +433,7 @@ class OpenAIChatGateway:
 
 # -- OpenAI Responses --------------------------------------------------------------
 
-_OUTPUT_TEXT_KEYS = frozenset({"type", "text", "annotations", "logprobs"})
+_OUTPUT_TEXT_KEYS = frozenset({"type", "text", "annotations"})
 
 
 class OpenAIResponsesGateway:
@@ -435,7 +449,7 @@ class OpenAIResponsesGateway:
             if not message.content:
                 return []
             return [{"role": role, "content": message.content}]
-        results, rest = _split(message)
+        results, rest = _split(message, self.name)
         out: list[dict[str, Any]] = [self._result(r) for r in results]
         if message.role is Role.assistant:
             out.extend(self._assistant(rest))
@@ -469,18 +483,14 @@ class OpenAIResponsesGateway:
                 file["filename"] = part.name
             return file
         if isinstance(part, Native):
-            if part.provider == self.name:
-                native: dict[str, Any] = _decode(part.data)
-                return native
-            return {"type": "input_text", "text": part.text} if part.text else None
+            native: dict[str, Any] = _decode(part.data)
+            return native
         return None
 
     def _assistant(self, parts: list[Part]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for part in parts:
             if isinstance(part, Reasoning):
-                if part.provider != self.name:
-                    continue
                 last = out[-1] if out else None
                 if (
                     last is not None
@@ -525,10 +535,7 @@ class OpenAIResponsesGateway:
                     call["status"] = "completed"
                 out.append(call)
             elif isinstance(part, Native):
-                if part.provider == self.name:
-                    out.append(_decode(part.data))
-                elif part.text:
-                    out.append({"role": "assistant", "content": part.text})
+                out.append(_decode(part.data))
         return out
 
     def request(
@@ -580,28 +587,27 @@ class OpenAIResponsesGateway:
                 and item.get("status") in (None, "completed")
                 and len(content) == 1
                 and content[0].get("type") == "output_text"
-                and not content[0].get("annotations")
-                and not content[0].get("logprobs")
-                and {k for k, v in content[0].items() if v is not None} <= _OUTPUT_TEXT_KEYS
+                and content[0].get("annotations") == []
+                and set(content[0]) <= _OUTPUT_TEXT_KEYS
+                and content[0].get("text")
                 and "id" in present
             ):
                 return [Text(content[0]["text"], id=item["id"])]
             text = "".join(c.get("text", "") for c in content if isinstance(c, dict))
             return [Native(self.name, _arguments(item), text)]
-        if (
-            kind == "function_call"
-            and present <= {"type", "id", "call_id", "name", "arguments", "status"}
-            and item.get("status") in (None, "completed")
-        ):
-            return [
-                ToolCall(
-                    str(item.get("call_id")),
-                    item.get("name", ""),
-                    item.get("arguments", ""),
-                    item_id=item.get("id"),
-                )
-            ]
-        return [Native(self.name, _arguments(item))]
+        call = None
+        if kind == "function_call":
+            call = ToolCall(
+                str(item.get("call_id")),
+                item.get("name", ""),
+                item.get("arguments", ""),
+                item_id=item.get("id"),
+            )
+            if present <= {"type", "id", "call_id", "name", "arguments", "status"} and item.get(
+                "status"
+            ) in (None, "completed"):
+                return [call]
+        return [Native(self.name, _arguments(item), call=call)]
 
     def validate(self, request: dict[str, Any]) -> list[Problem]:
         """Every way Responses would refuse ``request``."""
@@ -657,14 +663,12 @@ class GeminiGateway:
     def items(self, message: Message) -> list[dict[str, Any]]:
         """The message as one Gemini content (none when nothing is left)."""
         role = {"assistant": "model"}.get(message.role.value, message.role.value)
-        results, rest = _split(message)
+        results, rest = _split(message, self.name)
         parts: list[dict[str, Any]] = [self._result(r) for r in results]
         signature: str | None = None
         signed_call = False
         for part in rest:
             if isinstance(part, Reasoning):
-                if part.provider != self.name:
-                    continue
                 if not part.text and part.signature is not None:
                     signature = part.signature  # rides on the part that follows
                     continue
@@ -711,10 +715,8 @@ class GeminiGateway:
                 return {"fileData": {"mimeType": part.media_type, "fileUri": part.url}}
             return {"inlineData": {"mimeType": part.media_type, "data": part.data or ""}}
         if isinstance(part, Native):
-            if part.provider == self.name:
-                native: dict[str, Any] = _decode(part.data)
-                return native
-            return {"text": part.text} if part.text else None
+            native: dict[str, Any] = _decode(part.data)
+            return native
         return None
 
     def request(

@@ -25,7 +25,7 @@ it would refuse.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, TypeAlias
 
 from ._gateway_check import Problem as Problem
 from ._gateways import AnthropicGateway as AnthropicGateway
@@ -40,6 +40,7 @@ __all__ = [
     "OPENAI_CHAT",
     "OPENAI_RESPONSES",
     "AnthropicGateway",
+    "Gateway",
     "GeminiGateway",
     "OpenAIChatGateway",
     "OpenAIResponsesGateway",
@@ -52,7 +53,8 @@ OPENAI_CHAT: Final = OpenAIChatGateway()
 OPENAI_RESPONSES: Final = OpenAIResponsesGateway()
 GEMINI: Final = GeminiGateway()
 
-Gateway = AnthropicGateway | OpenAIChatGateway | OpenAIResponsesGateway | GeminiGateway
+Gateway: TypeAlias = AnthropicGateway | OpenAIChatGateway | OpenAIResponsesGateway | GeminiGateway
+"""Any of the four gateways."""
 
 GATEWAYS: Final[dict[str, Gateway]] = {
     g.name: g for g in (ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, GEMINI)

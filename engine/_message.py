@@ -123,13 +123,16 @@ class ToolResult(msgspec.Struct, frozen=True, tag="tool_result"):
 class Native(msgspec.Struct, frozen=True, tag="native"):
     """A provider-native block kept verbatim: ``data`` is its JSON text.
 
-    The gateway named ``provider`` sends it back unchanged; any other gateway sends
-    ``text`` as plain text, or leaves the part out when ``text`` is empty.
+    The gateway named ``provider`` sends it back unchanged. Any other gateway sends
+    ``call`` when the block is a tool call with fields no ``ToolCall`` carries (an
+    Anthropic ``tool_use`` with its ``caller``), so the call and its result still
+    pair; else ``text`` as plain text; else nothing.
     """
 
     provider: str
     data: str
     text: str = ""
+    call: ToolCall | None = None
 
 
 Part: TypeAlias = Text | Reasoning | ToolCall | ToolResult | Image | File | Native
