@@ -17,38 +17,22 @@ between consecutive requests (the longest common prefix of their serialized
 forms over the previous one's length) and prefix breaks, invalid requests, and a
 hash of every request for determinism checks.
 
-Interruptions (``definitions.interruption``) become messages here, in one place:
-a ``cut`` call is answered with the mark's text (the neutral sentence under
-repair); a ``user`` interruption is the harness's notice as a user turn; retry
-debris is the error text as an assistant turn (dropped under the load-time
-policies).
+Interruptions (``definitions.interruption``) become messages and marks here, in
+one place (``conversation``); the rest of the conversation is
+``definitions.conversation``'s.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, Protocol
 
 import attrs
 import msgspec
 
-from engine import (
-    INTERRUPTED,
-    Economist,
-    Economized,
-    Economy,
-    Marks,
-    Message,
-    Node,
-    Part,
-    Reasoning,
-    Role,
-    Text,
-    ToolCall,
-    ToolResult,
-)
+from definitions.conversation import answer_unanswered, conversation_messages
+from engine import INTERRUPTED, Economist, Economized, Economy, Marks, Message, Node, Role
 
 from ._workbench import Workbench
 
@@ -96,125 +80,44 @@ class Conversation:
 
 
 def conversation(nodes: Iterable[Node]) -> Conversation:
-    """The built-in kinds' nodes as a conversation (other kinds are not conversation).
+    """The nodes' conversation (``definitions.conversation.conversation_messages``),
+    with the ``interruption`` kind's facts woven in where they happened.
 
-    Model-side nodes (assistant messages, reasoning, tool calls) in a row are one
-    model turn, except that text or reasoning after a call starts the next turn
-    (the model spoke again after the results); the outcomes of a turn's calls are
-    the user turn after it. A call with no outcome when the conversation moves on
-    is answered with ``INTERRUPTED`` and marked interrupted, as a ``cut`` mark says.
+    The nodes are read in runs between interruption marks. A ``user`` mark with no
+    call is the harness's notice as a user turn; ``retry_error`` is its text as an
+    assistant turn, marked debris; a ``cut`` mark, or a ``user`` mark at a call,
+    marks that call interrupted. A call the conversation moved past without a
+    result is answered with the neutral ``NO_RESULT`` (``answer_unanswered``).
     """
-    node_list = list(nodes)
-    denied = {
-        n.state.tool_call_id
-        for n in node_list
-        if n.kind == "approval" and n.state.status == "denied" and n.state.tool_call_id
-    }
     messages: list[Message] = []
-    turn: list[Part] = []
-    pending: dict[str, ToolResult | None] = {}
-    names: dict[str, str] = {}
+    debris: list[Message] = []
     interrupted: set[str] = set()
-    debris: set[int] = set()
-
-    def close_turn() -> None:
-        if turn:
-            messages.append(Message(role=Role.assistant, content=tuple(turn)))
-            turn.clear()
-        answers = []
-        for call_id, answer in pending.items():
-            if answer is None:
-                interrupted.add(call_id)
-                answer = ToolResult(
-                    call_id=call_id, content=INTERRUPTED, is_error=True, name=names[call_id]
-                )
-            answers.append(answer)
-        pending.clear()
-        if answers:
-            messages.append(Message(role=Role.user, content=tuple(answers)))
-
-    for node in node_list:
-        kind, state = node.kind, node.state
-        model_side = kind in ("reasoning", "tool_call") or (
-            kind == "message" and _ROLES.get(state.role) == Role.assistant
-        )
-        if model_side:
-            if kind != "tool_call" and turn and isinstance(turn[-1], ToolCall):
-                close_turn()
-            if kind == "message":
-                turn.append(Text(str(state.text)))
-            elif kind == "reasoning":
-                turn.append(_reasoning(state))
-            else:
-                turn.append(ToolCall(id=node.id, name=state.name, arguments=str(state.arguments)))
-                pending[node.id] = _outcome(node.id, state, node.id in denied)
-                names[node.id] = state.name
-        elif kind == "message":
-            close_turn()
-            messages.append(
-                Message(role=_ROLES.get(state.role, Role.user), content=str(state.text))
-            )
-        elif kind == "interruption":
-            call_id = state.tool_call_id
-            if state.cause == "cut" and call_id in pending:
-                interrupted.add(call_id)
-                pending[call_id] = ToolResult(
-                    call_id=call_id,
-                    content=state.text or INTERRUPTED,
-                    is_error=True,
-                    name=names[call_id],
-                )
-            elif state.cause == "user" and call_id is not None:
-                interrupted.add(call_id)
-            elif state.cause == "user":
-                close_turn()
-                messages.append(Message(role=Role.user, content=state.text or INTERRUPTED))
-            elif state.cause == "retry_error":
-                close_turn()
-                debris.add(len(messages))
-                messages.append(Message(role=Role.assistant, content=state.text or "API error"))
-    if turn:  # the last model turn: no request follows it, so unanswered calls stay so
-        messages.append(Message(role=Role.assistant, content=tuple(turn)))
-        answered = tuple(a for a in pending.values() if a is not None)
-        if answered:
-            messages.append(Message(role=Role.user, content=answered))
-    calls = tuple(i for i, m in enumerate(messages) if m.role == Role.assistant and i not in debris)
+    run: list[Node] = []
+    for node in nodes:
+        if node.kind != "interruption":
+            run.append(node)
+            continue
+        messages += conversation_messages(run)
+        run = []
+        state = node.state
+        if state.tool_call_id is not None:
+            interrupted.add(state.tool_call_id)
+        elif state.cause == "retry_error":
+            debris.append(Message(role=Role.assistant, content=state.text or "API error"))
+            messages.append(debris[-1])
+        elif state.cause == "user":
+            messages.append(Message(role=Role.user, content=state.text or INTERRUPTED))
+    messages += conversation_messages(run)
+    messages = answer_unanswered(messages, set())
+    flagged = {i for i, m in enumerate(messages) if any(m is d for d in debris)}
+    calls = tuple(
+        i for i, m in enumerate(messages) if m.role == Role.assistant and i not in flagged
+    )
     return Conversation(
         messages=tuple(messages),
-        marks=Marks(interrupted=frozenset(interrupted), debris=frozenset(debris)),
+        marks=Marks(interrupted=frozenset(interrupted), debris=frozenset(flagged)),
         calls=calls,
     )
-
-
-_ROLES: Final = {"user": Role.user, "assistant": Role.assistant, "system": Role.system}
-
-
-def _reasoning(state: Any) -> Reasoning:
-    data = state.data or None
-    if state.redacted == "redacted":
-        return Reasoning(text=str(state.text), encrypted=data)
-    return Reasoning(text=str(state.text), signature=data)
-
-
-def _outcome(call_id: str, state: Any, denied: bool) -> ToolResult | None:
-    if state.status == "denied" or denied:
-        reason = state.reason or "denied"
-        return ToolResult(call_id, reason, is_error=True, denied=True, name=state.name)
-    if state.status == "failed":
-        return ToolResult(call_id, state.error or "", is_error=True, name=state.name)
-    if state.status == "done":
-        return ToolResult(call_id, _content(state.output), name=state.name)
-    return None
-
-
-def _content(output: Any) -> str | tuple[Text, ...]:
-    if isinstance(output, str):
-        return output
-    if isinstance(output, list) and all(
-        isinstance(b, dict) and isinstance(b.get("text"), str) for b in output
-    ):
-        return tuple(Text(b["text"]) for b in output)
-    return json.dumps(output, ensure_ascii=False)
 
 
 # -- requests -------------------------------------------------------------------------
@@ -254,7 +157,8 @@ def requests(
     model: str = "",
     safepoints: bool = False,
 ) -> Iterator[CallRequest]:
-    """The request before every model call of ``talk`` under ``economy``; spill files
+    """The request before every model call of ``talk`` under ``economy``, then the one
+    after the whole log; spill files
     are written to ``workbench`` (which also gives the leading system message, its
     index) as they appear. Without a workbench nothing is written: the pointers
     name ``economy.spill_dir``.
@@ -272,7 +176,8 @@ def requests(
         from ._workbench import WorkbenchIndex
 
         index_area = WorkbenchIndex(workbench)
-    for n, end in enumerate(talk.calls):
+    # before every model turn, then after the whole log (as replay._context does)
+    for n, end in enumerate((*talk.calls, len(talk.messages))):
         marks = Marks(
             interrupted=talk.marks.interrupted,
             debris=frozenset(i for i in talk.marks.debris if i < end),
