@@ -37,7 +37,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Final
 
 import msgspec
@@ -128,6 +128,9 @@ class Economized(msgspec.Struct, frozen=True):
     repaired: frozenset[str] = frozenset()
     trimmed: frozenset[str] = frozenset()
     dropped: frozenset[int] = frozenset()
+    stable: int = 0
+    """How many leading messages are those of the ``Economist``'s previous answer
+    (0 from ``economize``): a caller converts only the rest."""
 
     @property
     def size(self) -> int:
@@ -572,18 +575,29 @@ def _rebuilt(message: Message, parts: list[Part]) -> Message | None:
 
 
 class Economist:
-    """Applies an ``Economy`` call after call, as a resumed agent would.
+    """Applies an ``Economy`` call after call, to a conversation that only grows.
 
-    The first ``request`` is the resume: every load-time policy applies. Each later
-    one is a safepoint: the load-time decisions are taken again only when that frees
-    at least ``clear_at_least`` more chars than keeping the earlier ones (so the
-    provider's cached prefix breaks rarely); otherwise the earlier decisions stand
-    and what arrived since is only spilled at entry.
+    Without load-time policies (``Economy.live()``, ``.none()``) only spill at entry
+    applies, and only to what arrived since the previous call: the earlier messages
+    are kept as they were sent (``Economized.stable`` says how many), so the work per
+    call does not grow with the history and the prefix never breaks.
+
+    With them, the first ``request`` is the resume: every load-time policy applies.
+    Each later one is a safepoint: the load-time decisions are taken again only when
+    that frees at least ``clear_at_least`` more chars than keeping the earlier ones
+    (so the provider's cached prefix breaks rarely); otherwise the earlier decisions
+    stand and what arrived since is only spilled at entry.
+
+    ``request`` returns the spill files that answer added; a workbench writes them.
     """
 
     def __init__(self, economy: Economy) -> None:
         self.economy = economy
         self._decided: Economized | None = None
+        self._seen = 0  # messages of the input already economized (entry only)
+        self._last: Message | None = None
+        self._out: list[Message] = []
+        self._names: set[str] = set()
         self.collections = 0
         """How many requests took new load-time decisions (the resume included)."""
 
@@ -591,17 +605,34 @@ class Economist:
         """The economized conversation for the next call."""
         economy = self.economy
         if not economy.load_time:
-            return economize(messages, economy, marks)
+            return self._enter(messages)
         fresh = economize(messages, economy, marks)
         if self._decided is not None:
             kept = economize(messages, economy, marks, decided=self._decided)
             if kept.size - fresh.size < economy.clear_at_least:
-                return kept
+                return self._new_spills(kept)
         self._decided = fresh
         self.collections += 1
-        return fresh
+        return self._new_spills(fresh)
 
+    def _enter(self, messages: Sequence[Message]) -> Economized:
+        seen = self._seen
+        grown = 0 < seen <= len(messages) and messages[seen - 1] is self._last
+        if not grown:
+            seen, self._out = 0, []
+        added = economize(messages[seen:], self.economy)
+        if self._out and added.messages and added.messages[0].role == self._out[-1].role:
+            # the new part merges into the last turn (retry debris before a retry)
+            seen, self._out = 0, []
+            added = economize(messages, self.economy)
+        stable = len(self._out)
+        self._out.extend(added.messages)
+        self._seen = len(messages)
+        self._last = messages[-1] if messages else None
+        fresh = self._new_spills(added)
+        return msgspec.structs.replace(fresh, messages=tuple(self._out), stable=stable)
 
-def spilled(results: Iterable[Economized]) -> dict[str, str]:
-    """Every spill file of ``results`` by name (what a workbench holds after them)."""
-    return {s.name: s.content for r in results for s in r.spills}
+    def _new_spills(self, answer: Economized) -> Economized:
+        spills = tuple(s for s in answer.spills if s.name not in self._names)
+        self._names.update(s.name for s in spills)
+        return msgspec.structs.replace(answer, spills=spills)

@@ -34,7 +34,7 @@ import msgspec
 from definitions.conversation import answer_unanswered, conversation_messages
 from engine import INTERRUPTED, Economist, Economized, Economy, Marks, Message, Node, Role
 
-from ._workbench import Workbench
+from ._workbench import Workbench, WorkbenchIndex
 
 __all__ = [
     "POLICIES",
@@ -158,38 +158,37 @@ def requests(
     safepoints: bool = False,
 ) -> Iterator[CallRequest]:
     """The request before every model call of ``talk`` under ``economy``, then the one
-    after the whole log; spill files
-    are written to ``workbench`` (which also gives the leading system message, its
-    index) as they appear. Without a workbench nothing is written: the pointers
-    name ``economy.spill_dir``.
+    after the whole log; spill files are written to ``workbench`` (which also gives
+    the leading system message, its index) as they appear. Without a workbench
+    nothing is written: the pointers name ``economy.spill_dir``.
 
     With load-time policies, every request is a resume (decided afresh on the
     history so far, as an agent resumed before that call would send it); with
     ``safepoints`` the log is resumed once, before its first call, and each later
     call is a safepoint that re-decides only when that frees ``clear_at_least``
-    chars (``engine.Economist``)."""
+    chars (``engine.Economist``). Without them (``live``) each call converts only
+    what arrived since the previous one."""
     if workbench is not None:
         economy = workbench.economy(economy)
     economist = Economist(economy)
-    index_area = None
-    if workbench is not None:
-        from ._workbench import WorkbenchIndex
-
-        index_area = WorkbenchIndex(workbench)
+    index = WorkbenchIndex(workbench) if workbench is not None else None
+    converted: list[Sequence[Any]] = []  # each economized message's items, kept
     # before every model turn, then after the whole log (as replay._context does)
     for n, end in enumerate((*talk.calls, len(talk.messages))):
         marks = Marks(
             interrupted=talk.marks.interrupted,
             debris=frozenset(i for i in talk.marks.debris if i < end),
         )
-        if not safepoints:
+        if economy.load_time and not safepoints:
             economist = Economist(economy)  # a resume before every call
         out = economist.request(talk.messages[:end], marks)
-        head: list[Message] = []
-        if workbench is not None and index_area is not None:
+        del converted[out.stable :]
+        converted += [gateway.items(m) for m in out.messages[out.stable :]]
+        items: list[Any] = []
+        if workbench is not None and index is not None:
             workbench.write(out.spills)
-            head.append(Message(role=Role.system, content=index_area.text()))
-        items = [item for m in (*head, *out.messages) for item in gateway.items(m)]
+            items += gateway.items(Message(role=Role.system, content=index.text()))
+        items += [item for message_items in converted for item in message_items]
         payload = gateway.request(items, model=model)
         problems = tuple(gateway.validate(payload))
         yield CallRequest(call=n, payload=payload, economized=out, problems=problems)

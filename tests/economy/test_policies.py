@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 from hypothesis import given, settings
 
 from engine import (
@@ -285,3 +286,27 @@ def test_economist_requests_stay_valid_call_after_call(
         debris = frozenset(i for i in marks.debris if i < end)
         out = economist.request(messages[:end], Marks(marks.interrupted, debris))
         assert not pairing_problems(out.messages)
+
+
+@settings(max_examples=150, deadline=None)
+@given(sessions(), economies())
+def test_entry_only_work_is_incremental_and_equal_to_a_full_pass(
+    session: tuple[list[Message], Marks], economy: Economy
+) -> None:
+    messages, _ = session
+    live = msgspec.structs.replace(economy, load_time=False)
+    economist = Economist(live)
+    before: tuple[Message, ...] = ()
+    written: set[str] = set()
+    for end in range(1, len(messages) + 1):
+        if messages[end - 1].role != Role.user:
+            continue
+        out = economist.request(messages[:end])
+        assert out.messages == economize(messages[:end], live).messages
+        assert out.messages[: out.stable] == before[: out.stable]
+        # only what arrived since the previous call was economized
+        assert out.stable == len(before) or before[-1].role == out.messages[len(before) - 1].role
+        written |= {s.name for s in out.spills}
+        before = out.messages
+    last_user = max(i for i, m in enumerate(messages) if m.role == Role.user)
+    assert written == {s.name for s in economize(messages[: last_user + 1], live).spills}
