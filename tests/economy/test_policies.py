@@ -21,7 +21,6 @@ from engine import (
     economize,
     spill_name,
 )
-from engine._economy import message_size
 from tests.economy._sessions import (
     assistant,
     call,
@@ -270,7 +269,6 @@ def test_pairing_holds_under_every_policy(
                 if isinstance(p, ToolResult) and p.call_id == part.call_id
             ]
             assert kept == [part.content] or part.content in spilled
-    assert sum(map(message_size, out.messages)) <= sum(map(message_size, messages))
 
 
 @settings(max_examples=100, deadline=None)
