@@ -113,6 +113,17 @@ def _split(message: Message, provider: str) -> tuple[list[ToolResult], list[Part
     return results, rest
 
 
+def _payload(
+    head: dict[str, Any], tools: Sequence[dict[str, Any]], options: dict[str, Any]
+) -> dict[str, Any]:
+    """A request: ``head`` (model, system, items), then ``tools``, then the caller's options."""
+    payload = dict(head)
+    if tools:
+        payload["tools"] = list(tools)
+    payload.update(options)
+    return payload
+
+
 def _leading_system(items: Sequence[dict[str, Any]]) -> int:
     count = 0
     for item in items:
@@ -205,14 +216,11 @@ class AnthropicGateway:
             {**item, "role": "user"} if item.get("role") == "system" else item
             for item in listed[lead:]
         ]
-        payload: dict[str, Any] = {"model": model, "max_tokens": max_tokens}
+        head: dict[str, Any] = {"model": model, "max_tokens": max_tokens}
         if system:
-            payload["system"] = system
-        payload["messages"] = messages
-        if tools:
-            payload["tools"] = list(tools)
-        payload.update(options)
-        return payload
+            head["system"] = system
+        head["messages"] = messages
+        return _payload(head, tools, options)
 
     def message(self, output: dict[str, Any]) -> Message:
         """An SDK ``Message`` dict (``to_dict(mode="json")``) as a generic message."""
@@ -371,11 +379,7 @@ class OpenAIChatGateway:
         **options: Any,
     ) -> dict[str, Any]:
         """``client.chat.completions.create(**request)``."""
-        payload: dict[str, Any] = {"model": model, "messages": list(items)}
-        if tools:
-            payload["tools"] = list(tools)
-        payload.update(options)
-        return payload
+        return _payload({"model": model, "messages": list(items)}, tools, options)
 
     def message(self, output: dict[str, Any]) -> Message:
         """A ``ChatCompletion`` dict's first choice (or a choice's ``message``) as a
@@ -547,11 +551,7 @@ class OpenAIResponsesGateway:
         **options: Any,
     ) -> dict[str, Any]:
         """``client.responses.create(**request)``."""
-        payload: dict[str, Any] = {"model": model, "input": list(items)}
-        if tools:
-            payload["tools"] = list(tools)
-        payload.update(options)
-        return payload
+        return _payload({"model": model, "input": list(items)}, tools, options)
 
     def message(self, output: dict[str, Any] | Sequence[dict[str, Any]]) -> Message:
         """A ``Response`` dict (or its ``output`` list) as a generic message."""
@@ -739,16 +739,13 @@ class GeminiGateway:
                 contents[-1] = {"role": role, "parts": [*contents[-1]["parts"], *item["parts"]]}
             else:
                 contents.append({**item, "role": role})
-        payload: dict[str, Any] = {"model": model}
+        head: dict[str, Any] = {"model": model}
         if lead:
-            payload["systemInstruction"] = {
+            head["systemInstruction"] = {
                 "parts": [p for item in listed[:lead] for p in item["parts"]]
             }
-        payload["contents"] = contents
-        if tools:
-            payload["tools"] = list(tools)
-        payload.update(options)
-        return payload
+        head["contents"] = contents
+        return _payload(head, tools, options)
 
     def message(self, output: dict[str, Any]) -> Message:
         """A candidate's ``content`` (or a response's first candidate) as a generic message."""

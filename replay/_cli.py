@@ -2,7 +2,8 @@
 
 Subcommands: ``replay`` (render the view of a log), ``check`` (the determinism
 checker), ``bench`` (decode and fold speed), ``store`` (move logs in and out of the
-SQLite event store) and ``serve`` (the live server, an optional extra).
+SQLite event store), ``context`` (the next model request, ``replay._context``) and
+``serve`` (the live server, an optional extra).
 
 Without ``--definitions`` a log is replayed with the definition set of the protocol
 its events speak (``replay._detect``), through that protocol's pre-pass. ``replay``,
@@ -32,6 +33,7 @@ import msgspec
 
 from engine import ConversationError, Node, Registration, create_conversation_engine
 
+from . import _context
 from ._detect import (
     DefinitionSet,
     detect_protocol,
@@ -205,6 +207,18 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             # Say so rather than print nothing: an empty view is a finding, not a failure.
             text = f"(no nodes after {len(events)} events)\n"
     _write(text, args.output)
+    return 0
+
+
+# -- context -----------------------------------------------------------------------------
+
+
+def _cmd_context(args: argparse.Namespace) -> int:
+    try:
+        text = _context.command(_load(args.log, args.lenient).events, args)
+    except ValueError as exc:
+        raise _Failure(f"{args.log}: {exc}") from exc
+    _write(text, None)
     return 0
 
 
@@ -437,6 +451,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--rounds", type=_non_negative, default=3, help="random variants per way (default 3)"
     )
     check.set_defaults(handler=_cmd_check)
+
+    context = commands.add_parser(
+        "context",
+        help="print the model request the log leads to (JSON)",
+        description="Print the provider request that would be sent after the log.",
+    )
+    _add_log(context)
+    _context.add_arguments(context)
+    context.set_defaults(handler=_cmd_context)
 
     bench = commands.add_parser(
         "bench",

@@ -32,7 +32,9 @@ the gateway and its validator (``Call.problems``).
 
 from __future__ import annotations
 
+import argparse
 import random
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
@@ -40,7 +42,7 @@ import attrs
 import msgspec
 
 from definitions.conversation import answer_unanswered, conversation_messages
-from definitions.gateways import Gateway, Problem, gateway
+from definitions.gateways import GATEWAYS, Gateway, Problem, gateway
 from engine import Context, CoopContext, Message, Node, RenderRecord, Role
 
 from ._detect import DefinitionSet, detect_protocol, protocol_definitions
@@ -51,7 +53,10 @@ __all__ = [
     "Call",
     "ContextOptions",
     "Feeder",
+    "add_arguments",
     "check_requests",
+    "command",
+    "options_from",
     "render_event",
     "request_bytes",
     "requests",
@@ -164,7 +169,8 @@ def requests(
 
     Without ``context.render`` events: one call before each model turn of the
     conversation, and a last one after the whole log. With them: one call per
-    record, rebuilt from the records (prompt replay), then one after the log.
+    record, rebuilt from the records (prompt replay), then one after the log (the
+    record's context plus the conversation since, before any area renders).
     ``nodes_at`` folds a prefix of the log's (non-record) events; the default
     replays it through the log's own definition set (``check_requests`` passes
     batched folds). ``ValueError`` for an unknown provider or a record that does
@@ -227,6 +233,10 @@ def _replayed(
         except ValueError as exc:
             raise ValueError(f"event #{position}: {exc}") from exc
         calls.append(_call(len(calls), position, target, context, options))
+    # After the log: what the next render would append before any area speaks.
+    for message in feeder.feed(conversation_messages(nodes_at(plain))):
+        context.emplace_message(message)
+    calls.append(_call(len(calls), len(listed), target, context, options))
     return calls
 
 
@@ -262,3 +272,55 @@ def check_requests(
         if len(got) != len(baseline):
             return f"{len(got)} calls instead of {len(baseline)} (seed={seed}/{round_})"
     return None
+
+
+# -- convo context ---------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``convo context`` (after LOG); policies add theirs here."""
+    parser.add_argument(
+        "--provider", "-p", choices=sorted(GATEWAYS), required=True, help="whose request"
+    )
+    parser.add_argument(
+        "--calls",
+        action="store_true",
+        help="JSON Lines: the request before every model turn of the log",
+    )
+    parser.add_argument(
+        "--at", type=_count, metavar="N", help="project only the first N events of the log"
+    )
+    parser.add_argument("--model", default="", help="the model named in each request")
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
+    return value
+
+
+def options_from(args: argparse.Namespace) -> ContextOptions:
+    """The ``ContextOptions`` the command line asks for."""
+    return ContextOptions(model=args.model)
+
+
+def command(events: Sequence[Any], args: argparse.Namespace) -> str:
+    """What ``convo context`` prints for ``events``; each validator problem is reported
+    on stderr. ``ValueError`` for bad input (an ``--at`` past the end, a bad record)."""
+    if args.at is not None:
+        if args.at > len(events):
+            raise ValueError(f"--at {args.at}: the log has only {len(events)} events")
+        events = events[: args.at]
+    calls = requests(events, args.provider, options=options_from(args))
+    shown = calls[:-1] if args.calls else calls[-1:]
+    for call in shown:
+        for problem in call.problems:
+            print(
+                f"warning: call {call.index}: {problem.code} at item {problem.index}: "
+                f"{problem.detail}",
+                file=sys.stderr,
+            )
+    if args.calls:
+        return "".join(request_bytes(c.request).decode() + "\n" for c in shown)
+    return msgspec.json.format(request_bytes(shown[0].request), indent=2).decode() + "\n"

@@ -73,6 +73,7 @@ import msgspec
 from engine import ConversationEngine, ConversationError, ManualScheduler, Node
 from engine import create_conversation_engine as _create
 
+from ._context import check_requests
 from ._errors import ReplayError
 from ._render import state_json
 
@@ -812,9 +813,14 @@ def check_determinism(
     event_type: Callable[[Any], Hashable] | None = None,
     prepare: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
     samples: int = SAMPLES,
+    context: str | None = None,
 ) -> Report:
     """Replay ``events`` through ``definitions`` in many ways and report whether the
     views agree (see the module docstring for the ways and what each checks).
+
+    ``context`` names a provider (``"anthropic"``, ...): once the views agree, the
+    model requests of the log (``replay._context.check_requests``, the log's own
+    definition set) must also be byte-identical however the log is batched.
 
     ``ways`` selects among ``WAYS`` (``whole`` always runs: it is the baseline);
     ``rounds`` is how many random variants of ``batches`` and ``frames`` run, and how
@@ -843,6 +849,19 @@ def check_determinism(
         raise ValueError(f"samples must be >= 1, not {samples!r}")
     check = _Check(tuple(events), tuple(definitions), event_type, prepare, seed, rounds, samples)
     divergence = check.run(ways)
+    if divergence is None and context is not None:
+        reason = check_requests(check.raw, context, seed=seed, rounds=rounds)
+        check.tried.append("context")
+        if reason is not None:
+            divergence = Divergence(
+                position=-1,
+                key=None,
+                left=None,
+                right=None,
+                left_way="context",
+                right_way="context batches",
+                reason=reason,
+            )
     return Report(
         ok=divergence is None,
         seed=seed,

@@ -32,6 +32,17 @@ def test_the_example_runs_and_prints_two_notifications(
     assert capsys.readouterr().out.splitlines() == ["['']", "['Hello']"]
 
 
+def test_the_model_context_example_collects_the_sub_task(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    example = next(code for lang, code in BLOCKS if lang == "python" and "CoopContext" in code)
+    exec(compile(example, "README.md", "exec"), {})
+    assert capsys.readouterr().out == (
+        "You are a careful coding agent. ['Fix the failing test.', "
+        "'Sub-task result: a UTC offset bug.', 'It is the UTC offset.']\n"
+    )
+
+
 def test_the_plugin_example_passes(pytester: pytest.Pytester) -> None:
     example = next(code for lang, code in BLOCKS if lang == "python" and "convo_snapshot" in code)
     example = example.replace('"replay/examples/', f'"{ROOT}/replay/examples/')
