@@ -533,11 +533,13 @@ def _assemble(
     spills: dict[str, Spill],
 ) -> Economized:
     """The messages with parts replaced or removed, keeping the pairing rules: empty
-    turns go and turns of one role next to each other become one (always: the
-    conversation may come as one message per node, and providers alternate)."""
+    turns go, and two turns of one role that a removal left next to each other
+    become one (providers that alternate roles require it); the rest is untouched."""
     out: list[Message] = []
+    removed = False  # a turn went since the last one kept: its neighbours may meet
     for i, message in enumerate(messages):
         if i in dropped:
+            removed = True
             continue
         if isinstance(message.content, str):
             kept: Message | None = message
@@ -559,11 +561,13 @@ def _assemble(
             else:
                 kept = Message(role=message.role, content=tuple(parts)) if changed else message
         if kept is None or not kept.content:
+            removed = True
             continue
-        if out and out[-1].role == kept.role and kept.role != Role.system:
+        if removed and out and out[-1].role == kept.role and kept.role != Role.system:
             out[-1] = Message(role=kept.role, content=out[-1].parts + kept.parts)
         else:
             out.append(kept)
+        removed = False
     return Economized(messages=tuple(out), spills=tuple(spills[k] for k in sorted(spills)))
 
 

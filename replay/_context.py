@@ -45,6 +45,7 @@ from definitions.conversation import answer_unanswered, conversation_messages
 from definitions.gateways import GATEWAYS, Gateway, Problem, gateway
 from engine import Context, CoopContext, Message, Node, RenderRecord, Role
 
+from . import _economy
 from ._detect import DefinitionSet, detect_protocol, protocol_definitions
 from ._replay import replay
 
@@ -291,6 +292,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--at", type=_count, metavar="N", help="project only the first N events of the log"
     )
     parser.add_argument("--model", default="", help="the model named in each request")
+    _economy.add_arguments(parser)
 
 
 def _count(text: str) -> int:
@@ -312,6 +314,9 @@ def command(events: Sequence[Any], args: argparse.Namespace) -> str:
         if args.at > len(events):
             raise ValueError(f"--at {args.at}: the log has only {len(events)} events")
         events = events[: args.at]
+    if _economy.wanted(args):
+        plain = [e for e in events if not _is_record(e)]
+        return _economy.command(_definition_set(plain).replay(plain), args)
     calls = requests(events, args.provider, options=options_from(args))
     shown = calls[:-1] if args.calls else calls[-1:]
     for call in shown:

@@ -24,7 +24,9 @@ one place (``conversation``); the rest of the conversation is
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, Protocol
 
@@ -32,6 +34,7 @@ import attrs
 import msgspec
 
 from definitions.conversation import answer_unanswered, conversation_messages
+from definitions.gateways import gateway
 from engine import INTERRUPTED, Economist, Economized, Economy, Marks, Message, Node, Role
 
 from ._workbench import Workbench, WorkbenchIndex
@@ -279,3 +282,71 @@ def common_prefix(a: bytes, b: bytes) -> int:
         else:
             high = middle - 1
     return low
+
+
+# -- convo context --policy / --workbench / --stats ------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The economy's options of ``convo context``."""
+    parser.add_argument(
+        "--policy",
+        choices=list(POLICIES),
+        help="the context economy: none (as recorded), live (spill at entry), resume "
+        "(the load-time defaults too: expiry, denial pruning, repair, debris)",
+    )
+    parser.add_argument(
+        "--workbench",
+        metavar="DIR",
+        help="the workbench: spill files are written to DIR/spill, and its index of "
+        "DIR/scripts and DIR/artifacts leads each request as a system message",
+    )
+    parser.add_argument(
+        "--stats",
+        action="store_true",
+        help="print the economy's figures (JSON) instead of requests",
+    )
+
+
+def wanted(args: argparse.Namespace) -> bool:
+    """Whether the command line asks for the economy (any of its options)."""
+    return args.policy is not None or args.workbench is not None or args.stats
+
+
+def command(nodes: Iterable[Node], args: argparse.Namespace) -> str:
+    """What ``convo context`` prints under the economy's options: the request before
+    every model call (``--calls``, JSON Lines) or after the log, or the figures
+    (``--stats``). Each validator problem is reported on stderr."""
+    target = gateway(args.provider)
+    talk = conversation(nodes)
+    policy = args.policy or "none"
+    bench = Workbench(args.workbench) if args.workbench is not None else None
+    calls = list(requests(talk, target, POLICIES[policy](), workbench=bench, model=args.model))
+    before = calls[:-1]  # the request before every model call; the last follows the log
+    if args.stats:
+        figures = measure(before)
+        baseline = (
+            figures
+            if policy == "none"
+            else measure(list(requests(talk, target, Economy.none(), model=args.model))[:-1])
+        )
+        out = {
+            "provider": target.name,
+            "policy": policy,
+            **figures.as_dict(),
+            "chars_none": baseline.total,
+            "reduction": round(1 - figures.total / baseline.total, 4) if baseline.total else 0.0,
+            "sizes": list(figures.sizes),
+        }
+        return msgspec.json.encode(out).decode() + "\n"
+    shown = before if args.calls else calls[-1:]
+    for call in shown:
+        for problem in call.problems:
+            print(
+                f"warning: call {call.call}: {problem.code} at item {problem.index}: "
+                f"{problem.detail}",
+                file=sys.stderr,
+            )
+    if args.calls:
+        return "".join(msgspec.json.encode(c.payload).decode() + "\n" for c in shown)
+    return msgspec.json.format(msgspec.json.encode(shown[0].payload), indent=2).decode() + "\n"

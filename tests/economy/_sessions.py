@@ -42,8 +42,12 @@ def pairing_problems(messages: Sequence[Message]) -> list[str]:
         parts = message.parts
         if not parts:
             problems.append(f"message {n} is empty")
-        if previous is not None and previous.role == message.role and message.role != Role.system:
-            problems.append(f"messages {n - 1} and {n} are both {message.role}")
+        if (
+            previous is not None
+            and previous.role == message.role == Role.user
+            and any(isinstance(p, ToolResult) for p in parts)
+        ):
+            problems.append(f"messages {n - 1} and {n} are both user turns, results second")
         if (
             message.role == Role.assistant
             and parts
