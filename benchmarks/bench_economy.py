@@ -96,8 +96,8 @@ def run(
         request = next(calls, None)
         timings.append(time.perf_counter() - start)
         if request is None:
-            timings.pop()
-            return out, timings
+            # the last request follows the whole log: no model call of the log answers it
+            return out[:-1], timings[:-2]
         out.append(request)
 
 
@@ -139,9 +139,11 @@ def main() -> int:
     )
     print(
         "session | gateway | calls | none chars | live | resume | wide | live reuse | "
-        "resume reuse | breaks live/resume | invalid | deterministic | ms/call first/last"
+        "resume reuse | breaks live/resume | invalid | deterministic | "
+        "ms/call live first/last | ms/call resume first/last"
     )
     worst = {"resume_cut": 1.0, "live_reuse": 1.0, "invalid": 0}
+    files: dict[tuple[str, str], dict[str, int]] = {}
     for name, events in sessions():
         for gateway in gateways:
             row: dict[str, Any] = {"session": name, "gateway": gateway}
@@ -163,6 +165,9 @@ def main() -> int:
                 row[policy]["ms_first"] = 1000 * sum(timings[:tenth]) / tenth
                 row[policy]["ms_last"] = 1000 * sum(timings[-tenth:]) / tenth
                 worst["invalid"] += figures.invalid
+            whole = files.setdefault((name.split(":")[0], gateway), dict.fromkeys(POLICIES, 0))
+            for policy in POLICIES:
+                whole[policy] += totals[policy]
             base = totals["none"] or 1
             cut = {p: 1 - totals[p] / base for p in POLICIES}
             worst["resume_cut"] = min(worst["resume_cut"], cut["resume"])
@@ -178,8 +183,16 @@ def main() -> int:
                 f"{live['prefix_breaks']}/{resume['prefix_breaks']} | "
                 f"{sum(row[p]['invalid'] for p in POLICIES)} | "
                 f"{all(row[p]['deterministic'] for p in POLICIES)} | "
+                f"{live['ms_first']:.2f}/{live['ms_last']:.2f} | "
                 f"{resume['ms_first']:.2f}/{resume['ms_last']:.2f}"
             )
+    print(
+        "# whole session files (every thread summed): file | gateway | none | live | resume | wide"
+    )
+    for (file, gateway), whole in files.items():
+        base = whole["none"] or 1
+        cuts = " | ".join(f"-{1 - whole[p] / base:.0%}" for p in POLICIES if p != "none")
+        print(f"# {file} | {gateway} | {whole['none']:,} | {cuts}")
     reference = swe_agent_reference()
     print(
         f"# SWE-agent's own history processor (marshmallow, as recorded): prefix reuse "
