@@ -424,22 +424,26 @@ def economize(
     if not economy.load_time:
         return _assemble(messages, replace, frozenset(), spills)
     if decided is None:
-        decided = _decide(messages, index, economy, marks)
+        chosen = _decide(messages, index, economy, marks)
+    else:
+        chosen = _Decisions(
+            decided.expired, decided.pruned, decided.repaired, decided.trimmed, decided.dropped
+        )
     where = {result.call_id: (i, j) for i, j, result in index.results}
     ordinals = {result.call_id: n for n, (_, _, result) in enumerate(index.results, start=1)}
-    for call_id in decided.repaired:
+    for call_id in chosen.repaired:
         if call_id in where:
             i, j = where[call_id]
             result = _result_at(messages, i, j)
             replace[i, j] = msgspec.structs.replace(result, content=INTERRUPTED, is_error=True)
-    for call_id in decided.expired:
+    for call_id in chosen.expired:
         if call_id in where:
             i, j = where[call_id]
             result = _result_at(messages, i, j)
             command = command_of(index.calls[call_id]) or ""
             sentence = expired_sentence(command, ordinals[call_id])
             replace[i, j] = msgspec.structs.replace(result, content=sentence)
-    for call_id in decided.trimmed:
+    for call_id in chosen.trimmed:
         if call_id in where:
             i, j = where[call_id]
             result = _result_at(messages, i, j)
@@ -448,7 +452,7 @@ def economize(
                 spills[name] = Spill(name, result.content)
                 pointer = _pointer(economy.spill_dir, name, len(result.content), "")
                 replace[i, j] = msgspec.structs.replace(result, content=pointer)
-    pruned = decided.pruned
+    pruned = chosen.pruned
     for i, message in enumerate(messages):
         if isinstance(message.content, str):
             continue
@@ -457,14 +461,14 @@ def economize(
                 call_id = part.id if isinstance(part, ToolCall) else part.call_id
                 if call_id in pruned:
                     replace[i, j] = None
-    out = _assemble(messages, replace, decided.dropped, spills)
+    out = _assemble(messages, replace, chosen.dropped, spills)
     return msgspec.structs.replace(
         out,
-        expired=decided.expired,
-        pruned=decided.pruned,
-        repaired=decided.repaired,
-        trimmed=decided.trimmed,
-        dropped=decided.dropped,
+        expired=chosen.expired,
+        pruned=chosen.pruned,
+        repaired=chosen.repaired,
+        trimmed=chosen.trimmed,
+        dropped=chosen.dropped,
     )
 
 
@@ -474,9 +478,19 @@ def _result_at(messages: Sequence[Message], i: int, j: int) -> ToolResult:
     return part
 
 
+class _Decisions(msgspec.Struct, frozen=True):
+    """The load-time policies' choices: which calls each touched, which messages went."""
+
+    expired: frozenset[str]
+    pruned: frozenset[str]
+    repaired: frozenset[str]
+    trimmed: frozenset[str]
+    dropped: frozenset[int]
+
+
 def _decide(
     messages: Sequence[Message], index: _Index, economy: Economy, marks: Marks
-) -> Economized:
+) -> _Decisions:
     results = index.results
     repaired = frozenset(
         r.call_id for _, _, r in results if r.call_id in marks.interrupted
@@ -511,14 +525,7 @@ def _decide(
     dropped = frozenset(
         i for i in marks.debris if 0 <= i < len(messages)
     ) if economy.drop_retry_debris else frozenset()  # fmt: skip
-    return Economized(
-        messages=(),
-        expired=expired,
-        pruned=pruned,
-        repaired=repaired,
-        trimmed=trimmed,
-        dropped=dropped,
-    )
+    return _Decisions(expired, pruned, repaired, trimmed, dropped)
 
 
 def _ephemeral_call(call: ToolCall | None) -> bool:
