@@ -307,6 +307,15 @@ def options_from(args: argparse.Namespace) -> ContextOptions:
     return ContextOptions(model=args.model)
 
 
+def warn(index: int, problems: Iterable[Problem]) -> None:
+    """Report call ``index``'s validator problems on stderr."""
+    for problem in problems:
+        print(
+            f"warning: call {index}: {problem.code} at item {problem.index}: {problem.detail}",
+            file=sys.stderr,
+        )
+
+
 def command(events: Sequence[Any], args: argparse.Namespace) -> str:
     """What ``convo context`` prints for ``events``; each validator problem is reported
     on stderr. ``ValueError`` for bad input (an ``--at`` past the end, a bad record)."""
@@ -320,12 +329,7 @@ def command(events: Sequence[Any], args: argparse.Namespace) -> str:
     calls = requests(events, args.provider, options=options_from(args))
     shown = calls[:-1] if args.calls else calls[-1:]
     for call in shown:
-        for problem in call.problems:
-            print(
-                f"warning: call {call.index}: {problem.code} at item {problem.index}: "
-                f"{problem.detail}",
-                file=sys.stderr,
-            )
+        warn(call.index, call.problems)
     if args.calls:
         return "".join(request_bytes(c.request).decode() + "\n" for c in shown)
     return msgspec.json.format(request_bytes(shown[0].request), indent=2).decode() + "\n"

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, Protocol
 
@@ -339,14 +338,11 @@ def command(nodes: Iterable[Node], args: argparse.Namespace) -> str:
             "sizes": list(figures.sizes),
         }
         return msgspec.json.encode(out).decode() + "\n"
+    from ._context import warn  # the command's own reporting (it imports this module)
+
     shown = before if args.calls else calls[-1:]
     for call in shown:
-        for problem in call.problems:
-            print(
-                f"warning: call {call.call}: {problem.code} at item {problem.index}: "
-                f"{problem.detail}",
-                file=sys.stderr,
-            )
+        warn(call.call, call.problems)
     if args.calls:
         return "".join(msgspec.json.encode(c.payload).decode() + "\n" for c in shown)
     return msgspec.json.format(msgspec.json.encode(shown[0].payload), indent=2).decode() + "\n"

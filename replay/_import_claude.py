@@ -64,15 +64,13 @@ _INTERRUPTIONS: Final = frozenset(
 def read(data: bytes, path: str | None, lenient: bool) -> tuple[list[Thread], list[LogError]]:
     """The threads of a Claude Code session file: the main conversation first (or
     the file's first sub-agent, for a side file), then sidechains, then side files."""
-    records, problems = json_lines(data, path, lenient)
-    threads = _threads(records, "")
+    lines, problems = json_lines(data, path, lenient)
+    threads = _threads([line.value for line in lines], "")
     if path is not None:
         for side in _side_files(path):
-            side_records, side_problems = json_lines(Path(side).read_bytes(), side, lenient)
+            side_lines, side_problems = json_lines(Path(side).read_bytes(), side, lenient)
             problems.extend(side_problems)
-            name = Path(side).stem
-            for thread in _threads(side_records, name):
-                threads.append(thread)
+            threads += _threads([line.value for line in side_lines], Path(side).stem)
     return threads, problems
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._errors import LogError
-from ._transcripts import Emitter, Thread, bad_record, json_lines, text_of
+from ._transcripts import Emitter, Thread, bad_record, json_lines, reject, text_of
 
 __all__ = ["read"]
 
@@ -34,15 +34,14 @@ _OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call
 
 def read(data: bytes, path: str | None, lenient: bool) -> tuple[list[Thread], list[LogError]]:
     """The rollout's one thread."""
-    records, problems = json_lines(data, path, lenient)
+    lines, problems = json_lines(data, path, lenient)
     em = Emitter()
     nodes: dict[str, str] = {}  # call_id -> node
-    for line, record in enumerate(records, start=1):
+    for numbered in lines:
+        line, record = numbered.number, numbered.value
         if not isinstance(record, dict) or not isinstance(record.get("payload"), dict):
             error = bad_record(path, line, "a rollout record needs an object 'payload'")
-            if not lenient:
-                raise error
-            problems.append(error)
+            reject(error, problems, lenient=lenient)
             continue
         payload = record["payload"]
         kind, item = record.get("type"), payload.get("type")

@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 
 from ._errors import LogError
-from ._transcripts import Emitter, Thread, action_of, bad_record, json_lines
+from ._transcripts import Emitter, Thread, action_of, bad_record, json_lines, reject
 
 __all__ = ["read"]
 
@@ -43,15 +43,15 @@ def read(data: bytes, path: str | None, lenient: bool) -> tuple[list[Thread], li
     if start.startswith(b"["):
         events = msgspec.json.decode(start)
         return [Thread(name="main", events=_emit(events, ""))], []
-    records, problems = json_lines(data, path, lenient)
+    lines, problems = json_lines(data, path, lenient)
+    records = [line.value for line in lines]
     if records and isinstance(records[0], dict) and isinstance(records[0].get("history"), list):
         threads: list[Thread] = []
-        for line, record in enumerate(records, start=1):
+        for numbered in lines:
+            line, record = numbered.number, numbered.value
             if not isinstance(record, dict) or not isinstance(record.get("history"), list):
                 error = bad_record(path, line, "an evaluation output needs a 'history' list")
-                if not lenient:
-                    raise error
-                problems.append(error)
+                reject(error, problems, lenient=lenient)
                 continue
             name = str(record.get("instance_id") or f"run-{line}")
             prefix = "" if not threads else f"{name}/"

@@ -41,7 +41,15 @@ import msgspec
 from ._errors import LogError
 from ._log import describe, line_error
 
-__all__ = ["Emitter", "Thread", "Transcript", "TranscriptFormat", "detect", "read_transcript"]
+__all__ = [
+    "Emitter",
+    "Line",
+    "Thread",
+    "Transcript",
+    "TranscriptFormat",
+    "detect",
+    "read_transcript",
+]
 
 TranscriptFormat = Literal["claude-code", "codex", "openhands", "swe-agent"]
 
@@ -226,10 +234,19 @@ def text_of(content: Any) -> str:
 # -- reading and detection ----------------------------------------------------------------
 
 
-def json_lines(data: bytes, path: str | None, lenient: bool) -> tuple[list[Any], list[LogError]]:
+class Line(msgspec.Struct, frozen=True):
+    """A decoded line of a session file: its ``number`` (from 1) and ``value``."""
+
+    number: int
+    value: Any
+
+
+def json_lines(data: bytes, path: str | None, lenient: bool) -> tuple[list[Line], list[LogError]]:
     """Every non-blank line of ``data`` decoded, with the bad ones as errors: fatal
-    unless ``lenient``, except an unterminated last line (a torn write)."""
-    records: list[Any] = []
+    unless ``lenient``, except an unterminated last line (a torn write). Unlike
+    ``replay._log.decode_lines`` each value keeps its line number, for the errors a
+    reader finds in it later."""
+    lines: list[Line] = []
     problems: list[LogError] = []
     pieces = data.split(b"\n")
     last = len(pieces) - 1
@@ -237,16 +254,20 @@ def json_lines(data: bytes, path: str | None, lenient: bool) -> tuple[list[Any],
         if not text.strip():
             continue
         try:
-            records.append(_any.decode(text))
+            lines.append(Line(index + 1, _any.decode(text)))
         except msgspec.DecodeError as exc:
-            truncated = index == last
             error = line_error(
-                exc, text, path=path, line=index + 1, what="session record", truncated=truncated
+                exc, text, path=path, line=index + 1, what="session record", truncated=index == last
             )
-            if not (lenient or truncated):
-                raise error from exc
-            problems.append(error)
-    return records, problems
+            reject(error, problems, lenient=lenient or index == last)
+    return lines, problems
+
+
+def reject(error: LogError, problems: list[LogError], *, lenient: bool) -> None:
+    """Raise ``error``, or, when ``lenient``, list it in ``problems`` and go on."""
+    if not lenient:
+        raise error
+    problems.append(error)
 
 
 def bad_record(path: str | None, line: int, reason: str) -> LogError:

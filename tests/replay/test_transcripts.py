@@ -185,21 +185,20 @@ class TestStructuralMarkers:
     def record(self, **fields: Any) -> dict[str, Any]:
         return {"sessionId": "s", "isSidechain": False, **fields}
 
+    def bash_call(self) -> dict[str, Any]:
+        # the model's turn "a1" after user turn "u1": one Bash call, "t1"
+        use = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}
+        return self.record(
+            uuid="a1", parentUuid="u1", type="assistant", message={"id": "m1", "content": [use]}
+        )
+
     def lines(self, *records: dict[str, Any]) -> bytes:
         return b"".join(json.dumps(r).encode() + b"\n" for r in records)
 
     def session(self, result_text: str, **marker: Any) -> list[dict[str, Any]]:
         data = self.lines(
             self.record(uuid="u1", parentUuid=None, type="user", message={"content": "hi"}),
-            self.record(
-                uuid="a1",
-                parentUuid="u1",
-                type="assistant",
-                message={
-                    "id": "m1",
-                    "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}],
-                },
-            ),
+            self.bash_call(),
             self.record(
                 uuid="u2",
                 parentUuid="a1",
@@ -234,15 +233,7 @@ class TestStructuralMarkers:
     def test_an_unanswered_call_is_cut_when_the_user_speaks(self) -> None:
         data = self.lines(
             self.record(uuid="u1", parentUuid=None, type="user", message={"content": "go"}),
-            self.record(
-                uuid="a1",
-                parentUuid="u1",
-                type="assistant",
-                message={
-                    "id": "m1",
-                    "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}],
-                },
-            ),
+            self.bash_call(),
             self.record(uuid="u2", parentUuid="a1", type="user", message={"content": "stop"}),
             self.record(
                 uuid="a2",
