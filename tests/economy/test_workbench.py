@@ -9,7 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from engine import Context, CoopContext, Economy, Message, Role, ToolCall, ToolResult, economize
+from definitions.gateways import ANTHROPIC
+from engine import (
+    Context,
+    CoopContext,
+    Economy,
+    Marks,
+    Message,
+    Role,
+    ToolCall,
+    ToolResult,
+    economize,
+)
+from replay._economy import Conversation, requests
 from replay._workbench import Workbench, WorkbenchIndex
 from tests.economy._sessions import assistant, call, result, user
 
@@ -82,3 +94,17 @@ class TestIndexArea:
         assert entries[-1][0] == "artifacts/09.txt"
         text = WorkbenchIndex(Workbench(tmp_path)).text()
         assert text.count("\n- ") == 40
+
+
+def test_the_index_leads_each_request_and_follows_the_workbench(tmp_path: Path) -> None:
+    messages = [*spilled_session(), user("again"), assistant("ok")]
+    talk = Conversation(messages=tuple(messages), marks=Marks(), calls=(1, 3, 5))
+    bench = Workbench(tmp_path)
+    calls = requests(talk, ANTHROPIC, Economy.live(), workbench=bench)
+    first = next(calls)
+    assert "(empty)" in first.payload["system"][0]["text"]
+    (tmp_path / "artifacts").mkdir()
+    (tmp_path / "artifacts" / "report.md").write_text("# done\n")
+    second = next(calls)
+    assert "- artifacts/report.md (7 bytes)" in second.payload["system"][0]["text"]
+    assert second.problems == ()

@@ -328,3 +328,27 @@ class TestOtherFormats:
         assert detect(b'{"type": "message_start", "message": {}}\n') is None
         assert detect(b"data: {}\n\n") is None
         assert detect(b"[1, 2]") is None
+
+
+class TestClaudeCodeRecords:
+    def test_a_queued_prompt_is_the_user_turn_it_became(self) -> None:
+        records = [
+            {"type": "file-history-snapshot", "messageId": "x", "snapshot": {}},
+            {"type": "queue-operation", "operation": "enqueue", "content": "later"},
+            {"uuid": "u1", "parentUuid": None, "type": "user", "message": {"content": "go"}},
+            {
+                "uuid": "q1",
+                "parentUuid": "u1",
+                "type": "attachment",
+                "attachment": {"type": "queued_command", "prompt": "and then the docs"},
+            },
+            {"uuid": "s1", "parentUuid": "q1", "type": "system", "content": "\x1b[1mhook\x1b[22m"},
+            {"type": "permission-mode", "permissionMode": "acceptEdits"},
+            {"type": "a-record-type-from-a-later-version", "whatever": 1},
+        ]
+        data = b"".join(json.dumps(r).encode() + b"\n" for r in records)
+        assert detect(data) == "claude-code"  # a snapshot first: still detected
+        transcript = read_transcript(data, path=None)
+        assert transcript is not None
+        texts = [e["text"] for e in transcript.events if e["type"] == "message.start"]
+        assert texts == ["go", "and then the docs"]
