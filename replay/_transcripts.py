@@ -284,6 +284,8 @@ def _classify(record: Any) -> TranscriptFormat | None:
     if not isinstance(record, dict):
         return None
     kind = record.get("type")
+    if not isinstance(kind, str | None):
+        return None  # a list or object "type" is nobody's record (and unhashable)
     if kind in _CODEX_TYPES and isinstance(record.get("payload"), dict):
         return "codex"
     if "parentUuid" in record or "leafUuid" in record or kind == "file-history-snapshot":

@@ -352,3 +352,9 @@ class TestClaudeCodeRecords:
         assert transcript is not None
         texts = [e["text"] for e in transcript.events if e["type"] == "message.start"]
         assert texts == ["go", "and then the docs"]
+
+
+def test_odd_records_are_no_session() -> None:
+    odd = [{"type": ["user"]}, {"type": {"a": 1}, "payload": {}}, {"history": "x"}, [1], 7]
+    data = b"".join(json.dumps(r).encode() + b"\n" for r in odd)
+    assert detect(data) is None
