@@ -16,9 +16,11 @@ measured:
 - render time per call as the session grows (first tenth of the calls against
   the last tenth).
 
-Two references come from the same run: ``wide`` (trim on, ``keep_recent`` 2) shows
-how far trim and wider expiry go beyond the defaults, and SWE-agent's own history
-processor is measured on the context its marshmallow trajectory recorded at every
+Three references come from the same run: ``wide`` (trim on, ``keep_recent`` 2) shows
+how far trim and wider expiry go beyond the defaults; ``safepoint`` resumes once,
+before the first call, then applies the load-time defaults again only at a call
+where that frees ``clear_at_least`` chars (``engine.Economist``); and SWE-agent's own
+history processor is measured on the context its marshmallow trajectory recorded at every
 call (prefix reuse over the same serialization).
 
     python benchmarks/bench_economy.py [--gateway anthropic] [--json]
@@ -62,7 +64,9 @@ POLICIES = {
     "live": Economy.live(),
     "resume": Economy.resume(),
     "wide": Economy(trim=True, keep_recent=2),
+    "safepoint": Economy.resume(),  # resumed once, then safepoints (see SAFEPOINTS)
 }
+SAFEPOINTS = frozenset({"safepoint"})
 
 
 def sessions() -> Iterator[tuple[str, list[dict[str, Any]]]]:
@@ -83,13 +87,18 @@ def run(
     economy: Economy,
     bench: Path | None,
     batch: int | None = None,
+    safepoints: bool = False,
 ) -> tuple[list[CallRequest], list[float]]:
     nodes = replay(events, builtin.DEFINITIONS, event_type=event_type, batch=batch)
     talk = conversation(nodes)
     timings: list[float] = []
     out: list[CallRequest] = []
     calls = requests(
-        talk, GATEWAYS[gateway], economy, workbench=Workbench(bench) if bench else None
+        talk,
+        GATEWAYS[gateway],
+        economy,
+        workbench=Workbench(bench) if bench else None,
+        safepoints=safepoints,
     )
     while True:
         start = time.perf_counter()
@@ -138,8 +147,8 @@ def main() -> int:
         f"Python {platform.python_version()}; tokens: {'o200k_base' if count else 'n/a'}"
     )
     print(
-        "session | gateway | calls | none chars | live | resume | wide | live reuse | "
-        "resume reuse | breaks live/resume | invalid | deterministic | "
+        "session | gateway | calls | none chars | live | resume | wide | safepoint | live reuse | "
+        "resume reuse | safepoint reuse | breaks live/resume | invalid | deterministic | "
         "ms/call live first/last | ms/call resume first/last"
     )
     worst = {"resume_cut": 1.0, "live_reuse": 1.0, "invalid": 0}
@@ -149,14 +158,15 @@ def main() -> int:
             row: dict[str, Any] = {"session": name, "gateway": gateway}
             totals: dict[str, int] = {}
             for policy, economy in POLICIES.items():
+                safe = policy in SAFEPOINTS
                 with tempfile.TemporaryDirectory() as folder:
-                    calls, timings = run(events, gateway, economy, Path(folder))
+                    calls, timings = run(events, gateway, economy, Path(folder), safepoints=safe)
                     figures = measure(calls)
                     _check_spills(calls, Path(folder))
-                again, _ = run(events, gateway, economy, None, batch=rng.randint(1, 50))
-                deterministic = (
-                    measure(again).digest == measure(run(events, gateway, economy, None)[0]).digest
-                )
+                batch = rng.randint(1, 50)
+                again, _ = run(events, gateway, economy, None, batch=batch, safepoints=safe)
+                once, _ = run(events, gateway, economy, None, safepoints=safe)
+                deterministic = measure(again).digest == measure(once).digest
                 totals[policy] = figures.total
                 row[policy] = {**figures.as_dict(), "deterministic": deterministic}
                 if count is not None:
@@ -179,7 +189,9 @@ def main() -> int:
             print(
                 f"{name} | {gateway} | {live['calls']} | {totals['none']:,} | "
                 f"-{cut['live']:.0%} | -{cut['resume']:.0%} | -{cut['wide']:.0%} | "
+                f"-{cut['safepoint']:.0%} | "
                 f"{live['prefix_reuse']:.3f} | {resume['prefix_reuse']:.3f} | "
+                f"{row['safepoint']['prefix_reuse']:.3f} | "
                 f"{live['prefix_breaks']}/{resume['prefix_breaks']} | "
                 f"{sum(row[p]['invalid'] for p in POLICIES)} | "
                 f"{all(row[p]['deterministic'] for p in POLICIES)} | "
@@ -187,7 +199,8 @@ def main() -> int:
                 f"{resume['ms_first']:.2f}/{resume['ms_last']:.2f}"
             )
     print(
-        "# whole session files (every thread summed): file | gateway | none | live | resume | wide"
+        "# whole session files (every thread summed): "
+        "file | gateway | none | live | resume | wide | safepoint"
     )
     for (file, gateway), whole in files.items():
         base = whole["none"] or 1
