@@ -352,8 +352,14 @@ class CoopContext:
 
     @property
     def records(self) -> tuple[RenderRecord, ...]:
-        """One record per ``render()`` so far, in order."""
+        """One record per ``render()`` so far, in order (a copy: O(renders))."""
         return tuple(self._records)
+
+    @property
+    def last_record(self) -> RenderRecord | None:
+        """The record of the latest ``render()`` (``None`` before the first); O(1), for
+        an agent that logs each render as it happens."""
+        return self._records[-1] if self._records else None
 
     def register(self, area: ContextAreaImplementation) -> str:
         """Add ``area`` at the end of the ring; returns its label (``Class#n``).

@@ -124,10 +124,12 @@ class Feeder:
         self._fed = 0
         self._answered: set[str] = set()
 
-    def feed(self, messages: Sequence[Message]) -> list[Message]:
-        """The new messages of ``messages`` (a prefix of it was fed before)."""
-        new = list(messages[self._fed :])
-        self._fed = len(messages)
+    def feed(self, messages: Sequence[Message], stop: int | None = None) -> list[Message]:
+        """The messages of ``messages[:stop]`` not fed before (a prefix of it was);
+        O(new messages)."""
+        stop = len(messages) if stop is None else stop
+        new = list(messages[self._fed : stop])
+        self._fed = stop
         if self._options.answer_unanswered:
             new = answer_unanswered(new, self._answered)
         return new
@@ -196,7 +198,7 @@ def _projected(nodes: tuple[Node, ...], target: Gateway, options: ContextOptions
     calls: list[Call] = []
     for index, message in enumerate(conversation):
         if message.role is Role.assistant:  # each model turn answers one call
-            coop.extend(feeder.feed(conversation[:index]))
+            coop.extend(feeder.feed(conversation, index))
             coop.render()
             calls.append(_call(len(calls), None, target, coop.context, options))
     coop.extend(feeder.feed(conversation))

@@ -227,3 +227,45 @@ def test_openai_responses_turns_go_back_as_the_sdk_returned_them(path: Path) -> 
     ]
     got = [item for m in model_turns(path) for item in OPENAI_RESPONSES.items(m)]
     assert drop_nulls(got) == expected
+
+
+def shape(messages: list[Message]) -> list[tuple[str, list[str]]]:
+    return [(m.role.value, [type(p).__name__ for p in m.parts]) for m in messages]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        (
+            "aisdk_ui_chunks_react_agent_tool_calling.json",
+            [
+                ("assistant", ["Reasoning", "ToolCall", "ToolCall"]),
+                ("user", ["ToolResult", "ToolResult"]),
+                ("assistant", ["Text"]),
+            ],
+        ),
+        (
+            "agui_parallel_tool_calls.json",
+            [
+                ("assistant", ["ToolCall"]),
+                ("user", ["ToolResult"]),
+                ("assistant", ["ToolCall"]),
+                ("user", ["ToolResult"]),
+                ("assistant", ["Text"]),
+            ],
+        ),
+        ("agui-dotnet-step07-thinking.json", [("assistant", ["Reasoning", "Text"])]),
+    ],
+)
+def test_ui_protocols_read_as_turns(name: str, expected: list[tuple[str, list[str]]]) -> None:
+    """AI SDK steps and AG-UI messages become model turns answered by their results."""
+    (param,) = shared_files("fixtures", "recorded", pattern=name)
+    path = param.values[0]  # type: ignore[attr-defined]
+    if path is None:
+        pytest.skip("../shared is absent")
+    events = list(load_events(path).events)
+    messages = conversation_messages(nodes_of(events))
+    assert shape(messages) == expected
+    calls = [p.id for m in messages for p in m.parts if isinstance(p, ToolCall)]
+    results = [p.call_id for m in messages for p in m.parts if isinstance(p, ToolResult)]
+    assert calls == results

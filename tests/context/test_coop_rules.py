@@ -459,6 +459,8 @@ def test_records_rebuild_every_call_without_the_areas() -> None:
     coop, _, _, _ = subtask_run()
     coop.extend([Message(role=Role.assistant, content="m1")])
     coop.render()
+    assert coop.last_record == coop.records[-1]
+    assert CoopContext(Context()).last_record is None
     records = msgspec.json.decode(msgspec.json.encode(coop.records), type=tuple[RenderRecord, ...])
     conversation = [[user("u0")], [Message(role=Role.assistant, content="m0")]]
     conversation.append([Message(role=Role.assistant, content="m1")])

@@ -117,7 +117,9 @@ def live_run(events: list[Any], provider: str) -> tuple[list[Any], list[bytes]]:
             nodes = definition_set.replay([e for e in log if e.get("type") != "context.render"])
             coop.extend(feeder.feed(conversation_messages(nodes)))
             context = coop.render()
-            log.append(render_event(coop.records[-1]))
+            record = coop.last_record
+            assert record is not None
+            log.append(render_event(record))
             payload = target.request(context, model="")
             sent.append(request_bytes(payload))
         if event is not None:
@@ -196,7 +198,7 @@ def test_prefix_stability_without_collections(session: list[Any], provider: str)
     for index, message in enumerate(conversation):
         if message.role is not Role.assistant:
             continue
-        coop.extend(feeder.feed(conversation[:index]))
+        coop.extend(feeder.feed(conversation, index))
         items = [request_bytes(item) for item in coop.render()]
         assert items[: len(previous)] == previous
         listed = target.request(coop.context, model="m")[ITEMS[provider]]
