@@ -379,10 +379,18 @@ class _Index:
             if isinstance(message.content, str):
                 continue
             for j, part in enumerate(message.content):
-                if isinstance(part, ToolCall):
-                    self.calls[part.id] = part
+                call = _call_of(part)
+                if call is not None:
+                    self.calls[call.id] = call
                 elif isinstance(part, ToolResult):
                     self.results.append((i, j, part))
+
+
+def _call_of(part: Part) -> ToolCall | None:
+    # A provider block that is a tool call (engine.Native.call) pairs like a ToolCall.
+    if isinstance(part, ToolCall):
+        return part
+    return part.call if isinstance(part, Native) else None
 
 
 def _reads_spill(call: ToolCall | None, directory: str) -> bool:
@@ -457,10 +465,11 @@ def economize(
         if isinstance(message.content, str):
             continue
         for j, part in enumerate(message.content):
-            if isinstance(part, ToolCall | ToolResult):
-                call_id = part.id if isinstance(part, ToolCall) else part.call_id
-                if call_id in pruned:
-                    replace[i, j] = None
+            call = _call_of(part)
+            if (call is not None and call.id in pruned) or (
+                isinstance(part, ToolResult) and part.call_id in pruned
+            ):
+                replace[i, j] = None
     out = _assemble(messages, replace, chosen.dropped, spills)
     return msgspec.structs.replace(
         out,

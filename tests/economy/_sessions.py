@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
-from engine import Economy, Marks, Message, Reasoning, Role, Text, ToolCall, ToolResult
+from engine import Economy, Marks, Message, Native, Reasoning, Role, Text, ToolCall, ToolResult
 
 
 def call(id: str, command: str = "ls", name: str = "Bash") -> ToolCall:
@@ -26,7 +26,7 @@ def user(*parts: Text | ToolResult | str) -> Message:
     )
 
 
-def assistant(*parts: Text | ToolCall | Reasoning | str) -> Message:
+def assistant(*parts: Text | ToolCall | Reasoning | Native | str) -> Message:
     return Message(
         role=Role.assistant, content=tuple(Text(p) if isinstance(p, str) else p for p in parts)
     )

@@ -13,6 +13,7 @@ from engine import (
     Economy,
     Marks,
     Message,
+    Native,
     Reasoning,
     Role,
     Text,
@@ -307,3 +308,19 @@ def test_entry_only_work_is_incremental_and_equal_to_a_full_pass(
         before = out.messages
     last_user = max(i for i, m in enumerate(messages) if m.role == Role.user)
     assert written == {s.name for s in economize(messages[: last_user + 1], live).spills}
+
+
+def test_a_call_inside_a_native_block_leaves_with_its_result() -> None:
+    native = Native(provider="anthropic", data="{}", call=call("d0", "rm x"))
+    messages = [
+        user("go"),
+        assistant("trying", native, call("s0")),
+        user(result("d0", "no", denied=True), result("s0")),
+        assistant(call("d1", "rm y")),
+        user(result("d1", "no", denied=True)),
+        assistant("ok"),
+    ]
+    out = economize(messages, Economy.resume())
+    assert out.pruned == {"d0"}
+    assert not any(isinstance(p, Native) for m in out.messages for p in m.parts)
+    assert not pairing_problems(out.messages)
