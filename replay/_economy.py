@@ -291,8 +291,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--policy",
         choices=list(POLICIES),
-        help="the context economy: none (as recorded), live (spill at entry), resume "
-        "(the load-time defaults too: expiry, denial pruning, repair, debris)",
+        help="the context economy: none (as recorded), live (what a running agent "
+        "sends: spill at entry), resume (each request as an agent resumed before that "
+        "call sends it: expiry, denial pruning, interruption repair and retry debris too)",
     )
     parser.add_argument(
         "--workbench",
