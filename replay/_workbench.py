@@ -41,14 +41,14 @@ class Workbench:
 
     def write(self, spills: Iterable[Spill]) -> int:
         """Write the spill files not there yet; returns how many were written. A file
-        already there with other content (a name collision or a damaged file) is
+        already there of another size (a damaged file: names are content hashes) is
         an ``OSError``: the pointer would lie."""
         written = 0
         for spill in spills:
             path = self.spill_dir / spill.name
             data = spill.content.encode("utf-8", "surrogatepass")
             if path.exists():
-                if path.read_bytes() != data:
+                if path.stat().st_size != len(data):
                     raise OSError(f"{path}: holds other content than the spill of that name")
                 continue
             self.spill_dir.mkdir(parents=True, exist_ok=True)
