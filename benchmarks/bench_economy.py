@@ -53,6 +53,7 @@ from replay._economy import (
     measure,
     requests,
     serialize,
+    timed,
 )
 from replay._transcripts import read_transcript
 from replay._workbench import Workbench
@@ -91,23 +92,17 @@ def run(
 ) -> tuple[list[CallRequest], list[float]]:
     nodes = replay(events, builtin.DEFINITIONS, event_type=event_type, batch=batch)
     talk = conversation(nodes)
-    timings: list[float] = []
-    out: list[CallRequest] = []
-    calls = requests(
-        talk,
-        GATEWAYS[gateway],
-        economy,
-        workbench=Workbench(bench) if bench else None,
-        safepoints=safepoints,
+    calls, timings = timed(
+        requests(
+            talk,
+            GATEWAYS[gateway],
+            economy,
+            workbench=Workbench(bench) if bench else None,
+            safepoints=safepoints,
+        )
     )
-    while True:
-        start = time.perf_counter()
-        request = next(calls, None)
-        timings.append(time.perf_counter() - start)
-        if request is None:
-            # the last request follows the whole log: no model call of the log answers it
-            return out[:-1], timings[:-2]
-        out.append(request)
+    # the last request follows the whole log: no model call of the log answers it
+    return calls[:-1], timings[:-1]
 
 
 def tokens_counter() -> Any:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, Protocol
 
@@ -196,6 +197,19 @@ def requests(
         yield CallRequest(call=n, payload=payload, economized=out, problems=problems)
 
 
+def timed(calls: Iterator[CallRequest]) -> tuple[list[CallRequest], list[float]]:
+    """Every request of ``calls`` and the seconds each took to build, in order."""
+    out: list[CallRequest] = []
+    seconds: list[float] = []
+    while True:
+        start = time.perf_counter()
+        request = next(calls, None)
+        if request is None:
+            return out, seconds
+        seconds.append(time.perf_counter() - start)
+        out.append(request)
+
+
 # -- figures ----------------------------------------------------------------------------
 
 
@@ -227,7 +241,7 @@ class Figures:
         return {
             "calls": len(self.sizes),
             "chars": self.total,
-            "chars_per_call": self.sizes[-1] if self.sizes else 0,
+            "chars_last_call": self.sizes[-1] if self.sizes else 0,
             "prefix_reuse": round(self.mean_reuse, 4),
             "prefix_breaks": self.breaks,
             "invalid": self.invalid,
@@ -321,10 +335,14 @@ def command(nodes: Iterable[Node], args: argparse.Namespace) -> str:
     talk = conversation(nodes)
     policy = args.policy or "none"
     bench = Workbench(args.workbench) if args.workbench is not None else None
-    calls = list(requests(talk, target, POLICIES[policy](), workbench=bench, model=args.model))
+    calls, seconds = timed(
+        requests(talk, target, POLICIES[policy](), workbench=bench, model=args.model)
+    )
     before = calls[:-1]  # the request before every model call; the last follows the log
     if args.stats:
         figures = measure(before)
+        tenth = max(1, len(before) // 10)
+        first, last = seconds[: len(before)][:tenth], seconds[: len(before)][-tenth:]
         baseline = (
             figures
             if policy == "none"
@@ -336,6 +354,8 @@ def command(nodes: Iterable[Node], args: argparse.Namespace) -> str:
             **figures.as_dict(),
             "chars_none": baseline.total,
             "reduction": round(1 - figures.total / baseline.total, 4) if baseline.total else 0.0,
+            "ms_per_call_first_tenth": round(1000 * sum(first) / len(first), 3) if first else 0,
+            "ms_per_call_last_tenth": round(1000 * sum(last) / len(last), 3) if last else 0,
             "sizes": list(figures.sizes),
         }
         return msgspec.json.encode(out).decode() + "\n"
