@@ -2,7 +2,9 @@
 
 ``load_events`` detects the format from the first bytes and returns the raw events
 in order, as plain Python objects, the same lists the provider SDKs' readers hand to
-their accumulators (the reference oracles in ``../shared/oracles``):
+their accumulators (the reference oracles in ``../shared/oracles``), or, for an agent
+session file (Claude Code, Codex CLI, OpenHands, SWE-agent; ``TranscriptFormat``), the
+built-in events of its primary conversation (``replay._transcripts``):
 
 - SSE: frames end at a blank line (LF, CRLF or CR); ``:`` lines are comments;
   ``data:`` lines of one frame are joined with ``"\\n"``; ``ping`` frames, frames
@@ -11,9 +13,6 @@ their accumulators (the reference oracles in ``../shared/oracles``):
 - every raw provider format: ``{"type": "ping"}`` keep-alives are dropped (as
   anthropic's reader does); everything else passes through untouched.
 - our own log (``{"position": ..., "event": ...}`` lines): the events, untouched.
-- an agent session (Claude Code, Codex CLI, OpenHands, SWE-agent; detected
-  first): its primary conversation imported as built-in events
-  (``replay._transcripts``).
 
 One deliberate difference from the SDKs: a last SSE frame with no blank line after
 it is kept when its data is complete JSON. A live stream must discard it (the
@@ -47,11 +46,11 @@ from ._log import (
     parse_log,
     read_source,
 )
-from ._transcripts import read_transcript
+from ._transcripts import TranscriptFormat, read_transcript
 
 __all__ = ["Format", "Loaded", "load_events"]
 
-Format = Literal["log", "sse", "json", "jsonl", "claude-code", "codex", "openhands", "swe-agent"]
+Format = Literal["log", "sse", "json", "jsonl"]
 
 _BOM = b"\xef\xbb\xbf"
 _SSE_FIELD = re.compile(rb"(event|data|id|retry)?:")
@@ -74,7 +73,7 @@ class Loaded:
     the bad lines or frames it skipped (``problems``; see ``load_events``)."""
 
     path: str | None
-    format: Format
+    format: Format | TranscriptFormat
     events: list[Any]
     problems: tuple[LogError, ...] = ()
 
@@ -104,16 +103,16 @@ def parse_events(
     typed = None if types is None else event_types(types)
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
+    fmt = _detect(data)
+    if fmt == "log":
+        log = parse_log(data, path=path, lenient=lenient, types=types)
+        return Loaded(path=path, format=fmt, events=log.events(), problems=log.problems)
     session = read_transcript(data, path=path, lenient=lenient)
     if session is not None:  # an agent session file, imported (replay._transcripts)
         events: list[Any] = session.events
         if typed is not None:
             events = [typed.convert(event) for event in events]
         return Loaded(path=path, format=session.format, events=events, problems=session.problems)
-    fmt = _detect(data)
-    if fmt == "log":
-        log = parse_log(data, path=path, lenient=lenient, types=types)
-        return Loaded(path=path, format=fmt, events=log.events(), problems=log.problems)
     problems: list[LogError]
     if fmt == "json":
         events = _load_array(data, path, typed)
