@@ -169,7 +169,7 @@ _PROGRAMS: Final = frozenset(
         "ls", "pwd", "cat", "head", "wc", "grep", "egrep", "fgrep", "rg", "tree", "stat",
         "file", "which", "type", "echo", "printf", "date", "whoami", "du", "df", "nl",
         "uniq", "cut", "basename", "dirname", "realpath", "readlink", "true", "cd", "diff",
-        "tail", "sed", "find", "sort", "git", "jq", "less", "more", "id", "uname", "hostname",
+        "tail", "sed", "find", "sort", "git", "jq", "id", "uname", "hostname",
     }
 )  # fmt: skip
 _GIT: Final = frozenset(
@@ -180,12 +180,23 @@ _GIT: Final = frozenset(
 )  # fmt: skip
 # Options that make an otherwise read-only program write, follow or run something.
 _WRITING: Final[dict[str, frozenset[str]]] = {
-    "sed": frozenset({"-i", "--in-place"}),
+    "sed": frozenset({"-i", "--in-place", "-e", "--expression", "-f", "--file"}),
     "find": frozenset({"-exec", "-execdir", "-delete", "-ok", "-okdir", "-fprint", "-fprintf"}),
     "sort": frozenset({"-o", "--output"}),
     "tail": frozenset({"-f", "-F", "--follow"}),
     "rg": frozenset({"--pre"}),
+    "tree": frozenset({"-o"}),
+    "date": frozenset({"-s", "--set"}),
+    "file": frozenset({"-C", "--compile"}),
 }
+# sed is a glance only with a script that prints ("1,220p", "/def /p") or substitutes
+# ("s|a|b|g") and no more: its w, W and e commands and s///w write files or run programs.
+_SED_PRINT: Final = re.compile(
+    r"((\d+|\$|/[^/]*/)(,(\d+|\$|/[^/]*/))?)?p"  # print lines
+    r"|s(?P<d>[^\\\n\w ])(?:(?!(?P=d))[^\\]|\\.)*(?P=d)(?:(?!(?P=d))[^\\]|\\.)*(?P=d)[gpiI\d]*"
+)  # or substitute, with no w or e flag
+# Environment a glance may set: what changes messages and formats, never a program.
+_HARMLESS_ENV: Final = re.compile(r"(LC_[A-Z]+|LANG|LANGUAGE|TZ|NO_COLOR|TERM|COLUMNS)=")
 _GIT_WRITING: Final[dict[str, frozenset[str]]] = {
     "branch": frozenset({"-d", "-D", "-m", "-M", "-c", "-C", "--delete", "--move", "--copy"}),
     "tag": frozenset({"-d", "-a", "-s", "-f", "--delete"}),
@@ -270,16 +281,26 @@ def _flush(buffer: list[str], out: list[list[str]]) -> bool:
 
 
 def _glance(words: list[str]) -> bool:
-    program = words[0].rsplit("/", 1)[-1]
-    if "=" in program:  # FOO=bar cmd: an environment for a program, judged on its own
-        return len(words) > 1 and _glance(words[1:])
+    first = words[0]
+    if "=" in first:  # FOO=bar cmd: only an environment that cannot name a program
+        return bool(_HARMLESS_ENV.match(first)) and len(words) > 1 and _glance(words[1:])
+    program = first.rsplit("/", 1)[-1]
+    if "/" in first and first not in (f"/bin/{program}", f"/usr/bin/{program}"):
+        return False  # ./ls or ~/bin/cat: some other program of that name
     if program not in _PROGRAMS:
         return False
     args = words[1:]
     if program == "git":
         return _git_glance(args)
+    if program == "hostname" and any(not a.startswith("-") for a in args):
+        return False  # sets the host name
     writing = _WRITING.get(program)
-    return writing is None or not any(_flag(arg) in writing for arg in args)
+    if writing is not None and any(_flag(arg) in writing for arg in args):
+        return False
+    if program == "sed":
+        scripts = [a for a in args if not a.startswith("-")][:1]
+        return bool(scripts) and _SED_PRINT.fullmatch(scripts[0]) is not None
+    return True
 
 
 def _flag(arg: str) -> str:
@@ -300,8 +321,10 @@ def _git_glance(args: list[str]) -> bool:
     if not rest or rest[0] not in _GIT:
         return False
     sub, tail = rest[0], rest[1:]
-    if any(t.startswith(("--output", "--ext-diff", "--textconv")) for t in tail):
+    if any(t.startswith(("--output", "--ext-diff", "--textconv", "--open-files")) for t in tail):
         return False  # writes a file, or runs a configured program
+    if sub == "grep" and any(t.startswith("-O") for t in tail):
+        return False  # opens the files found in a pager it names
     if sub == "stash":
         return tail[:1] in (["list"], ["show"])
     writing = _GIT_WRITING.get(sub)

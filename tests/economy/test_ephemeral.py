@@ -94,6 +94,20 @@ ADVERSARIAL = [
     "cat <(rm x)",
     "",
     "   ",
+    "sed -n '1,10w stolen.txt' secrets.env",
+    "sed -n '1e rm -rf x' notes.txt",
+    "sed 's/a/b/w out.txt' f",
+    "sed -e 1p -e 'w x' f",
+    "./ls",
+    "~/bin/cat notes",
+    "GIT_EXTERNAL_DIFF=./evil git diff",
+    "PAGER='rm -rf x' git log",
+    "git grep -O'rm -rf x' TODO",
+    "git grep --open-files-in-pager=vim TODO",
+    "tree -o listing.txt",
+    "date -s '2020-01-01'",
+    "hostname evil",
+    "less notes.txt",
 ]
 ADVERSARIAL_GLANCES = [
     'echo "a && rm -rf x"',
@@ -104,6 +118,9 @@ ADVERSARIAL_GLANCES = [
     "git tag -l",
     "git stash list",
     "LC_ALL=C ls -la",
+    "/usr/bin/git status",
+    "sed -n '/def main/,/^$/p' app.py",
+    "hostname -f",
 ]
 
 
