@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine import Economy, Message, Role, Text, ToolCall, ToolResult, command_of, economize
 from engine import is_ephemeral as ephemeral
@@ -172,3 +174,17 @@ def _json(value: object) -> str:
     import json
 
     return json.dumps(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(REAL_GLANCES[:20] + REAL_WORK[:10]), min_size=1, max_size=5),
+    st.lists(st.sampled_from([" && ", " || ", "; ", " | ", "\n"]), min_size=4, max_size=4),
+)
+def test_a_compound_is_a_glance_exactly_when_every_segment_is(
+    segments: list[str], separators: list[str]
+) -> None:
+    command = segments[0]
+    for separator, segment in zip(separators, segments[1:], strict=False):
+        command += separator + segment
+    assert ephemeral(command) == all(map(ephemeral, segments))
