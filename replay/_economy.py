@@ -28,13 +28,13 @@ import argparse
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import attrs
 import msgspec
 
 from definitions.conversation import answer_unanswered, conversation_messages
-from definitions.gateways import gateway
+from definitions.gateways import Gateway, gateway
 from engine import INTERRUPTED, Economist, Economized, Economy, Marks, Message, Node, Role
 
 from ._workbench import Workbench, WorkbenchIndex
@@ -44,9 +44,15 @@ __all__ = [
     "CallRequest",
     "Conversation",
     "Figures",
+    "add_arguments",
+    "command",
+    "common_prefix",
     "conversation",
     "measure",
     "requests",
+    "serialize",
+    "timed",
+    "wanted",
 ]
 
 POLICIES: Final[dict[str, Callable[[], Economy]]] = {
@@ -57,16 +63,6 @@ POLICIES: Final[dict[str, Callable[[], Economy]]] = {
 """The policy sets ``convo context --policy`` names."""
 
 _CONVERSATION_KEYS: Final = ("messages", "input", "contents")
-
-
-class Gateway(Protocol):
-    """What ``requests`` needs of a provider gateway (``definitions.gateways``)."""
-
-    def items(self, message: Message, /) -> Sequence[Any]: ...
-
-    def request(self, items: Iterable[Any], **options: Any) -> dict[str, Any]: ...
-
-    def validate(self, request: dict[str, Any]) -> list[Any]: ...
 
 
 @attrs.frozen(kw_only=True)
