@@ -61,6 +61,16 @@ INTERRUPTED: Final = "[the previous turn was interrupted here: this tool result 
 """The neutral result of an interrupted call (interruption repair)."""
 
 
+_COUNTS: Final = (
+    "spill_threshold",
+    "spill_preview",
+    "keep_recent",
+    "trim_min_chars",
+    "trim_keep_recent",
+    "clear_at_least",
+)
+
+
 class Economy(msgspec.Struct, frozen=True, kw_only=True):
     """The economy's options; ``Economy.none()``, ``.live()`` and ``.resume()`` are
     the three sets ``convo context --policy`` names.
@@ -84,6 +94,19 @@ class Economy(msgspec.Struct, frozen=True, kw_only=True):
     trim_min_chars: int = 2000
     trim_keep_recent: int = 20
     clear_at_least: int = 4000
+
+    def __post_init__(self) -> None:
+        for name in _COUNTS:
+            value = getattr(self, name)
+            if type(value) is not int or value < 0:
+                raise ValueError(f"Economy.{name} must be an int >= 0, not {value!r}")
+        if self.keep_denials is not None and (
+            type(self.keep_denials) is not int or self.keep_denials < 0
+        ):
+            raise ValueError(
+                f"Economy.keep_denials must be an int >= 0 or None (keep all), "
+                f"not {self.keep_denials!r}"
+            )
 
     @classmethod
     def none(cls) -> Economy:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import msgspec
+import pytest
 from hypothesis import given, settings
 
 from engine import (
@@ -324,3 +325,17 @@ def test_a_call_inside_a_native_block_leaves_with_its_result() -> None:
     assert out.pruned == {"d0"}
     assert not any(isinstance(p, Native) for m in out.messages for p in m.parts)
     assert not pairing_problems(out.messages)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("keep_recent", -1),
+        ("spill_threshold", 4000.5),
+        ("keep_denials", -2),
+        ("trim_min_chars", "2k"),
+    ],
+)
+def test_a_bad_option_names_itself(option: str, value: object) -> None:
+    with pytest.raises(ValueError, match=f"Economy.{option} must be an int >= 0"):
+        Economy(**{option: value})  # type: ignore[arg-type]
