@@ -23,7 +23,7 @@ from typing import Any, Final, TypeAlias
 
 import msgspec
 
-from . import approval, message, reasoning, status, tool_call
+from . import approval, interruption, message, reasoning, status, tool_call
 
 __all__ = ["DEFINITIONS", "TAGS", "Event", "decode"]
 
@@ -33,10 +33,18 @@ DEFINITIONS: Final = (
     tool_call.DEFINITION,
     approval.DEFINITION,
     status.DEFINITION,
+    interruption.DEFINITION,
 )
 """The built-in definitions, in registration order."""
 
-Event: TypeAlias = message.Event | reasoning.Event | tool_call.Event | approval.Event | status.Event
+Event: TypeAlias = (
+    message.Event
+    | reasoning.Event
+    | tool_call.Event
+    | approval.Event
+    | status.Event
+    | interruption.Event
+)
 """Every built-in event type: ``msgspec.json.Decoder(builtin.Event)`` decodes any of them."""
 
 TAGS: Final[frozenset[str]] = frozenset().union(*(d.event_types for d in DEFINITIONS))

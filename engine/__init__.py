@@ -103,3 +103,28 @@ __all__ = [
     "UsageError",
     "create_conversation_engine",
 ]
+
+# The context economy: policies of the model context, decided purely (engine._economy).
+from ._economy import INTERRUPTED as INTERRUPTED
+from ._economy import Economist as Economist
+from ._economy import Economized as Economized
+from ._economy import Economy as Economy
+from ._economy import Marks as Marks
+from ._economy import Spill as Spill
+from ._economy import command_of as command_of
+from ._economy import economize as economize
+from ._economy import is_ephemeral as is_ephemeral
+from ._economy import spill_name as spill_name
+
+__all__ += [
+    "INTERRUPTED",
+    "Economist",
+    "Economized",
+    "Economy",
+    "Marks",
+    "Spill",
+    "command_of",
+    "economize",
+    "is_ephemeral",
+    "spill_name",
+]

@@ -45,6 +45,7 @@ from definitions.conversation import answer_unanswered, conversation_messages
 from definitions.gateways import GATEWAYS, Gateway, Problem, gateway
 from engine import Context, CoopContext, Message, Node, RenderRecord, Role
 
+from . import _economy
 from ._detect import DefinitionSet, detect_protocol, protocol_definitions
 from ._replay import replay
 
@@ -293,6 +294,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--at", type=_count, metavar="N", help="project only the first N events of the log"
     )
     parser.add_argument("--model", default="", help="the model named in each request")
+    _economy.add_arguments(parser)
 
 
 def _count(text: str) -> int:
@@ -307,6 +309,15 @@ def options_from(args: argparse.Namespace) -> ContextOptions:
     return ContextOptions(model=args.model)
 
 
+def warn(index: int, problems: Iterable[Problem]) -> None:
+    """Report call ``index``'s validator problems on stderr."""
+    for problem in problems:
+        print(
+            f"warning: call {index}: {problem.code} at item {problem.index}: {problem.detail}",
+            file=sys.stderr,
+        )
+
+
 def command(events: Sequence[Any], args: argparse.Namespace) -> str:
     """What ``convo context`` prints for ``events``; each validator problem is reported
     on stderr. ``ValueError`` for bad input (an ``--at`` past the end, a bad record)."""
@@ -314,15 +325,13 @@ def command(events: Sequence[Any], args: argparse.Namespace) -> str:
         if args.at > len(events):
             raise ValueError(f"--at {args.at}: the log has only {len(events)} events")
         events = events[: args.at]
+    if _economy.wanted(args):
+        plain = [e for e in events if not _is_record(e)]
+        return _economy.command(_definition_set(plain).replay(plain), args)
     calls = requests(events, args.provider, options=options_from(args))
     shown = calls[:-1] if args.calls else calls[-1:]
     for call in shown:
-        for problem in call.problems:
-            print(
-                f"warning: call {call.index}: {problem.code} at item {problem.index}: "
-                f"{problem.detail}",
-                file=sys.stderr,
-            )
+        warn(call.index, call.problems)
     if args.calls:
         return "".join(request_bytes(c.request).decode() + "\n" for c in shown)
     return msgspec.json.format(request_bytes(shown[0].request), indent=2).decode() + "\n"

@@ -3,7 +3,9 @@ and raw AWS event-stream bodies (Bedrock's ``application/vnd.amazon.eventstream`
 
 ``load_events`` detects the format from the first bytes and returns the raw events
 in order, as plain Python objects, the same lists the provider SDKs' readers hand to
-their accumulators (the reference oracles in ``../shared/oracles``):
+their accumulators (the reference oracles in ``../shared/oracles``), or, for an agent
+session file (Claude Code, Codex CLI, OpenHands, SWE-agent; ``TranscriptFormat``), the
+built-in events of its primary conversation (``replay._transcripts``):
 
 - SSE: frames end at a blank line (LF, CRLF or CR); ``:`` lines are comments;
   ``data:`` lines of one frame are joined with ``"\\n"``; ``ping`` frames, frames
@@ -47,7 +49,7 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, cast, get_args
 
 import attrs
 import msgspec
@@ -65,10 +67,13 @@ from ._log import (
     parse_log,
     read_source,
 )
+from ._transcripts import TranscriptFormat, read_transcript
+from ._transcripts import detect as detect_session
 
 __all__ = ["Format", "Loaded", "Recording", "load_events", "parse_piece"]
 
 Format = Literal["log", "sse", "json", "jsonl", "eventstream"]
+_SESSIONS: frozenset[str] = frozenset(get_args(TranscriptFormat))
 
 _BOM = b"\xef\xbb\xbf"
 _SSE_FIELD = re.compile(rb"(event|data|id|retry)?:")
@@ -93,7 +98,7 @@ class Loaded:
     the bad lines or frames it skipped (``problems``; see ``load_events``)."""
 
     path: str | None
-    format: Format
+    format: Format | TranscriptFormat
     events: list[Any]
     problems: tuple[LogError, ...] = ()
 
@@ -129,7 +134,7 @@ def parse_events(
 
 def parse_piece(
     data: bytes,
-    fmt: Format,
+    fmt: Format | TranscriptFormat,
     *,
     path: str | None,
     lenient: bool,
@@ -143,6 +148,12 @@ def parse_piece(
     if fmt == "eventstream":  # binary frames: read whole (Recording cuts no pieces)
         return _load_eventstream(data, path), []
     typed = None if types is None else event_types(types)
+    if fmt in _SESSIONS:  # an agent session file, imported whole (replay._transcripts)
+        session = read_transcript(data, path=path, lenient=lenient, format=cast(Any, fmt))
+        events: list[Any] = [] if session is None else session.events
+        if typed is not None:
+            events = [typed.convert(event) for event in events]
+        return events, [] if session is None else list(session.problems)
     problems: list[LogError]
     if fmt == "log":
         log = parse_log(
@@ -206,7 +217,7 @@ class Recording:
             self._eof = not more
         if self._rest.startswith(_BOM):
             self._rest = self._rest[len(_BOM) :]
-        self.format: Format = _detect(self._rest)
+        self.format: Format | TranscriptFormat = _detect(self._rest)
         self.head = self._next_piece()
         self.whole = self._eof and not self._rest
         """Whether ``head`` is the whole recording."""
@@ -246,8 +257,8 @@ class Recording:
     def _cut(self, buffer: bytes) -> int:
         # The first boundary from the chunk size on, so that pieces stay near it.
         start = max(0, self._chunk - 4)
-        if self.format in ("json", "eventstream"):
-            return 0  # one value, or binary frames: one piece
+        if self.format in ("json", "eventstream") or self.format in _SESSIONS:
+            return 0  # one value, binary frames or a session (its chains): one piece
         if self.format == "sse":
             # After a blank line ending in LF (a CR-only file is read as one piece).
             found = [
@@ -270,7 +281,15 @@ class Recording:
         self.close()
 
 
-def _detect(data: bytes) -> Format:
+def _detect(data: bytes) -> Format | TranscriptFormat:
+    # Our own log first; an agent session (its records) before a plain stream.
+    fmt = _detect_stream(data)
+    if fmt != "log":
+        return detect_session(data) or fmt
+    return fmt
+
+
+def _detect_stream(data: bytes) -> Format:
     if is_eventstream(data):  # binary frames: checked before any text format
         return "eventstream"
     start = data.lstrip()

@@ -43,6 +43,7 @@ class TestSet:
             "tool_call",
             "approval",
             "status",
+            "interruption",
         ]
 
     def test_event_types_are_disjoint_and_match_the_structs(self) -> None:
@@ -131,7 +132,8 @@ class TestAgentSession:
         assert 300 <= len(lines) <= 2000
         nodes = fold([msgspec.json.decode(line) for line in lines])
         assert fold([builtin.decode(line) for line in lines], one_at_a_time=True) == nodes
-        assert {node.kind for node in nodes} == set(RENDERERS)
+        # every kind but interruptions: the example session runs to its end
+        assert {node.kind for node in nodes} == set(RENDERERS) - {"interruption"}
         for node in nodes:
             state = node.state
             assert getattr(state, "status", "done") in {"done", "failed", "denied", "approved"}
@@ -224,6 +226,10 @@ def hostile_logs(payload: str) -> dict[str, list[dict[str, Any]]]:
         ],
         "status": [
             {"type": "status.update", "id": "s", "label": payload, "completed": 1, "total": 2},
+        ],
+        "interruption": [
+            {"type": "interruption.mark", "id": "i", "cause": "cut", "tool_call_id": payload},
+            {"type": "interruption.mark", "id": "j", "cause": "user", "text": payload},
         ],
     }
 

@@ -63,6 +63,7 @@ def hostile_events() -> list[dict[str, Any]]:
             {"type": "status.update", "id": f"s{n}", "status": "running", "label": bad},
             {"type": "tool_call.start", "id": f"e{n}", "name": "x"},
             {"type": "tool_call.error", "id": f"e{n}", "message": bad},
+            {"type": "interruption.mark", "id": f"i{n}", "cause": "user", "text": bad},
         ]
     events.append({"type": "message.start", "id": "bidi", "role": "assistant", "text": BIDI})
     return events

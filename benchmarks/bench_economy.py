@@ -1,0 +1,227 @@
+"""The context economy on real agent sessions: what each policy set saves and costs.
+
+For every session in ``../shared/fixtures/transcripts/`` (each thread of a file:
+the main conversation and each sub-agent's, each OpenHands run), the request
+before every model call is built with no policy (``none``), the live defaults
+(``live``: spill at entry) and the resume defaults (``resume``: every request as
+an agent resumed before that call would send it), per provider gateway, and
+measured:
+
+- request size per call and summed (chars of the serialized request; tokens when
+  ``tiktoken`` and its encoding are available offline), and the reduction;
+- prefix reuse between consecutive requests and the number of prefix breaks;
+- invalid requests (the gateway's validator; must be 0);
+- spill files: every result cut is in one, whole;
+- determinism: the request hashes of two runs and of random batchings agree;
+- render time per call as the session grows (first tenth of the calls against
+  the last tenth).
+
+Three references come from the same run: ``wide`` (trim on, ``keep_recent`` 2) shows
+how far trim and wider expiry go beyond the defaults; ``safepoint`` resumes once,
+before the first call, then applies the load-time defaults again only at a call
+where that frees ``clear_at_least`` chars (``engine.Economist``); and SWE-agent's own
+history processor is measured on the context its marshmallow trajectory recorded at every
+call (prefix reuse over the same serialization).
+
+    python benchmarks/bench_economy.py [--gateway anthropic] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import platform
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from definitions import builtin, event_type
+from definitions.gateways import GATEWAYS
+from engine import Economy
+from replay import replay
+from replay._economy import (
+    CallRequest,
+    common_prefix,
+    conversation,
+    measure,
+    requests,
+    serialize,
+    timed,
+)
+from replay._transcripts import read_transcript
+from replay._workbench import Workbench
+
+ROOT = Path(__file__).resolve().parents[1]
+TRANSCRIPTS = ROOT.parent / "shared" / "fixtures" / "transcripts"
+POLICIES = {
+    "none": Economy.none(),
+    "live": Economy.live(),
+    "resume": Economy.resume(),
+    "wide": Economy(trim=True, keep_recent=2),
+    "safepoint": Economy.resume(),  # resumed once, then safepoints (see SAFEPOINTS)
+}
+SAFEPOINTS = frozenset({"safepoint"})
+
+
+def sessions() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """(name, events) of every thread of every session file, side files included in
+    their session (as its sub-agent threads)."""
+    files = sorted(TRANSCRIPTS.glob("*/*.jsonl")) + sorted(TRANSCRIPTS.glob("*/*.traj"))
+    for path in files:
+        transcript = read_transcript(path.read_bytes(), path=str(path))
+        if transcript is None:
+            continue
+        for thread in transcript.threads:
+            yield f"{path.parent.name}/{path.stem[:12]}:{thread.name[:24]}", thread.events
+
+
+def run(
+    events: list[dict[str, Any]],
+    gateway: str,
+    economy: Economy,
+    bench: Path | None,
+    batch: int | None = None,
+    safepoints: bool = False,
+) -> tuple[list[CallRequest], list[float]]:
+    nodes = replay(events, builtin.DEFINITIONS, event_type=event_type, batch=batch)
+    talk = conversation(nodes)
+    calls, timings = timed(
+        requests(
+            talk,
+            GATEWAYS[gateway],
+            economy,
+            workbench=Workbench(bench) if bench else None,
+            safepoints=safepoints,
+        )
+    )
+    # the last request follows the whole log: no model call of the log answers it
+    return calls[:-1], timings[:-1]
+
+
+def tokens_counter() -> Any:
+    try:
+        import tiktoken  # type: ignore[import-not-found]
+
+        return tiktoken.get_encoding("o200k_base").encode
+    except Exception:  # absent, or its encoding cannot be fetched offline
+        return None
+
+
+def swe_agent_reference() -> float | None:
+    """Prefix reuse of the context SWE-agent's own history processor sent, per call."""
+    path = TRANSCRIPTS / "swe-agent" / "marshmallow-code__marshmallow-1867.traj"
+    if not path.exists():
+        return None
+    steps = msgspec.json.decode(path.read_bytes())["trajectory"]
+    sent = [serialize({"messages": step["messages"]}) for step in steps if "messages" in step]
+    shares = [common_prefix(a, b) / len(a) for a, b in itertools.pairwise(sent)]
+    return sum(shares) / len(shares) if shares else None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gateway", default="all", choices=["all", *GATEWAYS])
+    parser.add_argument("--json", action="store_true", help="one JSON object per row")
+    args = parser.parse_args()
+    if not TRANSCRIPTS.is_dir():
+        print(f"{TRANSCRIPTS} is absent: nothing to measure", file=sys.stderr)
+        return 2
+    gateways = list(GATEWAYS) if args.gateway == "all" else [args.gateway]
+    count = tokens_counter()
+    rng = random.Random(0)
+    print(
+        f"# bench_economy {time.strftime('%Y-%m-%d', time.gmtime())} on "
+        f"{platform.machine()} {platform.processor() or platform.system()}, "
+        f"Python {platform.python_version()}; tokens: {'o200k_base' if count else 'n/a'}"
+    )
+    print(
+        "session | gateway | calls | none chars | live | resume | wide | safepoint | live reuse | "
+        "resume reuse | safepoint reuse | breaks live/resume | invalid | deterministic | "
+        "ms/call live first/last | ms/call resume first/last"
+    )
+    worst = {"resume_cut": 1.0, "live_reuse": 1.0, "invalid": 0}
+    files: dict[tuple[str, str], dict[str, int]] = {}
+    for name, events in sessions():
+        for gateway in gateways:
+            row: dict[str, Any] = {"session": name, "gateway": gateway}
+            totals: dict[str, int] = {}
+            for policy, economy in POLICIES.items():
+                safe = policy in SAFEPOINTS
+                with tempfile.TemporaryDirectory() as folder:
+                    calls, timings = run(events, gateway, economy, Path(folder), safepoints=safe)
+                    figures = measure(calls)
+                    _check_spills(calls, Path(folder))
+                batch = rng.randint(1, 50)
+                again, _ = run(events, gateway, economy, None, batch=batch, safepoints=safe)
+                once, _ = run(events, gateway, economy, None, safepoints=safe)
+                deterministic = measure(again).digest == measure(once).digest
+                totals[policy] = figures.total
+                row[policy] = {**figures.as_dict(), "deterministic": deterministic}
+                if count is not None:
+                    row[policy]["tokens"] = sum(len(count(c.serialized().decode())) for c in calls)
+                tenth = max(1, len(timings) // 10)
+                row[policy]["ms_first"] = 1000 * sum(timings[:tenth]) / tenth
+                row[policy]["ms_last"] = 1000 * sum(timings[-tenth:]) / tenth
+                worst["invalid"] += figures.invalid
+            whole = files.setdefault((name.split(":")[0], gateway), dict.fromkeys(POLICIES, 0))
+            for policy in POLICIES:
+                whole[policy] += totals[policy]
+            base = totals["none"] or 1
+            cut = {p: 1 - totals[p] / base for p in POLICIES}
+            worst["resume_cut"] = min(worst["resume_cut"], cut["resume"])
+            worst["live_reuse"] = min(worst["live_reuse"], row["live"]["prefix_reuse"])
+            if args.json:
+                print(json.dumps(row))
+                continue
+            live, resume = row["live"], row["resume"]
+            print(
+                f"{name} | {gateway} | {live['calls']} | {totals['none']:,} | "
+                f"-{cut['live']:.0%} | -{cut['resume']:.0%} | -{cut['wide']:.0%} | "
+                f"-{cut['safepoint']:.0%} | "
+                f"{live['prefix_reuse']:.3f} | {resume['prefix_reuse']:.3f} | "
+                f"{row['safepoint']['prefix_reuse']:.3f} | "
+                f"{live['prefix_breaks']}/{resume['prefix_breaks']} | "
+                f"{sum(row[p]['invalid'] for p in POLICIES)} | "
+                f"{all(row[p]['deterministic'] for p in POLICIES)} | "
+                f"{live['ms_first']:.2f}/{live['ms_last']:.2f} | "
+                f"{resume['ms_first']:.2f}/{resume['ms_last']:.2f}"
+            )
+    print(
+        "# whole session files (every thread summed): "
+        "file | gateway | none | live | resume | wide | safepoint"
+    )
+    for (file, gateway), whole in files.items():
+        base = whole["none"] or 1
+        cuts = " | ".join(f"-{1 - whole[p] / base:.0%}" for p in POLICIES if p != "none")
+        print(f"# {file} | {gateway} | {whole['none']:,} | {cuts}")
+    reference = swe_agent_reference()
+    print(
+        f"# SWE-agent's own history processor (marshmallow, as recorded): prefix reuse "
+        f"{reference:.2f}"
+        if reference is not None
+        else "# SWE-agent reference: absent"
+    )
+    print(
+        f"# worst resume cut -{worst['resume_cut']:.0%} (target -30%); worst live reuse "
+        f"{worst['live_reuse']:.3f} (target 0.98); invalid requests {worst['invalid']} (target 0)"
+    )
+    return 0
+
+
+def _check_spills(calls: list[CallRequest], folder: Path) -> None:
+    bench = Workbench(folder)
+    for call in calls:
+        for spill in call.economized.spills:
+            if bench.read(spill.name) != spill.content:
+                raise SystemExit(f"spill file {spill.name} does not hold what was cut")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
