@@ -45,7 +45,9 @@ from ._log import Entry, read_source
 from ._render import render_json
 from ._render_html import render_html
 from ._render_text import render_text
+from ._postgres import PostgresEventStore, describe
 from ._store import EventStore
+from ._stores import is_postgres, open_store
 
 __all__ = ["main"]
 
@@ -283,18 +285,20 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 # -- store -------------------------------------------------------------------------------
 
+_STORE_HELP = "a SQLite file (created when missing) or a postgresql:// URL"
 
-def _existing_store(path: str) -> EventStore:
+
+def _existing_store(path: str) -> EventStore | PostgresEventStore:
     # EventStore creates a missing file; reading commands must not leave one behind.
-    if not os.path.exists(path):
+    if not is_postgres(path) and not os.path.exists(path):
         raise _Failure(f"{path}: no such event store")
-    return EventStore(path)
+    return open_store(path)
 
 
 def _cmd_store_import(args: argparse.Namespace) -> int:
     loaded = _load(args.log, args.lenient)
     conversation = args.conversation or Path(args.log).stem
-    with EventStore(args.store) as store:
+    with open_store(args.store) as store:
         expected = None if args.append else 0
         length = store.append(conversation, loaded.events, expected_position=expected)
     print(f"imported {len(loaded.events)} events into {conversation!r} ({length} in all)")
@@ -331,7 +335,7 @@ def _cmd_store_append(args: argparse.Namespace) -> int:
     loaded = load_events(sys.stdin.buffer, lenient=args.lenient)
     for problem in loaded.problems:
         _warn(f"skipped: {problem}")
-    with EventStore(args.store) as store:
+    with open_store(args.store) as store:
         length = store.append(
             args.conversation, loaded.events, expected_position=args.expected_position
         )
@@ -450,12 +454,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     store = commands.add_parser(
         "store",
-        help="move logs in and out of the SQLite event store",
-        description="Move logs in and out of the SQLite event store.",
+        help="move logs in and out of an event store (SQLite or PostgreSQL)",
+        description="Move logs in and out of an event store: a SQLite file or a "
+        "postgresql:// URL.",
     )
     actions = store.add_subparsers(dest="action", metavar="ACTION", required=True)
     imp = actions.add_parser("import", help="append a recording as a new conversation")
-    imp.add_argument("store", metavar="FILE", help="the store (created when missing)")
+    imp.add_argument("store", metavar="STORE", help=_STORE_HELP)
     _add_log(imp)
     imp.add_argument(
         "--conversation", "-c", metavar="ID", help="its id (default: the log's file name)"
@@ -465,18 +470,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     imp.set_defaults(handler=_cmd_store_import)
     exp = actions.add_parser("export", help="write a conversation as a JSON Lines log")
-    exp.add_argument("store", metavar="FILE")
+    exp.add_argument("store", metavar="STORE")
     exp.add_argument("conversation", metavar="ID")
     exp.add_argument("--output", "-o", metavar="LOG", help="write here instead of stdout")
     exp.set_defaults(handler=_cmd_store_export)
     ls = actions.add_parser("ls", help="list conversations and their lengths")
-    ls.add_argument("store", metavar="FILE")
+    ls.add_argument("store", metavar="STORE")
     ls.set_defaults(handler=_cmd_store_ls)
     app = actions.add_parser(
         "append",
         help="append events read from stdin (JSON Lines); prints the new length",
     )
-    app.add_argument("store", metavar="FILE", help="the store (created when missing)")
+    app.add_argument("store", metavar="STORE", help=_STORE_HELP)
     app.add_argument("conversation", metavar="ID")
     app.add_argument(
         "--expected-position",
@@ -526,7 +531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_Failure, DefinitionSpecError, LogError) as exc:
         message = str(exc)
     except StoreError as exc:
-        message = f"{args.store}: {exc}"
+        message = f"{describe(args.store)}: {exc}"
     except ConversationError as exc:  # a definition failed on this log, or was rejected
         message = f"{where}: {exc}" if where else str(exc)
     except OSError as exc:

@@ -358,7 +358,8 @@ class PostgresEventStore:
                 raise self._failure("query failed", exc) from exc
 
     def _failure(self, what: str, exc: Exception) -> StoreError:
-        return StoreError(f"{self.path}: {what}: {_first_line(exc)}")
+        # The message names the server (not the password): it may reach a log.
+        return StoreError(f"PostgreSQL at {self.path}: {what}: {_first_line(exc)}")
 
 
 def _hint(payload: str) -> StoreChange:

@@ -505,3 +505,44 @@ class TestFollow:
                 return seen
 
         assert asyncio.run(scenario()) == [StoreChange(None), StoreChange(None)]
+
+
+class TestCli:
+    """Every ``convo store`` command takes a SQLite path or a PostgreSQL URL alike."""
+
+    def test_import_ls_append_export(
+        self, backend: Backend, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        import io
+        import sys
+
+        from replay import read_log
+        from replay._cli import main
+
+        example = Path(__file__).parents[2] / "replay" / "examples" / "agent_session.jsonl"
+        assert main(["store", "import", backend.name, str(example), "-c", "s"]) == 0
+        assert main(["store", "ls", backend.name]) == 0
+        assert capsys.readouterr().out.endswith("s\t431\n")
+        stdin = sys.stdin
+        sys.stdin = io.TextIOWrapper(io.BytesIO(b'{"type": "status.update", "id": "x"}\n'))
+        try:
+            assert main(["store", "append", backend.name, "s", "--expected-position", "3"]) == 2
+            assert "expected to append at position 3" in capsys.readouterr().err
+        finally:
+            sys.stdin = stdin
+        out = tmp_path / "out.jsonl"
+        assert main(["store", "export", backend.name, "s", "-o", str(out)]) == 0
+        entries = read_log(out).entries
+        assert [e.position for e in entries] == list(range(431))
+
+    def test_an_unreachable_server_is_one_line_without_the_password(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        from replay._cli import main
+        from tests._postgres import _free_port
+
+        url = f"postgresql://convo:s3cret@127.0.0.1:{_free_port()}/x"
+        assert main(["store", "ls", url]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("convo: error: ") and err.count("\n") == 1
+        assert "s3cret" not in err and "cannot connect" in err
