@@ -42,10 +42,10 @@ from ._determinism import check_determinism
 from ._errors import DefinitionSpecError, LogError, StoreError
 from ._formats import Loaded, load_events, parse_events
 from ._log import Entry, read_source
+from ._postgres import PostgresEventStore, describe
 from ._render import render_json
 from ._render_html import render_html
 from ._render_text import render_text
-from ._postgres import PostgresEventStore, describe
 from ._store import EventStore
 from ._stores import is_postgres, open_store
 
@@ -455,8 +455,7 @@ def build_parser() -> argparse.ArgumentParser:
     store = commands.add_parser(
         "store",
         help="move logs in and out of an event store (SQLite or PostgreSQL)",
-        description="Move logs in and out of an event store: a SQLite file or a "
-        "postgresql:// URL.",
+        description="Move logs in and out of an event store: a SQLite file or a postgresql:// URL.",
     )
     actions = store.add_subparsers(dest="action", metavar="ACTION", required=True)
     imp = actions.add_parser("import", help="append a recording as a new conversation")

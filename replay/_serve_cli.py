@@ -37,7 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a recording to show (any format `convo replay` reads); loaded into a "
         "temporary store as one conversation named after the file",
     )
-    parser.add_argument("--store", metavar="FILE", help="serve the conversations of this store")
+    parser.add_argument(
+        "--store",
+        metavar="STORE",
+        help="serve the conversations of this store: a SQLite file, or a postgresql:// URL "
+        "(any number of servers may serve one database)",
+    )
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: loopback only)"
     )
@@ -65,7 +70,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=0.05,
         metavar="SECONDS",
-        help="how often the store is checked for events from other processes",
+        help="how often a SQLite store is checked for events from other processes "
+        "(PostgreSQL notifies them)",
+    )
+    parser.add_argument(
+        "--max-loaded",
+        type=int,
+        default=64,
+        metavar="N",
+        help="conversations kept loaded beyond those being watched (least recently used out)",
     )
 
 
@@ -141,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f"{_INSTALL} ({exc})", file=sys.stderr)
         return 2
+    from ._errors import StoreError
     from ._formats import load_events
     from ._store import EventStore
 
@@ -166,14 +180,18 @@ def run(args: argparse.Namespace) -> int:
                 example = load_events(EXAMPLE).events
                 background.append(demo_writer(example, speed=args.demo_speed))
             app = create_app(
-                path, token=args.token, poll_interval=args.poll_interval, background=background
+                path,
+                token=args.token,
+                poll_interval=args.poll_interval,
+                background=background,
+                max_loaded=args.max_loaded,
             )
             config = uvicorn.Config(
                 app, host=args.host, port=args.port, log_level="warning", lifespan="on"
             )
             server = uvicorn.Server(config)
             asyncio.run(_serve(server, args))
-    except OSError as exc:
+    except (OSError, StoreError) as exc:
         print(f"convo serve: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
