@@ -32,6 +32,7 @@ import msgspec
 
 from engine import ConversationError, Node, Registration, create_conversation_engine
 
+from . import _worker
 from ._detect import (
     DefinitionSet,
     detect_protocol,
@@ -490,6 +491,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     app.add_argument("--lenient", action="store_true", help="skip bad lines")
     app.set_defaults(handler=_cmd_store_append)
+
+    worker = commands.add_parser(
+        "worker",
+        help="keep published views of a share of a PostgreSQL store's conversations",
+        description="A projection worker: owns partitions of the conversations by lease "
+        "and publishes each conversation's view to the convo_views table.",
+    )
+    _worker.add_arguments(worker)
+    worker.set_defaults(handler=_worker.run)
 
     serve = commands.add_parser(
         "serve", help="serve a live view (the [serve] extra)", description="Serve a live view."
