@@ -9,6 +9,7 @@ network store's lost connections and change hints) is tested at the end.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import multiprocessing
 import threading
@@ -369,21 +370,25 @@ class TestOpenStore:
         assert "convo:***@127.0.0.1" in str(info.value)
 
 
-class TestUnknownOutcome:
-    """A connection lost after sending: a distinct error with the append's id, resolvable."""
+@contextlib.contextmanager
+def lost_append(pg: str, server: Server) -> Iterator[tuple[Any, Any, Any]]:
+    """An append sent, then its connection cut before the answer: the store (which
+    sent it), the connection holding the conversation's row lock, and the error.
 
-    def _blocked_append(self, pg: str, proxy: Proxy) -> tuple[Any, Any, Callable[[], Any]]:
-        # Another connection holds the conversation's row lock, so the append waits
-        # inside the server, sent but unanswered, while we cut the connection.
-        import psycopg
+    The lock makes the append wait inside the server, sent but unanswered; the
+    proxy then drops the client side only, as a network failure would.
+    """
+    import psycopg
 
-        from replay import PostgresEventStore
+    from replay import PostgresEventStore
 
-        with open_store(pg) as setup:
-            setup.append("a", ["first"])
-        blocker = psycopg.connect(pg)
+    with open_store(pg) as setup:
+        setup.append("a", ["first"])
+    proxy = Proxy(server.port).start()
+    blocker = psycopg.connect(pg)
+    store = PostgresEventStore(proxy.dsn(pg))
+    try:
         blocker.execute("SELECT * FROM convo_conversations WHERE id = 'a' FOR UPDATE")
-        store = PostgresEventStore(proxy.dsn(pg))
         outcome: list[BaseException | int] = []
 
         def append() -> None:
@@ -395,21 +400,22 @@ class TestUnknownOutcome:
         thread = threading.Thread(target=append)
         thread.start()
         _wait_until(lambda: _lock_waiters(pg) == 1)
+        proxy.cut()
+        thread.join()
+        yield store, blocker, outcome[0]
+    finally:
+        blocker.close()
+        store.close()
+        proxy.close()
 
-        def result() -> Any:
-            thread.join()
-            return outcome[0]
 
-        return store, blocker, result
+class TestUnknownOutcome:
+    """A connection lost after sending: a distinct error with the append's id, resolvable."""
 
     def test_an_append_that_landed_is_found(self, pg: str, postgres_server: Server) -> None:
         from replay import AppendUnknownError, Landed
 
-        proxy = Proxy(postgres_server.port).start()
-        try:
-            store, blocker, result = self._blocked_append(pg, proxy)
-            proxy.cut()
-            error = result()
+        with lost_append(pg, postgres_server) as (store, blocker, error):
             assert isinstance(error, AppendUnknownError)
             assert error.conversation == "a"
             assert str(error.append_id) in str(error)
@@ -418,23 +424,15 @@ class TestUnknownOutcome:
                 _wait_until(lambda: check.length("a") == 2)
             assert store.landed(error.append_id) == Landed("a", 1, 2)
             assert store.read("a") == ["first", "second"]  # the store reconnected
-            blocker.close()
-            store.close()
-        finally:
-            proxy.close()
 
     def test_an_append_that_did_not_land_is_none(self, pg: str, postgres_server: Server) -> None:
+        import psycopg
+
         from replay import AppendUnknownError
 
-        proxy = Proxy(postgres_server.port).start()
-        try:
-            store, blocker, result = self._blocked_append(pg, proxy)
-            proxy.cut()
-            error = result()
+        with lost_append(pg, postgres_server) as (store, blocker, error):
             assert isinstance(error, AppendUnknownError)
             # The server ends the orphaned session, and its transaction with it.
-            import psycopg
-
             with psycopg.connect(pg, autocommit=True) as admin:
                 admin.execute(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
@@ -442,13 +440,9 @@ class TestUnknownOutcome:
                 )
             _wait_until(lambda: _lock_waiters(pg) == 0)
             blocker.rollback()
-            blocker.close()
             assert store.landed(error.append_id) is None
             assert store.landed(uuid.uuid4()) is None
             assert store.read("a") == ["first"]
-            store.close()
-        finally:
-            proxy.close()
 
 
 def _lock_waiters(dsn: str) -> int:

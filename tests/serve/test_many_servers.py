@@ -15,7 +15,6 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,23 +24,12 @@ for _module in ("starlette", "sse_starlette", "httpx"):
 
 import httpx  # noqa: E402
 
-from definitions import builtin, event_type  # noqa: E402
-from replay import HtmlRenderer, open_store, replay  # noqa: E402
+from replay import open_store  # noqa: E402
 from tests._postgres import Server  # noqa: E402
 from tests.serve._helpers import HANG_GUARD, apply  # noqa: E402
+from tests.serve.test_app import example_events, final_view  # noqa: E402
 
-EXAMPLE = Path(__file__).parents[2] / "replay" / "examples" / "agent_session.jsonl"
 TOKEN = "t0ken"
-
-
-def example_events() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in EXAMPLE.read_text().splitlines() if line.strip()]
-
-
-def final_view(events: list[Any]) -> dict[str, tuple[int, str]]:
-    renderer = HtmlRenderer(builtin.DEFINITIONS)
-    nodes = replay(events, builtin.DEFINITIONS, event_type=event_type)
-    return {node.key: (node.seq, renderer.fragment(node)) for node in nodes}
 
 
 @contextmanager
