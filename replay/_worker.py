@@ -354,6 +354,15 @@ def run(args: Any) -> int:
     """``convo worker``: project until SIGTERM or Ctrl-C; prints ownership changes."""
     import signal
 
+    from ._stores import is_postgres
+
+    if not is_postgres(args.store):
+        print(
+            f"convo worker: --store must be a postgresql:// URL, not {args.store!r} "
+            "(workers share their partitions through PostgreSQL)",
+            file=sys.stderr,
+        )
+        return 2
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     worker = Worker(

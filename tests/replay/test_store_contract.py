@@ -542,3 +542,29 @@ class TestCli:
         assert err.count("\n") == 1
         assert "s3cret" not in err
         assert "cannot connect" in err
+
+    def test_a_lost_listening_connection_reconnects_and_hints_everything(self, pg: str) -> None:
+        import psycopg
+
+        from replay import StoreChange
+
+        async def scenario() -> list[Any]:
+            with open_store(pg) as reader, open_store(pg) as writer:
+                hints = reader.follow(quiet=30)
+                seen = [await anext(hints)]
+                with psycopg.connect(pg, autocommit=True) as admin:
+                    admin.execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                        " WHERE query LIKE 'LISTEN%'"
+                    )
+                seen.append(await asyncio.wait_for(anext(hints), 20))  # reconnected
+                await asyncio.to_thread(writer.append, "a", ["x"])
+                seen.append(await asyncio.wait_for(anext(hints), 20))
+                await hints.aclose()
+                return seen
+
+        assert asyncio.run(scenario()) == [
+            StoreChange(None),
+            StoreChange(None),
+            StoreChange("a", 1),
+        ]
