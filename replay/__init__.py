@@ -30,6 +30,7 @@ from ._errors import RenderError as RenderError
 from ._errors import ReplayError as ReplayError
 from ._errors import StoreBusyError as StoreBusyError
 from ._errors import StoreError as StoreError
+from ._errors import UnstorableEventError as UnstorableEventError
 from ._formats import Format as Format
 from ._formats import Loaded as Loaded
 from ._formats import load_events as load_events
@@ -79,6 +80,7 @@ __all__ = [
     "StoreBusyError",
     "StoreChange",
     "StoreError",
+    "UnstorableEventError",
     "assert_deterministic",
     "check_determinism",
     "detect_protocol",

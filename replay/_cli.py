@@ -17,12 +17,12 @@ never a traceback for bad input.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import io
-import os
 import sys
 import timeit
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
 from types import ModuleType
@@ -41,20 +41,21 @@ from ._detect import (
 )
 from ._determinism import check_determinism
 from ._errors import DefinitionSpecError, LogError, StoreError
-from ._formats import Loaded, load_events, parse_events
-from ._log import Entry, read_source
+from ._formats import Loaded, Recording, load_events, parse_events, parse_piece
+from ._log import read_source
 from ._postgres import PostgresEventStore, describe
 from ._render import render_json
 from ._render_html import render_html
 from ._render_text import render_text
 from ._store import EventStore
-from ._stores import is_postgres, open_store
+from ._stores import open_store
 
 __all__ = ["main"]
 
 SERVE_HINT = "install the server extra: pip install -e '.[serve]'"
-PROGRESS_MIN = 50_000
-"""Replays of at least this many events show a progress bar when stderr is a terminal."""
+PROGRESS_MIN = 4_000_000
+"""Replays of logs of at least this many bytes show a progress bar when stderr is a
+terminal."""
 BENCH_RUN = 0.2
 """``convo bench`` times runs of at least this many seconds (timeit's autorange target)."""
 
@@ -70,14 +71,66 @@ def _warn(message: str) -> None:
     print(f"convo: warning: {message}", file=sys.stderr)
 
 
-def _load(path: str, lenient: bool) -> Loaded:
-    if path == "-":
-        loaded = load_events(sys.stdin.buffer, lenient=lenient)
-    else:
-        loaded = load_events(path, lenient=lenient)
-    for problem in loaded.problems:
-        _warn(f"skipped: {problem}")
-    return loaded
+class _Events:
+    """The events of a recording, decoded piece by piece as they are iterated (so a
+    log of any size is folded or stored in bounded memory), for the vocabulary
+    ``types``. Skipped lines are warned of as they are met; ``count`` is how many
+    events were given; ``progress`` is told the bytes read after each piece."""
+
+    def __init__(
+        self,
+        recording: Recording,
+        lenient: bool,
+        types: Any = None,
+        progress: _Bar | None = None,
+    ) -> None:
+        self.recording = recording
+        self.lenient = lenient
+        self.types = types
+        self.progress = progress
+        self.count = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        recording = self.recording
+        done = 0
+        for data, line, final in recording.pieces():
+            events, problems = parse_piece(
+                data,
+                recording.format,
+                path=recording.path,
+                lenient=self.lenient,
+                types=self.types,
+                first_line=line,
+                final=final,
+            )
+            for problem in problems:
+                _warn(f"skipped: {problem}")
+            self.count += len(events)
+            yield from events
+            done += len(data)
+            if self.progress is not None:
+                self.progress.update(done)
+
+
+def _recording(log: str) -> Recording:
+    return Recording(sys.stdin.buffer if log == "-" else log)
+
+
+def _choose(
+    recording: Recording, log: str, specs: Sequence[str] | None
+) -> tuple[DefinitionSet, str | None]:
+    """The set named by ``specs``, else the one detected from the recording's first
+    piece, and a doubt about the detection to warn of."""
+    if specs:
+        return load_definitions(specs), None
+    # Leniently: the decode for the chosen set (strict when asked) is the one to raise,
+    # at the first bad line of either kind, with no warning first.
+    head, _ = parse_piece(recording.head, recording.format, path=recording.path, lenient=True)
+    detection = detect_protocol(head)
+    note = None
+    if detection.ambiguous or not detection.recognised:
+        note = f"{log}: {detection.describe()}"
+    return protocol_definitions(detection.protocol), note
 
 
 def _load_for(
@@ -117,16 +170,9 @@ def _load_chosen(
     return loaded, chosen
 
 
-def _slice(events: list[Any], at: int | None) -> list[Any]:
-    if at is None:
-        return events
-    if at > len(events):
-        raise _Failure(f"--at {at}: the log has only {len(events)} events")
-    return events[:at]
-
-
 class _Bar:
-    """A plain progress bar on a terminal stream: one rewritten line, cleared at the end."""
+    """A plain progress bar on a terminal stream: one rewritten line, cleared at the end.
+    It counts the bytes of the log read and folded."""
 
     def __init__(self, stream: TextIO, total: int, label: str = "folding") -> None:
         self.stream = stream
@@ -139,7 +185,7 @@ class _Bar:
         filled = width * done // self.total
         self.stream.write(
             f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
-            f"{100 * done // self.total:3d}% {done:,}/{self.total:,} events"
+            f"{100 * done // self.total:3d}% {done:,}/{self.total:,} bytes"
         )
         self.stream.flush()
 
@@ -156,26 +202,10 @@ def _progress_stream(count: int) -> TextIO | None:
     return None
 
 
-def fold(
-    chosen: DefinitionSet, events: Sequence[Any], *, progress: TextIO | None = None
-) -> tuple[Node, ...]:
-    """The view after ``events``, folded through ``chosen`` (with a bar on ``progress``)."""
+def fold(chosen: DefinitionSet, events: Iterable[Any]) -> tuple[Node, ...]:
+    """The view after ``events``, folded through ``chosen`` (read as they are folded)."""
     engine = create_conversation_engine(chosen.definitions, event_type=chosen.event_type)
-    fed = chosen.feed(events)
-    if progress is None:
-        engine.push_many(fed)
-        return engine.nodes()
-    bar = _Bar(progress, len(events))
-    step = max(10_000, len(events) // 100)
-    iterator = iter(fed)
-    done = 0
-    try:
-        while chunk := tuple(islice(iterator, step)):
-            engine.push_many(chunk)
-            done += len(chunk)
-            bar.update(done)
-    finally:
-        bar.close()
+    engine.push_many(chosen.feed(events))
     return engine.nodes()
 
 
@@ -191,9 +221,21 @@ def _write(text: str, output: str | None) -> None:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    loaded, chosen = _load_chosen(args.log, args.lenient, args.definitions)
-    events = _slice(loaded.events, args.at)
-    nodes = fold(chosen, events, progress=_progress_stream(len(events)))
+    with _recording(args.log) as recording:
+        chosen, note = _choose(recording, args.log, args.definitions)
+        stream = _progress_stream(recording.size or 0)
+        bar = None if stream is None else _Bar(stream, recording.size or 0)
+        events = _Events(recording, args.lenient, chosen.vocabulary, bar)
+        try:
+            nodes = fold(chosen, events if args.at is None else islice(events, args.at))
+        finally:
+            if bar is not None:
+                bar.close()
+    if note is not None:  # once the log was read: a bad line is the error to see first
+        _warn(note)
+    if args.at is not None and events.count < args.at:
+        raise _Failure(f"--at {args.at}: the log has only {events.count} events")
+    count = events.count if args.at is None else min(events.count, args.at)
     definitions = chosen.definitions
     if args.format == "json":
         text = render_json(nodes, definitions, indent=2).decode() + "\n"
@@ -206,7 +248,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         text = render_text(nodes, definitions, color=color)
         if not nodes:
             # Say so rather than print nothing: an empty view is a finding, not a failure.
-            text = f"(no nodes after {len(events)} events)\n"
+            text = f"(no nodes after {count} events)\n"
     _write(text, args.output)
     return 0
 
@@ -290,37 +332,50 @@ _STORE_HELP = "a SQLite file (created when missing) or a postgresql:// URL"
 
 
 def _existing_store(path: str) -> EventStore | PostgresEventStore:
-    # EventStore creates a missing file; reading commands must not leave one behind.
-    if not is_postgres(path) and not os.path.exists(path):
-        raise _Failure(f"{path}: no such event store")
-    return open_store(path)
+    # Read-only: a reading command changes no file, and refuses one that is not a store.
+    return open_store(path, mode="ro")
 
 
 def _cmd_store_import(args: argparse.Namespace) -> int:
-    loaded = _load(args.log, args.lenient)
     conversation = args.conversation or Path(args.log).stem
-    with open_store(args.store) as store:
+    with _recording(args.log) as recording, open_store(args.store) as store:
         expected = None if args.append else 0
-        length = store.append(conversation, loaded.events, expected_position=expected)
-    print(f"imported {len(loaded.events)} events into {conversation!r} ({length} in all)")
+        if expected is not None and (existing := store.length(conversation)):
+            raise _Failure(
+                f"{args.store}: conversation {conversation!r} already has {existing} events; "
+                "nothing was imported (--append adds to it, --conversation ID names another)"
+            )
+        # Stored as decoded, in one transaction: a bad line (strict) imports nothing.
+        events = _Events(recording, args.lenient)
+        length = store.append(conversation, events, expected_position=expected)
+    print(f"imported {events.count} events into {conversation!r} ({length} in all)")
     return 0
 
 
 _entry_encoder = msgspec.json.Encoder()
 
 
+_EXPORT_PAGE = 10_000  # events read and written at a time by store export
+
+
 def _cmd_store_export(args: argparse.Namespace) -> int:
     with _existing_store(args.store) as store:
-        if args.conversation not in store.conversations():
+        length = store.conversations().get(args.conversation)
+        if length is None:
             raise _Failure(f"{args.store}: no conversation {args.conversation!r}")
-        entries: list[Entry[Any]] = store.read_entries(args.conversation)
-    data = _entry_encoder.encode_lines(entries)
-    if args.output is None or args.output == "-":
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-    else:
-        Path(args.output).write_bytes(data)
+        to_stdout = args.output is None or args.output == "-"
+        if to_stdout:
+            sys.stdout.flush()
+        with contextlib.ExitStack() as files:
+            out = sys.stdout.buffer if to_stdout else files.enter_context(open(args.output, "wb"))
+            # Written as read, a page at a time. Positions below the length read above
+            # never change (the store is append-only): the pages are one snapshot.
+            for start in range(0, length, _EXPORT_PAGE):
+                page = store.read_entries(
+                    args.conversation, start, min(length, start + _EXPORT_PAGE)
+                )
+                out.write(_entry_encoder.encode_lines(page))
+            out.flush()
     return 0
 
 
@@ -333,12 +388,11 @@ def _cmd_store_ls(args: argparse.Namespace) -> int:
 
 
 def _cmd_store_append(args: argparse.Namespace) -> int:
-    loaded = load_events(sys.stdin.buffer, lenient=args.lenient)
-    for problem in loaded.problems:
-        _warn(f"skipped: {problem}")
-    with open_store(args.store) as store:
+    with _recording("-") as recording, open_store(args.store) as store:
         length = store.append(
-            args.conversation, loaded.events, expected_position=args.expected_position
+            args.conversation,
+            _Events(recording, args.lenient),
+            expected_position=args.expected_position,
         )
     print(length)
     return 0
@@ -537,10 +591,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     where = getattr(args, "log", None) or getattr(args, "store", None)
     try:
         status: int = args.handler(args)
-    except (_Failure, DefinitionSpecError, LogError) as exc:
+    except LogError as exc:
+        message = str(exc)
+        if not getattr(args, "lenient", True):
+            message += " (--lenient skips each bad line, reporting it, and reads on)"
+    except (_Failure, DefinitionSpecError) as exc:
         message = str(exc)
     except StoreError as exc:
-        message = f"{describe(args.store)}: {exc}"
+        message = str(exc)
+        name = describe(args.store)  # a URL's password stays out of the message
+        if not message.startswith(f"{name}:"):
+            message = f"{name}: {message}"
     except ConversationError as exc:  # a definition failed on this log, or was rejected
         message = f"{where}: {exc}" if where else str(exc)
     except OSError as exc:

@@ -18,6 +18,7 @@ __all__ = [
     "ReplayError",
     "StoreBusyError",
     "StoreError",
+    "UnstorableEventError",
 ]
 
 
@@ -52,7 +53,29 @@ class LogError(ReplayError, ValueError):
 
 
 class StoreError(ReplayError):
-    """The event store refused or failed an operation."""
+    """The event store refused or failed an operation.
+
+    Opening a store raises it for a path that cannot be a store (a missing directory or
+    file, a file that is not SQLite or not ours, one that cannot be written when writing
+    is asked): the message names the path and the cause, ``__cause__`` is the driver's
+    own error when there is one.
+    """
+
+
+class UnstorableEventError(StoreError, ValueError):
+    """An event of an append has no JSON form (an object JSON has no type for, a NaN or
+    infinite float, which JSON cannot carry); nothing was written.
+
+    ``conversation`` and ``index`` (the event's place in the batch) say which.
+    """
+
+    def __init__(self, conversation: str, index: int, reason: str) -> None:
+        super().__init__(
+            f"conversation {conversation!r}, event #{index} of the batch: {reason}; "
+            "nothing was written"
+        )
+        self.conversation = conversation
+        self.index = index
 
 
 class ConcurrencyError(StoreError):

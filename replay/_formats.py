@@ -18,18 +18,32 @@ connection may have dropped mid-frame), but a file that simply lacks the final b
 line is a complete recording; when its JSON is cut short it is reported as a
 truncated line instead.
 
+Every event of every format is a JSON object: a line, frame or array element holding
+another JSON value (``42``, ``"hello"``) is a bad line like a syntax error, named by
+file and line and skipped with ``lenient``. A JSON array cut short (a broken download)
+gives, with ``lenient``, the complete elements before the cut.
+
 With an event vocabulary (``types``, e.g. ``definitions.builtin.Event``) the events of
 its tags come out as its Structs and all others as plain objects (see
 ``replay._log``). JSON Lines and our log decode typed; SSE frames and JSON arrays are
 decoded plain and their events of the vocabulary's tags converted (``msgspec.convert``),
 which is slower but those formats are rare for the tagged vocabularies.
+
+Reading in pieces: ``Recording`` reads a file a few megabytes at a time, cut after a
+line (after a frame's blank line for SSE; a JSON array is one piece), and each piece
+is decoded as a whole file would be, its line numbers counted from the piece's first
+line. A log of any size is so folded or stored in bounded memory; ``load_events`` is
+the same decoding on one piece holding everything.
 """
 
 from __future__ import annotations
 
 import io
+import json
+import os
 import re
-from typing import Any, Literal
+from collections.abc import Iterator
+from typing import IO, Any, Literal
 
 import attrs
 import msgspec
@@ -41,11 +55,12 @@ from ._log import (
     decode_lines,
     event_types,
     line_error,
+    object_decoder,
     parse_log,
     read_source,
 )
 
-__all__ = ["Format", "Loaded", "load_events"]
+__all__ = ["Format", "Loaded", "Recording", "load_events", "parse_piece"]
 
 Format = Literal["log", "sse", "json", "jsonl"]
 
@@ -61,7 +76,9 @@ class _Probe(msgspec.Struct):
 
 
 _probe_decoder = msgspec.json.Decoder(_Probe)
-_array_decoder = msgspec.json.Decoder(list[Any])
+_array_decoder = msgspec.json.Decoder(list[dict[str, Any]])
+_CHUNK = 1 << 22  # bytes read at a time by Recording: pieces of 4 MiB or a little more
+_DETECT = 1 << 16  # bytes read at least before the format is told
 
 
 @attrs.frozen(kw_only=True)
@@ -97,31 +114,150 @@ def parse_events(
     data: bytes, *, path: str | None, lenient: bool = False, types: Any = None
 ) -> Loaded:
     """``load_events`` on bytes already read; ``path`` names them in messages."""
-    typed = None if types is None else event_types(types)
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
     fmt = _detect(data)
-    if fmt == "log":
-        log = parse_log(data, path=path, lenient=lenient, types=types)
-        return Loaded(path=path, format=fmt, events=log.events(), problems=log.problems)
+    events, problems = parse_piece(data, fmt, path=path, lenient=lenient, types=types)
+    return Loaded(path=path, format=fmt, events=events, problems=tuple(problems))
+
+
+def parse_piece(
+    data: bytes,
+    fmt: Format,
+    *,
+    path: str | None,
+    lenient: bool,
+    types: Any = None,
+    first_line: int = 1,
+    final: bool = True,
+) -> tuple[list[Any], list[LogError]]:
+    """The events and skipped problems of ``data``, a recording in format ``fmt`` or
+    a piece of one (from ``Recording.pieces``) starting at line ``first_line``;
+    ``final`` is false for a piece that more of the file follows."""
+    typed = None if types is None else event_types(types)
     problems: list[LogError]
-    if fmt == "json":
-        events = _load_array(data, path, typed)
-        problems = []
+    if fmt == "log":
+        log = parse_log(
+            data, path=path, lenient=lenient, types=types, objects=True, first_line=first_line
+        )
+        events, problems = log.events(), list(log.problems)
+    elif fmt == "json":
+        events, problems = _load_array(data, path, lenient, typed)
     elif fmt == "sse":
-        events, problems = _load_sse(data, path, lenient, typed)
+        events, problems = _load_sse(data, path, lenient, typed, first_line, final)
     else:
         events, problems = decode_lines(
             data,
-            _any_decoder if typed is None else typed.events,
+            object_decoder if typed is None else typed.events,
             path=path,
             lenient=lenient,
             what="JSON event",
             decode=None if typed is None else typed.decode_event,
+            first_line=first_line,
         )
-    if b"ping" in data:  # a byte scan spares the per-event check in most files
+    if fmt != "log" and b"ping" in data:  # a byte scan spares most files the check
         events = [e for e in events if not _is_keepalive(e)]
-    return Loaded(path=path, format=fmt, events=events, problems=tuple(problems))
+    return events, problems
+
+
+class Recording:
+    """A recording opened to be read in pieces (see the module docstring).
+
+    ``format`` is detected from the first bytes and ``head`` is the first piece, for
+    a look at the first events before the whole is read (``detect_protocol``).
+    ``pieces()`` gives every piece once, ``head`` first; ``size`` is the file's size
+    in bytes when known. ``OSError`` passes through. Close it, or use it as a context
+    manager (an open binary file given is not closed).
+    """
+
+    def __init__(self, source: Source, *, chunk: int | None = None) -> None:
+        self.path: str | None
+        self._file: IO[bytes]
+        if isinstance(source, str | bytes | os.PathLike):
+            self.path = os.fsdecode(source)
+            self._file = open(self.path, "rb")  # noqa: SIM115 (closed in close())
+            self._owned = True
+        else:
+            name = getattr(source, "name", None)
+            self.path = name if isinstance(name, str) else None
+            self._file = source
+            self._owned = False
+        try:
+            self.size: int | None = os.fstat(self._file.fileno()).st_size
+        except (OSError, ValueError, io.UnsupportedOperation):
+            self.size = None
+        chunk = _CHUNK if chunk is None else chunk
+        self._chunk = chunk
+        self._eof = False
+        # Enough for _detect, which looks for the first line that decodes: a line at
+        # least, and whatever is read is kept for the first piece.
+        self._rest = b""
+        while not self._eof and (len(self._rest) < _DETECT or b"\n" not in self._rest):
+            more = self._file.read(max(chunk, _DETECT))
+            self._rest += more
+            self._eof = not more
+        if self._rest.startswith(_BOM):
+            self._rest = self._rest[len(_BOM) :]
+        self.format: Format = _detect(self._rest)
+        self.head = self._next_piece()
+        self._read = False
+
+    def pieces(self) -> Iterator[tuple[bytes, int, bool]]:
+        """``(data, first_line, final)`` for each piece in order: give them to
+        ``parse_piece``. Once only (a pipe cannot be read twice)."""
+        if self._read:
+            raise RuntimeError("a Recording's pieces are read once")
+        self._read = True
+        piece, line = self.head, 1
+        while True:
+            final = self._eof and not self._rest
+            yield piece, line, final
+            if final:
+                return
+            line += len(_LINE_BREAK.findall(piece)) if self.format == "sse" else piece.count(b"\n")
+            piece = self._next_piece()
+
+    def _next_piece(self) -> bytes:
+        # At least one chunk (or the rest of the file), cut after its last boundary.
+        buffer = self._rest
+        cut = 0
+        while not self._eof and not (cut := self._cut(buffer)):
+            more = self._file.read(self._chunk)
+            if more:
+                buffer += more
+            else:
+                self._eof = True
+        if self._eof:
+            self._rest = b""
+            return buffer
+        self._rest = buffer[cut:]
+        return buffer[:cut]
+
+    def _cut(self, buffer: bytes) -> int:
+        # The first boundary from the chunk size on, so that pieces stay near it.
+        start = max(0, self._chunk - 4)
+        if self.format == "json":
+            return 0  # one value: one piece
+        if self.format == "sse":
+            # After a blank line ending in LF (a CR-only file is read as one piece).
+            found = [
+                at + len(end)
+                for end in (b"\n\n", b"\r\n\r\n")
+                if (at := buffer.find(end, start)) >= 0
+            ]
+            return min(found, default=0)
+        return buffer.find(b"\n", start) + 1
+
+    def close(self) -> None:
+        """Close the file if the recording opened it; idempotent."""
+        if self._owned:
+            self._file.close()
+
+    def __enter__(self) -> Recording:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def _detect(data: bytes) -> Format:
@@ -150,27 +286,94 @@ def _is_keepalive(event: Any) -> bool:
     return type(event) is dict and event.get("type") == "ping"
 
 
-def _load_array(data: bytes, path: str | None, typed: EventTypes | None) -> list[Any]:
+def _load_array(
+    data: bytes, path: str | None, lenient: bool, typed: EventTypes | None
+) -> tuple[list[Any], list[LogError]]:
     try:
         events = _array_decoder.decode(data)
-    except msgspec.DecodeError as exc:
-        raise line_error(exc, data, path=path, line=1, what="JSON array recording") from exc
+    except (msgspec.DecodeError, RecursionError) as exc:
+        if not lenient:
+            raise line_error(exc, data, path=path, line=1, what="JSON array recording") from exc
+        return _salvage_array(data, path, typed)
     if typed is None:
-        return events
+        return events, []
+    problems: list[LogError] = []
+    kept: list[Any] = []
     for index, event in enumerate(events):
         try:
-            events[index] = typed.convert(event)
+            kept.append(typed.convert(event))
         except msgspec.ValidationError as exc:
             what = f"JSON array recording (event {index})"
-            raise line_error(exc, data, path=path, line=1, what=what) from exc
-    return events
+            error = line_error(exc, data, path=path, line=1, what=what)
+            if not lenient:
+                raise error from exc
+            problems.append(error)
+    return kept, problems
+
+
+_SPACE = re.compile(r"[ \t\r\n]*")
+
+
+def _salvage_array(
+    data: bytes, path: str | None, typed: EventTypes | None
+) -> tuple[list[Any], list[LogError]]:
+    """Lenient reading of a bad JSON array: element by element, each bad element
+    skipped and reported, and everything before a cut (the input ends inside an
+    element) kept, as the complete lines before a torn last line are. A syntax error
+    between elements ends the reading there, reported."""
+    text = data.decode("utf-8", "replace")
+    scan = json.JSONDecoder().raw_decode  # only finds where each element ends
+    events: list[Any] = []
+    problems: list[LogError] = []
+
+    def skip(at: int) -> int:
+        return _SPACE.match(text, at).end()  # type: ignore[union-attr]  # matches ""
+
+    def report(exc: msgspec.DecodeError | RecursionError, at: int, what: str) -> None:
+        line = text.count("\n", 0, at) + 1
+        column = at - (text.rfind("\n", 0, at) + 1) + 1
+        rest = text[at:].encode()
+        problems.append(line_error(exc, rest, path=path, line=line, column=column, what=what))
+
+    at = skip(skip(0) + 1)  # past "["
+    index = 0
+    while not text.startswith("]", at):
+        what = f"JSON array recording (event {index})"
+        try:
+            _, end = scan(text, at)
+        except (json.JSONDecodeError, RecursionError):
+            try:  # cut short or broken: msgspec's decode of the rest says which
+                object_decoder.decode(text[at:])
+            except (msgspec.DecodeError, RecursionError) as exc:
+                report(exc, at, what)
+            break
+        try:
+            event = object_decoder.decode(text[at:end])
+            events.append(event if typed is None else typed.convert(event))
+        except (msgspec.DecodeError, RecursionError) as exc:
+            report(exc, at, what)
+        index += 1
+        at = skip(end)
+        if text.startswith(",", at):
+            at = skip(at + 1)
+        elif not text.startswith("]", at):
+            found = repr(text[at]) if at < len(text) else "the end of the input"
+            problem = msgspec.DecodeError(f"expected ',' or ']' after an element, found {found}")
+            report(problem, at, f"JSON array recording (after event {index - 1})")
+            break
+    return events, problems
 
 
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 
 
 def _load_sse(
-    data: bytes, path: str | None, lenient: bool, typed: EventTypes | None
+    data: bytes,
+    path: str | None,
+    lenient: bool,
+    typed: EventTypes | None,
+    first_line: int = 1,
+    final: bool = True,
 ) -> tuple[list[Any], list[LogError]]:
     events: list[Any] = []
     problems: list[LogError] = []
@@ -183,12 +386,12 @@ def _load_sse(
         if not text or text.startswith(b"[DONE]") or name == "ping":
             return
         try:
-            event = _any_decoder.decode(text)
-            if name and type(event) is dict and "type" not in event:
+            event = object_decoder.decode(text)
+            if name and "type" not in event:
                 event["type"] = name
             if typed is not None:
                 event = typed.convert(event)  # after naming: the name may be its tag
-        except msgspec.DecodeError as exc:  # ValidationError from convert too
+        except (msgspec.DecodeError, RecursionError) as exc:  # ValidationError too
             error = line_error(
                 exc,
                 text,
@@ -205,7 +408,7 @@ def _load_sse(
         events.append(event)
 
     lines = _LINE_BREAK.split(data)
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in enumerate(lines, start=first_line):
         if not raw:
             dispatch(number, truncated=False)
             name, payload = None, []
@@ -223,6 +426,7 @@ def _load_sse(
             name = value.decode("utf-8", "replace")
         # id, retry and unknown fields do not change the events.
     if payload:
-        # No blank line after the last frame: see the module docstring.
-        dispatch(len(lines), truncated=True)
+        # No blank line after the last frame: see the module docstring. (A piece that
+        # more follows ends after a blank line: never here.)
+        dispatch(first_line + len(lines) - 1, truncated=final)
     return events, problems

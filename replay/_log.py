@@ -12,16 +12,18 @@ envelopes or decodes payloads with its own typed decoder.
 Decoding a whole file takes one ``Decoder.decode_lines`` call, with no Python code run
 per line. Only when that fails (or a line holds more or fewer than one value) is the
 file decoded again line by line, to name the line and column at fault. A bad line is
-fatal in strict mode and reported and skipped in lenient mode; a bad *last* line with
+fatal in strict mode and reported and skipped in lenient mode (a line nested past
+Python's recursion limit is a bad line too); a bad *last* line with
 no newline after it is what a crash while appending leaves behind, so it is reported
 and skipped in both modes.
 
 Typed events: given an event vocabulary (``types``, a tagged msgspec Struct or a union
 of them, such as ``definitions.builtin.Event``), the events whose tag it holds decode
-to its Structs and every other event to plain objects as before, so a plug-in kind
-still needs no schema change. The fast path is one ``decode_lines`` call with the
-typed decoder; the first event of another tag fails it, and the line-by-line pass
-then tries each line typed first, plain second. An event whose tag is in the
+to its Structs and every other event to a plain dict as before, so a plug-in kind
+still needs no schema change (an event that is not a JSON object is a bad line). The
+fast path is one ``decode_lines`` call with the typed decoder; the first event of
+another tag fails it, and the line-by-line pass then tries each line typed first,
+plain second. An event whose tag is in the
 vocabulary but whose fields do not fit is a bad line like any other, and msgspec's
 message names the field (``- at `$.event.text```).
 """
@@ -31,6 +33,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Generic, Literal, TypeVar, overload
@@ -73,6 +76,10 @@ class Entry(msgspec.Struct, Generic[EventT], frozen=True, omit_defaults=True, gc
 _any_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 _entry_decoder = msgspec.json.Decoder(Entry[Any])
 _lazy_decoder = msgspec.json.Decoder(Entry[msgspec.Raw])
+# A recording's events are JSON objects: these decoders refuse anything else in C, so the
+# rule costs no Python per event (see parse_log's objects and replay._formats).
+object_decoder = msgspec.json.Decoder(dict[str, Any])
+_object_entry_decoder = msgspec.json.Decoder(Entry[dict[str, Any]])
 _encoder = msgspec.json.Encoder()
 
 
@@ -120,18 +127,31 @@ def read_log(source: Source, *, lenient: bool = False, lazy: bool = False) -> Lo
 
 
 def parse_log(
-    data: bytes, *, path: str | None, lenient: bool, lazy: bool = False, types: Any = None
+    data: bytes,
+    *,
+    path: str | None,
+    lenient: bool,
+    lazy: bool = False,
+    types: Any = None,
+    objects: bool = False,
+    first_line: int = 1,
 ) -> Log[Any]:
-    """``read_log`` on bytes already read; ``path`` names them in messages. ``types``
-    is an event vocabulary (see ``event_types``); it cannot be combined with ``lazy``."""
-    decoder: msgspec.json.Decoder[Entry[Any]] = _lazy_decoder if lazy else _entry_decoder
+    """``read_log`` on bytes already read; ``path`` names them in messages, whose first
+    line is ``first_line`` of the file. ``types`` is an event vocabulary (see
+    ``event_types``; its events are objects); it cannot be combined with ``lazy``.
+    ``objects``: an event that is not a JSON object is a bad line."""
+    decoder: msgspec.json.Decoder[Entry[Any]] = (
+        _lazy_decoder if lazy else _object_entry_decoder if objects else _entry_decoder
+    )
     decode: Callable[[bytes], Entry[Any]] | None = None
     if types is not None:
         if lazy:
             raise ValueError("lazy events stay undecoded: they cannot be typed")
         typed = event_types(types)
         decoder, decode = typed.entries, typed.decode_entry
-    entries, problems = decode_lines(data, decoder, path=path, lenient=lenient, decode=decode)
+    entries, problems = decode_lines(
+        data, decoder, path=path, lenient=lenient, decode=decode, first_line=first_line
+    )
     return Log(path=path, entries=entries, problems=tuple(problems))
 
 
@@ -250,7 +270,7 @@ def describe(path: str | None, line: int, column: int) -> str:
 
 
 def line_error(
-    exc: msgspec.DecodeError,
+    exc: msgspec.DecodeError | RecursionError,
     text: bytes,
     *,
     path: str | None,
@@ -266,7 +286,13 @@ def line_error(
     """
     reason = str(exc)
     found = _BYTE_OFFSET.search(reason)
-    if found:
+    if isinstance(exc, RecursionError):
+        offset = 0
+        reason = (
+            "nested deeper than the decoder follows (arrays and objects within each other "
+            f"past Python's recursion limit, {sys.getrecursionlimit()})"
+        )
+    elif found:
         offset = int(found.group(1))
     elif reason.startswith("Input data was truncated"):
         offset = len(text.rstrip())
@@ -280,6 +306,8 @@ def line_error(
         column = 1
         before = before[before.rfind(b"\n") + 1 :]
     column += len(before.decode("utf-8", "replace"))
+    if reason.startswith("Expected `object`"):
+        reason += " (an event is a JSON object)"
     if truncated:
         reason += "; it is the last line and unterminated, as a crash while writing leaves it"
     message = f"{describe(path, line, column)}: invalid {what}: {reason}"
@@ -294,11 +322,14 @@ def decode_lines(
     lenient: bool,
     what: str = "log entry",
     decode: Callable[[bytes], T] | None = None,
+    first_line: int = 1,
 ) -> tuple[list[T], list[LogError]]:
     """Decode one value per non-blank line of ``data``; see the module docstring.
 
     ``decode`` decodes one line when the whole-file ``decoder`` fails (default: that
-    decoder's own ``decode``); a ``msgspec.DecodeError`` from it makes the line bad.
+    decoder's own ``decode``); a ``msgspec.DecodeError`` from it, or a
+    ``RecursionError`` (a line nested too deep), makes the line bad. ``data`` starts at
+    line ``first_line`` of its file (a piece of a file read in pieces).
     """
     if data:
         lines = data.count(b"\n") + (not data.endswith(b"\n"))
@@ -307,7 +338,7 @@ def decode_lines(
             # per line: blank lines, or two values on one line, take the slow path, which
             # decides what they mean.
             fast = decoder.decode_lines(data)
-        except (msgspec.DecodeError, UnicodeDecodeError):
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
             pass
         else:
             if len(fast) == lines:
@@ -323,9 +354,10 @@ def decode_lines(
             continue
         try:
             items.append(decode(text))
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:
             truncated = index == last  # nothing follows: no newline after this line
-            error = line_error(exc, text, path=path, line=index + 1, what=what, truncated=truncated)
+            line = first_line + index
+            error = line_error(exc, text, path=path, line=line, what=what, truncated=truncated)
             if not (lenient or truncated):
                 raise error from exc
             problems.append(error)
@@ -373,7 +405,7 @@ class EventTypes:
         try:
             return self.events.decode(line)
         except msgspec.ValidationError:
-            plain = _any_decoder.decode(line)  # malformed JSON raises here, with its offset
+            plain = object_decoder.decode(line)  # malformed JSON raises here, with its offset
             if self.known(plain):
                 raise
             return plain
@@ -383,7 +415,7 @@ class EventTypes:
         try:
             return self.entries.decode(line)
         except msgspec.ValidationError:
-            entry = _entry_decoder.decode(line)  # a bad envelope raises here
+            entry = _object_entry_decoder.decode(line)  # a bad envelope raises here
             if self.known(entry.event):
                 raise
             return entry

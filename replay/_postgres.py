@@ -44,6 +44,7 @@ import msgspec
 
 from ._errors import ConcurrencyError, StoreError
 from ._log import Entry
+from ._store import StoreMode, _blob
 
 if TYPE_CHECKING:
     import psycopg
@@ -121,7 +122,6 @@ _SCHEMA_LOCK = 0x636F6E766F  # an advisory lock id: creating the schema, one pro
 _APPEND = "SELECT convo_append(%s, %s, %s, %s, %s)"
 _NO_STOP = 2**63 - 1
 
-_encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 
 
@@ -193,11 +193,17 @@ class PostgresEventStore:
     connection, calls serialized); it reconnects after a lost connection.
     """
 
-    def __init__(self, dsn: str, *, connect_timeout: float = 10.0) -> None:
-        """Connect to ``dsn`` (a ``postgresql://`` URL or libpq string), creating the
-        tables and function if missing. ``StoreError`` if it cannot connect."""
+    def __init__(self, dsn: str, *, mode: StoreMode = "rwc", connect_timeout: float = 10.0) -> None:
+        """Connect to ``dsn`` (a ``postgresql://`` URL or libpq string).
+
+        ``mode`` as for ``EventStore``: ``"rwc"`` creates the tables and function
+        when missing, ``"rw"`` refuses a database without them, ``"ro"`` too and
+        makes the session read-only. ``StoreError`` naming the server (never the
+        password) and the cause if it cannot connect or refuses.
+        """
         self.dsn = dsn
         self.path = describe(dsn)  # the name messages use, as for the SQLite store
+        self.mode: StoreMode = mode
         self._pg = _psycopg()
         self._connect_timeout = connect_timeout
         self._lock = threading.Lock()
@@ -206,11 +212,20 @@ class PostgresEventStore:
         try:
             with self._db.transaction():
                 if not self._db.execute(_HAS_SCHEMA).fetchone()[0]:  # type: ignore[index]
+                    if mode != "rwc":
+                        raise StoreError(
+                            f"{self.path}: not a convo event store (no convo_events "
+                            "tables); nothing was changed (open it with mode 'rwc' to "
+                            "create one)"
+                        )
                     self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
                     self._db.execute(_SCHEMA)
         except self._pg.Error as exc:
             self._db.close()
             raise self._failure("cannot create the schema", exc) from exc
+        except BaseException:
+            self._db.close()
+            raise
 
     def append(
         self,
@@ -222,11 +237,13 @@ class PostgresEventStore:
     ) -> int:
         """Append ``events`` to ``conversation`` in one transaction; returns its new length.
 
-        As ``EventStore.append``; besides, ``AppendUnknownError`` (with the append's
-        id) when the connection was lost after sending, and ``StoreError`` for a
-        refused append (nothing written).
+        As ``EventStore.append`` (``UnstorableEventError`` for an event with no JSON
+        form); besides, ``AppendUnknownError`` (with the append's id) when the
+        connection was lost after sending, and ``StoreError`` for a refused append
+        (nothing written). ``events`` is encoded whole before anything is sent.
         """
-        blobs = [_encode(event) for event in events]  # fail before sending anything
+        # Refused (UnstorableEventError) before anything is sent, by the SQLite store's rule.
+        blobs = [_blob(conversation, index, event) for index, event in enumerate(events)]
         append_id = uuid.uuid4()
         params = (conversation, expected_position, time, blobs, append_id)
         with self._lock:
@@ -332,9 +349,14 @@ class PostgresEventStore:
     # -- connection ----------------------------------------------------------------
 
     def _connect(self) -> psycopg.Connection[Any]:
+        # Read-only is the session's default, so PostgreSQL itself refuses every write.
+        options = "-c default_transaction_read_only=on" if self.mode == "ro" else None
         try:
             conn: psycopg.Connection[Any] = self._pg.connect(
-                self.dsn, autocommit=True, connect_timeout=self._connect_timeout
+                self.dsn,
+                autocommit=True,
+                connect_timeout=self._connect_timeout,
+                **({"options": options} if options else {}),
             )
         except self._pg.Error as exc:
             raise self._failure("cannot connect", exc) from exc
@@ -359,7 +381,7 @@ class PostgresEventStore:
 
     def _failure(self, what: str, exc: Exception) -> StoreError:
         # The message names the server (not the password): it may reach a log.
-        return StoreError(f"PostgreSQL at {self.path}: {what}: {_first_line(exc)}")
+        return StoreError(f"{self.path}: {what}: {_first_line(exc)}")
 
 
 def _hint(payload: str) -> StoreChange:

@@ -40,8 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--store",
         metavar="STORE",
-        help="serve the conversations of this store: a SQLite file, or a postgresql:// URL "
-        "(any number of servers may serve one database)",
+        help="serve the conversations of this store, a SQLite file or a postgresql:// URL "
+        "(any number of servers may serve one database); it must exist, unless --create",
+    )
+    parser.add_argument(
+        "--create",
+        action="store_true",
+        help="with --store: create the store when the file (or the database's tables) is missing",
     )
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: loopback only)"
@@ -157,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
     from ._errors import StoreError
     from ._formats import load_events
     from ._store import EventStore
+    from ._stores import open_store
 
     if args.log is None and args.store is None and not args.demo:
         print("convo serve: give a LOG, --store FILE or --demo", file=sys.stderr)
@@ -164,6 +170,14 @@ def run(args: argparse.Namespace) -> int:
     if args.log is not None and args.store is not None:
         print("convo serve: give a LOG or --store FILE, not both", file=sys.stderr)
         return 2
+    if args.store is not None:
+        # A mistyped path must not be served as a new empty store.
+        try:
+            open_store(args.store, mode="rwc" if args.create else "rw").close()
+        except StoreError as exc:
+            hint = "" if args.create else " (--create makes a new one)"
+            print(f"convo serve: {exc}{hint}", file=sys.stderr)
+            return 2
     if not _loopback(args.host):
         print(
             f"convo serve: warning: binding {args.host}, reachable from other machines; "

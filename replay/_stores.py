@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from ._log import Entry
 from ._postgres import PostgresEventStore, StoreChange
-from ._store import EventStore
+from ._store import EventStore, StoreMode
 
 __all__ = ["Store", "changes", "is_postgres", "open_store"]
 
@@ -58,12 +58,16 @@ def is_postgres(name: str | os.PathLike[str]) -> bool:
     return isinstance(name, str) and name.startswith(_SCHEMES)
 
 
-def open_store(name: str | os.PathLike[str]) -> EventStore | PostgresEventStore:
+def open_store(
+    name: str | os.PathLike[str], *, mode: StoreMode = "rwc"
+) -> EventStore | PostgresEventStore:
     """The store named by ``name``: a ``postgresql://`` (or ``postgres://``) URL opens a
-    ``PostgresEventStore``, anything else is the path of a SQLite ``EventStore``."""
+    ``PostgresEventStore``, anything else is the path of a SQLite ``EventStore``.
+    ``mode`` is the same for both: ``"ro"`` reads only, ``"rw"`` refuses a store that
+    does not exist yet, ``"rwc"`` creates it."""
     if is_postgres(name):
-        return PostgresEventStore(os.fspath(name))
-    return EventStore(name)
+        return PostgresEventStore(os.fspath(name), mode=mode)
+    return EventStore(name, mode=mode)
 
 
 async def changes(

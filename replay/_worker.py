@@ -171,11 +171,11 @@ class Worker:
                     row = (partitions,)
         except pg.Error as exc:
             self.store.close()
-            raise StoreError(f"PostgreSQL at {self.store.path}: worker setup: {exc}") from exc
+            raise StoreError(f"{self.store.path}: worker setup: {exc}") from exc
         if row is None or row[0] != partitions:
             self.close()
             raise StoreError(
-                f"PostgreSQL at {self.store.path}: the views are partitioned "
+                f"{self.store.path}: the views are partitioned "
                 f"{row[0] if row else '?'} ways; start every worker with --partitions "
                 f"{row[0] if row else '?'}"
             )

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
+from tests._shared import require
 
 # Not a timing assertion: how long a starting server may take before we give up.
 START_GUARD = 30.0
@@ -170,9 +170,11 @@ def _wait_ready(server: Server) -> bool:
 
 
 def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"PostgreSQL is required in CI: {reason}", pytrace=False)
-    pytest.skip(f"{reason} (install PostgreSQL and pip install -e '.[postgres]')")
+    require(
+        "PostgreSQL",
+        f"{reason} (install PostgreSQL and pip install -e '.[postgres]')",
+        found=False,
+    )
 
 
 @contextlib.contextmanager

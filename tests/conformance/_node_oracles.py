@@ -2,7 +2,8 @@
 
 The oracle scripts live in ``../shared/oracles`` (read-only); the agreed install is a
 copy in ``<repo>/.oracles`` (gitignored) with its own ``node_modules``. Tests that need
-node skip, naming the install command, when node or that install is missing.
+node skip, naming the install command, when node or that install is missing (and
+fail under ``CI=true``: ``tests._shared.require``).
 
 ``run_oracle`` runs one official script on one fixture file (one node process,
 ~0.3 s). ``run_batch`` runs many generated streams in one node process through
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests._shared import ROOT
+from tests._shared import ROOT, require
 
 ORACLES = ROOT / ".oracles"
 INSTALL = "mkdir -p .oracles && cp ../shared/oracles/* .oracles/ && cd .oracles && npm install"
@@ -29,13 +30,12 @@ _BATCH = Path(__file__).with_name("_oracle_batch.mjs")
 
 def node_oracles() -> Path:
     """The oracle folder with its ``node_modules``, or skip saying how to install it."""
-    if shutil.which("node") is None:
-        pytest.skip(f"node is not on PATH; the Node oracles need node, then: {INSTALL}")
-    if not (ORACLES / "node_modules").is_dir():
-        pytest.skip(
-            f"the Node oracles are not installed in {ORACLES} (no node_modules); "
-            f"from the repository root run: {INSTALL}"
-        )
+    require("node", f"not on PATH; the Node oracles need node, then: {INSTALL}")
+    require(
+        "the Node oracles",
+        f"not installed in {ORACLES} (no node_modules); from the repository root run: {INSTALL}",
+        found=(ORACLES / "node_modules").is_dir(),
+    )
     return ORACLES
 
 
@@ -43,8 +43,7 @@ def run_oracle(script: str, fixture: Path, *flags: str) -> dict[str, Any]:
     """The JSON an official oracle script prints for ``fixture`` (exit code 2 = the
     reference reported an error, which the JSON carries)."""
     folder = node_oracles()
-    if not (folder / script).is_file():
-        pytest.skip(f"{folder / script} is missing; re-run: {INSTALL}")
+    require(str(folder / script), f"re-run: {INSTALL}", found=(folder / script).is_file())
     done = subprocess.run(
         ["node", str(folder / script), str(fixture), *flags],
         capture_output=True,

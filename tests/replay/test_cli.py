@@ -409,6 +409,54 @@ class TestBadInput:
             assert out.getvalue()
 
 
+class TestHostileLines:
+    """Every bad line is one clean error naming file and line, and says --lenient."""
+
+    @pytest.mark.parametrize(
+        ("line", "cause"),
+        [
+            (b"42", "an event is a JSON object"),
+            (b'"hello"', "an event is a JSON object"),
+            (b'{"type":"x","v":' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested deeper"),
+            (b'{"type":', "invalid JSON event"),
+        ],
+        ids=["number", "string", "deep", "syntax"],
+    )
+    @pytest.mark.parametrize("protocol", ["builtin", "anthropic"])
+    def test_a_bad_line(
+        self,
+        line: bytes,
+        cause: str,
+        protocol: str,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        first = {
+            "builtin": b'{"type":"message.start","id":"m","role":"user","text":"hi"}',
+            "anthropic": b'{"type":"message_start","message":{"id":"m","role":"assistant",'
+            b'"content":[],"model":"x"}}',
+        }[protocol]
+        log = tmp_path / "bad.jsonl"
+        log.write_bytes(first + b"\n" + line + b"\n" + first.replace(b'"m"', b'"n"') + b"\n")
+        status, _, err = run(capsys, "replay", log)
+        assert status == 2
+        assert_one_line_error(err, f"{log}, line 2, column ", cause, "--lenient skips")
+        status, out, err = run(capsys, "replay", log, "--lenient")
+        assert status == 0, err
+        assert f"skipped: {log}, line 2, column " in err
+        assert "Traceback" not in err
+
+    def test_lenient_is_not_suggested_when_given(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = tmp_path / "bad.json"
+        log.write_bytes(b"[1, 2")  # an array: lenient keeps what it can, here nothing
+        status, _, err = run(capsys, "replay", log)
+        assert "--lenient" in err
+        status, _, err = run(capsys, "replay", log, "--lenient")
+        assert "--lenient" not in err
+
+
 # -- progress ----------------------------------------------------------------------------
 
 
@@ -431,16 +479,17 @@ class TestProgress:
         out, _ = capsys.readouterr()
         assert (status, out) == (0, plain)  # same view, batches or not
         bar = terminal.getvalue()
-        assert "100% 431/431 events" in bar
+        size = EXAMPLE.stat().st_size
+        assert f"100% {size:,}/{size:,} bytes" in bar  # the bytes read and folded
         assert bar.endswith("\r\x1b[K")  # the line is cleared
 
     def test_no_bar_when_short_or_not_a_terminal(
         self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
     ) -> None:
         monkeypatch.setattr(sys, "stderr", _Terminal())
-        assert cli._progress_stream(431) is None  # below PROGRESS_MIN
+        assert cli._progress_stream(25_000) is None  # below PROGRESS_MIN bytes
         monkeypatch.setattr(cli, "PROGRESS_MIN", 100)
-        assert cli._progress_stream(431) is sys.stderr
+        assert cli._progress_stream(25_000) is sys.stderr
         monkeypatch.setattr(sys, "stderr", io.StringIO())
         assert cli._progress_stream(10**9) is None
 
@@ -564,7 +613,11 @@ class TestStore:
         run(capsys, "store", "import", db, EXAMPLE, "--conversation", "c")
         status, _, err = run(capsys, "store", "import", db, EXAMPLE, "--conversation", "c")
         assert status == 2
-        assert_one_line_error(err, f"{db}: conversation 'c': expected to append at position 0")
+        # No other writer: the message says what happened, not that one appended first.
+        assert_one_line_error(
+            err, f"{db}: conversation 'c' already has 431 events; nothing was imported", "--append"
+        )
+        assert "another writer" not in err
         status, out, _ = run(capsys, "store", "import", db, EXAMPLE, "-c", "c", "--append")
         assert (status, out) == (0, "imported 431 events into 'c' (862 in all)\n")
 
@@ -591,6 +644,84 @@ class TestStore:
         assert status == 2
         assert_one_line_error(err, f"{db}: no such event store")
         assert not db.exists()
+
+    @pytest.mark.parametrize("action", [["ls"], ["export", "c"]])
+    def test_reading_another_database_changes_nothing(
+        self, action: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        import sqlite3
+
+        other = tmp_path / "other.db"
+        db = sqlite3.connect(other)
+        db.execute("CREATE TABLE people (name TEXT)")
+        db.commit()
+        db.close()
+        empty = tmp_path / "empty.db"
+        empty.touch()
+        for path, cause in ((other, "not a convo event store"), (empty, "an empty file")):
+            before = path.read_bytes()
+            status, _, err = run(capsys, "store", action[0], path, *action[1:])
+            assert status == 2
+            assert_one_line_error(err, f"{path}: ", cause)
+            assert path.read_bytes() == before
+            assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.db", "other.db"]
+
+    @pytest.mark.parametrize(
+        "action", [["ls"], ["export", "c"], ["import", "LOG"], ["append", "c"]]
+    )
+    def test_a_file_that_is_not_sqlite(
+        self,
+        action: list[str],
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        path = tmp_path / "notes.txt"
+        path.write_bytes(b"not a database at all, but long enough to look at " * 40)
+        before = path.read_bytes()
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b'{"type":"x"}\n')))
+        argv = [str(EXAMPLE) if a == "LOG" else a for a in action[1:]]
+        status, _, err = run(capsys, "store", action[0], path, *argv)
+        assert status == 2
+        assert_one_line_error(err, f"{path}: ", "not an SQLite database")
+        assert path.read_bytes() == before
+
+    def test_a_store_in_a_missing_directory(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        db = tmp_path / "missing" / "events.sqlite"
+        status, _, err = run(capsys, "store", "import", db, EXAMPLE)
+        assert status == 2
+        assert_one_line_error(err, f"{db}: no such directory")
+
+    def test_import_and_export_in_pieces_round_trip(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        # Small pieces and pages: the streaming paths, on a log that spans many.
+        import replay._formats
+
+        monkeypatch.setattr(replay._formats, "_CHUNK", 512)
+        monkeypatch.setattr(cli, "_EXPORT_PAGE", 7)
+        db = tmp_path / "events.sqlite"
+        assert run(capsys, "store", "import", db, EXAMPLE, "-c", "c")[0] == 0
+        out = tmp_path / "out.jsonl"
+        assert run(capsys, "store", "export", db, "c", "-o", out)[0] == 0
+        assert [e.event for e in read_log(out).entries] == load_events(EXAMPLE).events
+        assert [e.position for e in read_log(out).entries] == list(range(431))
+
+    def test_a_bad_line_imports_nothing(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = tmp_path / "log.jsonl"
+        log.write_bytes(b'{"type":"sticky","id":"a","text":"x"}\n42\n{"type":"x"}\n')
+        db = tmp_path / "events.sqlite"
+        status, _, err = run(capsys, "store", "import", db, log)
+        assert status == 2
+        assert_one_line_error(err, f"{log}, line 2, column 1: ", "an event is a JSON object")
+        assert run(capsys, "store", "ls", db)[1] == ""
+        status, out, err = run(capsys, "store", "import", db, log, "--lenient")
+        assert (status, out) == (0, "imported 2 events into 'log' (2 in all)\n")
+        assert "skipped: " in err
 
     def test_export_unknown_conversation(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]

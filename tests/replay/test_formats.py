@@ -11,8 +11,11 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from replay import LogError, load_events, write_log
+from replay._formats import Recording, parse_piece
 from tests._shared import shared_files, shared_path
 
 # The one recorded file that is not valid JSON Lines as published upstream: its first
@@ -92,8 +95,8 @@ class TestSSE:
         assert loaded.events == [{"x": 1, "type": "a"}, {"x": 2, "type": "b"}]
 
     def test_frame_name_fills_a_missing_type_only(self) -> None:
-        data = sse('event: e1\ndata: {"type":"own"}\n\nevent: e2\ndata: [1]\n\n')
-        assert load(data).events == [{"type": "own"}, [1]]
+        data = sse('event: e1\ndata: {"type":"own"}\n\nevent: e2\ndata: {"n":1}\n\n')
+        assert load(data).events == [{"type": "own"}, {"n": 1, "type": "e2"}]
 
     def test_unterminated_last_frame_is_kept_when_complete(self) -> None:
         data = sse('data: {"n":1}\n\nevent: message_stop\ndata: {"type":"message_stop"}')
@@ -259,3 +262,158 @@ class TestSameEventsAsTheOracles:
 
         text = path.read_text(encoding="utf-8")
         assert fold(load_events(path).events) == fold(oracle.read_events(text))
+
+
+# -- hostile input: every format, the same rules ---------------------------------------
+
+DEEP = b'{"type":"deep","v":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+
+NOT_OBJECTS: dict[str, tuple[bytes, int]] = {
+    # format: (a recording whose second event is the JSON value 42, that event's line)
+    "jsonl": (b'{"type":"a"}\n42\n{"type":"b"}\n', 2),
+    "log": (
+        b'{"position":0,"event":{"type":"a"}}\n{"position":1,"event":42}\n'
+        b'{"position":2,"event":{"type":"b"}}\n',
+        2,
+    ),
+    "sse": (b'data: {"type":"a"}\n\ndata: 42\n\ndata: {"type":"b"}\n\n', 3),
+    "json": (b'[{"type":"a"},\n42,\n{"type":"b"}]', 2),
+}
+
+
+class TestHostileInput:
+    """A value that is not an object, nesting past the recursion limit, a cut array:
+    a LogError naming the file and line (skipped with lenient), never another error."""
+
+    @pytest.mark.parametrize("fmt", sorted(NOT_OBJECTS))
+    @pytest.mark.parametrize("types", [None, "builtin"])
+    def test_an_event_that_is_not_an_object(self, fmt: str, types: str | None) -> None:
+        from definitions import builtin
+
+        vocabulary = builtin.Event if types else None
+        data, line = NOT_OBJECTS[fmt]
+        with pytest.raises(LogError, match="Expected `object`, got `int`") as info:
+            load_events(io.BytesIO(data), types=vocabulary)
+        assert info.value.path is None
+        if fmt != "json":
+            assert info.value.line == line
+        loaded = load_events(io.BytesIO(data), lenient=True, types=vocabulary)
+        assert (loaded.format, loaded.events) == (fmt, [{"type": "a"}, {"type": "b"}])
+        [problem] = loaded.problems
+        assert problem.line == line
+        assert "an event is a JSON object" in str(problem)
+
+    @pytest.mark.parametrize(
+        ("data", "line"),
+        [
+            (b'{"type":"a"}\n' + DEEP + b"\n", 2),
+            (b'{"position":0,"event":{"type":"a"}}\n{"position":1,"event":' + DEEP + b"}\n", 2),
+            (b'data: {"type":"a"}\n\ndata: ' + DEEP + b"\n\n", 3),
+            (b'[{"type":"a"},' + DEEP + b"]", 1),
+        ],
+        ids=["jsonl", "log", "sse", "json"],
+    )
+    def test_nesting_past_the_recursion_limit(self, data: bytes, line: int, tmp_path: Path) -> None:
+        path = tmp_path / "deep.txt"
+        path.write_bytes(data)
+        with pytest.raises(LogError, match="nested deeper than the decoder follows") as info:
+            load_events(path)
+        assert str(info.value).startswith(f"{path}, line {line}, column ")
+        loaded = load_events(path, lenient=True)
+        assert loaded.events == [{"type": "a"}]
+        assert [p.line for p in loaded.problems] == [line]
+
+    def test_a_cut_array_keeps_the_complete_elements_when_lenient(self) -> None:
+        data = b'[\n{"type":"a"},\n{"type":"b","n":[1,2]},\n{"type":"c","text":"cut he'
+        with pytest.raises(LogError, match="truncated"):
+            load(data)
+        loaded = load(data, lenient=True)
+        assert loaded.events == [{"type": "a"}, {"type": "b", "n": [1, 2]}]
+        [problem] = loaded.problems
+        assert (problem.line, problem.column) == (4, 27)  # where the input ends
+        assert "event 2" in str(problem)
+
+    def test_a_lenient_array_skips_bad_elements_only(self) -> None:
+        from definitions import builtin
+
+        data = b'[{"type":"a"}, 7, {"type":"message.start","id":1}, {"type":"b"}]'
+        loaded = load(data, lenient=True, types=builtin.Event)
+        assert loaded.events == [{"type": "a"}, {"type": "b"}]
+        assert ["event 1" in str(p) for p in loaded.problems] == [True, False]
+        assert "event 2" in str(loaded.problems[1])
+        loaded = load(b'[{"type":"a"} {"type":"b"}]', lenient=True)
+        assert loaded.events == [{"type": "a"}]
+        assert "after event 0" in str(loaded.problems[0])
+
+
+# -- reading in pieces -------------------------------------------------------------------
+
+_event = st.fixed_dictionaries(
+    {"type": st.sampled_from(["message.delta", "x", "ping"]), "text": st.text(max_size=8)}
+)
+
+
+def _as(fmt: str, events: list[Any], bad: list[bool]) -> bytes:
+    parts = []
+    for index, (event, broken) in enumerate(zip(events, bad, strict=True)):
+        text = json.dumps(event)
+        if broken:
+            text = text[:-1]
+        if fmt == "log":
+            parts.append(f'{{"position":{index},"event":{text}}}\n')
+        elif fmt == "sse":
+            parts.append(f"event: e\ndata: {text}\n\n")
+        else:
+            parts.append(text + "\n")
+    return "".join(parts).encode()
+
+
+class TestPieces:
+    """A recording read in pieces gives exactly the events and problems of one read,
+    with the same line numbers, whatever the piece size."""
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        fmt=st.sampled_from(["log", "sse", "jsonl"]),
+        events=st.lists(_event, min_size=1, max_size=30),
+        data=st.data(),
+        chunk=st.integers(1, 200),
+    )
+    def test_pieces_agree_with_one_read(
+        self, fmt: str, events: list[Any], data: st.DataObject, chunk: int
+    ) -> None:
+        bad = data.draw(st.lists(st.booleans(), min_size=len(events), max_size=len(events)))
+        if bad[0]:
+            bad[0] = False  # the format is told from the first good line
+        raw = _as(fmt, events, bad)
+        if data.draw(st.booleans()):
+            raw = raw.rstrip(b"\n")  # no newline at the end: a torn last line
+        whole = load(raw, lenient=True)
+        got: list[Any] = []
+        problems: list[tuple[int, int, bool]] = []
+        with Recording(io.BytesIO(raw), chunk=chunk) as recording:
+            assert recording.format == whole.format
+            for piece, line, final in recording.pieces():
+                evs, probs = parse_piece(
+                    piece, recording.format, path=None, lenient=True, first_line=line, final=final
+                )
+                got += evs
+                problems += [(p.line, p.column, p.truncated) for p in probs]
+        assert got == whole.events
+        assert problems == [(p.line, p.column, p.truncated) for p in whole.problems]
+
+    def test_strict_pieces_raise_at_the_first_bad_line(self, tmp_path: Path) -> None:
+        path = tmp_path / "log.jsonl"
+        path.write_bytes(b'{"type":"a"}\n' * 50 + b'{"type":\n' + b'{"type":"b"}\n')
+
+        def read_all() -> None:
+            with Recording(path, chunk=64) as recording:
+                for piece, line, final in recording.pieces():
+                    parse_piece(
+                        piece, "jsonl", path=str(path), lenient=False, first_line=line, final=final
+                    )
+
+        with pytest.raises(LogError) as info:
+            read_all()
+        assert info.value.line == 51
+        assert str(info.value).startswith(f"{path}, line 51, ")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import multiprocessing
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -20,6 +22,7 @@ from replay import (
     ReplayError,
     StoreBusyError,
     StoreError,
+    UnstorableEventError,
 )
 
 
@@ -61,9 +64,34 @@ class TestAppend:
         assert store.conversations() == {}
 
     def test_unencodable_event_fails_the_whole_batch(self, store: EventStore) -> None:
-        with pytest.raises(TypeError):
+        with pytest.raises(UnstorableEventError, match=r"'a', event #1 .*no JSON form"):
             store.append("a", ["ok", object()])
         assert (store.read("a"), store.length("a")) == ([], 0)
+
+    @pytest.mark.parametrize("number", [math.nan, math.inf, -math.inf])
+    def test_non_finite_numbers_are_refused(self, store: EventStore, number: float) -> None:
+        # msgspec would write them as null: the event read back would not be the one given.
+        with pytest.raises(UnstorableEventError, match="NaN or infinite") as info:
+            store.append("x", [{"ok": None}, {"deep": [1, {"n": number}]}])
+        assert info.value.index == 1
+        assert store.conversations() == {}
+        with pytest.raises(UnstorableEventError):
+            store.append("x", [number])
+
+    def test_null_is_stored(self, store: EventStore) -> None:
+        store.append("x", [None, {"v": None, "s": "null"}])
+        assert store.read("x") == [None, {"v": None, "s": "null"}]
+
+    def test_an_iterator_is_stored_in_one_transaction(self, store: EventStore) -> None:
+        def events() -> Iterator[object]:
+            yield "a"
+            yield "b"
+            raise RuntimeError("the source failed")
+
+        with pytest.raises(RuntimeError):
+            store.append("x", events())
+        assert store.conversations() == {}
+        assert store.append("x", iter(["a", "b"])) == 2
 
     def test_empty_batch_writes_nothing_but_checks(self, store: EventStore) -> None:
         store.append("a", ["x"])
@@ -149,13 +177,161 @@ class TestOpenAndClose:
         s = EventStore(tmp_path / "events.db")
         s.close()
         s.close()
-        with pytest.raises(sqlite3.ProgrammingError):
+        with pytest.raises(StoreError, match="closed"):
             s.read("a")
 
     def test_error_tree(self) -> None:
         assert issubclass(ConcurrencyError, StoreError)
         assert issubclass(StoreBusyError, StoreError)
         assert issubclass(StoreError, ReplayError)
+
+
+def bytes_of(path: Path) -> bytes | None:
+    return path.read_bytes() if path.exists() else None
+
+
+class TestRefusals:
+    """What cannot be a store is a StoreError naming the path and the cause, and is left
+    exactly as it was."""
+
+    def test_missing_directory(self, tmp_path: Path) -> None:
+        path = tmp_path / "nowhere" / "events.db"
+        with pytest.raises(StoreError, match=r"events\.db: no such directory: .*nowhere"):
+            EventStore(path)
+        assert not path.parent.exists()
+
+    @pytest.mark.parametrize("mode", ["ro", "rw"])
+    def test_missing_file_is_created_only_in_rwc(self, tmp_path: Path, mode: Any) -> None:
+        path = tmp_path / "typo.db"
+        with pytest.raises(StoreError, match=r"typo\.db: no such event store"):
+            EventStore(path, mode=mode)
+        assert list(tmp_path.iterdir()) == []
+
+    def test_a_directory(self, tmp_path: Path) -> None:
+        with pytest.raises(StoreError, match="is a directory"):
+            EventStore(tmp_path)
+
+    @pytest.mark.parametrize("mode", ["ro", "rw", "rwc"])
+    def test_not_sqlite(self, tmp_path: Path, mode: Any) -> None:
+        path = tmp_path / "notes.txt"
+        path.write_bytes(b"just some text, long enough to be a page header? no." * 20)
+        before = bytes_of(path)
+        with pytest.raises(StoreError, match=r"notes\.txt: .*not an SQLite database"):
+            EventStore(path, mode=mode)
+        assert bytes_of(path) == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+    @pytest.mark.parametrize("mode", ["ro", "rw", "rwc"])
+    def test_another_applications_database(self, tmp_path: Path, mode: Any) -> None:
+        path = tmp_path / "other.db"
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE people (name TEXT)")
+            db.execute("INSERT INTO people VALUES ('ada')")
+        db.close()
+        before = bytes_of(path)
+        with pytest.raises(StoreError, match=r"other\.db: not a convo event store .*people"):
+            EventStore(path, mode=mode)
+        assert bytes_of(path) == before
+
+    def test_another_application_id(self, tmp_path: Path) -> None:
+        path = tmp_path / "other.db"
+        db = sqlite3.connect(path)
+        db.execute("PRAGMA application_id = 1234")
+        db.close()
+        with pytest.raises(StoreError, match="application_id 0x4d2"):
+            EventStore(path)
+
+    @pytest.mark.parametrize("mode", ["ro", "rw"])
+    def test_an_empty_file_is_not_a_store_to_read(self, tmp_path: Path, mode: Any) -> None:
+        path = tmp_path / "empty.db"
+        path.touch()
+        with pytest.raises(StoreError, match="an empty file"):
+            EventStore(path, mode=mode)
+        assert bytes_of(path) == b""
+
+    def test_an_empty_file_becomes_a_store_in_rwc(self, tmp_path: Path) -> None:
+        path = tmp_path / "empty.db"
+        path.touch()
+        with EventStore(path) as s:
+            s.append("a", ["x"])
+        with EventStore(path, mode="ro") as s:
+            assert s.read("a") == ["x"]
+
+    def test_a_newer_schema(self, tmp_path: Path) -> None:
+        path = tmp_path / "events.db"
+        EventStore(path).close()
+        db = sqlite3.connect(path)
+        db.execute("PRAGMA user_version = 99")
+        db.close()
+        with pytest.raises(StoreError, match=r"newer convo-engine .*version 99"):
+            EventStore(path, mode="ro")
+
+    def test_the_marker_is_sqlites_application_id(self, tmp_path: Path) -> None:
+        path = tmp_path / "events.db"
+        EventStore(path).close()
+        db = sqlite3.connect(path)
+        assert db.execute("PRAGMA application_id").fetchone() == (0x436F6E76,)
+        assert db.execute("PRAGMA user_version").fetchone() == (1,)
+        db.close()
+
+    def test_a_store_from_before_the_marker_is_ours(self, tmp_path: Path) -> None:
+        path = tmp_path / "old.db"
+        db = sqlite3.connect(path)
+        db.executescript(
+            "CREATE TABLE events (conversation TEXT NOT NULL, position INTEGER NOT NULL,"
+            " time REAL, event BLOB NOT NULL, PRIMARY KEY (conversation, position))"
+            " WITHOUT ROWID;"
+            "CREATE TABLE conversations (id TEXT PRIMARY KEY, length INTEGER NOT NULL)"
+            " WITHOUT ROWID;"
+            "INSERT INTO events VALUES ('a', 0, NULL, '\"x\"');"
+            "INSERT INTO conversations VALUES ('a', 1);"
+        )
+        db.close()
+        with EventStore(path, mode="ro") as s:
+            assert s.read("a") == ["x"]
+        with EventStore(path) as s:
+            assert s.append("a", ["y"], expected_position=1) == 2
+
+    def test_read_only_mode_changes_nothing(self, tmp_path: Path) -> None:
+        path = tmp_path / "events.db"
+        with EventStore(path) as s:
+            s.append("a", ["x", "y"])
+        before = bytes_of(path)
+        with EventStore(path, mode="ro") as s:
+            assert s.conversations() == {"a": 2}
+            assert s.read("a") == ["x", "y"]
+            with pytest.raises(StoreError, match="read-only"):
+                s.append("a", ["z"])
+        assert bytes_of(path) == before
+
+    def test_bad_mode(self, tmp_path: Path) -> None:
+        with pytest.raises(ValueError, match="'ro', 'rw' or 'rwc'"):
+            EventStore(tmp_path / "x.db", mode="w")  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes read-only files: run as a user")
+class TestReadOnlyFiles:
+    """A read-only file or directory opens to read, and is refused (by name) to write."""
+
+    def test_read_only_file(self, tmp_path: Path) -> None:
+        path = tmp_path / "events.db"
+        with EventStore(path) as s:
+            s.append("a", ["x"])
+        path.chmod(0o444)
+        with pytest.raises(StoreError, match=r"events\.db: the file is read-only"):
+            EventStore(path)
+        with EventStore(path, mode="ro") as s:
+            assert s.read("a") == ["x"]
+
+    def test_read_only_directory(self, tmp_path: Path) -> None:
+        folder = tmp_path / "ro"
+        folder.mkdir()
+        folder.chmod(0o555)
+        try:
+            with pytest.raises(StoreError, match=r"its directory .* is read-only"):
+                EventStore(folder / "events.db")
+        finally:
+            folder.chmod(0o755)
 
 
 class TestBusy:

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from replay import ConcurrencyError, Entry, StoreError, open_store
+from replay import ConcurrencyError, Entry, StoreError, UnstorableEventError, open_store
 from tests._postgres import Proxy, Server
 
 
@@ -81,9 +81,11 @@ class TestAppend:
             store.append("new", ["x"], expected_position=3)
         assert store.conversations() == {}
 
-    def test_unencodable_event_fails_the_whole_batch(self, store: Any) -> None:
-        with pytest.raises(TypeError):
-            store.append("a", ["ok", object()])
+    @pytest.mark.parametrize("bad", [object(), float("nan"), {"x": [float("-inf")]}])
+    def test_an_unstorable_event_fails_the_whole_batch(self, store: Any, bad: Any) -> None:
+        with pytest.raises(UnstorableEventError) as info:
+            store.append("a", ["ok", bad])
+        assert (info.value.conversation, info.value.index) == ("a", 1)
         assert (store.read("a"), store.length("a"), store.conversations()) == ([], 0, {})
 
     def test_empty_batch_writes_nothing_but_checks(self, store: Any) -> None:
@@ -172,10 +174,36 @@ class TestHandles:
             assert second.append("a", ["y"], expected_position=1) == 2
             assert first.read("a") == ["x", "y"]
 
-    def test_close_is_idempotent(self, backend: Backend) -> None:
+    def test_a_closed_store_refuses_work(self, backend: Backend) -> None:
         s = backend.open()
         s.close()
         s.close()
+        with pytest.raises(StoreError, match="the store is closed"):
+            s.read("a")
+        with pytest.raises(StoreError, match="the store is closed"):
+            s.append("a", ["x"])
+
+
+class TestModes:
+    """ro reads only, rw refuses a store that does not exist, rwc creates it."""
+
+    @pytest.mark.parametrize("mode", ["ro", "rw"])
+    def test_only_rwc_creates(self, backend: Backend, mode: str) -> None:
+        with pytest.raises(StoreError, match=r"no such event store|not a convo event store") as e:
+            open_store(backend.name, mode=mode)  # type: ignore[arg-type]
+        assert str(e.value).startswith(f"{backend.name}: ")
+        open_store(backend.name).close()  # rwc
+        open_store(backend.name, mode=mode).close()  # type: ignore[arg-type]
+
+    def test_read_only_refuses_appends(self, backend: Backend) -> None:
+        with backend.open() as s:
+            s.append("a", ["x"])
+        with open_store(backend.name, mode="ro") as s:
+            assert s.read("a") == ["x"]
+            with pytest.raises(StoreError):
+                s.append("a", ["y"])
+        with backend.open() as s:
+            assert s.read("a") == ["x"]
 
 
 class TestThreads:
@@ -568,3 +596,20 @@ class TestCli:
             StoreChange(None),
             StoreChange("a", 1),
         ]
+
+
+class TestTheServerFixture:
+    """Without PostgreSQL the suite skips on a developer machine and fails in CI."""
+
+    @pytest.mark.parametrize(("ci", "outcome"), [("true", "fail"), ("", "skip")])
+    def test_no_binaries(self, monkeypatch: pytest.MonkeyPatch, ci: str, outcome: str) -> None:
+        import tests._postgres
+
+        monkeypatch.setattr(tests._postgres, "binaries", lambda: None)
+        monkeypatch.setenv("CI", ci)
+        expected = pytest.fail.Exception if outcome == "fail" else pytest.skip.Exception
+        with (
+            pytest.raises(expected, match="no PostgreSQL binaries"),
+            tests._postgres.require_server(),
+        ):
+            pass

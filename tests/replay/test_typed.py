@@ -252,8 +252,13 @@ class TestTypedLoad:
         assert [(p.line, p.truncated) for p in loaded.problems] == [(3, True)]
 
     def test_odd_events_stay_plain(self) -> None:
-        odd = [{"type": ["message.start"]}, {"type": 7}, {"no": "type"}, [1, 2], "text", None]
+        odd = [{"type": ["message.start"]}, {"type": 7}, {"no": "type"}]
         assert typed(jsonl(odd)).events == odd
+
+    def test_an_event_that_is_not_an_object_is_a_bad_line(self) -> None:
+        loaded = typed(jsonl([{"no": "type"}, [1, 2], "text", None, {"x": 1}]), lenient=True)
+        assert loaded.events == [{"no": "type"}, {"x": 1}]
+        assert [p.line for p in loaded.problems] == [2, 3, 4]
 
     def test_sse_frames_are_converted(self) -> None:
         data = (

@@ -11,15 +11,13 @@ from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import urlsplit
 
-import pytest
+from tests._shared import require_serve
 
-pytest.importorskip("starlette", reason="pip install -e '.[serve,serve-test]'")
-pytest.importorskip("sse_starlette", reason="pip install -e '.[serve,serve-test]'")
-pytest.importorskip("httpx", reason="pip install -e '.[serve,serve-test]'")
+require_serve()
 
-import httpx
-from starlette.applications import Starlette
-from starlette.types import Message
+import httpx  # noqa: E402
+from starlette.applications import Starlette  # noqa: E402
+from starlette.types import Message  # noqa: E402
 
 # Not a timing assertion: only a guard so a broken stream fails instead of hanging.
 HANG_GUARD = 20.0

@@ -13,9 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-# Loud skips before anything imports starlette: the serve extra is optional.
-for _module in ("starlette", "sse_starlette", "httpx"):
-    pytest.importorskip(_module, reason="pip install -e '.[serve,serve-test]'")
+from tests._shared import require_serve
+
+# Loud skips (failures under CI=true) before anything imports starlette: the serve
+# extra is optional.
+require_serve()
 
 from definitions import builtin, event_type  # noqa: E402
 from replay import EventStore, HtmlRenderer, replay  # noqa: E402

@@ -6,7 +6,8 @@ Needs the Debian ``chromium`` package and the ``serve-test`` extra::
     apt-get install -y chromium && pip install -e '.[serve,serve-test]'
 
 (never ``playwright install``: the system Chromium is used). Without them the tests
-skip, naming those commands; with ``CONVO_REQUIRE_BROWSER=1`` (CI) they fail instead.
+skip, naming those commands; under ``CI=true`` (``tests._shared.require``) or with
+``CONVO_REQUIRE_BROWSER=1`` they fail instead.
 ``CONVO_SCREENSHOT=1`` also saves the screenshot to docs/screenshot.png (or to the
 path given instead of ``1``).
 """
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 
 from replay import EventStore
+from tests._shared import require
 
 ROOT = Path(__file__).parents[2]
 EXAMPLE = ROOT / "replay" / "examples" / "agent_session.jsonl"
@@ -54,11 +56,9 @@ def _missing() -> str | None:
 
 
 _why = _missing()
-if _why is not None:
-    message = f"BROWSER TEST NOT RUN: {_why}; install with: {INSTALL}"
-    if os.environ.get("CONVO_REQUIRE_BROWSER"):
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message, allow_module_level=True)
+if _why is not None and os.environ.get("CONVO_REQUIRE_BROWSER"):
+    pytest.fail(f"BROWSER TEST NOT RUN: {_why}; install with: {INSTALL}", pytrace=False)
+require("the browser test's tools", f"{_why}; install with: {INSTALL}", found=_why is None)
 
 from playwright.sync_api import Browser, Dialog, Page, sync_playwright  # noqa: E402
 
