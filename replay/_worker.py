@@ -48,7 +48,7 @@ from definitions import builtin, event_type
 from engine import ConversationEngine, ConversationError, Registration, create_conversation_engine
 
 from ._errors import StoreError
-from ._postgres import CHANNEL, PostgresEventStore, _psycopg
+from ._postgres import CHANNEL, PostgresEventStore, _hint, _psycopg
 from ._render import render_json
 
 __all__ = ["Worker", "add_arguments", "partition_of", "run"]
@@ -186,20 +186,26 @@ class Worker:
     def run(self, stop: threading.Event | None = None) -> None:
         """Work until ``stop`` is set (or forever), then release the leases."""
         stop = stop or threading.Event()
+        hinted: set[str] | None = None
         try:
             while not stop.is_set():
-                self.step()
-                self._wait(min(self.lease / 3, 0.5))
+                self.step(hinted)
+                hinted = self._wait(min(self.lease / 3, 0.5))
         finally:
             self.release_all()
 
-    def step(self) -> None:
-        """One round: drop expired leases, renew, rebalance, fold and publish."""
+    def step(self, hinted: set[str] | None = None) -> None:
+        """One round: drop expired leases, renew, rebalance, fold and publish.
+
+        ``hinted`` limits the fold to those conversations (the ones notified since
+        the last round); every renewal round, and ``None``, looks at all of them.
+        """
         self._drop_expired()
         if time.monotonic() >= self._next_renewal:
             self._heartbeat_and_renew()
             self._rebalance()
-        self._project()
+            hinted = None
+        self._project(hinted)
 
     def release_all(self) -> None:
         """Give every partition back at once (a clean shutdown need not wait out a lease)."""
@@ -282,10 +288,13 @@ class Worker:
 
     # -- projections ---------------------------------------------------------------
 
-    def _project(self) -> None:
+    def _project(self, hinted: set[str] | None = None) -> None:
         if not self.owned:
             return
-        lengths = self.store.conversations()
+        if hinted is None:
+            lengths = self.store.conversations()
+        else:
+            lengths = {cid: self.store.length(cid) for cid in sorted(hinted)}
         for cid, length in lengths.items():
             partition = partition_of(cid, self.partitions)
             held = self.owned.get(partition)
@@ -323,12 +332,18 @@ class Worker:
         projection.published = projection.position
         self.published += 1
 
-    def _wait(self, timeout: float) -> None:
-        # Woken by any append's notification; each wake-up reads every length anyway.
-        for _ in self._listen.notifies(timeout=timeout, stop_after=1):
-            pass
-        for _ in self._listen.notifies(timeout=0):  # drain the burst
-            pass
+    def _wait(self, timeout: float) -> set[str] | None:
+        # The conversations notified until the first notification (and the burst
+        # behind it) or the timeout; None for a look-at-everything hint.
+        hinted: set[str] = set()
+        notes = [*self._listen.notifies(timeout=timeout, stop_after=1)]
+        notes += self._listen.notifies(timeout=0)
+        for note in notes:
+            change = _hint(note.payload)
+            if change.conversation is None:
+                return None
+            hinted.add(change.conversation)
+        return hinted
 
 
 # -- convo worker ------------------------------------------------------------------------
