@@ -85,6 +85,12 @@ DECLARE
     n bigint := coalesce(array_length(p_events, 1), 0);
     total bigint;
 BEGIN
+    -- A repeated append id is the same append, retried: it lands once. (Were the
+    -- first still running, the later of the two fails on convo_appends' key.)
+    SELECT stop INTO total FROM convo_appends WHERE id = p_append;
+    IF FOUND THEN
+        RETURN total;
+    END IF;
     IF n = 0 THEN
         SELECT length INTO total FROM convo_conversations WHERE id = p_conversation;
         total := coalesce(total, 0);
@@ -151,15 +157,17 @@ class Landed:
 class AppendUnknownError(StoreError):
     """The connection was lost after an append was sent: it may or may not have happened.
 
-    ``append_id`` names it; ``PostgresEventStore.landed(append_id)`` says where it
-    landed (a ``Landed``) or that it did not (``None``), so a writer retries only an
-    append that is known not to have happened. ``__cause__`` is psycopg's error.
+    ``append_id`` names it. Appending the same events again with
+    ``append_id=error.append_id`` settles it: an append id lands at most once.
+    ``PostgresEventStore.landed(append_id)`` says where it landed, if it has.
+    ``__cause__`` is psycopg's error.
     """
 
     def __init__(self, conversation: str, append_id: uuid.UUID, cause: str) -> None:
         super().__init__(
             f"conversation {conversation!r}: the connection was lost after append "
-            f"{append_id} was sent ({cause}); ask landed({str(append_id)!r}) where it landed"
+            f"{append_id} was sent ({cause}); retry with append_id={str(append_id)!r}, which "
+            "lands at most once"
         )
         self.conversation = conversation
         self.append_id = append_id
@@ -234,18 +242,24 @@ class PostgresEventStore:
         *,
         expected_position: int | None = None,
         time: float | None = None,
+        append_id: uuid.UUID | None = None,
     ) -> int:
         """Append ``events`` to ``conversation`` in one transaction; returns its new length.
 
         As ``EventStore.append`` (``UnstorableEventError`` for an event with no JSON
-        form); besides, ``AppendUnknownError`` (with the append's id) when the
-        connection was lost after sending, and ``StoreError`` for a refused append
-        (nothing written). ``events`` is encoded whole before anything is sent.
+        form; ``events`` is encoded whole before anything is sent); besides,
+        ``AppendUnknownError`` when the connection was lost after sending, and
+        ``StoreError`` for a refused append (nothing written). ``append_id`` (a new
+        one by default) makes a retry safe: an append id lands at most once, so
+        retrying with the id an ``AppendUnknownError`` carries lands the events
+        exactly once, and returns the length that landing left.
         """
         # Refused (UnstorableEventError) before anything is sent, by the SQLite store's rule.
         blobs = [_blob(conversation, index, event) for index, event in enumerate(events)]
-        append_id = uuid.uuid4()
+        retry = append_id is not None
+        append_id = append_id or uuid.uuid4()
         params = (conversation, expected_position, time, blobs, append_id)
+        stale: ConcurrencyError | None = None
         with self._lock:
             db = self._connection()
             try:
@@ -255,16 +269,27 @@ class PostgresEventStore:
             except self._pg.Error as exc:
                 if exc.sqlstate == _STALE and expected_position is not None:
                     actual = int(exc.diag.message_primary or 0)
-                    raise ConcurrencyError(conversation, expected_position, actual) from None
-                raise self._failure(f"conversation {conversation!r}: append refused", exc) from exc
-        assert row is not None
-        return int(row[0])
+                    stale = ConcurrencyError(conversation, expected_position, actual)
+                elif exc.diag.constraint_name != "convo_appends_pkey":
+                    what = f"conversation {conversation!r}: append refused"
+                    raise self._failure(what, exc) from exc
+                row = None
+        if row is not None:
+            return int(row[0])
+        # Refused because the same append landed first from another session (a
+        # retry's orphan, committed while this one waited), or truly stale.
+        landed = self.landed(append_id) if retry or stale is None else None
+        if landed is not None:
+            return landed.stop
+        assert stale is not None
+        raise stale
 
     def landed(self, append_id: uuid.UUID | str) -> Landed | None:
-        """Where the append ``append_id`` landed, or ``None`` if it never happened.
+        """Where the append ``append_id`` landed, or ``None`` if it has not.
 
-        Final once the connection that sent it is gone: a lost connection's
-        transaction is rolled back or committed before PostgreSQL forgets it.
+        ``None`` is final only once the session that sent it has ended (a lost
+        connection's session may still be waiting for a lock); to settle an unknown
+        outcome, append again with ``append_id=``, which never lands twice.
         """
         rows = self._query(
             "SELECT conversation, start, stop FROM convo_appends WHERE id = %s",

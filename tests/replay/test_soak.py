@@ -73,21 +73,23 @@ def write(dsn: str, writer: int, seed: int, duration: float) -> dict[str, Any]:
         while time.monotonic() < deadline:
             cid = f"conv-{rng.randrange(CONVERSATIONS):03d}"
             events = batch(writer, n, rng)
+            append_id = None
             n += 1
             while True:
                 expected = known.get(cid, 0)
                 try:
-                    length = store.append(cid, events, expected_position=expected)
+                    length = store.append(
+                        cid, events, expected_position=expected, append_id=append_id
+                    )
                 except ConcurrencyError as exc:
                     conflicts += 1
                     known[cid] = exc.actual
+                    append_id = None  # this one was refused: the next try is new
                     continue
-                except AppendUnknownError as exc:  # resolve, never guess
+                except AppendUnknownError as exc:  # retried as the same append: lands once
                     unknown += 1
-                    landed = store.landed(exc.append_id)
-                    if landed is None:
-                        continue
-                    length = landed.stop
+                    append_id = exc.append_id
+                    continue
                 known[cid] = length
                 acked.append((cid, length - len(events), [repr(e) for e in events]))
                 break

@@ -453,6 +453,25 @@ class TestUnknownOutcome:
             assert store.landed(error.append_id) == Landed("a", 1, 2)
             assert store.read("a") == ["first", "second"]  # the store reconnected
 
+    def test_a_retry_with_the_same_id_lands_once(self, pg: str, postgres_server: Server) -> None:
+        # The orphaned session still waits for the lock when the retry is sent: both
+        # reach the server, and exactly one of them lands.
+        with lost_append(pg, postgres_server) as (store, blocker, error):
+            outcome: list[int] = []
+            retry = threading.Thread(
+                target=lambda: outcome.append(
+                    store.append("a", ["second"], expected_position=1, append_id=error.append_id)
+                )
+            )
+            retry.start()
+            _wait_until(lambda: _lock_waiters(pg) == 2)
+            blocker.rollback()
+            retry.join()
+            assert outcome == [2]
+            assert store.read("a") == ["first", "second"]
+            assert store.append("a", ["second"], append_id=error.append_id) == 2  # still once
+            assert store.read("a") == ["first", "second"]
+
     def test_an_append_that_did_not_land_is_none(self, pg: str, postgres_server: Server) -> None:
         import psycopg
 
