@@ -1,8 +1,9 @@
 """The ``convo`` command line (also ``python -m replay``).
 
 Subcommands: ``replay`` (render the view of a log), ``check`` (the determinism
-checker), ``bench`` (decode and fold speed), ``store`` (move logs in and out of the
-SQLite event store) and ``serve`` (the live server, an optional extra).
+checker), ``bench`` (decode and fold speed), ``store`` (move logs in and out of an
+event store, SQLite or PostgreSQL), ``worker`` (projection workers publishing views
+from PostgreSQL) and ``serve`` (the live server, an optional extra).
 
 Without ``--definitions`` a log is replayed with the definition set of the protocol
 its events speak (``replay._detect``), through that protocol's pre-pass. ``replay``,
