@@ -47,7 +47,7 @@ from ._log import read_source
 from ._postgres import PostgresEventStore, describe
 from ._render import render_json
 from ._render_html import render_html
-from ._render_text import render_text
+from ._render_text import text_pieces
 from ._store import EventStore
 from ._stores import open_store
 
@@ -84,26 +84,35 @@ class _Events:
         lenient: bool,
         types: Any = None,
         progress: _Bar | None = None,
+        head: tuple[list[Any], list[LogError]] | None = None,
     ) -> None:
         self.recording = recording
         self.lenient = lenient
         self.types = types
         self.progress = progress
         self.count = 0
+        # The first piece decoded plain and leniently (for detection): what decoding
+        # it again would give when the set has no vocabulary and nothing was skipped
+        # that strict mode must refuse.
+        self._head = head if types is None and head and (lenient or not head[1]) else None
 
     def __iter__(self) -> Iterator[Any]:
         recording = self.recording
         done = 0
         for data, line, final in recording.pieces():
-            events, problems = parse_piece(
-                data,
-                recording.format,
-                path=recording.path,
-                lenient=self.lenient,
-                types=self.types,
-                first_line=line,
-                final=final,
-            )
+            if line == 1 and self._head is not None:
+                events, problems = self._head
+                self._head = None
+            else:
+                events, problems = parse_piece(
+                    data,
+                    recording.format,
+                    path=recording.path,
+                    lenient=self.lenient,
+                    types=self.types,
+                    first_line=line,
+                    final=final,
+                )
             for problem in problems:
                 _warn(f"skipped: {problem}")
             self.count += len(events)
@@ -119,19 +128,25 @@ def _recording(log: str) -> Recording:
 
 def _choose(
     recording: Recording, log: str, specs: Sequence[str] | None
-) -> tuple[DefinitionSet, str | None]:
+) -> tuple[DefinitionSet, str | None, tuple[list[Any], list[LogError]] | None]:
     """The set named by ``specs``, else the one detected from the recording's first
-    piece, and a doubt about the detection to warn of."""
+    piece; a doubt about the detection to warn of; the first piece decoded plain."""
     if specs:
-        return load_definitions(specs), None
+        return load_definitions(specs), None, None
     # Leniently: the decode for the chosen set (strict when asked) is the one to raise,
     # at the first bad line of either kind, with no warning first.
-    head, _ = parse_piece(recording.head, recording.format, path=recording.path, lenient=True)
-    detection = detect_protocol(head)
+    head = parse_piece(
+        recording.head,
+        recording.format,
+        path=recording.path,
+        lenient=True,
+        final=recording.whole,
+    )
+    detection = detect_protocol(head[0])
     note = None
     if detection.ambiguous or not detection.recognised:
         note = f"{log}: {detection.describe()}"
-    return protocol_definitions(detection.protocol), note
+    return protocol_definitions(detection.protocol), note, head
 
 
 def _load_for(
@@ -210,12 +225,20 @@ def fold(chosen: DefinitionSet, events: Iterable[Any]) -> tuple[Node, ...]:
     return engine.nodes()
 
 
-def _write(text: str, output: str | None) -> None:
-    if output is None or output == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    Path(output).write_text(text, encoding="utf-8")
+_WRITE = 1 << 20  # characters encoded at a time: a view is written without a copy of it
+
+
+def _write(text: str | Iterable[str], output: str | None) -> None:
+    """Write ``text``, or its pieces in order, to ``output`` (stdout: ``None``, ``-``)."""
+    with contextlib.ExitStack() as files:
+        if output is None or output == "-":
+            out: TextIO = sys.stdout
+        else:
+            out = files.enter_context(open(output, "w", encoding="utf-8"))
+        for piece in [text] if isinstance(text, str) else text:
+            for start in range(0, len(piece), _WRITE):
+                out.write(piece[start : start + _WRITE])
+        out.flush()
 
 
 # -- replay ------------------------------------------------------------------------------
@@ -223,10 +246,10 @@ def _write(text: str, output: str | None) -> None:
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     with _recording(args.log) as recording:
-        chosen, note = _choose(recording, args.log, args.definitions)
+        chosen, note, head = _choose(recording, args.log, args.definitions)
         stream = _progress_stream(recording.size or 0)
         bar = None if stream is None else _Bar(stream, recording.size or 0)
-        events = _Events(recording, args.lenient, chosen.vocabulary, bar)
+        events = _Events(recording, args.lenient, chosen.vocabulary, bar, head)
         try:
             nodes = fold(chosen, events if args.at is None else islice(events, args.at))
         finally:
@@ -238,6 +261,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         raise _Failure(f"--at {args.at}: the log has only {events.count} events")
     count = events.count if args.at is None else min(events.count, args.at)
     definitions = chosen.definitions
+    text: str | Iterable[str]
     if args.format == "json":
         text = render_json(nodes, definitions, indent=2).decode() + "\n"
     elif args.format == "html":
@@ -246,7 +270,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     else:
         to_terminal = args.output in (None, "-")
         color = {"always": True, "never": False}.get(args.color, None if to_terminal else False)
-        text = render_text(nodes, definitions, color=color)
+        text = text_pieces(nodes, definitions, color=color)
         if not nodes:
             # Say so rather than print nothing: an empty view is a finding, not a failure.
             text = f"(no nodes after {count} events)\n"

@@ -29,7 +29,7 @@ its tags come out as its Structs and all others as plain objects (see
 decoded plain and their events of the vocabulary's tags converted (``msgspec.convert``),
 which is slower but those formats are rare for the tagged vocabularies.
 
-Reading in pieces: ``Recording`` reads a file a few megabytes at a time, cut after a
+Reading in pieces: ``Recording`` reads a file about a megabyte at a time, cut after a
 line (after a frame's blank line for SSE; a JSON array is one piece), and each piece
 is decoded as a whole file would be, its line numbers counted from the piece's first
 line. A log of any size is so folded or stored in bounded memory; ``load_events`` is
@@ -77,7 +77,7 @@ class _Probe(msgspec.Struct):
 
 _probe_decoder = msgspec.json.Decoder(_Probe)
 _array_decoder = msgspec.json.Decoder(list[dict[str, Any]])
-_CHUNK = 1 << 22  # bytes read at a time by Recording: pieces of 4 MiB or a little more
+_CHUNK = 1 << 20  # bytes read at a time by Recording: pieces of 1 MiB or a little more
 _DETECT = 1 << 16  # bytes read at least before the format is told
 
 
@@ -200,6 +200,8 @@ class Recording:
             self._rest = self._rest[len(_BOM) :]
         self.format: Format = _detect(self._rest)
         self.head = self._next_piece()
+        self.whole = self._eof and not self._rest
+        """Whether ``head`` is the whole recording."""
         self._read = False
 
     def pieces(self) -> Iterator[tuple[bytes, int, bool]]:

@@ -13,14 +13,14 @@ import io
 import re
 import shutil
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from engine import Node
 
 from ._render import call_member, members, pretty_state
 
-__all__ = ["render_text", "strip_controls"]
+__all__ = ["render_text", "strip_controls", "text_pieces"]
 
 # Whole escape sequences first, so their parameters do not linger as visible text:
 # CSI (colours, cursor moves), OSC (window title, hyperlinks; ended by BEL or ST),
@@ -71,20 +71,49 @@ def render_text(
     rich is installed; ``True`` styles whenever rich is installed; without rich, or
     with ``False``, the text is plain.
     """
+    return "".join(text_pieces(nodes, definitions, color=color))
+
+
+def text_pieces(
+    nodes: Iterable[Node], definitions: Iterable[Any], *, color: bool | None = None
+) -> Iterator[str]:
+    """``render_text``'s text in pieces, in order: a view of any size is written from
+    them without a second copy of it (a long message is never indented into a copy)."""
     render = members(definitions, "render_text")
-    parts = [
+    parts: Iterable[tuple[str, str]] = (
         (strip_controls(f"#{node.seq} {node.key}"), strip_controls(_body(node, render)))
         for node in nodes
-    ]
+    )
     if _use_color(color):
+        parts = list(parts)
         styled = _render_rich(parts)
         if styled is not None:
-            return styled
-    return "".join(f"{header}\n{_indent(body)}\n" for header, body in parts)
+            yield styled
+            return
+    for header, body in parts:
+        yield header
+        yield "\n"
+        yield from _indented(body)
+        yield "\n"
+
+
+def _indented(body: str) -> Iterator[str]:
+    # Each line after two spaces, empty lines left empty; slices, not a split list.
+    start = 0
+    while True:
+        end = body.find("\n", start)
+        line = body[start:] if end < 0 else body[start:end]  # body itself when one line
+        if line:
+            yield "  "
+            yield line
+        if end < 0:
+            return
+        yield "\n"
+        start = end + 1
 
 
 def _indent(body: str) -> str:
-    return "\n".join("  " + line if line else "" for line in body.split("\n"))
+    return "".join(_indented(body))
 
 
 def _render_rich(parts: list[tuple[str, str]]) -> str | None:

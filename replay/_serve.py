@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 import os
 import time
@@ -55,6 +54,7 @@ from urllib.parse import quote
 import msgspec
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -70,10 +70,20 @@ from engine import (
     create_conversation_engine,
 )
 
-from ._errors import ConcurrencyError, RenderError, StoreBusyError
+from ._errors import ConcurrencyError, RenderError, StoreBusyError, UnstorableEventError
 from ._postgres import PostgresEventStore
 from ._render_html import HtmlRenderer
 from ._serve_engines import Engines, Hook, follow_store
+from ._serve_security import (
+    BodyError,
+    ReadTokenMiddleware,
+    allowed_hosts,
+    bearer_matches,
+    check_token,
+    conversation_problem,
+    parse_events,
+    read_body,
+)
 from ._store import EventStore
 from ._stores import open_store
 
@@ -121,6 +131,7 @@ class _Conversation:
         self.nodes: tuple[Node, ...] = ()
         self.changed_at: dict[str, int] = {}
         self.clients: set[_Client] = set()
+        self.closed = False  # the server is stopping: streams end (Live.close_streams)
         self.lock = asyncio.Lock()  # one catch-up at a time
         self.last_used = time.monotonic()
         self._seen: dict[str, tuple[object, int]] = {}
@@ -294,6 +305,13 @@ class Live:
         self.store.close()
         self.writer.close()
 
+    def close_streams(self) -> None:
+        """End every open stream with a complete response (the server is stopping)."""
+        for hub in self.conversations.values():
+            hub.closed = True
+            for client in hub.clients:
+                client.wake.set()
+
     def kick(self) -> None:
         """Make the poller check the store now instead of at its next tick."""
         if self._kick is not None:
@@ -330,39 +348,6 @@ class Live:
 
 
 # -- request handling ---------------------------------------------------------------
-
-
-def parse_events(body: bytes) -> list[dict[str, Any]]:
-    """The events of an ingest body: one JSON object, a JSON array of objects, or JSON
-    Lines (one object per line, blank lines ignored).
-
-    Raises ``ValueError`` naming the line (or array index) that is not a JSON object.
-    """
-    try:
-        whole = _decode_any.decode(body)
-    except msgspec.DecodeError:
-        whole = None
-        events: list[Any] = []
-        for number, line in enumerate(body.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                events.append(_decode_any.decode(line))
-            except msgspec.DecodeError as exc:
-                raise ValueError(f"line {number}: {exc}") from None
-            if not isinstance(events[-1], dict):
-                raise ValueError(f"line {number}: an event is a JSON object") from None
-        if not events:
-            raise ValueError("no events in the body") from None
-        return events
-    items = whole if isinstance(whole, list) else [whole]
-    for index, item in enumerate(items):
-        if not isinstance(item, dict):
-            where = f"item {index}" if isinstance(whole, list) else "the body"
-            raise ValueError(f"{where}: an event is a JSON object")
-    if not items:
-        raise ValueError("no events in the body")
-    return items
 
 
 def _href(request: Request, conversation: str, suffix: str = "") -> str:
@@ -417,6 +402,10 @@ def create_app(
     *,
     definitions: Iterable[Any] = builtin.DEFINITIONS,
     token: str | None = None,
+    read_token: str | None = None,
+    hosts: Sequence[str] = allowed_hosts("127.0.0.1"),
+    vocabulary: Any = builtin.Event,
+    body_timeout: float = 10.0,
     poll_interval: float = 0.05,
     frame_interval: float = 0.016,
     ping_interval: float = 15.0,
@@ -435,7 +424,16 @@ def create_app(
     optimistic concurrency through ``X-Expected-Position`` or ``?expected_position=``.
     ``background`` coroutines (e.g. the demo writer) run for the app's lifetime.
     ``app.state.live`` is the ``Live`` registry.
+
+    Safety (``replay._serve_security``): only requests whose ``Host`` is in ``hosts``
+    are answered (loopback names by default; ``["*"]`` for any); with ``read_token``
+    every page and stream needs it too (the same value as ``token`` is fine); tokens
+    shorter than 16 characters are a ``ValueError``. Ingested events must be JSON
+    objects that ``vocabulary`` accepts (``None``: any object), in a body that
+    arrives within ``body_timeout`` seconds, for an id with no ``/``.
     """
+    check_token(token, "the ingest token")
+    check_token(read_token, "the read token")
     live = Live(
         store,
         definitions,
@@ -493,10 +491,7 @@ def create_app(
     async def ingest(request: Request) -> Response:
         if token is None:
             return _problem(403, "ingest is off: start the server with a token (--token)")
-        scheme, _, given = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-            given.strip().encode(), token.encode()
-        ):
+        if not bearer_matches(request.headers.get("authorization", ""), token):
             response = _problem(401, "missing or wrong token: send Authorization: Bearer TOKEN")
             response.headers["www-authenticate"] = "Bearer"
             return response
@@ -511,18 +506,20 @@ def create_app(
                     raise ValueError
             except ValueError:
                 return _problem(400, f"expected position must be an integer >= 0, not {raw!r}")
-        body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > _MAX_BODY:
-                return _problem(413, f"body over {_MAX_BODY} bytes; send fewer events per request")
+        conversation: str = request.path_params["conversation"]
+        if (problem := conversation_problem(conversation)) is not None:
+            return _problem(400, problem)
         try:
-            events = parse_events(bytes(body))
+            body = await read_body(request, limit=_MAX_BODY, timeout=body_timeout)
+            events = parse_events(body, vocabulary)
+        except BodyError as exc:
+            return _problem(exc.status, str(exc))
         except ValueError as exc:
             return _problem(400, f"bad events: {exc}")
-        conversation: str = request.path_params["conversation"]
         try:
             length = await live.append(conversation, events, expected)
+        except UnstorableEventError as exc:
+            return _problem(400, f"bad events: {exc}")
         except ConcurrencyError as exc:
             return _problem(409, str(exc), expected=exc.expected, actual=exc.actual)
         except StoreBusyError as exc:
@@ -560,6 +557,9 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.live = live
+    if read_token is not None:
+        app.add_middleware(ReadTokenMiddleware, token=read_token)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(hosts), www_redirect=False)
     app.add_middleware(_SecurityHeaders)
     return app
 
@@ -570,7 +570,7 @@ async def _frames(hub: _Conversation, cursor: int) -> AsyncIterator[bytes]:
     hub.clients.add(client)
     try:
         yield b"retry: 1000\n\n"
-        while True:
+        while not hub.closed:
             client.wake.clear()
             message = hub.frame_since(cursor)
             if message is None:

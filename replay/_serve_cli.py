@@ -67,8 +67,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--token",
         default=os.environ.get("CONVO_SERVE_TOKEN"),
-        help="enable POST /conversations/{id}/events, requiring 'Authorization: Bearer "
-        "TOKEN' (default: $CONVO_SERVE_TOKEN; ingest is off without one)",
+        help="$CONVO_SERVE_TOKEN (preferred: a --token on the command line is visible to "
+        "other users in ps) enables POST /conversations/{id}/events, requiring "
+        "'Authorization: Bearer TOKEN'; ingest is off without one. At least 16 characters",
+    )
+    parser.add_argument(
+        "--read-token",
+        default=os.environ.get("CONVO_SERVE_READ_TOKEN"),
+        help="$CONVO_SERVE_READ_TOKEN (preferred, as above) makes every page and stream "
+        "need this token: 'Authorization: Bearer TOKEN', or ?token=TOKEN once in a browser "
+        "(it sets a cookie). The same value as the ingest token is fine. Default: reads "
+        "are open to whoever can connect",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests for this Host name (repeatable); by default only "
+        "loopback names and --host are answered, which stops DNS rebinding",
     )
     parser.add_argument(
         "--poll-interval",
@@ -161,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from ._errors import StoreError
     from ._formats import load_events
+    from ._serve_security import allowed_hosts, check_token
     from ._store import EventStore
     from ._stores import open_store
 
@@ -170,6 +188,12 @@ def run(args: argparse.Namespace) -> int:
     if args.log is not None and args.store is not None:
         print("convo serve: give a LOG or --store FILE, not both", file=sys.stderr)
         return 2
+    for value, what in ((args.token, "the ingest token"), (args.read_token, "the read token")):
+        try:
+            check_token(value, what)
+        except ValueError as exc:
+            print(f"convo serve: {exc}", file=sys.stderr)
+            return 2
     if args.store is not None:
         # A mistyped path must not be served as a new empty store.
         try:
@@ -196,6 +220,8 @@ def run(args: argparse.Namespace) -> int:
             app = create_app(
                 path,
                 token=args.token,
+                read_token=args.read_token,
+                hosts=allowed_hosts(args.host, args.allow_host),
                 poll_interval=args.poll_interval,
                 background=background,
                 max_loaded=args.max_loaded,
@@ -203,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
             config = uvicorn.Config(
                 app, host=args.host, port=args.port, log_level="warning", lifespan="on"
             )
-            server = uvicorn.Server(config)
+            server = _server(uvicorn, config, app.state.live)
             asyncio.run(_serve(server, args))
     except (OSError, StoreError) as exc:
         print(f"convo serve: {exc}", file=sys.stderr)
@@ -211,6 +237,24 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _server(uvicorn: Any, config: Any, live: Live) -> Any:
+    """A uvicorn server that ends every stream with a complete response when told to
+    exit, instead of sse-starlette cancelling them mid-response (which uvicorn logs as
+    "ASGI callable returned without completing response")."""
+    from sse_starlette.sse import AppStatus
+
+    # This process serves one app, ours, which ends its streams itself.
+    AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
+
+    class Server(uvicorn.Server):  # type: ignore[misc]
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            # A signal handler, on the loop's thread: the loop runs close_streams next.
+            asyncio.get_event_loop().call_soon_threadsafe(live.close_streams)
+            super().handle_exit(sig, frame)
+
+    return Server(config)
 
 
 async def _serve(server: Any, args: argparse.Namespace) -> None:

@@ -91,8 +91,11 @@ async def changes(
         version = _data_version(version_db)
         yield StoreChange(None)
         while True:
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for drops a cancel that
+            # arrives as the kick completes, and the server's stop would wait for ever.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(kick.wait(), poll_interval)
+                async with asyncio.timeout(poll_interval):
+                    await kick.wait()
             kicked = kick.is_set()
             kick.clear()
             now = _data_version(version_db)

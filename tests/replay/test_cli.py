@@ -441,7 +441,7 @@ class TestHostileLines:
         status, _, err = run(capsys, "replay", log)
         assert status == 2
         assert_one_line_error(err, f"{log}, line 2, column ", cause, "--lenient skips")
-        status, out, err = run(capsys, "replay", log, "--lenient")
+        status, _out, err = run(capsys, "replay", log, "--lenient")
         assert status == 0, err
         assert f"skipped: {log}, line 2, column " in err
         assert "Traceback" not in err
@@ -451,9 +451,9 @@ class TestHostileLines:
     ) -> None:
         log = tmp_path / "bad.json"
         log.write_bytes(b"[1, 2")  # an array: lenient keeps what it can, here nothing
-        status, _, err = run(capsys, "replay", log)
+        _, _, err = run(capsys, "replay", log)
         assert "--lenient" in err
-        status, _, err = run(capsys, "replay", log, "--lenient")
+        _, _, err = run(capsys, "replay", log, "--lenient")
         assert "--lenient" not in err
 
 

@@ -454,7 +454,8 @@ def folded(monkeypatch: pytest.MonkeyPatch) -> list[list[Any]]:
     fold = cli.fold
 
     def spy(chosen: Any, events: Any, **kw: Any) -> Any:
-        seen.append(list(events))
+        events = list(events)  # read once: the CLI's events are decoded as iterated
+        seen.append(events)
         return fold(chosen, events, **kw)
 
     monkeypatch.setattr(cli, "fold", spy)
@@ -530,13 +531,13 @@ class TestCommandLine:
         capsys: pytest.CaptureFixture[str],
     ) -> None:
         decodes: list[Any] = []
-        parse = cli.parse_events
+        parse = cli.parse_piece
 
-        def spy(data: bytes, **kw: Any) -> Any:
+        def spy(data: bytes, fmt: Any, **kw: Any) -> Any:
             decodes.append(kw.get("types"))
-            return parse(data, **kw)
+            return parse(data, fmt, **kw)
 
-        monkeypatch.setattr(cli, "parse_events", spy)
+        monkeypatch.setattr(cli, "parse_piece", spy)
         log = tmp_path / "anthropic.jsonl"
         log.write_bytes(
             jsonl(
@@ -607,7 +608,8 @@ class TestCommandLine:
         assert (status, out) == (2, "")
         assert err == (
             f"convo: error: {log}, line 4, column 1: invalid JSON event: "
-            "Expected `str`, got `array` - at `$.text`\n"
+            "Expected `str`, got `array` - at `$.text`"
+            " (--lenient skips each bad line, reporting it, and reads on)\n"
         )
 
     def test_lenient_replay_skips_the_bad_known_line(

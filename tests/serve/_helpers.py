@@ -129,7 +129,10 @@ class SseStream:
             "raw_path": target.path.encode(),
             "query_string": target.query.encode(),
             "root_path": "",
-            "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()],
+            "headers": [
+                (k.lower().encode(), v.encode())
+                for k, v in {"host": "localhost", **(headers or {})}.items()
+            ],
             "client": ("127.0.0.1", 50000),
             "server": ("testserver", 80),
         }
@@ -225,7 +228,7 @@ async def running(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
     """The app with its lifespan running, and an httpx client talking to it in process."""
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             yield client
 
 

@@ -45,6 +45,9 @@ def final_view(events: list[Any]) -> dict[str, tuple[int, str]]:
     return {node.key: (node.seq, renderer.fragment(node)) for node in nodes}
 
 
+TOKEN = "s3cret-s3cret-s3cret"  # tokens are at least 16 characters
+
+
 def make_store(path: Path, conversations: dict[str, list[Any]]) -> Path:
     with EventStore(path) as store:
         for conversation, events in conversations.items():
@@ -374,11 +377,11 @@ class TestIngest:
         asyncio.run(scenario())
 
     @pytest.mark.parametrize(
-        "authorization", [None, "Bearer wrong", "Basic s3cret", "Bearer", "bearer s3cre"]
+        "authorization", [None, "Bearer wrong", f"Basic {TOKEN}", "Bearer", f"bearer {TOKEN[:-1]}"]
     )
     def test_wrong_or_missing_token_is_401(self, store: Path, authorization: str | None) -> None:
         async def scenario() -> None:
-            async with running(app_for(store, token="s3cret")) as client:
+            async with running(app_for(store, token=TOKEN)) as client:
                 headers = {} if authorization is None else {"Authorization": authorization}
                 response = await client.post(
                     "/conversations/x/events", json=self.EVENT, headers=headers
@@ -401,12 +404,12 @@ class TestIngest:
     )
     def test_appends_and_shows_up_live(self, store: Path, body: str, count: int) -> None:
         async def scenario() -> None:
-            app = app_for(store, token="s3cret")
+            app = app_for(store, token=TOKEN)
             async with running(app) as client:
                 response = await client.post(
                     "/conversations/new/events",
                     content=body,
-                    headers={"Authorization": "Bearer s3cret", "X-Expected-Position": "0"},
+                    headers={"Authorization": f"Bearer {TOKEN}", "X-Expected-Position": "0"},
                 )
                 assert response.status_code == 201, response.text
                 assert response.json() == {
@@ -423,10 +426,10 @@ class TestIngest:
     @pytest.mark.parametrize("where", ["header", "query"])
     def test_concurrency_conflict_is_409_and_writes_nothing(self, store: Path, where: str) -> None:
         async def scenario() -> None:
-            async with running(app_for(store, token="t")) as client:
+            async with running(app_for(store, token=TOKEN)) as client:
                 length = len(example_events())
                 url = "/conversations/session/events"
-                headers = {"Authorization": "Bearer t"}
+                headers = {"Authorization": f"Bearer {TOKEN}"}
                 if where == "header":
                     headers["X-Expected-Position"] = "3"
                 else:
@@ -455,8 +458,8 @@ class TestIngest:
         self, store: Path, body: bytes, expected: str | None, problem: str
     ) -> None:
         async def scenario() -> None:
-            async with running(app_for(store, token="t")) as client:
-                headers = {"Authorization": "Bearer t"}
+            async with running(app_for(store, token=TOKEN)) as client:
+                headers = {"Authorization": f"Bearer {TOKEN}"}
                 if expected is not None:
                     headers["X-Expected-Position"] = expected
                 response = await client.post(
@@ -469,7 +472,7 @@ class TestIngest:
 
     def test_get_is_not_allowed(self, store: Path) -> None:
         async def scenario() -> None:
-            async with running(app_for(store, token="t")) as client:
+            async with running(app_for(store, token=TOKEN)) as client:
                 response = await client.get("/conversations/session/events")
                 assert response.status_code in (404, 405)
 
