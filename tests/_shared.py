@@ -44,7 +44,7 @@ def require(tool: str, reason: str, *, found: bool | None = None) -> None:
         found = shutil.which(tool) is not None
     if found:
         return
-    message = f"{tool} is missing: {reason}"
+    message = f"missing {tool}: {reason}"
     if in_ci():
         pytest.fail(f"{message} (CI=true: missing infrastructure fails, it does not skip)")
     pytest.skip(message, allow_module_level=True)

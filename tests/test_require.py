@@ -13,7 +13,7 @@ MISSING = "convo-no-such-tool-anywhere"
 @pytest.mark.parametrize("ci", ["", "false", "1"])
 def test_skips_outside_ci(monkeypatch: pytest.MonkeyPatch, ci: str) -> None:
     monkeypatch.setenv("CI", ci)
-    with pytest.raises(pytest.skip.Exception, match=f"{MISSING} is missing: install it"):
+    with pytest.raises(pytest.skip.Exception, match=f"missing {MISSING}: install it"):
         require(MISSING, "install it")
 
 

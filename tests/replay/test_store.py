@@ -155,6 +155,31 @@ class TestRefusals:
                 s.append("a", ["z"])
         assert bytes_of(path) == before
 
+    @pytest.mark.parametrize("denied", ["file", "directory"])
+    def test_a_place_we_may_not_write(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, denied: str
+    ) -> None:
+        # The permission check itself, wherever the tests run (root may write anything:
+        # TestReadOnlyFiles checks real permissions as a user).
+        import replay._store
+
+        path = tmp_path / "events.db"
+        with EventStore(path) as s:
+            s.append("a", ["x"])
+        before = bytes_of(path)
+        target = path if denied == "file" else tmp_path
+
+        def access(place: Any, mode: int) -> bool:
+            return Path(place) != target
+
+        monkeypatch.setattr(replay._store.os, "access", access)
+        cause = "the file is read-only" if denied == "file" else "its directory .* is read-only"
+        with pytest.raises(StoreError, match=rf"events\.db: {cause}.*mode 'ro'"):
+            EventStore(path)
+        with EventStore(path, mode="ro") as s:
+            assert s.read("a") == ["x"]
+        assert bytes_of(path) == before
+
     def test_bad_mode(self, tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="'ro', 'rw' or 'rwc'"):
             EventStore(tmp_path / "x.db", mode="w")  # type: ignore[arg-type]
@@ -220,21 +245,18 @@ class TestBusy:
 
 
 BATCH = 5000
-_WRITER = (
-    """
+_WRITER = """
 import sys
 from replay import EventStore
 
 with EventStore(sys.argv[1]) as store:
     batch = 0
     while True:
-        events = [{"batch": batch, "n": n, "pad": "x" * 64} for n in range(%d)]
+        events = [{"batch": batch, "n": n, "pad": "x" * 64} for n in range(int(sys.argv[2]))]
         store.append("crash", events)
         batch += 1
         print(batch, flush=True)
 """
-    % BATCH
-)
 
 
 class TestKill:
@@ -249,7 +271,9 @@ class TestKill:
         path = tmp_path / "events.db"
         EventStore(path).close()
         writer = subprocess.Popen(
-            [sys.executable, "-c", _WRITER, str(path)], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", _WRITER, str(path), str(BATCH)],
+            stdout=subprocess.PIPE,
+            text=True,
         )
         try:
             assert writer.stdout is not None
