@@ -24,7 +24,7 @@ for _module in ("starlette", "sse_starlette", "httpx"):
 
 import httpx  # noqa: E402
 
-from replay import open_store  # noqa: E402
+from replay import StoreError, open_store  # noqa: E402
 from tests._postgres import Server  # noqa: E402
 from tests.serve._helpers import HANG_GUARD, apply  # noqa: E402
 from tests.serve.test_app import example_events, final_view  # noqa: E402
@@ -136,3 +136,17 @@ def test_two_servers_one_conversation(postgres_server: Server) -> None:
 
     with serve(dsn) as a, serve(dsn) as b:
         asyncio.run(scenario(a, b))
+
+
+def test_serving_a_database_without_the_tables_needs_create(
+    postgres_server: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from replay._cli import main
+
+    dsn = postgres_server.new_database()
+    assert main(["serve", "--store", dsn, "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "not a convo event store" in err
+    assert "--create makes a new one" in err
+    with pytest.raises(StoreError, match="not a convo event store"):
+        open_store(dsn, mode="ro")  # nothing was created
