@@ -2,7 +2,8 @@
 
 ``read_log``/``write_log``/``LogWriter`` handle our JSON Lines log (one envelope per
 line); ``load_events`` reads any recording (our log, SSE, JSON arrays, JSON Lines of
-raw provider events); ``EventStore`` is the embedded SQLite event store.
+raw provider events); ``EventStore`` is the embedded SQLite event store,
+``PostgresEventStore`` the shared one, and ``open_store`` opens either by name.
 ``detect_protocol`` tells which protocol a recording speaks and ``protocol_definitions``
 / ``load_definitions`` give the ``DefinitionSet`` (definitions, pre-pass, routing) to
 replay it with, as ``convo replay`` does.
@@ -38,6 +39,10 @@ from ._log import Log as Log
 from ._log import LogWriter as LogWriter
 from ._log import read_log as read_log
 from ._log import write_log as write_log
+from ._postgres import AppendUnknownError as AppendUnknownError
+from ._postgres import Landed as Landed
+from ._postgres import PostgresEventStore as PostgresEventStore
+from ._postgres import StoreChange as StoreChange
 from ._render import render_json as render_json
 from ._render_html import HtmlRenderer as HtmlRenderer
 from ._render_html import render_html as render_html
@@ -45,10 +50,13 @@ from ._render_text import render_text as render_text
 from ._render_text import strip_controls as strip_controls
 from ._replay import replay as replay
 from ._store import EventStore as EventStore
+from ._stores import Store as Store
+from ._stores import open_store as open_store
 
 __all__ = [
     "PROTOCOLS",
     "WAYS",
+    "AppendUnknownError",
     "ConcurrencyError",
     "DefinitionSet",
     "DefinitionSpecError",
@@ -59,14 +67,18 @@ __all__ = [
     "EventStore",
     "Format",
     "HtmlRenderer",
+    "Landed",
     "Loaded",
     "Log",
     "LogError",
     "LogWriter",
+    "PostgresEventStore",
     "RenderError",
     "ReplayError",
     "Report",
+    "Store",
     "StoreBusyError",
+    "StoreChange",
     "StoreError",
     "UnstorableEventError",
     "assert_deterministic",
@@ -74,6 +86,7 @@ __all__ = [
     "detect_protocol",
     "load_definitions",
     "load_events",
+    "open_store",
     "protocol_definitions",
     "read_log",
     "render_html",

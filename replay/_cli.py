@@ -1,9 +1,10 @@
 """The ``convo`` command line (also ``python -m replay``).
 
 Subcommands: ``replay`` (render the view of a log), ``check`` (the determinism
-checker), ``bench`` (decode and fold speed), ``store`` (move logs in and out of the
-SQLite event store), ``context`` (the next model request, ``replay._context``) and
-``serve`` (the live server, an optional extra).
+checker), ``bench`` (decode and fold speed), ``store`` (move logs in and out of an
+event store, SQLite or PostgreSQL), ``context`` (the next model request,
+``replay._context``), ``worker`` (projection workers publishing views from
+PostgreSQL) and ``serve`` (the live server, an optional extra).
 
 Without ``--definitions`` a log is replayed with the definition set of the protocol
 its events speak (``replay._detect``), through that protocol's pre-pass. ``replay``,
@@ -33,7 +34,7 @@ import msgspec
 
 from engine import ConversationError, Node, Registration, create_conversation_engine
 
-from . import _context
+from . import _context, _worker
 from ._detect import (
     DefinitionSet,
     detect_protocol,
@@ -45,10 +46,12 @@ from ._errors import DefinitionSpecError, LogError, StoreError
 from ._feed import set_module
 from ._formats import Loaded, Recording, load_events, parse_events, parse_piece
 from ._log import read_source
+from ._postgres import PostgresEventStore, describe
 from ._render import encode, render_json
 from ._render_html import render_html
 from ._render_text import text_pieces
 from ._store import EventStore
+from ._stores import open_store
 from ._unclaimed import unclaimed_note
 
 __all__ = ["main"]
@@ -400,15 +403,17 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 # -- store -------------------------------------------------------------------------------
 
+_STORE_HELP = "a SQLite file (created when missing) or a postgresql:// URL"
 
-def _existing_store(path: str) -> EventStore:
+
+def _existing_store(path: str) -> EventStore | PostgresEventStore:
     # Read-only: a reading command changes no file, and refuses one that is not a store.
-    return EventStore(path, mode="ro")
+    return open_store(path, mode="ro")
 
 
 def _cmd_store_import(args: argparse.Namespace) -> int:
     conversation = args.conversation or Path(args.log).stem
-    with _recording(args.log) as recording, EventStore(args.store) as store:
+    with _recording(args.log) as recording, open_store(args.store) as store:
         expected = None if args.append else 0
         if expected is not None and (existing := store.length(conversation)):
             raise _Failure(
@@ -458,7 +463,7 @@ def _cmd_store_ls(args: argparse.Namespace) -> int:
 
 
 def _cmd_store_append(args: argparse.Namespace) -> int:
-    with _recording("-") as recording, EventStore(args.store) as store:
+    with _recording("-") as recording, open_store(args.store) as store:
         length = store.append(
             args.conversation,
             _Events(recording, args.lenient),
@@ -600,12 +605,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     store = commands.add_parser(
         "store",
-        help="move logs in and out of the SQLite event store",
-        description="Move logs in and out of the SQLite event store.",
+        help="move logs in and out of an event store (SQLite or PostgreSQL)",
+        description="Move logs in and out of an event store: a SQLite file or a postgresql:// URL.",
     )
     actions = store.add_subparsers(dest="action", metavar="ACTION", required=True)
     imp = actions.add_parser("import", help="append a recording as a new conversation")
-    imp.add_argument("store", metavar="FILE", help="the store (created when missing)")
+    imp.add_argument("store", metavar="STORE", help=_STORE_HELP)
     _add_log(imp)
     imp.add_argument(
         "--conversation", "-c", metavar="ID", help="its id (default: the log's file name)"
@@ -615,18 +620,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     imp.set_defaults(handler=_cmd_store_import)
     exp = actions.add_parser("export", help="write a conversation as a JSON Lines log")
-    exp.add_argument("store", metavar="FILE")
+    exp.add_argument("store", metavar="STORE")
     exp.add_argument("conversation", metavar="ID")
     exp.add_argument("--output", "-o", metavar="LOG", help="write here instead of stdout")
     exp.set_defaults(handler=_cmd_store_export)
     ls = actions.add_parser("ls", help="list conversations and their lengths")
-    ls.add_argument("store", metavar="FILE")
+    ls.add_argument("store", metavar="STORE")
     ls.set_defaults(handler=_cmd_store_ls)
     app = actions.add_parser(
         "append",
         help="append events read from stdin (JSON Lines); prints the new length",
     )
-    app.add_argument("store", metavar="FILE", help="the store (created when missing)")
+    app.add_argument("store", metavar="STORE", help=_STORE_HELP)
     app.add_argument("conversation", metavar="ID")
     app.add_argument(
         "--expected-position",
@@ -636,6 +641,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     app.add_argument("--lenient", action="store_true", help="skip bad lines")
     app.set_defaults(handler=_cmd_store_append)
+
+    worker = commands.add_parser(
+        "worker",
+        help="keep published views of a share of a PostgreSQL store's conversations",
+        description="A projection worker: owns partitions of the conversations by lease "
+        "and publishes each conversation's view to the convo_views table.",
+    )
+    _worker.add_arguments(worker)
+    worker.set_defaults(handler=_worker.run)
 
     serve = commands.add_parser(
         "serve", help="serve a live view (the [serve] extra)", description="Serve a live view."
@@ -681,8 +695,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(exc)
     except StoreError as exc:
         message = str(exc)
-        if not message.startswith(f"{args.store}:"):
-            message = f"{args.store}: {message}"
+        name = describe(args.store)  # a URL's password stays out of the message
+        if not message.startswith(f"{name}:"):
+            message = f"{name}: {message}"
     except ConversationError as exc:  # a definition failed on this log, or was rejected
         message = f"{where}: {exc}" if where else str(exc)
     except OSError as exc:

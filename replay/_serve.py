@@ -35,13 +35,12 @@ to its limit: memory per client is constant and a stalled client costs nothing
 until it reads again. Stalled sockets are cut by the send timeout, vanished ones
 by disconnect detection and the keep-alive ping.
 
-Live tail: one task polls the store with ``PRAGMA data_version`` on its own
-connection every ``poll_interval``. SQLite changes that number whenever another
-connection commits, so it sees appends from any process (an agent, ``convo store
-append``, this server's ingest endpoint) with one cheap query per tick and no
-file watching, which is unreliable for WAL files and across platforms. When it
-changes, the open conversations whose length grew read their new events (in a
-worker thread) and fold them. In-process appends also wake the poller at once.
+Live tail: ``replay._serve_engines.follow_store`` reads the store's change hints
+(SQLite: a ``PRAGMA data_version`` poll every ``poll_interval``; PostgreSQL: a
+notification per append from any process or server) and the open conversations
+whose length grew read their new events (in a worker thread) and fold them.
+In-process appends also wake the SQLite poller at once. Which conversations are
+open, and when one is evicted, is ``replay._serve_engines.Engines``'s business.
 """
 
 from __future__ import annotations
@@ -50,7 +49,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from html import escape
@@ -80,7 +78,9 @@ from engine import (
 from ._detect import SCAN, DefinitionSet, detect_protocol, protocol_definitions
 from ._errors import ConcurrencyError, RenderError, StoreBusyError, UnstorableEventError
 from ._feed import event_feed
+from ._postgres import PostgresEventStore
 from ._render_html import HtmlRenderer
+from ._serve_engines import Engines, Hook, follow_store
 from ._serve_security import (
     BodyError,
     ReadTokenMiddleware,
@@ -92,6 +92,7 @@ from ._serve_security import (
     read_body,
 )
 from ._store import EventStore
+from ._stores import open_store
 from ._unclaimed import unclaimed_note
 
 __all__ = ["CSP", "Live", "create_app", "parse_events"]
@@ -162,7 +163,7 @@ class _Conversation:
 
     # -- folding -------------------------------------------------------------------
 
-    async def catch_up(self, store: EventStore) -> None:
+    async def catch_up(self, store: EventStore | PostgresEventStore) -> None:
         """Fold every event the store has beyond ``position``."""
         async with self.lock:
             while True:
@@ -282,24 +283,26 @@ class _Conversation:
 
 
 class Live:
-    """The open conversations of one store and the poller that keeps them current.
+    """The open conversations of one store and the task that keeps them current.
 
-    ``open(id)`` folds a conversation on first use; ``kick()`` makes the poller look
-    at the store now. Hubs without clients are kept up to ``max_idle`` (and any
-    used in the last 30 s), least recently used first out, so reopening a page is
-    cheap but memory stays bounded.
+    ``open(id)`` folds a conversation on first use; ``kick()`` makes the SQLite
+    poller look at the store now. At most ``max_loaded`` conversations stay loaded
+    beyond those being watched (and any used in the last 30 s), least recently
+    used first out; ``on_load``/``on_evict`` hooks see each load and eviction.
+    ``store`` is a SQLite path or a ``postgresql://`` URL.
     """
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        store: str | os.PathLike[str],
         definitions: Iterable[Any] | DefinitionSet | None = None,
         *,
         poll_interval: float = 0.05,
         frame_interval: float = 0.016,
-        max_idle: int = 64,
+        max_loaded: int = 64,
+        on_load: Sequence[Hook] = (),
+        on_evict: Sequence[Hook] = (),
     ) -> None:
-        self.path = os.fspath(path)
         # None: each conversation's protocol is detected from its first events, as
         # `convo replay` does; a DefinitionSet or definitions: every conversation's.
         if definitions is None or isinstance(definitions, DefinitionSet):
@@ -313,32 +316,41 @@ class Live:
             self._registration(self.fixed)
         self.poll_interval = poll_interval
         self.frame_interval = frame_interval
-        self.max_idle = max_idle
-        self.store = EventStore(self.path)
-        self.writer = EventStore(self.path)  # appends never wait behind a long read
-        self.conversations: dict[str, _Conversation] = {}
-        self.polls = 0
-        # Our own connection: data_version only moves for commits by *other* connections.
-        self._version_db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self.store = open_store(store)
+        self.path = self.store.path
+        self.writer = open_store(store)  # appends never wait behind a long read
+        self.conversations: Engines[_Conversation] = Engines(
+            self._load,
+            max_loaded=max_loaded,
+            idle_grace=_IDLE_GRACE,
+            on_load=on_load,
+            on_evict=on_evict,
+        )
         self._kick: asyncio.Event | None = None
-        self._poller: asyncio.Task[None] | None = None
+        self._follower: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        """Start the poller on the running loop; idempotent."""
-        if self._poller is None or self._poller.done():
+        """Start following the store on the running loop; idempotent."""
+        if self._follower is None or self._follower.done():
             self._kick = asyncio.Event()
-            self._poller = asyncio.get_running_loop().create_task(self._poll_forever())
+            self._follower = asyncio.get_running_loop().create_task(
+                follow_store(
+                    self.store,
+                    self.conversations,
+                    poll_interval=self.poll_interval,
+                    kick=self._kick,
+                )
+            )
 
     async def stop(self) -> None:
-        """Stop the poller and close the store connections."""
-        if self._poller is not None:
-            self._poller.cancel()
+        """Stop following and close the store connections."""
+        if self._follower is not None:
+            self._follower.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._poller
-            self._poller = None
+                await self._follower
+            self._follower = None
         self.store.close()
         self.writer.close()
-        self._version_db.close()
 
     def close_streams(self) -> None:
         """End every open stream with a complete response (the server is stopping)."""
@@ -355,24 +367,23 @@ class Live:
     async def open(self, conversation: str) -> _Conversation | None:
         """The live conversation, folded up to the store's end; ``None`` if unknown."""
         self.start()
-        hub = self.conversations.get(conversation)
+        hub = await self.conversations.open(conversation)
         if hub is None:
-            # The first events, to detect its protocol from (none: no such conversation).
-            first = await asyncio.to_thread(self.store.read, conversation, 0, SCAN)
-            if not first:
-                return None
-            hub = self.conversations.get(conversation)  # another request may have won
-            if hub is None:
-                chosen = self.fixed
-                if chosen is None:
-                    chosen = protocol_definitions(detect_protocol(first).protocol)
-                chosen, registration = self._registration(chosen)
-                hub = _Conversation(conversation, registration, self.frame_interval, chosen, first)
-                self.conversations[conversation] = hub
-                self._evict()
+            return None
         hub.last_used = time.monotonic()
         await hub.catch_up(self.store)
         return hub
+
+    async def _load(self, conversation: str) -> _Conversation | None:
+        # The first events, to detect its protocol from (none: no such conversation).
+        first = await asyncio.to_thread(self.store.read, conversation, 0, SCAN)
+        if not first:
+            return None
+        chosen = self.fixed
+        if chosen is None:
+            chosen = protocol_definitions(detect_protocol(first).protocol)
+        chosen, registration = self._registration(chosen)
+        return _Conversation(conversation, registration, self.frame_interval, chosen, first)
 
     async def append(
         self, conversation: str, events: Sequence[Any], expected_position: int | None
@@ -394,60 +405,6 @@ class Live:
             registration = Registration(chosen.definitions, event_type=chosen.event_type)
             found = self._registrations[chosen.name] = (chosen, registration)
         return found
-
-    def _evict(self) -> None:
-        # A hub just opened for a stream has no client until the response starts:
-        # only hubs unused for a while may go, or a stream would hold an unpolled hub.
-        settled = time.monotonic() - _IDLE_GRACE
-        idle = [
-            hub
-            for hub in self.conversations.values()
-            if not hub.clients and hub.last_used < settled
-        ]
-        if len(idle) <= self.max_idle:
-            return
-        idle.sort(key=lambda hub: hub.last_used)
-        for hub in idle[: len(idle) - self.max_idle]:
-            del self.conversations[hub.id]
-
-    def _data_version(self) -> int:
-        row = self._version_db.execute("PRAGMA data_version").fetchone()
-        return int(row[0])
-
-    async def poll(self) -> None:
-        """Fold whatever the store gained for every open conversation."""
-        self.polls += 1
-        hubs = list(self.conversations.values())
-        if not hubs:
-            return
-
-        def lengths() -> list[int]:
-            return [self.store.length(hub.id) for hub in hubs]
-
-        for hub, length in zip(hubs, await asyncio.to_thread(lengths), strict=True):
-            if length > hub.position:
-                await hub.catch_up(self.store)
-
-    async def _poll_forever(self) -> None:
-        assert self._kick is not None
-        kick = self._kick
-        version = self._data_version()
-        while True:
-            # asyncio.timeout, not wait_for: Python 3.11's wait_for drops a cancel that
-            # arrives as the kick completes, and stop() would then wait for ever.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.poll_interval):
-                    await kick.wait()
-            kicked = kick.is_set()
-            kick.clear()
-            now = self._data_version()
-            if now == version and not kicked:
-                continue
-            version = now
-            try:
-                await self.poll()
-            except Exception:  # a broken poll must not end the live tail
-                log.exception("polling the event store failed")
 
 
 # -- request handling ---------------------------------------------------------------
@@ -514,8 +471,10 @@ def create_app(
     ping_interval: float = 15.0,
     send_timeout: float = 30.0,
     background: Sequence[Callable[[Live], Coroutine[Any, Any, None]]] = (),
+    max_loaded: int = 64,
 ) -> Starlette:
-    """The ASGI app serving the conversations of the SQLite store at ``store``.
+    """The ASGI app serving the conversations of ``store`` (a SQLite file's path or a
+    ``postgresql://`` URL: many servers may serve one database).
 
     Routes: ``GET /`` lists conversations; ``GET /conversations/{id}`` is the
     server-rendered page (works without JavaScript); ``GET /conversations/{id}/stream``
@@ -538,7 +497,13 @@ def create_app(
     """
     check_token(token, "the ingest token")
     check_token(read_token, "the read token")
-    live = Live(store, definitions, poll_interval=poll_interval, frame_interval=frame_interval)
+    live = Live(
+        store,
+        definitions,
+        poll_interval=poll_interval,
+        frame_interval=frame_interval,
+        max_loaded=max_loaded,
+    )
 
     async def index(request: Request) -> Response:
         conversations = await asyncio.to_thread(live.store.conversations)

@@ -46,13 +46,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--store",
-        metavar="FILE",
-        help="serve the conversations of this store (it must exist, unless --create)",
+        metavar="STORE",
+        help="serve the conversations of this store, a SQLite file or a postgresql:// URL "
+        "(any number of servers may serve one database); it must exist, unless --create",
     )
     parser.add_argument(
         "--create",
         action="store_true",
-        help="with --store: create the store when the file is missing",
+        help="with --store: create the store when the file (or the database's tables) is missing",
     )
     parser.add_argument(
         "--definitions",
@@ -106,7 +107,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=0.05,
         metavar="SECONDS",
-        help="how often the store is checked for events from other processes",
+        help="how often a SQLite store is checked for events from other processes "
+        "(PostgreSQL notifies them)",
+    )
+    parser.add_argument(
+        "--max-loaded",
+        type=int,
+        default=64,
+        metavar="N",
+        help="conversations kept loaded beyond those being watched (least recently used out)",
     )
 
 
@@ -186,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
     from ._formats import load_events
     from ._serve_security import allowed_hosts, check_token
     from ._store import EventStore
+    from ._stores import open_store
 
     if args.log is None and args.store is None and not args.demo:
         print("convo serve: give a LOG, --store FILE or --demo", file=sys.stderr)
@@ -202,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
     if args.store is not None:
         # A mistyped path must not be served as a new empty store.
         try:
-            EventStore(args.store, mode="rwc" if args.create else "rw").close()
+            open_store(args.store, mode="rwc" if args.create else "rw").close()
         except StoreError as exc:
             hint = "" if args.create else " (--create makes a new one)"
             print(f"convo serve: {exc}{hint}", file=sys.stderr)
@@ -233,6 +243,7 @@ def run(args: argparse.Namespace) -> int:
                 hosts=allowed_hosts(args.host, args.allow_host),
                 poll_interval=args.poll_interval,
                 background=background,
+                max_loaded=args.max_loaded,
             )
             config = uvicorn.Config(
                 app, host=args.host, port=args.port, log_level="warning", lifespan="on"
@@ -242,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
     except (DefinitionSpecError, RegistrationError) as exc:
         print(f"convo serve: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:
+    except (OSError, StoreError) as exc:
         print(f"convo serve: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -579,7 +579,7 @@ class TestEviction:
             app = app_for(path)
             async with running(app):
                 live = app.state.live
-                live.max_idle = 0
+                live.conversations.max_loaded = 0
                 hubs = [await live.open(f"c{i}") for i in range(5)]
                 assert all(live.conversations[f"c{i}"] is hubs[i] for i in range(5))
                 for hub in hubs[:3]:
