@@ -460,21 +460,7 @@ def economize(
     index = _Index(messages)
     replace: dict[tuple[int, int], Part | None] = {}
     spills: dict[str, Spill] = {}
-    threshold = economy.spill_threshold
-    if threshold > 0:
-        for i, j, result in index.results:
-            content = result.content
-            if (
-                isinstance(content, str)
-                and len(content) > threshold
-                and not _reads_spill(index.calls.get(result.call_id), economy.spill_dir)
-            ):
-                name = spill_name(content)
-                spills[name] = Spill(name, content)
-                pointer = _pointer(
-                    economy.spill_dir, name, len(content), content[: economy.spill_preview]
-                )
-                replace[i, j] = msgspec.structs.replace(result, content=pointer)
+    _spill_at_entry(index, economy, replace, spills)
     if not economy.load_time:
         return _assemble(messages, replace, frozenset(), spills)
     if decided is None:
@@ -483,6 +469,54 @@ def economize(
         chosen = _Decisions(
             decided.expired, decided.pruned, decided.repaired, decided.trimmed, decided.dropped
         )
+    _apply_decisions(messages, index, economy, chosen, replace, spills)
+    out = _assemble(messages, replace, chosen.dropped, spills)
+    return msgspec.structs.replace(
+        out,
+        expired=chosen.expired,
+        pruned=chosen.pruned,
+        repaired=chosen.repaired,
+        trimmed=chosen.trimmed,
+        dropped=chosen.dropped,
+    )
+
+
+def _spill_at_entry(
+    index: _Index,
+    economy: Economy,
+    replace: dict[tuple[int, int], Part | None],
+    spills: dict[str, Spill],
+) -> None:
+    # Each result string over the threshold becomes a pointer to its spill file,
+    # except a read of a spill file itself (that would never end).
+    threshold = economy.spill_threshold
+    if threshold <= 0:
+        return
+    for i, j, result in index.results:
+        content = result.content
+        if (
+            isinstance(content, str)
+            and len(content) > threshold
+            and not _reads_spill(index.calls.get(result.call_id), economy.spill_dir)
+        ):
+            name = spill_name(content)
+            spills[name] = Spill(name, content)
+            pointer = _pointer(
+                economy.spill_dir, name, len(content), content[: economy.spill_preview]
+            )
+            replace[i, j] = msgspec.structs.replace(result, content=pointer)
+
+
+def _apply_decisions(
+    messages: Sequence[Message],
+    index: _Index,
+    economy: Economy,
+    chosen: _Decisions,
+    replace: dict[tuple[int, int], Part | None],
+    spills: dict[str, Spill],
+) -> None:
+    # The load-time decisions as replacements: repaired, expired and trimmed results
+    # rewritten, pruned calls and their results removed (``None``).
     where = {result.call_id: (i, j) for i, j, result in index.results}
     ordinals = {result.call_id: n for n, (_, _, result) in enumerate(index.results, start=1)}
     for call_id in chosen.repaired:
@@ -516,15 +550,6 @@ def economize(
                 isinstance(part, ToolResult) and part.call_id in pruned
             ):
                 replace[i, j] = None
-    out = _assemble(messages, replace, chosen.dropped, spills)
-    return msgspec.structs.replace(
-        out,
-        expired=chosen.expired,
-        pruned=chosen.pruned,
-        repaired=chosen.repaired,
-        trimmed=chosen.trimmed,
-        dropped=chosen.dropped,
-    )
 
 
 def _result_at(messages: Sequence[Message], i: int, j: int) -> ToolResult:
