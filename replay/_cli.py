@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import importlib
 import io
+import os
 import sys
 import timeit
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -700,6 +701,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             message = f"{name}: {message}"
     except ConversationError as exc:  # a definition failed on this log, or was rejected
         message = f"{where}: {exc}" if where else str(exc)
+    except BrokenPipeError:
+        # The reader went away (`convo replay LOG | head`): as other tools do, stop
+        # quietly; stdout goes to devnull so the interpreter's final flush is silent.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except OSError as exc:
         message = f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc)
     except KeyboardInterrupt:

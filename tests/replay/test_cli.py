@@ -835,3 +835,27 @@ def test_console_script(tmp_path: Path) -> None:
     )
     assert (done.returncode, done.stderr) == (0, b"")
     assert json.loads(done.stdout)[0]["state"] == "first"
+
+
+class TestClosedPipe:
+    """A reader that stops early (``convo replay LOG | head``) ends convo quietly."""
+
+    def test_no_error_when_the_reader_goes_away(self, tmp_path: Path) -> None:
+        log = tmp_path / "long.jsonl"
+        lines = []
+        for n in range(3000):  # far more text than a pipe's buffer holds
+            lines.append(json.dumps({"type": "message.start", "id": f"m{n}", "role": "user"}))
+            lines.append(json.dumps({"type": "message.delta", "id": f"m{n}", "text": "x" * 80}))
+        log.write_text("\n".join(lines) + "\n")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "replay", "replay", str(log)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert process.stdout is not None
+        assert process.stderr is not None
+        assert process.stdout.read(100)
+        process.stdout.close()
+        error = process.stderr.read()
+        assert process.wait(timeout=60) == 141
+        assert error == b""
