@@ -44,7 +44,6 @@ from ._detect import (
 )
 from ._determinism import check_determinism
 from ._errors import DefinitionSpecError, LogError, StoreError
-from ._feed import set_module
 from ._formats import Loaded, Recording, load_events, parse_events, parse_piece
 from ._log import read_source
 from ._postgres import PostgresEventStore, describe
@@ -239,13 +238,6 @@ def fold(chosen: DefinitionSet, events: Iterable[Any]) -> tuple[tuple[Node, ...]
     return engine.nodes(), engine.statistics().events_unclaimed
 
 
-def _protocol_fold(chosen: DefinitionSet) -> Callable[[Sequence[Any]], Any] | None:
-    """The ``fold(events)`` of the module the set's definitions come from (a protocol
-    set: the protocol's own final objects), or ``None`` (built-in kinds, mixed sets)."""
-    found = getattr(set_module(chosen), "fold", None)
-    return found if callable(found) else None
-
-
 _WRITE = 1 << 20  # characters encoded at a time: a view is written without a copy of it
 
 
@@ -268,15 +260,12 @@ def _write(text: str | Iterable[str], output: str | None) -> None:
 def _cmd_replay(args: argparse.Namespace) -> int:
     with _recording(args.log) as recording:
         chosen, note, head = _choose(recording, args.log, args.definitions)
-        protocol_fold = _protocol_fold(chosen) if args.format == "json" else None
         stream = _progress_stream(recording.size or 0)
         bar = None if stream is None else _Bar(stream, recording.size or 0)
         events = _Events(recording, args.lenient, chosen.vocabulary, bar, head)
         source: Iterable[Any] = events if args.at is None else islice(events, args.at)
-        # The protocol's fold() reads the events again: only then are they kept.
-        kept = None if protocol_fold is None else list(source)
         try:
-            nodes, unclaimed = fold(chosen, source if kept is None else kept)
+            nodes, unclaimed = fold(chosen, source)
         finally:
             if bar is not None:
                 bar.close()
@@ -298,9 +287,11 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         _warn(unclaimed_warning)
     definitions = chosen.definitions
     text: str | Iterable[str]
-    if protocol_fold is not None and kept is not None:
-        # The protocol's own final objects, as its fold() returns them.
-        text = msgspec.json.format(encode(protocol_fold(kept)), indent=2).decode() + "\n"
+    if args.format == "json" and chosen.protocol is not None:
+        # The protocol's own final objects, as its fold() returns them: the rebuild of
+        # the nodes just folded (the same definitions, pre-pass and routing).
+        rebuilt = chosen.protocol.rebuild(nodes)
+        text = msgspec.json.format(encode(rebuilt), indent=2).decode() + "\n"
     elif args.format in ("json", "nodes"):
         text = render_json(nodes, definitions, indent=2).decode() + "\n"
     elif args.format == "html":

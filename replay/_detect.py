@@ -217,6 +217,9 @@ class DefinitionSet:
     prepare: Callable[[Iterable[Any]], Iterable[Any]] | None = None
     event_type: Callable[[Any], Hashable] = shared_event_type
     vocabulary: Any = None
+    protocol: ProtocolSet | None = None
+    """The protocol set these definitions are, exactly (its live pre-pass, its
+    ``rebuild`` of the protocol's final objects), or ``None``."""
 
     def feed(self, events: Iterable[Any]) -> Iterable[Any]:
         """``events`` as the definitions take them: through the pre-pass, lazily."""
@@ -233,16 +236,21 @@ class DefinitionSet:
         """The set a protocol module folds with, by the convention of its ``fold()``,
         with the vocabulary it declares (see the module docstring); ``definitions``
         default to its ``DEFINITIONS``."""
+        protocol = _protocol(module)
         if definitions is None:
-            protocol = _protocol(module)
             definitions = module.DEFINITIONS if protocol is None else protocol.definitions
+        definitions = tuple(definitions)
         prepare, route = _wiring(module)
         return cls(
             name=name or module.__name__,
-            definitions=tuple(definitions),
+            definitions=definitions,
             prepare=prepare,
             event_type=route,
             vocabulary=_declared_vocabulary(module),
+            # Only the protocol's own definitions make its nodes (and so its rebuild).
+            protocol=protocol
+            if protocol is not None and protocol.definitions == definitions
+            else None,
         )
 
 
@@ -391,4 +399,15 @@ def load_definitions(specs: Sequence[str]) -> DefinitionSet:
         prepare=prepare,
         event_type=route,
         vocabulary=vocabulary,
+        protocol=_protocol_of(fed_by, tuple(found)),
     )
+
+
+def _protocol_of(
+    fed_by: tuple[str, str] | None, definitions: tuple[Any, ...]
+) -> ProtocolSet | None:
+    """The protocol set of the module feeding ``definitions`` when they are exactly
+    its own, else ``None``."""
+    module = None if fed_by is None else sys.modules.get(fed_by[0])
+    protocol = None if module is None else _protocol(module)
+    return protocol if protocol is not None and protocol.definitions == definitions else None

@@ -2,11 +2,12 @@
 
 A replay hands the whole recording to the set's pre-pass (``DefinitionSet.feed``),
 a generator over the events. A live view gets its events one at a time, so it
-needs the pre-pass as a function of one event. The protocol modules offer one:
-their per-event class (``Scoper``, ``Router``), called on each event in order, gives
-exactly the envelopes their generator gives. A pre-pass without one (Chat
-Completions' ``scope``) is driven one event at a time; that works because it yields
-one envelope per event, and a pre-pass that does not is refused (``ValueError``).
+needs the pre-pass as a function of one event. A protocol set declares one
+(``ProtocolSet.pre_pass``), giving exactly the envelopes its generator gives. A
+pre-pass without one (a set built by hand) is driven one event at a time; that
+works when it yields one envelope per event, and one that does not is refused
+(``ValueError``). ``set_module`` finds the protocol module of definitions given
+one by one (the pytest plugin wires their pre-pass from it).
 """
 
 from __future__ import annotations
@@ -63,12 +64,8 @@ class _Driven:
 def event_feed(chosen: DefinitionSet) -> Callable[[Any], Any] | None:
     """A fresh function of one raw event to what the set's definitions take, or ``None``
     when events go in as they are. One per conversation: it keeps that stream's state."""
+    if chosen.protocol is not None:
+        return chosen.protocol.pre_pass()  # the contract's live pre-pass
     if chosen.prepare is None:
         return None
-    module = set_module(chosen)
-    for name in ("Scoper", "Router"):
-        factory = getattr(module, name, None)
-        if isinstance(factory, type) and "__call__" in vars(factory):
-            made: Callable[[Any], Any] = factory()
-            return made
     return _Driven(chosen.prepare)
