@@ -19,7 +19,6 @@ discrete facts, converted with ``msgspec.convert`` and published immediately.
 
 from __future__ import annotations
 
-import html
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -126,10 +125,6 @@ class ApprovalDefinition:
     def render_json(self, node: Node) -> dict[str, Any]:
         """The state's fields as a dict."""
         return msgspec.structs.asdict(node.state)
-
-
-def _escape(text: str) -> str:
-    return html.escape(text, quote=True)
 
 
 DEFINITION: Final = ApprovalDefinition()

@@ -44,7 +44,6 @@ each event of boto3's ``converse_stream(...)["stream"]`` into ``PROTOCOL.engine(
 from __future__ import annotations
 
 import base64
-import html
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -56,7 +55,7 @@ from ._cons import Cons, items
 from ._eventstream import EventStreamDecoder, EventStreamError, decode_frames, is_eventstream
 from ._partial_json import PartialJSONError, parse_partial_json
 from ._protocol import ProtocolSet, not_routed
-from ._render import payload
+from ._render import payload, plain
 from ._text import StreamedText
 
 __all__ = [
@@ -357,9 +356,8 @@ class MessageDefinition:
         return "\n".join(lines)
 
     def render_html(self, node: Node) -> str:
-        """The message, escaped."""
-        body = html.escape(self.render_text(node), quote=True)
-        return f'<div class="bedrock-message">{body}</div>'
+        """The message, escaped (bidi controls shown) with its line breaks kept."""
+        return plain(self.render_text(node), "bedrock-message")
 
 
 MESSAGE: Final = MessageDefinition()

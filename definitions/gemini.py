@@ -53,7 +53,6 @@ with ``event_type=gemini.event_type``.
 from __future__ import annotations
 
 import base64
-import html
 import itertools
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -65,7 +64,7 @@ from engine import Claim, Node
 
 from ._cons import Cons, items
 from ._protocol import ProtocolSet, not_routed
-from ._render import payload
+from ._render import payload, plain
 from ._text import StreamedText
 
 __all__ = [
@@ -430,9 +429,8 @@ class ResponseDefinition:
         return "\n".join(lines)
 
     def render_html(self, node: Node) -> str:
-        """The response, escaped."""
-        body = html.escape(self.render_text(node), quote=True)
-        return f'<div class="gemini-response">{body}</div>'
+        """The response, escaped (bidi controls shown) with its line breaks kept."""
+        return plain(self.render_text(node), "gemini-response")
 
 
 RESPONSE: Final = ResponseDefinition()

@@ -25,13 +25,13 @@ stays without an outcome; the model context pairs it with a neutral result.
 
 from __future__ import annotations
 
-import html
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
 
 from engine import Node, Reader
 
+from ._render import line
 from ._vocabulary import Vocabulary
 
 __all__ = ["DEFINITION", "Event", "InterruptionDefinition", "InterruptionState", "Mark"]
@@ -101,22 +101,17 @@ class InterruptionDefinition:
     def render_html(self, node: Node) -> str:
         """The cause, the call and the recorded text, every piece escaped."""
         state: InterruptionState = node.state
-        esc = _escape
-        out = f'<div class="interruption" data-cause="{state.cause}">'
-        out += f'<span class="label">{esc(_LABELS[state.cause])}</span>'
-        if state.tool_call_id:
-            out += f'<span class="tool-call-id">{esc(state.tool_call_id)}</span>'
-        if state.text:
-            out += f'<div class="text">{esc(state.text)}</div>'
-        return out + "</div>"
+        return line(
+            "interruption",
+            ("label", _LABELS[state.cause]),
+            ("tool-call-id", state.tool_call_id),
+            ("text", state.text),
+            status=state.cause,
+        )
 
     def render_json(self, node: Node) -> dict[str, Any]:
         """The state's fields as a dict."""
         return msgspec.structs.asdict(node.state)
-
-
-def _escape(text: str) -> str:
-    return html.escape(text, quote=True)
 
 
 DEFINITION: Final = InterruptionDefinition()

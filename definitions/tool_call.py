@@ -32,7 +32,6 @@ deltas read their fields straight from the dict; the rest go through
 
 from __future__ import annotations
 
-import html
 import json
 from typing import Any, Final, Literal, TypeAlias
 
@@ -280,10 +279,6 @@ def _append(state: ToolCallState, text: object) -> ToolCallState:
     if not text:
         return state
     return ToolCallState(state.name, state.arguments.append(text), state.parser.feed(text))
-
-
-def _escape(text: str) -> str:
-    return html.escape(text, quote=True)
 
 
 def _dump(value: Any, indent: int | None = None) -> str:
