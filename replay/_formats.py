@@ -217,6 +217,14 @@ class Recording:
             self._eof = not more
         if self._rest.startswith(_BOM):
             self._rest = self._rest[len(_BOM) :]
+        if _one_value(self._rest):
+            # A JSON array or a multi-line object (a .traj) is one piece anyway, and
+            # which format it is (a recording, an OpenHands or SWE-agent session)
+            # shows only in the whole: read it before telling.
+            while not self._eof:
+                more = self._file.read(chunk)
+                self._rest += more
+                self._eof = not more
         self.format: Format | TranscriptFormat = _detect(self._rest)
         self.head = self._next_piece()
         self.whole = self._eof and not self._rest
@@ -279,6 +287,23 @@ class Recording:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _one_value(data: bytes) -> bool:
+    """Whether ``data`` opens one JSON value spanning lines (an array, or an object
+    whose first line is not a whole JSON Lines record)."""
+    if is_eventstream(data):
+        return False
+    start = data.lstrip()
+    if start.startswith(b"["):
+        return True
+    if not start.startswith(b"{"):
+        return False
+    try:
+        _any_decoder.decode(start.split(b"\n", 1)[0])
+    except (msgspec.DecodeError, RecursionError):
+        return True
+    return False
 
 
 def _detect(data: bytes) -> Format | TranscriptFormat:

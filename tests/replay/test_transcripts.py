@@ -358,3 +358,18 @@ def test_odd_records_are_no_session() -> None:
     odd = [{"type": ["user"]}, {"type": {"a": 1}, "payload": {}}, {"history": "x"}, [1], 7]
     data = b"".join(json.dumps(r).encode() + b"\n" for r in odd)
     assert detect(data) is None
+
+
+def test_a_session_over_a_piece_is_told_as_load_events_tells_it(tmp_path: Path) -> None:
+    """A pretty-printed .traj larger than the bytes read before the format is told is
+    still a SWE-agent session when read in pieces (convo replay, store import)."""
+    from replay._formats import Recording
+
+    source = shared_path(*TRANSCRIPTS, "swe-agent", "pydicom__pydicom-1458.traj")
+    record = json.loads(source.read_bytes())
+    record["padding"] = "x" * (3 << 20)  # past the first piece of 1 MiB
+    path = tmp_path / "big.traj"
+    path.write_text(json.dumps(record, indent=1))
+    with Recording(path) as recording:
+        assert recording.format == "swe-agent"
+    assert load_events(path).format == "swe-agent"
