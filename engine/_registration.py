@@ -235,7 +235,7 @@ class Registration:
     Raises ``RegistrationError`` as ``create_conversation_engine`` does.
     """
 
-    __slots__ = ("_entries", "_index_of", "_route_all", "_routes", "definitions", "event_type")
+    __slots__ = ("_entries", "_route_all", "_routes", "definitions", "event_type")
 
     def __init__(
         self,
@@ -272,7 +272,6 @@ class Registration:
         self.event_type = event_type
         """The routing function engines of this registration use (None: unrouted)."""
         self._entries: tuple[_Registered, ...] = tuple(registered)
-        self._index_of = seen
         # Unrouted, every event takes this route; routed, none does.
         self._route_all: _Route | None = None
         if event_type is None:

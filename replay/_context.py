@@ -256,7 +256,8 @@ def check_requests(
     listed = list(events)
     plain = [e for e in listed if not _is_record(e)]
     definition_set = _definition_set(plain)
-    baseline = [request_bytes(c.request) for c in requests(listed, provider)]
+    plain_calls = requests(listed, provider, nodes_at=definition_set.replay)
+    baseline = [request_bytes(c.request) for c in plain_calls]
     for round_ in range(rounds):
         rng = random.Random(f"{seed}/context/{round_}")
 
