@@ -44,7 +44,7 @@ import msgspec
 
 from ._errors import ConcurrencyError, StoreError
 from ._log import Entry
-from ._store import StoreMode, _blob
+from ._store import StoreMode, _blob, _check_window
 
 if TYPE_CHECKING:
     import psycopg
@@ -414,11 +414,6 @@ def _hint(payload: str) -> StoreChange:
     if not length.isdigit():
         return StoreChange(None)
     return StoreChange(conversation, int(length))
-
-
-def _check_window(start: int, stop: int | None) -> None:
-    if start < 0 or (stop is not None and stop < 0):
-        raise ValueError(f"positions are >= 0, got start={start}, stop={stop}")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -245,8 +245,7 @@ class EventStore:
     def _rows(
         self, conversation: str, start: int, stop: int | None
     ) -> list[tuple[int, float | None, bytes]]:
-        if start < 0 or (stop is not None and stop < 0):
-            raise ValueError(f"positions are >= 0, got start={start}, stop={stop}")
+        _check_window(start, stop)
         with self._lock, self._guard("cannot read"):
             # One statement: a consistent snapshot even while others append.
             return self._db.execute(
@@ -358,3 +357,9 @@ def _non_finite(value: Any) -> bool:
     if type(value) is list:
         return any(_non_finite(item) for item in value)
     return False
+
+
+def _check_window(start: int, stop: int | None) -> None:
+    """A read's window is of positions, never negative (both stores)."""
+    if start < 0 or (stop is not None and stop < 0):
+        raise ValueError(f"positions are >= 0, got start={start}, stop={stop}")
