@@ -27,7 +27,7 @@ Rules that hold for every gateway (written here once):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
 import msgspec
@@ -83,6 +83,22 @@ def _result_text(result: ToolResult) -> str:
     if isinstance(result.content, str):
         return result.content
     return "".join(p.text for p in result.content if isinstance(p, Text))
+
+
+def _item(part: Part, convert: Callable[[Part], dict[str, Any] | None]) -> dict[str, Any] | None:
+    """``part`` as a request item: a ``Native`` part as its provider stored it, any
+    other through the gateway's ``convert`` (``None``: nothing to send)."""
+    if isinstance(part, Native):
+        native: dict[str, Any] = _decode(part.data)
+        return native
+    return convert(part)
+
+
+def _items(
+    parts: Iterable[Part], convert: Callable[[Part], dict[str, Any] | None]
+) -> list[dict[str, Any]]:
+    """Each of ``parts`` as a request item (``_item``), the ones with none left out."""
+    return [item for part in parts if (item := _item(part, convert)) is not None]
 
 
 def _split(message: Message, provider: str) -> tuple[list[ToolResult], list[Part]]:
@@ -149,10 +165,7 @@ class AnthropicGateway:
             return [{"role": message.role.value, "content": message.content}]
         results, rest = _split(message, self.name)
         blocks = [self._result(r) for r in results]
-        for part in rest:
-            block = self._block(part)
-            if block is not None:
-                blocks.append(block)
+        blocks.extend(_items(rest, self._block))
         if not blocks:
             return []
         return [{"role": message.role.value, "content": blocks}]
@@ -160,7 +173,7 @@ class AnthropicGateway:
     def _result(self, result: ToolResult) -> dict[str, Any]:
         content: Any = result.content
         if not isinstance(content, str):
-            content = [b for b in (self._block(p) for p in content) if b is not None]
+            content = _items(content, self._block)
         block: dict[str, Any] = {
             "type": "tool_result",
             "tool_use_id": result.call_id,
@@ -194,9 +207,6 @@ class AnthropicGateway:
             if isinstance(part, File) and part.name:
                 block["title"] = part.name
             return block
-        if isinstance(part, Native):
-            native: dict[str, Any] = _decode(part.data)
-            return native
         return None
 
     def request(
@@ -458,7 +468,7 @@ class OpenAIResponsesGateway:
         if message.role is Role.assistant:
             out.extend(self._assistant(rest))
         else:
-            content = [c for c in (self._input(p) for p in rest) if c is not None]
+            content = _items(rest, self._input)
             if content:
                 out.append({"role": role, "content": content})
         return out
@@ -466,7 +476,7 @@ class OpenAIResponsesGateway:
     def _result(self, result: ToolResult) -> dict[str, Any]:
         output: Any = result.content
         if not isinstance(output, str):
-            output = [c for c in (self._input(p) for p in output) if c is not None]
+            output = _items(output, self._input)
         elif result.denied and not output:
             output = "The person denied this call."
         return {"type": "function_call_output", "call_id": result.call_id, "output": output}
@@ -486,9 +496,6 @@ class OpenAIResponsesGateway:
             if part.name:
                 file["filename"] = part.name
             return file
-        if isinstance(part, Native):
-            native: dict[str, Any] = _decode(part.data)
-            return native
         return None
 
     def _assistant(self, parts: list[Part]) -> list[dict[str, Any]]:
@@ -677,7 +684,7 @@ class GeminiGateway:
                     thought["thoughtSignature"] = part.signature
                 parts.append(thought)
                 continue
-            native = self._part(part)
+            native = _item(part, self._part)
             if native is None:
                 continue
             if signature is not None:
@@ -714,9 +721,6 @@ class GeminiGateway:
             if part.url is not None:
                 return {"fileData": {"mimeType": part.media_type, "fileUri": part.url}}
             return {"inlineData": {"mimeType": part.media_type, "data": part.data or ""}}
-        if isinstance(part, Native):
-            native: dict[str, Any] = _decode(part.data)
-            return native
         return None
 
     def request(
