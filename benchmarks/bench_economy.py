@@ -16,8 +16,10 @@ measured:
 - render time per call as the session grows (first tenth of the calls against
   the last tenth).
 
-Three references come from the same run: ``wide`` (trim on, ``keep_recent`` 2) shows
-how far trim and wider expiry go beyond the defaults; ``safepoint`` resumes once,
+Four references come from the same run: ``wide`` (trim on, ``keep_recent`` 2) shows
+how far trim and wider expiry go beyond the defaults; ``ceiling`` (every result but
+the 6 latest trimmed to a bare pointer) bounds what any policy of the economy could
+cut, since they touch only results, denied calls and retry debris; ``safepoint`` resumes once,
 before the first call, then applies the load-time defaults again only at a call
 where that frees ``clear_at_least`` chars (``engine.Economist``); and SWE-agent's own
 history processor is measured on the context its marshmallow trajectory recorded at every
@@ -66,6 +68,10 @@ POLICIES = {
     "resume": Economy.resume(),
     "wide": Economy(trim=True, keep_recent=2),
     "safepoint": Economy.resume(),  # resumed once, then safepoints (see SAFEPOINTS)
+    # Every result but the 6 latest cut to a bare pointer: the most the economy's
+    # policies (which touch results, denied calls and debris only) can cut while
+    # keeping the defaults' 6 latest results whole.
+    "ceiling": Economy(trim=True, trim_min_chars=1, trim_keep_recent=6, spill_preview=0),
 }
 SAFEPOINTS = frozenset({"safepoint"})
 
@@ -142,7 +148,8 @@ def main() -> int:
         f"Python {platform.python_version()}; tokens: {'o200k_base' if count else 'n/a'}"
     )
     print(
-        "session | gateway | calls | none chars | live | resume | wide | safepoint | live reuse | "
+        "session | gateway | calls | none chars | live | resume | wide | safepoint | ceiling | "
+        "live reuse | "
         "resume reuse | safepoint reuse | breaks live/resume | invalid | deterministic | "
         "ms/call live first/last | ms/call resume first/last"
     )
@@ -184,7 +191,7 @@ def main() -> int:
             print(
                 f"{name} | {gateway} | {live['calls']} | {totals['none']:,} | "
                 f"-{cut['live']:.0%} | -{cut['resume']:.0%} | -{cut['wide']:.0%} | "
-                f"-{cut['safepoint']:.0%} | "
+                f"-{cut['safepoint']:.0%} | -{cut['ceiling']:.0%} | "
                 f"{live['prefix_reuse']:.3f} | {resume['prefix_reuse']:.3f} | "
                 f"{row['safepoint']['prefix_reuse']:.3f} | "
                 f"{live['prefix_breaks']}/{resume['prefix_breaks']} | "
@@ -195,7 +202,7 @@ def main() -> int:
             )
     print(
         "# whole session files (every thread summed): "
-        "file | gateway | none | live | resume | wide | safepoint"
+        "file | gateway | none | live | resume | wide | safepoint | ceiling"
     )
     for (file, gateway), whole in files.items():
         base = whole["none"] or 1

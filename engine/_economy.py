@@ -29,7 +29,9 @@ workbench) writes the files.
 
 Which commands are ephemeral is one predicate, ``is_ephemeral``: the same table
 answers "may a coordinator run this directly" (a glance). Compound commands
-(``a && b | c; d``) pass only when every segment does.
+(``a && b | c; d``) pass only when every segment does. A call is asked about
+through ``command_of``: a shell call's script, or the command a harness's
+file-viewing tool amounts to (Claude Code's ``Read`` is ``cat -n PATH``).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import msgspec
@@ -365,11 +367,45 @@ _SHELLS: Final = frozenset(
 _SHELL_PROGRAMS: Final = frozenset({"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh"})
 
 
+def _sed_lines(arguments: dict[str, object], path: object) -> list[object]:
+    offset, limit = arguments.get("offset"), arguments.get("limit")
+    if type(offset) is not int and type(limit) is not int:
+        return ["cat", "-n", path]
+    first = offset if type(offset) is int else 1
+    last = f"{first + limit - 1}" if type(limit) is int else "$"
+    return ["sed", "-n", f"{first},{last}p", path]
+
+
+def _editor_view(arguments: dict[str, object]) -> list[object] | None:
+    if arguments.get("command") != "view":
+        return None
+    lines = arguments.get("view_range")
+    if isinstance(lines, list) and len(lines) == 2 and all(type(n) is int for n in lines):
+        last = "$" if lines[1] == -1 else lines[1]
+        return ["sed", "-n", f"{lines[0]},{last}p", arguments.get("path")]
+    return ["cat", "-n", arguments.get("path")]
+
+
+# Harness tools that are a read-only shell command under another name (Claude Code's
+# Read, LS, Glob and Grep; OpenHands' editor viewing a file; SWE-agent's find_file):
+# the command each amounts to, so that is_ephemeral decides their results as well.
+_FILE_TOOLS: Final[dict[str, Callable[[dict[str, object]], list[object] | None]]] = {
+    "Read": lambda a: _sed_lines(a, a.get("file_path")),
+    "LS": lambda a: ["ls", a.get("path")],
+    "Glob": lambda a: ["find", a.get("path") or ".", "-name", a.get("pattern")],
+    "Grep": lambda a: ["rg", a.get("pattern"), a.get("path") or "."],
+    "str_replace_editor": _editor_view,
+    "find_file": lambda a: ["find", a.get("dir") or ".", "-name", a.get("file_name")],
+}
+
+
 def command_of(call: ToolCall) -> str | None:
     """The shell command a call runs, or ``None`` when it is not a shell call (its
     tool is a shell by name and its arguments hold a ``command``; an argv such as
-    Codex's ``["bash", "-lc", "ls"]`` gives the script)."""
-    if call.name.lower() not in _SHELLS:
+    Codex's ``["bash", "-lc", "ls"]`` gives the script; a harness's file-viewing
+    tool gives the command it amounts to, such as ``cat -n PATH`` for a ``Read``)."""
+    tool = _FILE_TOOLS.get(call.name)
+    if call.name.lower() not in _SHELLS and tool is None:
         return None
     try:
         arguments = msgspec.json.decode(call.arguments)
@@ -377,6 +413,11 @@ def command_of(call: ToolCall) -> str | None:
         return None
     if not isinstance(arguments, dict):
         return None
+    if tool is not None:
+        argv = tool(arguments)
+        if argv is None or not all(isinstance(word, str) and word for word in argv):
+            return None
+        return shlex.join(str(word) for word in argv)
     command = arguments.get("command", arguments.get("cmd"))
     if isinstance(command, list) and all(isinstance(w, str) for w in command):
         if len(command) >= 3 and command[0] in _SHELL_PROGRAMS and command[1] in ("-c", "-lc"):

@@ -188,3 +188,68 @@ def test_a_compound_is_a_glance_exactly_when_every_segment_is(
     for separator, segment in zip(separators, segments[1:], strict=False):
         command += separator + segment
     assert ephemeral(command) == all(map(ephemeral, segments))
+
+
+class TestFileTools:
+    """A harness's file-viewing tool is the read-only command it amounts to, so the one
+    predicate decides its results too; its writing commands stay out."""
+
+    @pytest.mark.parametrize(
+        ("name", "arguments", "command"),
+        [
+            ("Read", {"file_path": "/src/app.py"}, "cat -n /src/app.py"),
+            ("Read", {"file_path": "a b.py", "offset": 10, "limit": 5}, "sed -n 10,14p 'a b.py'"),
+            ("Read", {"file_path": "x.py", "offset": 7}, "sed -n '7,$p' x.py"),
+            ("LS", {"path": "/work"}, "ls /work"),
+            ("Glob", {"pattern": "**/*.ts"}, "find . -name '**/*.ts'"),
+            ("Grep", {"pattern": "def f", "path": "src", "-n": True}, "rg 'def f' src"),
+            ("str_replace_editor", {"command": "view", "path": "/w/p.c"}, "cat -n /w/p.c"),
+            (
+                "str_replace_editor",
+                {"command": "view", "path": "/w/p.c", "view_range": [5, -1]},
+                "sed -n '5,$p' /w/p.c",
+            ),
+            ("find_file", {"file_name": "fields.py", "dir": "src"}, "find src -name fields.py"),
+        ],
+    )
+    def test_a_view_is_its_command_and_a_glance(
+        self, name: str, arguments: dict[str, object], command: str
+    ) -> None:
+        call = ToolCall(id="c", name=name, arguments=_json(arguments))
+        assert command_of(call) == command
+        assert ephemeral(command)
+
+    @pytest.mark.parametrize(
+        ("name", "arguments"),
+        [
+            ("str_replace_editor", {"command": "str_replace", "path": "x", "old_str": "a"}),
+            ("str_replace_editor", {"command": "create", "path": "x", "file_text": "a"}),
+            ("Read", {"path": "x"}),  # no file_path: not a call this tool takes
+            ("Read", {"file_path": ""}),
+            ("Grep", {"path": "src"}),
+            ("Write", {"file_path": "x", "content": "a"}),
+            ("Edit", {"file_path": "x", "old_string": "a", "new_string": "b"}),
+        ],
+    )
+    def test_anything_else_is_no_command(self, name: str, arguments: dict[str, object]) -> None:
+        assert command_of(ToolCall(id="c", name=name, arguments=_json(arguments))) is None
+
+    def test_old_reads_expire_and_the_latest_stay(self) -> None:
+        messages = [Message(role=Role.user, content="go")]
+        for n in range(9):
+            arguments = _json({"file_path": f"/src/m{n}.py"})
+            messages.append(
+                Message(
+                    role=Role.assistant,
+                    content=(ToolCall(id=f"r{n}", name="Read", arguments=arguments),),
+                )
+            )
+            messages.append(
+                Message(role=Role.user, content=(ToolResult(call_id=f"r{n}", content="1\tx"),))
+            )
+        messages.append(Message(role=Role.assistant, content=(Text("done"),)))
+        out = economize(messages, Economy.resume())
+        assert out.expired == {"r0", "r1", "r2"}  # the 6 latest are kept
+        first = out.messages[2].content[0]
+        assert isinstance(first, ToolResult)
+        assert "cat -n /src/m0.py" in str(first.content)
