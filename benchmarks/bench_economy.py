@@ -71,7 +71,8 @@ POLICIES = {
     # Every result but the 6 latest cut to a bare pointer: the most the economy's
     # policies (which touch results, denied calls and debris only) can cut while
     # keeping the defaults' 6 latest results whole.
-    "ceiling": Economy(trim=True, trim_min_chars=1, trim_keep_recent=6, spill_preview=0),
+    # (Results under 200 chars are left: a pointer is about as long.)
+    "ceiling": Economy(trim=True, trim_min_chars=200, trim_keep_recent=6, spill_preview=0),
 }
 SAFEPOINTS = frozenset({"safepoint"})
 
@@ -190,8 +191,8 @@ def main() -> int:
             live, resume = row["live"], row["resume"]
             print(
                 f"{name} | {gateway} | {live['calls']} | {totals['none']:,} | "
-                f"-{cut['live']:.0%} | -{cut['resume']:.0%} | -{cut['wide']:.0%} | "
-                f"-{cut['safepoint']:.0%} | -{cut['ceiling']:.0%} | "
+                f"{_cut(cut['live'])} | {_cut(cut['resume'])} | {_cut(cut['wide'])} | "
+                f"{_cut(cut['safepoint'])} | {_cut(cut['ceiling'])} | "
                 f"{live['prefix_reuse']:.3f} | {resume['prefix_reuse']:.3f} | "
                 f"{row['safepoint']['prefix_reuse']:.3f} | "
                 f"{live['prefix_breaks']}/{resume['prefix_breaks']} | "
@@ -206,7 +207,7 @@ def main() -> int:
     )
     for (file, gateway), whole in files.items():
         base = whole["none"] or 1
-        cuts = " | ".join(f"-{1 - whole[p] / base:.0%}" for p in POLICIES if p != "none")
+        cuts = " | ".join(_cut(1 - whole[p] / base) for p in POLICIES if p != "none")
         print(f"# {file} | {gateway} | {whole['none']:,} | {cuts}")
     reference = swe_agent_reference()
     print(
@@ -216,10 +217,15 @@ def main() -> int:
         else "# SWE-agent reference: absent"
     )
     print(
-        f"# worst resume cut -{worst['resume_cut']:.0%} (target -30%); worst live reuse "
+        f"# worst resume cut {_cut(worst['resume_cut'])} (target -30%); worst live reuse "
         f"{worst['live_reuse']:.3f} (target 0.98); invalid requests {worst['invalid']} (target 0)"
     )
     return 0
+
+
+def _cut(share: float) -> str:
+    """A cut as the change it makes: ``-46%``, or ``+1%`` where a policy added."""
+    return f"{-share:+.0%}"
 
 
 def _check_spills(calls: list[CallRequest], folder: Path) -> None:
