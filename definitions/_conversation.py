@@ -32,7 +32,7 @@ import msgspec
 from engine import Message, Native, Node, Part, Reasoning, Role, Text, ToolCall, ToolResult
 
 from . import ag_ui, ai_sdk, anthropic, openai_chat, openai_responses
-from ._gateways import AnthropicGateway, OpenAIChatGateway, OpenAIResponsesGateway
+from ._gateways import DENIED, AnthropicGateway, OpenAIChatGateway, OpenAIResponsesGateway
 
 __all__ = ["answer_unanswered", "calls_of", "conversation_messages"]
 
@@ -42,8 +42,6 @@ _RESPONSES: Final = OpenAIResponsesGateway()
 
 NO_RESULT: Final = "No result was recorded for this call."
 """The neutral result ``answer_unanswered`` gives a call the log moved past."""
-
-_DENIED: Final = "The person denied this call."
 
 
 def _text(value: Any) -> str:
@@ -146,7 +144,7 @@ def _outcome(call_id: str, state: Any, denials: dict[str, str | None]) -> ToolRe
         return ToolResult(call_id, state.error or "", is_error=True, name=name)
     if state.status == "denied" or call_id in denials:
         reason = state.reason if state.status == "denied" else denials[call_id]
-        return ToolResult(call_id, reason or _DENIED, is_error=True, denied=True, name=name)
+        return ToolResult(call_id, reason or DENIED, is_error=True, denied=True, name=name)
     return None
 
 
@@ -202,7 +200,7 @@ def _ai_sdk_outcome(call_id: str, name: str, part: dict[str, Any]) -> ToolResult
     if state == "output-error":
         return ToolResult(call_id, part.get("errorText") or "", is_error=True, name=name)
     if state == "output-denied":
-        reason = (part.get("approval") or {}).get("reason") or _DENIED
+        reason = (part.get("approval") or {}).get("reason") or DENIED
         return ToolResult(call_id, reason, is_error=True, denied=True, name=name)
     return None
 
@@ -296,19 +294,12 @@ def answer_unanswered(messages: Sequence[Message], answered: set[str]) -> list[M
     out: list[Message] = []
     pending: dict[str, str] = {}  # call id -> tool name, of the last model turn
     for message in messages:
-        if message.role is Role.assistant:
+        results = [] if message.role is Role.assistant else _results(message)
+        if not results:  # a model turn, or a turn that answers nothing
             if pending:
-                out.append(_neutral(pending))
-                answered.update(pending)
-            pending = {c.id: c.name for c in calls_of(message)}
-            out.append(message)
-            continue
-        results = [p for p in message.parts if isinstance(p, ToolResult)]
-        if not results:
-            if pending:
-                out.append(_neutral(pending))
-                answered.update(pending)
-                pending = {}
+                out.append(Message(role=Role.user, content=_answer(pending, answered)))
+            if message.role is Role.assistant:
+                pending = {c.id: c.name for c in calls_of(message)}
             out.append(message)
             continue
         kept = [
@@ -317,15 +308,24 @@ def answer_unanswered(messages: Sequence[Message], answered: set[str]) -> list[M
         for result in results:
             pending.pop(result.call_id, None)
         answered.update(r.call_id for r in results)
-        if pending:
-            kept = [_neutral_result(i, n) for i, n in pending.items()] + kept
-            answered.update(pending)
-            pending = {}
+        kept[:0] = _answer(pending, answered)
         if kept:
             out.append(Message(role=message.role, content=tuple(kept)))
     if pending:
-        out.append(_neutral(pending))
-        answered.update(pending)
+        out.append(Message(role=Role.user, content=_answer(pending, answered)))
+    return out
+
+
+def _results(message: Message) -> list[ToolResult]:
+    return [p for p in message.parts if isinstance(p, ToolResult)]
+
+
+def _answer(pending: dict[str, str], answered: set[str]) -> tuple[ToolResult, ...]:
+    """A neutral result for each of the ``pending`` calls, which are then answered
+    (``pending`` is emptied)."""
+    answered.update(pending)
+    out = tuple(ToolResult(i, NO_RESULT, is_error=True, name=n) for i, n in pending.items())
+    pending.clear()
     return out
 
 
@@ -338,11 +338,3 @@ def calls_of(message: Message) -> list[ToolCall]:
         elif isinstance(part, Native) and part.call is not None:
             calls.append(part.call)
     return calls
-
-
-def _neutral_result(call_id: str, name: str) -> ToolResult:
-    return ToolResult(call_id, NO_RESULT, is_error=True, name=name)
-
-
-def _neutral(pending: dict[str, str]) -> Message:
-    return Message(role=Role.user, content=tuple(_neutral_result(i, n) for i, n in pending.items()))

@@ -28,7 +28,7 @@ Rules that hold for every gateway (written here once):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import msgspec
 
@@ -77,6 +77,16 @@ def _object(arguments: str) -> Any:
 
 def _data_url(media_type: str, data: str) -> str:
     return f"data:{media_type};base64,{data}"
+
+
+DENIED: Final = "The person denied this call."
+"""What a denied call's result says when the denial gave no reason."""
+
+
+def _denied_or(result: ToolResult, content: Any) -> Any:
+    """``content`` (a result as the gateway converted it), or ``DENIED`` for a denied
+    call whose result says nothing: an empty result would read as a success."""
+    return DENIED if result.denied and not content else content
 
 
 def _result_text(result: ToolResult) -> str:
@@ -177,7 +187,7 @@ class AnthropicGateway:
         block: dict[str, Any] = {
             "type": "tool_result",
             "tool_use_id": result.call_id,
-            "content": content,
+            "content": _denied_or(result, content),
         }
         if result.is_error or result.denied:
             block["is_error"] = True
@@ -326,9 +336,7 @@ class OpenAIChatGateway:
         if not isinstance(content, str):
             # Tool messages take text parts only.
             content = [{"type": "text", "text": p.text} for p in content if isinstance(p, Text)]
-        if result.denied and isinstance(content, str):
-            return content or "The person denied this call."
-        return content
+        return _denied_or(result, content)
 
     def _assistant(self, parts: list[Part]) -> dict[str, Any] | None:
         texts: list[str] = []
@@ -477,8 +485,7 @@ class OpenAIResponsesGateway:
         output: Any = result.content
         if not isinstance(output, str):
             output = _items(output, self._input)
-        elif result.denied and not output:
-            output = "The person denied this call."
+        output = _denied_or(result, output)
         return {"type": "function_call_output", "call_id": result.call_id, "output": output}
 
     def _input(self, part: Part) -> dict[str, Any] | None:
@@ -700,9 +707,7 @@ class GeminiGateway:
         return [{"role": role, "parts": parts}]
 
     def _result(self, result: ToolResult) -> dict[str, Any]:
-        text = _result_text(result)
-        if result.denied and not text:
-            text = "The person denied this call."
+        text = _denied_or(result, _result_text(result))
         key = "error" if result.is_error or result.denied else "output"
         response: dict[str, Any] = {"name": result.name or "", "response": {key: text}}
         if result.call_id:
