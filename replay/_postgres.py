@@ -173,7 +173,8 @@ class AppendUnknownError(StoreError):
         self.append_id = append_id
 
 
-def _psycopg() -> Any:
+def psycopg_module() -> Any:
+    """psycopg, or a ``StoreError`` saying how to install it."""
     try:
         import psycopg
     except ImportError as exc:
@@ -206,14 +207,15 @@ class PostgresEventStore:
 
         ``mode`` as for ``EventStore``: ``"rwc"`` creates the tables and function
         when missing, ``"rw"`` refuses a database without them, ``"ro"`` too and
-        makes the session read-only. ``StoreError`` naming the server (never the
+        makes the session read-only. A connection attempt gives up after
+        ``connect_timeout`` seconds. ``StoreError`` naming the server (never the
         password) and the cause if it cannot connect or refuses.
         """
         self.dsn = dsn
         self.path = describe(dsn)  # the name messages use, as for the SQLite store
         self.mode: StoreMode = mode
-        self._pg = _psycopg()
-        self._connect_timeout = connect_timeout
+        self._pg = psycopg_module()
+        self.connect_timeout = connect_timeout
         self._lock = threading.Lock()
         self._closed = False
         self._db: psycopg.Connection[Any] = self._connect()
@@ -342,7 +344,7 @@ class PostgresEventStore:
         while True:
             try:
                 conn = await pg.AsyncConnection.connect(
-                    self.dsn, autocommit=True, connect_timeout=self._connect_timeout
+                    self.dsn, autocommit=True, connect_timeout=self.connect_timeout
                 )
             except pg.OperationalError as exc:
                 raise self._failure("cannot listen for changes", exc) from exc
@@ -351,7 +353,7 @@ class PostgresEventStore:
                 yield StoreChange(None)  # what was appended before LISTEN took effect
                 while True:
                     async for note in conn.notifies(timeout=quiet):
-                        yield _hint(note.payload)
+                        yield parse_hint(note.payload)
                     yield StoreChange(None)
             except pg.OperationalError:
                 continue  # reconnect; the first hint after it covers the gap
@@ -380,7 +382,7 @@ class PostgresEventStore:
             conn: psycopg.Connection[Any] = self._pg.connect(
                 self.dsn,
                 autocommit=True,
-                connect_timeout=self._connect_timeout,
+                connect_timeout=self.connect_timeout,
                 **({"options": options} if options else {}),
             )
         except self._pg.Error as exc:
@@ -409,7 +411,8 @@ class PostgresEventStore:
         return StoreError(f"{self.path}: {what}: {_first_line(exc)}")
 
 
-def _hint(payload: str) -> StoreChange:
+def parse_hint(payload: str) -> StoreChange:
+    """A change hint's payload (``LENGTH CONVERSATION``) as a ``StoreChange``."""
     length, _, conversation = payload.partition(" ")
     if not length.isdigit():
         return StoreChange(None)

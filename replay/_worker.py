@@ -48,7 +48,7 @@ from definitions import builtin, event_type
 from engine import ConversationEngine, ConversationError, Registration, create_conversation_engine
 
 from ._errors import StoreError
-from ._postgres import CHANNEL, PostgresEventStore, _hint, _psycopg
+from ._postgres import CHANNEL, PostgresEventStore, parse_hint, psycopg_module
 from ._render import render_json
 
 __all__ = ["Worker", "add_arguments", "partition_of", "run"]
@@ -126,7 +126,8 @@ class Worker:
 
     ``run()`` loops until ``stop`` is set; ``step()`` is one round (renew, claim or
     release, fold, publish), for tests. ``lease`` is in seconds; a worker renews
-    every third of it. ``on_change(message)`` hears ownership changes.
+    every third of it. ``on_change(message)`` hears ownership changes. Its connections
+    and its store's give up after ``connect_timeout`` seconds.
     """
 
     def __init__(
@@ -139,6 +140,7 @@ class Worker:
         definitions: Iterable[Any] = builtin.DEFINITIONS,
         event_type: Callable[[Any], Hashable] | None = event_type,
         on_change: Callable[[str], None] | None = None,
+        connect_timeout: float = 10.0,
     ) -> None:
         if partitions < 1:
             raise ValueError(f"partitions must be >= 1, not {partitions}")
@@ -150,14 +152,14 @@ class Worker:
         self.definitions = tuple(definitions)
         self.registration = Registration(self.definitions, event_type=event_type)
         self.on_change = on_change or (lambda message: log.info("%s", message))
-        self.store = PostgresEventStore(dsn)
+        self.store = PostgresEventStore(dsn, connect_timeout=connect_timeout)
         self.owned: dict[int, _Lease] = {}
         self.projections: dict[str, _Projection] = {}
         self.published = 0
-        self._pg = pg = _psycopg()
+        self._pg = pg = psycopg_module()
         try:
-            self._db = pg.connect(dsn, autocommit=True)
-            self._listen = pg.connect(dsn, autocommit=True)
+            self._db = pg.connect(dsn, autocommit=True, connect_timeout=connect_timeout)
+            self._listen = pg.connect(dsn, autocommit=True, connect_timeout=connect_timeout)
             self._listen.execute(f"LISTEN {CHANNEL}")
             with self._db.transaction():
                 self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
@@ -339,7 +341,7 @@ class Worker:
         notes = [*self._listen.notifies(timeout=timeout, stop_after=1)]
         notes += self._listen.notifies(timeout=0)
         for note in notes:
-            change = _hint(note.payload)
+            change = parse_hint(note.payload)
             if change.conversation is None:
                 return None
             hinted.add(change.conversation)
