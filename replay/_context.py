@@ -33,6 +33,7 @@ the gateway and its validator (``Call.problems``).
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -47,13 +48,13 @@ from engine import Context, CoopContext, Message, Node, RenderRecord, Role
 
 from . import _economy
 from ._detect import DefinitionSet, detect_protocol, protocol_definitions
-from ._replay import replay
 
 __all__ = [
     "RENDER_EVENT",
     "Call",
     "ContextOptions",
     "Feeder",
+    "Prefix",
     "add_arguments",
     "check_requests",
     "command",
@@ -166,7 +167,7 @@ def requests(
     provider: str,
     *,
     options: ContextOptions | None = None,
-    nodes_at: Callable[[Sequence[Any]], tuple[Node, ...]] | None = None,
+    prefix: Prefix | None = None,
 ) -> list[Call]:
     """The request before every model call of the log, then the one after it.
 
@@ -174,21 +175,51 @@ def requests(
     conversation, and a last one after the whole log. With them: one call per
     record, rebuilt from the records (prompt replay), then one after the log (the
     record's context plus the conversation since, before any area renders).
-    ``nodes_at`` folds a prefix of the log's (non-record) events; the default
-    replays it through the log's own definition set (``check_requests`` passes
-    batched folds). ``ValueError`` for an unknown provider or a record that does
-    not fit the log.
+    ``prefix`` folds the log's (non-record) events as they come; the default is a
+    live engine of the log's own definition set (``check_requests`` passes other
+    folds). ``ValueError`` for an unknown provider or a record that does not fit
+    the log.
     """
     listed = list(events)
     target = gateway(provider)
     options = options or ContextOptions()
     plain = [e for e in listed if not _is_record(e)]
-    if nodes_at is None:
-        definition_set = _definition_set(plain)
-        nodes_at = definition_set.replay
+    if prefix is None:
+        prefix = Prefix(_definition_set(plain))
     if any(_is_record(e) for e in listed):
-        return _replayed(listed, target, options, nodes_at)
-    return _projected(nodes_at(plain), target, options)
+        return _replayed(listed, target, options, prefix)
+    return _projected(prefix.extend(plain), target, options)
+
+
+class Prefix:
+    """The log's events so far, folded as they come (``extend``): a live engine of
+    the set takes each event once, in ``push_many`` batches of ``batch()`` events
+    (all at once without it); ``refold`` (or a set whose pre-pass reads only a whole
+    stream) replays the whole prefix instead, the batch path, at each extension."""
+
+    def __init__(
+        self,
+        definition_set: DefinitionSet,
+        *,
+        batch: Callable[[], int] | None = None,
+        refold: bool = False,
+    ) -> None:
+        self._set = definition_set
+        self._batch = batch
+        self._engine = None if refold else definition_set.live()
+        self._events: list[Any] = []
+
+    def extend(self, events: Sequence[Any]) -> tuple[Node, ...]:
+        """Fold ``events`` after those before; the nodes of the whole prefix."""
+        if self._engine is None:
+            self._events += events
+            return self._set.replay(self._events)
+        start = 0
+        while start < len(events):
+            step = len(events) if self._batch is None else max(1, self._batch())
+            self._engine.push_many(events[start : start + step])
+            start += step
+        return self._engine.nodes()
 
 
 def _projected(nodes: tuple[Node, ...], target: Gateway, options: ContextOptions) -> list[Call]:
@@ -208,18 +239,16 @@ def _projected(nodes: tuple[Node, ...], target: Gateway, options: ContextOptions
 
 
 def _replayed(
-    listed: Sequence[Any],
-    target: Gateway,
-    options: ContextOptions,
-    nodes_at: Callable[[Sequence[Any]], tuple[Node, ...]],
+    listed: Sequence[Any], target: Gateway, options: ContextOptions, prefix: Prefix
 ) -> list[Call]:
     context = Context(target)
     feeder = Feeder(options)
-    plain: list[Any] = []
+    new: list[Any] = []  # events since the previous record
+    nodes: tuple[Node, ...] = ()
     calls: list[Call] = []
     for position, event in enumerate(listed):
         if not _is_record(event):
-            plain.append(event)
+            new.append(event)
             continue
         try:
             record = _record_decoder.decode(msgspec.json.encode(event.get("record")))
@@ -230,14 +259,16 @@ def _replayed(
                 f"event #{position}: render record of call {record.call}, expected "
                 f"call {len(calls)}"
             )
-        conversation = feeder.feed(conversation_messages(nodes_at(plain)))
+        nodes = prefix.extend(new) if new else nodes
+        new = []
         try:
-            context.apply(record, conversation)
+            context.apply(record, feeder.feed(conversation_messages(nodes)))
         except ValueError as exc:
             raise ValueError(f"event #{position}: {exc}") from exc
         calls.append(_call(len(calls), position, target, context, options))
     # After the log: what the next render would append before any area speaks.
-    for message in feeder.feed(conversation_messages(nodes_at(plain))):
+    nodes = prefix.extend(new) if new else nodes
+    for message in feeder.feed(conversation_messages(nodes)):
         context.emplace_message(message)
     calls.append(_call(len(calls), len(listed), target, context, options))
     return calls
@@ -254,22 +285,15 @@ def check_requests(
     that differs and the round's seed.
     """
     listed = list(events)
-    plain = [e for e in listed if not _is_record(e)]
-    definition_set = _definition_set(plain)
-    plain_calls = requests(listed, provider, nodes_at=definition_set.replay)
+    definition_set = _definition_set([e for e in listed if not _is_record(e)])
+    # The baseline replays each prefix whole (the batch path); each round folds the
+    # log once, live, in random batches.
+    plain_calls = requests(listed, provider, prefix=Prefix(definition_set, refold=True))
     baseline = [request_bytes(c.request) for c in plain_calls]
     for round_ in range(rounds):
         rng = random.Random(f"{seed}/context/{round_}")
-
-        def batched(prefix: Sequence[Any], rng: random.Random = rng) -> tuple[Node, ...]:
-            return replay(
-                definition_set.feed(prefix),
-                definition_set.definitions,
-                event_type=definition_set.event_type,
-                batch=rng.randint(1, 8),
-            )
-
-        got = [request_bytes(c.request) for c in requests(listed, provider, nodes_at=batched)]
+        batched = Prefix(definition_set, batch=functools.partial(rng.randint, 1, 8))
+        got = [request_bytes(c.request) for c in requests(listed, provider, prefix=batched)]
         for index, (want, have) in enumerate(zip(baseline, got, strict=False)):
             if want != have:
                 return f"call {index} differs when the log is folded in batches ({seed}/{round_})"

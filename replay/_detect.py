@@ -52,7 +52,7 @@ import attrs
 
 from definitions import ProtocolSet
 from definitions import event_type as shared_event_type
-from engine import Node
+from engine import ConversationEngine, Node, create_conversation_engine
 
 from ._errors import DefinitionSpecError
 from ._log import event_types
@@ -228,6 +228,15 @@ class DefinitionSet:
     def replay(self, events: Iterable[Any]) -> tuple[Node, ...]:
         """The view after folding the raw ``events`` (``replay.replay`` on the fed events)."""
         return replay(self.feed(events), self.definitions, event_type=self.event_type)
+
+    def live(self) -> ConversationEngine | None:
+        """A live engine taking the raw events one push (or ``push_many``) at a time,
+        or ``None`` when the set's pre-pass reads only a whole stream."""
+        if self.protocol is not None:
+            return self.protocol.engine()
+        if self.prepare is None:
+            return create_conversation_engine(self.definitions, event_type=self.event_type)
+        return None
 
     @classmethod
     def from_module(
