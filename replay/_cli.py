@@ -31,6 +31,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
+import attrs
 import msgspec
 
 from engine import ConversationError, Node, Registration, create_conversation_engine
@@ -44,8 +45,7 @@ from ._detect import (
 )
 from ._determinism import check_determinism
 from ._errors import DefinitionSpecError, LogError, StoreError
-from ._formats import Loaded, Recording, load_events, parse_events, parse_piece
-from ._log import read_source
+from ._formats import Loaded, Recording, load_events, parse_piece
 from ._postgres import PostgresEventStore, describe
 from ._render import encode, render_json
 from ._render_html import render_html
@@ -161,41 +161,23 @@ def _load(path: str, lenient: bool) -> Loaded:
     return loaded
 
 
-def _load_for(
-    log: str, data: bytes, path: str | None, lenient: bool, specs: Sequence[str] | None
-) -> tuple[Loaded, DefinitionSet, str | None]:
-    """``data``'s events decoded as the set that replays them takes them, that set
-    (named by ``specs``, else detected) and a doubt about the detection to warn of."""
-    note = None
-    if specs:
-        chosen = load_definitions(specs)
-        loaded = parse_events(data, path=path, lenient=lenient, types=chosen.vocabulary)
-    else:
-        # Detection needs events before the set, and so its vocabulary, is known: it
-        # reads plain ones. Leniently, so that the decode below (strict when asked) is
-        # the one to raise, at the first bad line of either kind, with no warning first.
-        plain = parse_events(data, path=path, lenient=True)
-        detection = detect_protocol(plain.events)
-        if detection.ambiguous or not detection.recognised:
-            note = f"{log}: {detection.describe()}"
-        chosen = protocol_definitions(detection.protocol)
-        if chosen.vocabulary is None and (lenient or not plain.problems):
-            loaded = plain  # what a second decode would give
-        else:
-            loaded = parse_events(data, path=path, lenient=lenient, types=chosen.vocabulary)
-    return loaded, chosen, note
+@attrs.frozen
+class _Chosen:
+    """A whole log and the set that folds it."""
+
+    events: list[Any]
+    definitions: DefinitionSet
+    note: str | None  # a doubt about the detection, to warn of
 
 
-def _load_chosen(
-    log: str, lenient: bool, specs: Sequence[str] | None
-) -> tuple[Loaded, DefinitionSet]:
-    data, path = read_source(sys.stdin.buffer if log == "-" else log)
-    loaded, chosen, note = _load_for(log, data, path, lenient, specs)
-    for problem in loaded.problems:
-        _warn(f"skipped: {problem}")
-    if note is not None:
-        _warn(note)
-    return loaded, chosen
+def _chosen_events(log: str, lenient: bool, specs: Sequence[str] | None) -> _Chosen:
+    """The whole log, decoded as replay decodes it for the set that folds it (named by
+    ``specs``, else detected), warning of skipped lines as replay does: for the
+    commands that need every event at once."""
+    with _recording(log) as recording:
+        chosen, note, head = _choose(recording, log, specs)
+        events = list(_Events(recording, lenient, chosen.vocabulary, head=head))
+    return _Chosen(events, chosen, note)
 
 
 class _Bar:
@@ -324,12 +306,15 @@ def _cmd_context(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    loaded, chosen = _load_chosen(args.log, args.lenient, args.definitions)
+    log = _chosen_events(args.log, args.lenient, args.definitions)
+    chosen = log.definitions
+    if log.note is not None:
+        _warn(log.note)
     # The raw events and the set's pre-pass, not the wrapped events: each window is cut
     # from the raw log and wrapped afresh, as a paginated reader would (a pre-pass
     # must cope with a stream that starts in the middle of a message).
     report = check_determinism(
-        loaded.events,
+        log.events,
         chosen.definitions,
         seed=args.seed,
         rounds=args.rounds,
@@ -357,12 +342,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise _Failure(f"--repeat {args.repeat}: must be at least 1")
     data = Path(args.log).read_bytes()
-    loaded, chosen, note = _load_for(args.log, data, args.log, args.lenient, args.definitions)
-    events = loaded.events
+    log = _chosen_events(args.log, args.lenient, args.definitions)
+    events, chosen = log.events, log.definitions
     if not events:
         raise _Failure(f"{args.log}: no events to measure")
-    if note is not None:
-        _warn(note)
+    if log.note is not None:
+        _warn(log.note)
     types = chosen.vocabulary
 
     def decode() -> list[Any]:
