@@ -343,25 +343,49 @@ def decode_lines(
         else:
             if len(fast) == lines:
                 return fast, []
-    items: list[T] = []
     problems: list[LogError] = []
-    if decode is None:
-        decode = decoder.decode
+    numbered = each_line(
+        data,
+        decoder.decode if decode is None else decode,
+        problems,
+        path=path,
+        lenient=lenient,
+        what=what,
+        first_line=first_line,
+    )
+    return [value for _, value in numbered], problems
+
+
+def each_line(
+    data: bytes,
+    decode: Callable[[bytes], T],
+    problems: list[LogError],
+    *,
+    path: str | None,
+    lenient: bool,
+    what: str,
+    first_line: int = 1,
+) -> list[tuple[int, T]]:
+    """(line number, value) for every non-blank line of ``data``, one ``decode`` call
+    each. A line it refuses (``msgspec.DecodeError``, ``RecursionError``) raises its
+    ``line_error`` unless ``lenient``; an unterminated last line (a torn write) never
+    does. Either way the error is appended to ``problems`` and the line skipped."""
+    out: list[tuple[int, T]] = []
     pieces = data.split(b"\n")
     last = len(pieces) - 1
     for index, text in enumerate(pieces):
         if not text.strip():
             continue
+        line = first_line + index
         try:
-            items.append(decode(text))
+            out.append((line, decode(text)))
         except (msgspec.DecodeError, RecursionError) as exc:
             truncated = index == last  # nothing follows: no newline after this line
-            line = first_line + index
             error = line_error(exc, text, path=path, line=line, what=what, truncated=truncated)
             if not (lenient or truncated):
                 raise error from exc
             problems.append(error)
-    return items, problems
+    return out
 
 
 class EventTypes:

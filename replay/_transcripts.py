@@ -39,7 +39,7 @@ import attrs
 import msgspec
 
 from ._errors import LogError
-from ._log import describe, line_error
+from ._log import describe, each_line
 
 __all__ = [
     "Emitter",
@@ -246,21 +246,11 @@ def json_lines(data: bytes, path: str | None, lenient: bool) -> tuple[list[Line]
     unless ``lenient``, except an unterminated last line (a torn write). Unlike
     ``replay._log.decode_lines`` each value keeps its line number, for the errors a
     reader finds in it later."""
-    lines: list[Line] = []
     problems: list[LogError] = []
-    pieces = data.split(b"\n")
-    last = len(pieces) - 1
-    for index, text in enumerate(pieces):
-        if not text.strip():
-            continue
-        try:
-            lines.append(Line(index + 1, _any.decode(text)))
-        except (msgspec.DecodeError, RecursionError) as exc:
-            error = line_error(
-                exc, text, path=path, line=index + 1, what="session record", truncated=index == last
-            )
-            reject(error, problems, lenient=lenient or index == last)
-    return lines, problems
+    numbered = each_line(
+        data, _any.decode, problems, path=path, lenient=lenient, what="session record"
+    )
+    return [Line(number, value) for number, value in numbered], problems
 
 
 def reject(error: LogError, problems: list[LogError], *, lenient: bool) -> None:
