@@ -6,35 +6,18 @@ needs the pre-pass as a function of one event. A protocol set declares one
 (``ProtocolSet.pre_pass``), giving exactly the envelopes its generator gives. A
 pre-pass without one (a set built by hand) is driven one event at a time; that
 works when it yields one envelope per event, and one that does not is refused
-(``ValueError``). ``set_module`` finds the protocol module of definitions given
-one by one (the pytest plugin wires their pre-pass from it).
+(``ValueError``).
 """
 
 from __future__ import annotations
 
-import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from types import ModuleType
 from typing import Any
-
-from definitions._protocol import Unrouted
 
 from ._detect import DefinitionSet
 
-__all__ = ["event_feed", "set_module"]
-
-
-def set_module(chosen: DefinitionSet) -> ModuleType | None:
-    """The one module all of the set's definitions come from, or ``None`` (mixed)."""
-    # A protocol set's guard against unrouted events (definitions._protocol.Unrouted)
-    # belongs to every set: the set is the module of its other definitions.
-    modules = {
-        type(definition).__module__
-        for definition in chosen.definitions
-        if not isinstance(definition, Unrouted)
-    }
-    return sys.modules.get(modules.pop()) if len(modules) == 1 else None
+__all__ = ["event_feed"]
 
 
 class _Driven:

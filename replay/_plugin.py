@@ -25,6 +25,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import sys
 from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -32,11 +33,11 @@ from typing import Any
 
 import pytest
 
+from definitions._protocol import Unrouted
 from engine import Node
 
 from ._detect import DefinitionSet, detect_protocol, protocol_definitions
 from ._determinism import WAYS, Report, assert_deterministic
-from ._feed import set_module
 from ._render import render_json
 from ._replay import replay
 
@@ -155,10 +156,22 @@ def definition_set(definitions: Definitions, events: Sequence[Any]) -> Definitio
     if isinstance(definitions, ModuleType):
         return DefinitionSet.from_module(definitions)
     given = DefinitionSet(name="the given definitions", definitions=tuple(definitions))
-    module = set_module(given)
+    module = _set_module(given)
     if module is None or not hasattr(module, "DEFINITIONS"):
         return given
     return DefinitionSet.from_module(module, given.definitions)
+
+
+def _set_module(chosen: DefinitionSet) -> ModuleType | None:
+    """The one module all of the set's definitions come from, or ``None`` (mixed)."""
+    # A protocol set's guard against unrouted events (definitions._protocol.Unrouted)
+    # belongs to every set: the set is the module of its other definitions.
+    modules = {
+        type(definition).__module__
+        for definition in chosen.definitions
+        if not isinstance(definition, Unrouted)
+    }
+    return sys.modules.get(modules.pop()) if len(modules) == 1 else None
 
 
 def _safe(name: str) -> str:
