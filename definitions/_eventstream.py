@@ -152,12 +152,11 @@ def is_eventstream(data: bytes) -> bool:
     (text never does: its first byte would have to be NUL for any sane length)."""
     if len(data) < _PRELUDE:
         return False
-    total, headers_length, prelude_crc = _prelude.unpack_from(data, 0)
-    return bool(
-        zlib.crc32(data[:8]) == prelude_crc
-        and _MINIMUM <= total <= _MAXIMUM
-        and headers_length <= total - _MINIMUM
-    )
+    try:
+        _check_prelude(data, 0)
+    except EventStreamError:
+        return False
+    return True
 
 
 class EventStreamDecoder:
