@@ -429,11 +429,29 @@ def line(
 
 
 def _preview(arguments: object) -> str:
+    """The arguments on the card's summary line, as a person reads them: an object's
+    values by name (``path: a.py, limit: 20``), one argument's value alone."""
     if arguments in (None, "", {}):
         return ""
-    text = arguments if isinstance(arguments, str) else payload(arguments)
+    value = arguments
+    if isinstance(arguments, str) and arguments.lstrip().startswith("{"):
+        try:  # the argument string as the model wrote it, once it is whole JSON
+            value = json.loads(arguments)
+        except ValueError:
+            value = arguments
+    if isinstance(value, dict) and value:
+        if len(value) == 1:
+            text = _scalar(next(iter(value.values())))
+        else:
+            text = ", ".join(f"{key}: {_scalar(item)}" for key, item in value.items())
+    else:
+        text = value if isinstance(value, str) else payload(value)
     text = " ".join(text.split())
     return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _scalar(value: object) -> str:
+    return value if isinstance(value, str) else payload(value)
 
 
 def _section(label: str, body: str) -> str:

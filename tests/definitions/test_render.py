@@ -167,6 +167,25 @@ class TestCards:
         assert "&quot;path&quot;" in html or "hl-" in html
         assert ">ok<" in html
 
+    @pytest.mark.parametrize(
+        ("arguments", "preview"),
+        [
+            ('{"query": "tech news today"}', "tech news today"),  # one argument: its value
+            ({"path": "a.py", "limit": 20}, "path: a.py, limit: 20"),
+            ('{"path": "a.py", "flags": ["-n"]}', "path: a.py, flags: [&quot;-n&quot;]"),
+            ('{"query": "unfini', "{&quot;query&quot;: &quot;unfini"),  # streaming: as written
+            ("ls -la", "ls -la"),
+            ([1, 2], "[1, 2]"),
+            ({"text": "x" * 100}, "x" * 79 + "…"),
+            ({"q": "<b>&"}, "&lt;b&gt;&amp;"),  # escaped like everything else
+        ],
+    )
+    def test_the_summary_line_reads_the_arguments_by_name(
+        self, arguments: object, preview: str
+    ) -> None:
+        html = tool_card("tool", "called", arguments=arguments)
+        assert f'<span class="args">{preview}</span>' in html
+
     def test_a_failed_call_is_open_and_a_long_result_folded(self) -> None:
         assert " open>" in tool_card("x", "failed", error="boom")
         long = tool_card("x", "done", result="line\n" * 50)
