@@ -56,10 +56,34 @@ def fold_run(
 ) -> StateT:
     """``update`` over ``events`` in turn, with each stretch of consecutive pieces
     joined into one ``append`` (see the module docstring for the contract)."""
-    if len(pieces) != len(events):
-        raise ValueError(f"fold_run got {len(pieces)} pieces for a run of {len(events)} events")
-    if None not in pieces:  # the common run: every event a piece
-        return append(state, "".join(pieces))  # type: ignore[arg-type]
+    count = len(pieces)
+    if count != len(events):
+        raise ValueError(f"fold_run got {count} pieces for a run of {len(events)} events")
+    # The common runs: pieces only, or pieces then a few events that are not (a
+    # "done"): one join, found without comparing each piece with None (which costs
+    # as much as the join).
+    end = count
+    while end and pieces[end - 1] is None:
+        end -= 1
+    try:
+        joined = "".join(pieces if end == count else pieces[:end])  # type: ignore[arg-type]
+    except TypeError:  # a None among them (a piece that is not a str raises again there)
+        return _fold_stretches(state, events, pieces, append, update)
+    if end:
+        state = append(state, joined)
+    for at in range(end, count):
+        state = update(state, events[at])
+    return state
+
+
+def _fold_stretches(
+    state: StateT,
+    events: Sequence[EventT],
+    pieces: Sequence[str | None],
+    append: Callable[[StateT, str], StateT],
+    update: Callable[[StateT, EventT], StateT],
+) -> StateT:
+    """``fold_run`` of any run: each stretch of pieces joined, the others updated."""
     begin = 0  # the first piece of the stretch not yet appended
     for at, piece in enumerate(pieces):
         if piece is None:
