@@ -9,7 +9,9 @@ rule  what                                        where
                                                   in order), ``Fold._loop`` for a
                                                   one-slot route; ``Registration._route``
                                                   leaves out only matches that cannot
-                                                  claim (``event_types``)
+                                                  claim (``event_types``), and gives a
+                                                  type nobody admits to ``fallback``
+                                                  definitions
 2     seq counts starts, in event then            ``Fold._claim``
       registration order; kept for life
 3     an update with no open node is dropped      ``Fold._claim``
