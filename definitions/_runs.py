@@ -31,8 +31,9 @@ API
   the joined text is ``""``: return ``state`` itself there if ``update`` does.
 - ``update(state, event) -> state``: the kind's ``update``, for the ``None`` events.
 
-The common run, pieces only, is one ``"".join`` and one ``append``; a mixed run is
-folded in order, each stretch of pieces joined. Nothing is read from an event
+The common runs, pieces only or pieces then a few events that are not (a ``done``),
+are one ``"".join`` and one ``append`` (then ``update`` for those few); any other
+run is folded in order, each stretch of pieces joined. Nothing is read from an event
 here: what an event is stays the kind's business (its ``pieces`` comprehension).
 """
 
@@ -67,23 +68,15 @@ def fold_run(
         end -= 1
     try:
         joined = "".join(pieces if end == count else pieces[:end])  # type: ignore[arg-type]
-    except TypeError:  # a None among them (a piece that is not a str raises again there)
-        return _fold_stretches(state, events, pieces, append, update)
-    if end:
-        state = append(state, joined)
-    for at in range(end, count):
-        state = update(state, events[at])
-    return state
-
-
-def _fold_stretches(
-    state: StateT,
-    events: Sequence[EventT],
-    pieces: Sequence[str | None],
-    append: Callable[[StateT, str], StateT],
-    update: Callable[[StateT, EventT], StateT],
-) -> StateT:
-    """``fold_run`` of any run: each stretch of pieces joined, the others updated."""
+    except TypeError:  # a None among them (a piece that is not a str raises again below)
+        pass
+    else:
+        if end:
+            state = append(state, joined)
+        for at in range(end, count):
+            state = update(state, events[at])
+        return state
+    # Any run: each stretch of pieces joined, the other events updated.
     begin = 0  # the first piece of the stretch not yet appended
     for at, piece in enumerate(pieces):
         if piece is None:
@@ -91,6 +84,6 @@ def _fold_stretches(
                 state = append(state, "".join(pieces[begin:at]))  # type: ignore[arg-type]
             state = update(state, events[at])
             begin = at + 1
-    if begin < len(pieces):
+    if begin < count:
         state = append(state, "".join(pieces[begin:]))  # type: ignore[arg-type]
     return state

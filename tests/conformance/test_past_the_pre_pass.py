@@ -30,13 +30,8 @@ from engine import ConversationError, create_conversation_engine
 from ._sdk import require
 
 SETS: dict[str, ModuleType] = {
-    "anthropic": anthropic,
-    "openai_chat": openai_chat,
-    "openai_responses": openai_responses,
-    "ag_ui": ag_ui,
-    "ai_sdk": ai_sdk,
-    "gemini": gemini,
-    "bedrock": bedrock,
+    module.PROTOCOL.name: module
+    for module in (anthropic, openai_chat, openai_responses, ag_ui, ai_sdk, gemini, bedrock)
 }
 
 
