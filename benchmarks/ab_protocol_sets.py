@@ -17,6 +17,12 @@ detection gives that set (each tree reads the files with its own ``load_events``
   into a new engine of the set's registration, then ``nodes()``: the engine and the
   definitions alone.
 
+``--instructions`` counts instead of timing: each set's passes run under valgrind
+(callgrind), less a run without them, as events per million instructions. A count
+is deterministic, so it shows a few per cent a loaded machine's timing cannot (it
+does not see cache misses or mispredicted branches; read both). About a minute per
+set and tree.
+
 Sets are read through the tree's public surface: ``PROTOCOL`` (``prepare``,
 ``registration``, ``fold``) where the module has one, else the older modules' own
 ``fold``, ``scope`` or ``Router().route`` and ``_REGISTRATION``. Only sets both trees
@@ -30,6 +36,7 @@ import gc
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -104,12 +111,15 @@ def _best(run: Callable[[], object], count: int, passes: int) -> float:
     return count / best
 
 
-def child(recordings: dict[str, list[str]], passes: int) -> dict[str, dict[str, float]]:
-    """This tree's figures per set (run with PYTHONPATH at the tree)."""
+def _workloads(
+    recordings: dict[str, list[str]],
+) -> dict[str, tuple[int, dict[str, Callable[[], None]]]]:
+    """Per set its event count and the two workloads (``fold``, ``engine``), inputs
+    made (run with PYTHONPATH at the tree)."""
     from engine import create_conversation_engine
     from replay import load_events
 
-    figures: dict[str, dict[str, float]] = {}
+    found: dict[str, tuple[int, dict[str, Callable[[], None]]]] = {}
     for name, paths in recordings.items():
         runs = _runs(name)
         if runs is None:
@@ -117,7 +127,6 @@ def child(recordings: dict[str, list[str]], passes: int) -> dict[str, dict[str, 
         fold, prepare, registration = runs
         streams = [load_events(Path(path), lenient=True).events for path in paths]
         envelopes = [prepare(events) for events in streams]
-        count = sum(len(events) for events in streams)
 
         def folds(streams: list[Any] = streams, fold: Callable[[Any], object] = fold) -> None:
             for events in streams:
@@ -131,37 +140,87 @@ def child(recordings: dict[str, list[str]], passes: int) -> dict[str, dict[str, 
                 engine.push_many(stream)
                 engine.nodes()
 
-        figures[name] = {
-            "fold": _best(folds, count, passes),
-            "engine": _best(engines, count, passes),
+        count = sum(len(events) for events in streams)
+        found[name] = (count, {"fold": folds, "engine": engines})
+    return found
+
+
+def child(recordings: dict[str, list[str]], passes: int) -> dict[str, dict[str, float]]:
+    """This tree's timed figures per set."""
+    return {
+        name: {
+            **{what: _best(run, count, passes) for what, run in runs.items()},
             "events": count,
-            "recordings": len(paths),
         }
+        for name, (count, runs) in _workloads(recordings).items()
+    }
+
+
+def counted(recordings: dict[str, list[str]], what: str, count: int) -> None:
+    """Run one set's ``what`` once (routes and caches made), then ``count`` times: the
+    difference of two such runs under valgrind is the instructions of the passes."""
+    for _, runs in _workloads(recordings).values():
+        for _ in range(count + 1):
+            runs[what]()
+
+
+def _instructions(tree: Path, recordings: dict[str, list[str]], what: str, count: int) -> int:
+    """The instructions (callgrind's Ir) a child of ``tree`` runs ``counted`` with."""
+    env = {**os.environ, "PYTHONPATH": str(tree.resolve()), "PYTHONHASHSEED": "0"}
+    command = [
+        *("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"),
+        *(sys.executable, __file__, "-", "-", "--child", "--what", what, "--count", str(count)),
+    ]
+    done = subprocess.run(
+        command, input=json.dumps(recordings), capture_output=True, text=True, env=env, cwd=tree
+    )
+    found = re.search(r"refs:\s*([\d,]+)", done.stderr)
+    if done.returncode or found is None:
+        raise SystemExit(f"valgrind run failed in {tree}:\n{done.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def by_instructions(
+    trees: dict[str, Path], recordings: dict[str, list[str]], count: int
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Per tree and set: events per million instructions of a pass (deterministic,
+    so a shared machine's load does not move it), ``count`` passes less none."""
+    figures: dict[str, dict[str, dict[str, float]]] = {label: {} for label in trees}
+    for name, paths in recordings.items():
+        one = {name: paths}
+        events = 0
+        for label, tree in trees.items():
+            row: dict[str, float] = {}
+            for what in ("fold", "engine"):
+                spent = _instructions(tree, one, what, count) - _instructions(tree, one, what, 0)
+                row[f"{what} Ir"] = spent / count
+            figures[label][name] = row
+            events = events or _events(paths)
+        for label in trees:
+            row = figures[label][name]
+            row["events"] = events
+            for what in ("fold", "engine"):
+                row[what] = events / row[f"{what} Ir"] * 1e6
+        print(f"{name} counted", file=sys.stderr)
     return figures
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("a", type=Path, help="the tree before (a checkout of the project)")
-    parser.add_argument("b", type=Path, help="the tree after")
-    fixtures = ROOT.parent / "shared" / "fixtures" / "recorded"
-    parser.add_argument("--fixtures", type=Path, default=fixtures)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--passes", type=int, default=7)
-    parser.add_argument("--sets", default=",".join(SETS), help="comma-separated set names")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        json.dump(child(json.load(sys.stdin), args.passes), sys.stdout)
-        return
-    wanted = set(args.sets.split(","))
-    recordings = {k: v for k, v in _recordings(args.fixtures).items() if k in wanted}
-    best: dict[str, dict[str, dict[str, float]]] = {"A": {}, "B": {}}
-    for round in range(args.rounds):
-        for label, tree in (("A", args.a), ("B", args.b)):
+def _events(paths: list[str]) -> int:
+    from replay import load_events
+
+    return sum(len(load_events(Path(path), lenient=True).events) for path in paths)
+
+
+def timed(
+    trees: dict[str, Path], recordings: dict[str, list[str]], rounds: int, passes: int
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Per tree and set: the best events/s over alternating rounds of children."""
+    best: dict[str, dict[str, dict[str, float]]] = {label: {} for label in trees}
+    for round in range(rounds):
+        for label, tree in trees.items():
             env = {**os.environ, "PYTHONPATH": str(tree.resolve())}
             done = subprocess.run(
-                [sys.executable, __file__, "-", "-", "--child", "--passes", str(args.passes)],
+                [sys.executable, __file__, "-", "-", "--child", "--passes", str(passes)],
                 input=json.dumps(recordings),
                 capture_output=True,
                 text=True,
@@ -174,13 +233,49 @@ def main() -> None:
                 for what in ("fold", "engine"):
                     kept[what] = max(kept[what], figures[what])
             print(f"round {round + 1} {label} done", file=sys.stderr)
-    print(f"A = {args.a}\nB = {args.b}")
-    print(f"(events/s, best of {args.rounds} rounds x {args.passes} passes)")
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("a", type=Path, help="the tree before (a checkout of the project)")
+    parser.add_argument("b", type=Path, help="the tree after")
+    fixtures = ROOT.parent / "shared" / "fixtures" / "recorded"
+    parser.add_argument("--fixtures", type=Path, default=fixtures)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--passes", type=int, default=7)
+    parser.add_argument("--sets", default=",".join(SETS), help="comma-separated set names")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions under valgrind (callgrind) instead of timing",
+    )
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--what", help=argparse.SUPPRESS)
+    parser.add_argument("--count", type=int, default=3, help="passes counted (--instructions)")
+    args = parser.parse_args()
+    if args.child:
+        recordings = json.load(sys.stdin)
+        if args.what:
+            counted(recordings, args.what, args.count)
+        else:
+            json.dump(child(recordings, args.passes), sys.stdout)
+        return
+    wanted = set(args.sets.split(","))
+    recordings = {k: v for k, v in _recordings(args.fixtures).items() if k in wanted}
+    trees = {"A": args.a, "B": args.b}
+    if args.instructions:
+        figures = by_instructions(trees, recordings, args.count)
+        unit = f"events per million instructions (callgrind Ir), {args.count} passes"
+    else:
+        figures = timed(trees, recordings, args.rounds, args.passes)
+        unit = f"events/s, best of {args.rounds} rounds x {args.passes} passes"
+    print(f"A = {args.a}\nB = {args.b}\n({unit})")
     heads = ("events", "fold A", "fold B", "B/A", "engine A", "engine B", "B/A")
     print(f"{'set':<18}" + "".join(f"{head:>{len(head) + 4}}" for head in heads))
     for name in SETS:
-        a = best["A"].get(name)
-        b = best["B"].get(name)
+        a = figures["A"].get(name)
+        b = figures["B"].get(name)
         if a is None or b is None:
             continue
         row = (
