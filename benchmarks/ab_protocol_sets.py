@@ -270,6 +270,7 @@ def main() -> None:
     else:
         figures = timed(trees, recordings, args.rounds, args.passes)
         unit = f"events/s, best of {args.rounds} rounds x {args.passes} passes"
+    digits = 1 if args.instructions else 0
     print(f"A = {args.a}\nB = {args.b}\n({unit})")
     heads = ("events", "fold A", "fold B", "B/A", "engine A", "engine B", "B/A")
     print(f"{'set':<18}" + "".join(f"{head:>{len(head) + 4}}" for head in heads))
@@ -279,9 +280,9 @@ def main() -> None:
         if a is None or b is None:
             continue
         row = (
-            f"{int(b['events']):>10}{a['fold']:>10,.0f}{b['fold']:>10,.0f}"
-            f"{b['fold'] / a['fold']:>7.3f}{a['engine']:>12,.0f}{b['engine']:>12,.0f}"
-            f"{b['engine'] / a['engine']:>7.3f}"
+            f"{int(b['events']):>10}{a['fold']:>10,.{digits}f}{b['fold']:>10,.{digits}f}"
+            f"{b['fold'] / a['fold']:>7.3f}{a['engine']:>12,.{digits}f}"
+            f"{b['engine']:>12,.{digits}f}{b['engine'] / a['engine']:>7.3f}"
         )
         print(f"{name:<18}{row}")
 
