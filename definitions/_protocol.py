@@ -49,10 +49,11 @@ Implementing a set: the module builds its definitions and pre-pass, then ends wi
 ``PROTOCOL = ProtocolSet(...)``; the pre-pass turns any event that is not a dict into
 one with ``PROTOCOL.plain(event)`` (looked up when called, so it may be defined last;
 skip the event when it gives ``None``); when envelopes name their definition by class,
-route with ``event_type=type`` and make sure a raw ``dict`` reaches a definition
-that raises (one that takes ``dict`` in its ``event_types``, or an ``Unrouted``
-registered first); every "raw event where an envelope belongs" error is
-``not_routed(fix, event)``.
+route with ``event_type=type`` and make sure anything but an envelope (a raw
+``dict``, an SDK's typed object) reaches a definition that raises: an ``Unrouted``, or
+one of the set's own taking ``dict`` in its ``event_types`` and declared ``fallback``
+(it also gets every type no other definition admits); every "raw event where an
+envelope belongs" error is ``not_routed(fix, event)``.
 Adding the set to ``replay``'s ``PROTOCOLS`` makes detection and ``convo`` see it.
 
 SDK objects are taken by their shape, never by importing the SDK: a pydantic model
@@ -201,18 +202,21 @@ def not_routed(fix: str, event: object) -> TypeError:
 
 
 class Unrouted:
-    """A definition that claims nothing and names the fix for a raw event pushed where
-    envelopes belong.
+    """A definition that claims nothing and names the fix for any event pushed where
+    envelopes belong: a raw dict, an SDK's typed object, anything not of ``base``.
 
     A set whose envelopes name their definition by class routes with
-    ``event_type=type`` (a C call per event: no Python frame). A raw dict would then
-    reach no definition and fold to nothing, silently; registered first, this one
-    takes the ``dict`` type and raises ``not_routed(fix)`` instead. Envelopes (of
-    ``base``) never reach it in a routed engine; without routing it lets them pass.
+    ``event_type=type`` (a C call per event: no Python frame). Any other object would
+    then reach no definition and fold to nothing, silently; this one takes the
+    ``dict`` type and, as a ``fallback``, every type no other definition admits
+    (decided once per type, nothing per event), and raises ``not_routed(fix)``.
+    Envelopes (of ``base``) never reach it in a routed engine; without routing it
+    lets them pass.
     """
 
     __slots__ = ("_base", "_fix", "kind")
     event_types: Final = frozenset({dict})
+    fallback: Final = True
     publication: Final = "immediate"
 
     def __init__(self, kind: str, base: type, fix: str) -> None:

@@ -31,8 +31,9 @@ API
   the joined text is ``""``: return ``state`` itself there if ``update`` does.
 - ``update(state, event) -> state``: the kind's ``update``, for the ``None`` events.
 
-The common run, pieces only, is one ``"".join`` and one ``append``; a mixed run is
-folded in order, each stretch of pieces joined. Nothing is read from an event
+The common runs, pieces only or pieces then a few events that are not (a ``done``),
+are one ``"".join`` and one ``append`` (then ``update`` for those few); any other
+run is folded in order, each stretch of pieces joined. Nothing is read from an event
 here: what an event is stays the kind's business (its ``pieces`` comprehension).
 """
 
@@ -56,10 +57,26 @@ def fold_run(
 ) -> StateT:
     """``update`` over ``events`` in turn, with each stretch of consecutive pieces
     joined into one ``append`` (see the module docstring for the contract)."""
-    if len(pieces) != len(events):
-        raise ValueError(f"fold_run got {len(pieces)} pieces for a run of {len(events)} events")
-    if None not in pieces:  # the common run: every event a piece
-        return append(state, "".join(pieces))  # type: ignore[arg-type]
+    count = len(pieces)
+    if count != len(events):
+        raise ValueError(f"fold_run got {count} pieces for a run of {len(events)} events")
+    # The common runs: pieces only, or pieces then a few events that are not (a
+    # "done"): one join, found without comparing each piece with None (which costs
+    # as much as the join).
+    end = count
+    while end and pieces[end - 1] is None:
+        end -= 1
+    try:
+        joined = "".join(pieces if end == count else pieces[:end])  # type: ignore[arg-type]
+    except TypeError:  # a None among them (a piece that is not a str raises again below)
+        pass
+    else:
+        if end:
+            state = append(state, joined)
+        for at in range(end, count):
+            state = update(state, events[at])
+        return state
+    # Any run: each stretch of pieces joined, the other events updated.
     begin = 0  # the first piece of the stretch not yet appended
     for at, piece in enumerate(pieces):
         if piece is None:
@@ -67,6 +84,6 @@ def fold_run(
                 state = append(state, "".join(pieces[begin:at]))  # type: ignore[arg-type]
             state = update(state, events[at])
             begin = at + 1
-    if begin < len(pieces):
+    if begin < count:
         state = append(state, "".join(pieces[begin:]))  # type: ignore[arg-type]
     return state

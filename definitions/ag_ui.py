@@ -513,8 +513,10 @@ class _MessageDefinition:
     """Messages of any role; claims what the router names in ``claim`` (or ``owner_claim``)."""
 
     kind = "ag_ui_message"
-    # dict: a raw event pushed without the router reaches match, which names the fix
+    # dict: a raw event pushed without the router reaches match, which names the fix;
+    # so does any object of a type no definition admits (an SDK's typed event)
     event_types = frozenset({_ToMessage, _MessageDelta, _ToolAndOwner, dict})
+    fallback = True
     # Deltas wait for the next animation frame; the rest is immediate.
     publication = publications(event_types - {dict})
 

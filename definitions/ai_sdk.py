@@ -618,9 +618,11 @@ class _MessageDefinition:
 
     kind = _MESSAGE
     # A part's start may start its message too; deltas never do. dict: a raw chunk
-    # pushed without the router reaches match, which names the fix.
+    # pushed without the router reaches match, which names the fix; so does any
+    # object of a type no definition admits (fallback).
     _envelopes = _with_after_step(_ToMessage, _ToMessageQuiet, *_STARTING_MESSAGE.values())
     event_types = _envelopes | {dict}
+    fallback = True
     publication = publications(_envelopes)
 
     @staticmethod

@@ -321,8 +321,10 @@ class MessageDefinition:
     """Kind ``bedrock_message``: one node per Converse message (see ``scope``)."""
 
     kind = "bedrock_message"
-    # dict: a raw event routed here is refused by match with the fix, never dropped
+    # dict: a raw event routed here is refused by match with the fix, never dropped;
+    # so is any object of a type no definition admits (fallback)
     event_types = frozenset({Scoped, dict})
+    fallback = True
     publication = "animation-frame"
 
     def match(self, event: Scoped) -> Claim | None:

@@ -391,8 +391,10 @@ class ResponseDefinition:
     """Kind ``gemini_response``: one node per response (see ``scope``)."""
 
     kind = "gemini_response"
-    # dict: a raw event routed here is refused by match with the fix, never dropped
+    # dict: a raw event routed here is refused by match with the fix, never dropped;
+    # so is any object of a type no definition admits (fallback)
     event_types = frozenset({Scoped, dict})
+    fallback = True
     publication = "animation-frame"
 
     def match(self, event: Scoped) -> Claim | None:

@@ -436,19 +436,20 @@ class ResponseDefinition:
     """Kind ``openai_response``: one node per response, id = ``response.created``'s id."""
 
     kind = "openai_response"
-    # dict: a raw event pushed unscoped reaches match(), which names the fix
+    # dict: a raw event pushed unscoped reaches match(), which names the fix; so does
+    # any object of a type no definition admits (fallback)
     event_types = frozenset({_ToResponse, dict})
+    fallback = True
     publication = "immediate"
 
     def match(self, event: object) -> Claim | None:
         """Start on ``response.created``, update on the other lifecycle events and
         ``error`` (the scoper's claim)."""
-        cls = type(event)
-        if cls is _ToResponse:
-            return event.response_claim  # type: ignore[attr-defined, no-any-return]
-        if cls is dict:
-            raise not_routed(_NOT_SCOPED, event)
-        return None
+        if type(event) is _ToResponse:
+            return event.response_claim
+        if isinstance(event, Scoped):  # an item's envelope (an engine without routing)
+            return None
+        raise not_routed(_NOT_SCOPED, event)
 
     def start(self, event: Scoped, reader: object) -> ResponseState:
         """The response as ``response.created`` announced it."""

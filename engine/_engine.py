@@ -412,7 +412,8 @@ def create_conversation_engine(
     running asyncio loop when there is one, and otherwise fires the frame when the
     outermost ``push``/``push_many`` returns. ``hooks`` are engine-level push hooks
     (see ``PushHook``). ``event_type(event)`` lets the engine skip definitions whose
-    ``event_types`` cannot claim the event. ``clock`` times push hooks only.
+    ``event_types`` cannot claim the event (a type none admits goes to the ``fallback``
+    definitions, see ``Definition``). ``clock`` times push hooks only.
     ``definitions`` may be a ``Registration`` (which carries its ``event_type``):
     engines made from one share the validation and routing work.
 

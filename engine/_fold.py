@@ -9,7 +9,9 @@ rule  what                                        where
                                                   in order), ``Fold._loop`` for a
                                                   one-slot route; ``Registration._route``
                                                   leaves out only matches that cannot
-                                                  claim (``event_types``)
+                                                  claim (``event_types``), and gives a
+                                                  type nobody admits to ``fallback``
+                                                  definitions
 2     seq counts starts, in event then            ``Fold._claim``
       registration order; kept for life
 3     an update with no open node is dropped      ``Fold._claim``
@@ -345,8 +347,9 @@ class Fold:
                 self.dropped += 1
                 return NOT_ACCEPTED
             old = record.state
+            update = slot.update  # a local: calling a slot member as a method is slower
             try:
-                new = slot.update(old, event)
+                new = update(old, event)
             except Exception as exc:
                 raise _Failed(exc, slot, "update", claim, record) from None
             if new is old:
@@ -358,8 +361,9 @@ class Fold:
             # own, kept), closed when start returns.
             seq = len(self.records) if record is None else record.seq
             reader = _Reader(self, seq)
+            start = slot.start
             try:
-                new = slot.start(event, reader)
+                new = start(event, reader)
             except Exception as exc:
                 raise _Failed(exc, slot, "start", claim, record) from None
             finally:
@@ -526,8 +530,9 @@ class Fold:
                     else:
                         slot = route.single
                         if slot is not None:
+                            match = slot.match
                             try:
-                                claim = slot.match(event)
+                                claim = match(event)
                             except Exception as exc:
                                 raise _Failed(exc, slot, "match") from None
                     if run_events:  # anything else ends the run first

@@ -6,8 +6,12 @@ what the fold needs of one entry for events of one type (its bound members, its
 publication level or function, its ``update_many``); a ``_Route`` is the slots, in
 registration order, that an event of one type is offered to. With an
 ``event_type`` function a route leaves out the entries whose ``event_types`` cannot
-claim the type, which is observably the same as calling their ``match``. Entries
-and routes hold no engine's state, so a ``Registration`` may serve many engines.
+claim the type, which is observably the same as calling their ``match``; a type
+that no entry *admits* (no ``event_types`` of None or holding it) but those declared
+``fallback`` goes to every ``fallback`` entry, so an event nobody expects reaches a
+definition that can say so. Both are decided once per type, when its route is made.
+Entries and routes hold no engine's state, so a ``Registration`` may serve many
+engines.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ class _Registered:
     __slots__ = (
         "definition",
         "event_types",
+        "fallback",
         "index",
         "kind",
         "match",
@@ -117,6 +122,16 @@ class _Registered:
         self.publication_levels: dict[Hashable, Level] | None = None
         self._read_publication(getattr(definition, "publication", None))
         self.event_types = _checked_event_types(getattr(definition, "event_types", None), kind)
+        self.fallback: bool = getattr(definition, "fallback", False)
+        if type(self.fallback) is not bool:
+            raise RegistrationError(
+                f"definition {kind!r}: fallback is {self.fallback!r}; it must be True (also "
+                "take the event types no other definition admits) or False"
+            )
+
+    def admits(self, event_type: Hashable) -> bool:
+        """Whether ``event_types`` lets events of ``event_type`` reach ``match``."""
+        return self.event_types is None or event_type in self.event_types
 
     def _read_publication(self, publication: object) -> None:
         """A function, a mapping from event type, or a constant (see ``Definition``)."""
@@ -282,13 +297,10 @@ class Registration:
         """The route of ``event_type``, made once (shared by this registration's engines)."""
         route = self._routes.get(event_type)
         if route is None:
-            route = _Route(
-                tuple(
-                    entry.slot(event_type, True)
-                    for entry in self._entries
-                    if entry.event_types is None or event_type in entry.event_types
-                )
-            )
+            entries = [entry for entry in self._entries if entry.admits(event_type)]
+            if all(entry.fallback for entry in entries):  # no other definition admits it
+                entries = [e for e in self._entries if e.fallback or e.admits(event_type)]
+            route = _Route(tuple(entry.slot(event_type, True) for entry in entries))
             routes = self._routes
             if len(routes) >= _ROUTES_MAX:  # an event_type with unbounded values
                 routes.clear()

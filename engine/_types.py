@@ -117,6 +117,14 @@ class Definition(Protocol[EventT_contra, StateT]):
     - ``event_types``: a collection of the event types this definition can ever
       claim. With the engine's ``event_type=`` function, ``match`` is called only for
       those events, which is observably the same as calling it for every event.
+    - ``fallback``: ``True`` makes the definition also receive, with ``event_type=``,
+      the events of every type that no other definition admits (in its
+      ``event_types``, or by declaring none): an event that would otherwise reach
+      no definition and change nothing, silently (a foreign object pushed where the
+      definitions expect their own envelopes), can then be refused with an error
+      naming the fix. Decided once per event type, when its route is made: nothing
+      per event. Without ``event_type=`` it sees every event, as every definition
+      does. Missing means ``False``.
     - ``update_many(state, events)``: ``update`` over a *run*, for streamed deltas.
       With ``event_type=``, an update of a node goes to ``update``, and the
       consecutive events of its type in the same batch that claim an update of the
