@@ -119,9 +119,11 @@ class ProtocolSet:
     registration: Registration = attrs.field(init=False)
     """``Registration(definitions, event_type=event_type)``, made once: engines of one
     registration share its routes."""
-    _folded: set[tuple[type, object]] = attrs.field(init=False, factory=set, eq=False, repr=False)
-    # (model class, type) of the typed events ``plain`` has found to be this protocol's
-    # raw events: their next ones skip the checks (see ``plain``).
+    _folded: dict[type, dict[object, Callable[[Any], dict[str, Any]]]] = attrs.field(
+        init=False, factory=dict, eq=False, repr=False
+    )
+    # Model class -> type -> converter, of the typed events ``plain`` has found to be
+    # this protocol's raw events: their next ones skip the checks (see ``plain``).
 
     def __attrs_post_init__(self) -> None:
         registration = Registration(self.definitions, event_type=self.event_type)
@@ -162,15 +164,13 @@ class ProtocolSet:
         """
         if type(event) is dict:
             return event
-        cls = type(event)
-        convert = _CONVERTERS.get(cls)
-        if convert is not None:  # a model class met before: the common case
-            kind = event.__dict__.get("type")
+        kinds = self._folded.get(type(event))
+        if kinds is not None:  # a model class folded before: the common case
             try:
-                known = (cls, kind) in self._folded
+                convert = kinds.get(event.__dict__.get("type"))
             except TypeError:  # an unhashable type: the checks below say what it is
-                known = False
-            if known:
+                convert = None
+            if convert is not None:
                 try:
                     return convert(event)
                 except _NotJSON:
@@ -180,7 +180,7 @@ class ProtocolSet:
     def _checked(self, event: object) -> dict[str, Any] | None:
         """``plain`` of an event whose class and type it has not folded yet."""
         cls = type(event)
-        key = None
+        remember: Callable[[Any], dict[str, Any]] | None = None  # the converter to cache
         convert = _CONVERTERS.get(cls)
         if convert is None and hasattr(cls, "__pydantic_fields__"):  # an SDK's model
             convert = _converter(cls)
@@ -194,7 +194,7 @@ class ProtocolSet:
                 if inner is not None:
                     return self.plain(getattr(event, inner))
             if kind is None or isinstance(kind, str):
-                key = (cls, kind)
+                remember = convert
             try:
                 plain = convert(event)
             except _NotJSON:
@@ -219,8 +219,8 @@ class ProtocolSet:
                     f"event of this protocol; push it into the protocol set of its own SDK "
                     f"(definitions.<protocol>.PROTOCOL)"
                 )
-        elif key is not None:
-            self._folded.add(key)
+        elif remember is not None:
+            self._folded.setdefault(cls, {})[event.__dict__.get("type")] = remember
         return plain
 
 
@@ -290,26 +290,43 @@ def _converter(cls: type) -> Callable[[Any], dict[str, Any]]:
     wires = {
         name: field.serialization_alias or field.alias or name for name, field in fields.items()
     }
+    by_class = "get(type(v), _value)(v)"  # v converted by its class's converter
     values = {}
     for name, field in fields.items():
         read = f"d[{name!r}]"
         if not _primitive(field.annotation):  # null, or a value to convert by its class
-            read = f"(None if (v := {read}) is None else get(type(v), _value)(v))"
+            read = f"(None if (v := {read}) is None else {by_class})"
         values[wires[name]] = read
-    every = ", ".join(f"{name!r}: {value}" for name, value in values.items())
+    if all(wire == name for name, wire in wires.items()):
+        # No wire name to change: a copy of the fields (one C call), then the values
+        # to convert; a display inserts the fields one by one.
+        whole = [
+            "        out = d.copy()",
+            *(
+                f"        if (v := d[{name!r}]) is not None: out[{name!r}] = {by_class}"
+                for name, field in fields.items()
+                if not _primitive(field.annotation)
+            ),
+        ]
+    else:
+        every = ", ".join(f"{wire!r}: {value}" for wire, value in values.items())
+        whole = [f"        out = {{{every}}}"]
+    body = [
+        "    if given >= FIELDS:",
+        *whole,
+        "    else:  # the wire left some out",
+        "        out = {}",
+        *(
+            f"        if {name!r} in given: out[{wire!r}] = {values[wire]}"
+            for name, wire in wires.items()
+        ),
+    ]
     source = "\n".join(
         [
             "def convert(model):",
             "    d = model.__dict__",
             "    given = model.__pydantic_fields_set__",
-            "    if given >= FIELDS:",
-            f"        out = {{{every}}}",
-            "    else:  # the wire left some out",
-            "        out = {}",
-            *(
-                f"        if {name!r} in given: out[{wire!r}] = {values[wire]}"
-                for name, wire in wires.items()
-            ),
+            *body,
             "    extra = model.__pydantic_extra__",
             "    if extra:",
             "        for name, item in extra.items():",
