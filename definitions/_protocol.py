@@ -294,16 +294,17 @@ def _converter(cls: type) -> Callable[[Any], dict[str, Any]]:
     values = {}
     for name, field in fields.items():
         read = f"d[{name!r}]"
-        if not _primitive(field.annotation):  # null, or a value to convert by its class
-            read = f"(None if (v := {read}) is None else {by_class})"
+        if not _primitive(field.annotation):  # null, [], {}, or a value to convert
+            read = f"({by_class} if (v := {read}) else v)"
         values[wires[name]] = read
     if all(wire == name for name, wire in wires.items()):
         # No wire name to change: a copy of the fields (one C call), then the values
-        # to convert; a display inserts the fields one by one.
+        # to convert; a display inserts the fields one by one. A null, an empty list
+        # or dict is kept as it is (the fold changes no event's values, as with dicts).
         whole = [
             "        out = d.copy()",
             *(
-                f"        if (v := d[{name!r}]) is not None: out[{name!r}] = {by_class}"
+                f"        if v := d[{name!r}]: out[{name!r}] = {by_class}"
                 for name, field in fields.items()
                 if not _primitive(field.annotation)
             ),
