@@ -58,7 +58,11 @@ Adding the set to ``replay``'s ``PROTOCOLS`` makes detection and ``convo`` see i
 SDK objects are taken by their shape, never by importing the SDK: a pydantic model
 (the Anthropic, OpenAI and AG-UI SDKs' events) or an object with ``to_dict()`` is
 turned into the dict its JSON would have decoded to (``plain``): the fields the wire
-gave, by their wire names.
+gave, by their wire names, and its extra fields. A typed stream pays this once per
+event, so each pydantic model class gets a converter written for it when its first
+model is met (``_converter``); the protocol checks (derived, wrapped, ``detect``) run
+on the first event of each model class and ``type``. The dict may share the model's
+own values (strings, an empty list), as a dict event is kept, never copied.
 """
 
 from __future__ import annotations
