@@ -61,8 +61,8 @@ turned into the dict its JSON would have decoded to (``plain``): the fields the 
 gave, by their wire names, and its extra fields. A typed stream pays this once per
 event, so each pydantic model class gets a converter written for it when its first
 model is met (``_converter``); the protocol checks (derived, wrapped, ``detect``) run
-on the first event of each model class and ``type``. The dict may share the model's
-own values (strings, an empty list), as a dict event is kept, never copied.
+on the first event of each model class and ``type``. The dict holds none of the
+model's lists or dicts (an SDK's stream helper may change them after the push).
 """
 
 from __future__ import annotations
@@ -294,21 +294,23 @@ def _converter(cls: type) -> Callable[[Any], dict[str, Any]]:
     wires = {
         name: field.serialization_alias or field.alias or name for name, field in fields.items()
     }
-    by_class = "get(type(v), _value)(v)"  # v converted by its class's converter
+    # v converted by its class's converter; an empty list (the most common non-null
+    # value: logprobs on every Responses delta) made without a call. Never the model's
+    # own list: an SDK's stream helper may append to it after the event is pushed.
+    by_class = "([] if type(v) is list and not v else get(type(v), _value)(v))"
     values = {}
     for name, field in fields.items():
         read = f"d[{name!r}]"
-        if not _primitive(field.annotation):  # null, [], {}, or a value to convert
-            read = f"({by_class} if (v := {read}) else v)"
+        if not _primitive(field.annotation):  # null, or a value to convert
+            read = f"(None if (v := {read}) is None else {by_class})"
         values[wires[name]] = read
     if all(wire == name for name, wire in wires.items()):
         # No wire name to change: a copy of the fields (one C call), then the values
-        # to convert; a display inserts the fields one by one. A null, an empty list
-        # or dict is kept as it is (the fold changes no event's values, as with dicts).
+        # to convert; a display inserts the fields one by one.
         whole = [
             "        out = d.copy()",
             *(
-                f"        if v := d[{name!r}]: out[{name!r}] = {by_class}"
+                f"        if (v := d[{name!r}]) is not None: out[{name!r}] = {by_class}"
                 for name, field in fields.items()
                 if not _primitive(field.annotation)
             ),

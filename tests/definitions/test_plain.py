@@ -155,6 +155,24 @@ class TestConstructedModels:
         assert plain(model) == {"type": "a", "inner": {"raw": [1, 2]}, "index": "7"}
 
 
+class TestNothingShared:
+    def test_the_dict_holds_none_of_the_models_lists_or_dicts(self) -> None:
+        """An SDK's stream helper may append to an event's list after the push (the
+        OpenAI Responses helper puts an added item in its snapshot and appends parts)."""
+        other = Other.model_validate({"kind": "other", "items": []})
+        outer = Outer.model_validate({"type": "a", "inners": [], "data": {}})
+        converted = plain(other), plain(outer)
+        other.items.append(Inner(count=1))
+        assert outer.inners is not None
+        assert outer.data is not None
+        outer.inners.append(Inner(count=2))
+        outer.data["k"] = 1
+        assert converted == (
+            {"kind": "other", "items": []},
+            {"type": "a", "inners": [], "data": {}},
+        )
+
+
 class TestValuesJSONWritesOtherwise:
     def test_an_enum_is_its_value_and_a_tuple_a_list(self) -> None:
         model = Outer.model_construct(type="a", data={"c": Colour.RED, "t": (1, 2)})
