@@ -59,7 +59,11 @@ Adding the set to ``replay``'s ``PROTOCOLS`` makes detection and ``convo`` see i
 SDK objects are taken by their shape, never by importing the SDK: a pydantic model
 (the Anthropic, OpenAI and AG-UI SDKs' events) or an object with ``to_dict()`` is
 turned into the dict its JSON would have decoded to (``plain``): the fields the wire
-gave, by their wire names.
+gave, by their wire names, and its extra fields. A typed stream pays this once per
+event, so each pydantic model class gets a converter written for it when its first
+model is met (``_converter``); the protocol checks (derived, wrapped, ``detect``) run
+on the first event of each model class and ``type``. The dict holds none of the
+model's lists or dicts (an SDK's stream helper may change them after the push).
 """
 
 from __future__ import annotations
@@ -120,6 +124,11 @@ class ProtocolSet:
     registration: Registration = attrs.field(init=False)
     """``Registration(definitions, event_type=event_type)``, made once: engines of one
     registration share its routes."""
+    _folded: dict[type, dict[object, Callable[[Any], dict[str, Any]]]] = attrs.field(
+        init=False, factory=dict, eq=False, repr=False
+    )
+    # Model class -> type -> converter, of the typed events ``plain`` has found to be
+    # this protocol's raw events: their next ones skip the checks (see ``plain``).
 
     def __attrs_post_init__(self) -> None:
         registration = Registration(self.definitions, event_type=self.event_type)
@@ -153,11 +162,34 @@ class ProtocolSet:
         object with ``to_dict()``) becomes the dict its JSON decodes to; any other
         mapping is copied. Raises ``TypeError`` naming what was pushed and the fix
         for anything else, and for a typed object of another protocol.
+
+        Whether a typed event is skipped, unwrapped or folded, and whether it is this
+        protocol's, depends on its class and its ``type``; the checks are made on
+        the first event of each pair, and the next ones are only converted.
         """
         if type(event) is dict:
             return event
+        kinds = self._folded.get(type(event))
+        if kinds is not None:  # a model class folded before: the common case
+            try:
+                convert = kinds.get(event.__dict__.get("type"))
+            except TypeError:  # an unhashable type: the checks below say what it is
+                convert = None
+            if convert is not None:
+                try:
+                    return convert(event)
+                except _NotJSON:
+                    return _dumped(event)
+        return self._checked(event)
+
+    def _checked(self, event: object) -> dict[str, Any] | None:
+        """``plain`` of an event whose class and type it has not folded yet."""
         cls = type(event)
-        if cls in _PLANS or hasattr(cls, "__pydantic_fields__"):  # an SDK's model
+        remember: Callable[[Any], dict[str, Any]] | None = None  # the converter to cache
+        convert = _CONVERTERS.get(cls)
+        if convert is None and hasattr(cls, "__pydantic_fields__"):  # an SDK's model
+            convert = _converter(cls)
+        if convert is not None:
             # A model keeps its fields in __dict__: no __getattr__ for a model without one.
             kind = event.__dict__.get("type")
             if isinstance(kind, str):  # before converting: it may carry a whole snapshot
@@ -166,13 +198,12 @@ class ProtocolSet:
                 inner = self.wrapped.get(kind)
                 if inner is not None:
                     return self.plain(getattr(event, inner))
+            if kind is None or isinstance(kind, str):
+                remember = convert
             try:
-                plain = _model(event)
-            except _NotJSON:  # a value JSON has no form for (a datetime): pydantic's way
-                model: Any = event
-                plain = model.model_dump(
-                    mode="json", by_alias=True, exclude_unset=True, warnings=False
-                )
+                plain = convert(event)
+            except _NotJSON:
+                plain = _dumped(event)
         elif isinstance(event, Mapping):
             return dict(event)
         else:
@@ -186,12 +217,15 @@ class ProtocolSet:
                     "as decoded JSON dicts or as the objects its official SDK yields"
                 )
         # ``error`` events are several protocols' (detection gives them no vote).
-        if not self.detect(plain) and plain.get("type") != "error":
-            raise TypeError(
-                f"{self.title}: a {_what(event)} (type {plain.get('type')!r}) is not an "
-                f"event of this protocol; push it into the protocol set of its own SDK "
-                f"(definitions.<protocol>.PROTOCOL)"
-            )
+        if not self.detect(plain):
+            if plain.get("type") != "error":
+                raise TypeError(
+                    f"{self.title}: a {_what(event)} (type {plain.get('type')!r}) is not an "
+                    f"event of this protocol; push it into the protocol set of its own SDK "
+                    f"(definitions.<protocol>.PROTOCOL)"
+                )
+        elif remember is not None:
+            self._folded.setdefault(cls, {})[event.__dict__.get("type")] = remember
         return plain
 
 
@@ -241,23 +275,86 @@ class Unrouted:
 
 # What JSON gives as it is; any other value of a model is converted.
 _PRIMITIVES: Final = frozenset({str, int, float, bool, type(None)})
-# Per model class: the fields whose values may need converting (not plainly str, int,
-# float, bool, None or a Literal of those), and the wire names that differ (aliases).
-_PLANS: dict[type, tuple[tuple[str, ...], dict[str, str]]] = {}
+# Per pydantic model class: the function that turns one of its models into the dict
+# its JSON decodes to, written for the class the first time one is met (_converter).
+_CONVERTERS: dict[type, Callable[[Any], dict[str, Any]]] = {}
+# The same, and lists: how a field's value of each class is converted (_value: others).
+_VALUES: dict[type, Callable[[Any], Any]] = {}
 
 
-def _plan(cls: type) -> tuple[tuple[str, ...], dict[str, str]]:
+def _converter(cls: type) -> Callable[[Any], dict[str, Any]]:
+    """The converter of model class ``cls``: the fields it was given (the SDKs build
+    their events from the wire, so those are the wire's), by their wire names, then
+    its extra fields. A value that is not a JSON primitive by the field's annotation
+    goes through the converter of its class (``_value`` for a class without one).
+
+    It is written as the source of one function per class and compiled, as attrs and
+    dataclasses write ``__init__``: a typed stream converts every event, and a loop
+    over a class's fields costs more than the fold of most events. A model given
+    every field (nearly every event) is one dict display; any other is built field
+    by field.
+    """
     fields: Mapping[str, Any] = getattr(cls, "model_fields", {})
-    plan = (
-        tuple(name for name, field in fields.items() if not _primitive(field.annotation)),
-        {
-            name: wire
-            for name, field in fields.items()
-            if (wire := field.serialization_alias or field.alias) and wire != name
-        },
+    wires = {
+        name: field.serialization_alias or field.alias or name for name, field in fields.items()
+    }
+    # v converted by its class's converter; an empty list (the most common non-null
+    # value: logprobs on every Responses delta) made without a call. Never the model's
+    # own list: an SDK's stream helper may append to it after the event is pushed.
+    by_class = "([] if type(v) is list and not v else get(type(v), _value)(v))"
+    values = {}
+    for name, field in fields.items():
+        read = f"d[{name!r}]"
+        if not _primitive(field.annotation):  # null, or a value to convert
+            read = f"(None if (v := {read}) is None else {by_class})"
+        values[wires[name]] = read
+    if all(wire == name for name, wire in wires.items()):
+        # No wire name to change: a copy of the fields (one C call), then the values
+        # to convert; a display inserts the fields one by one.
+        whole = [
+            "        out = d.copy()",
+            *(
+                f"        if (v := d[{name!r}]) is not None: out[{name!r}] = {by_class}"
+                for name, field in fields.items()
+                if not _primitive(field.annotation)
+            ),
+        ]
+    else:
+        every = ", ".join(f"{wire!r}: {value}" for wire, value in values.items())
+        whole = [f"        out = {{{every}}}"]
+    body = [
+        "    if given >= FIELDS:",
+        *whole,
+        "    else:  # the wire left some out",
+        "        out = {}",
+        *(
+            f"        if {name!r} in given: out[{wire!r}] = {values[wire]}"
+            for name, wire in wires.items()
+        ),
+    ]
+    source = "\n".join(
+        [
+            "def convert(model):",
+            "    d = model.__dict__",
+            "    given = model.__pydantic_fields_set__",
+            *body,
+            "    extra = model.__pydantic_extra__",
+            "    if extra:",
+            "        for name, item in extra.items():",
+            "            out[name] = item if type(item) in PRIMITIVES else _value(item)",
+            "    return out",
+        ]
     )
-    _PLANS[cls] = plan
-    return plan
+    namespace: dict[str, Any] = {
+        "FIELDS": frozenset(fields),
+        "PRIMITIVES": _PRIMITIVES,
+        "get": _VALUES.get,
+        "_value": _value,
+    }
+    exec(compile(source, f"<converter of {cls.__qualname__}>", "exec"), namespace)
+    convert: Callable[[Any], dict[str, Any]] = namespace["convert"]
+    _CONVERTERS[cls] = _VALUES[cls] = convert
+    return convert
 
 
 def _primitive(annotation: Any) -> bool:
@@ -272,51 +369,43 @@ def _primitive(annotation: Any) -> bool:
     return False
 
 
-def _model(model: Any) -> dict[str, Any]:
-    """A pydantic model as the dict its JSON decodes to: the fields it was given (the
-    SDKs build their events from the wire, so those are the wire's), by their wire
-    names, and its extra fields. What ``to_dict(mode="json")`` gives, in about half its
-    time: this runs once per event of a typed stream."""
-    cls = type(model)
-    try:
-        checks, renames = _PLANS[cls]
-    except KeyError:
-        checks, renames = _plan(cls)
-    out: dict[str, Any] = model.__dict__.copy()
-    extra = model.__pydantic_extra__
-    # The fields given, extra ones included: fewer than the fields when some are unset.
-    if len(model.__pydantic_fields_set__) != len(out) + (len(extra) if extra else 0):
-        for name in out.keys() - model.__pydantic_fields_set__:  # cheaper than a new dict
-            del out[name]
-    for name in checks:
-        value = out.get(name)  # None (a primitive) when not given
-        if type(value) not in _PRIMITIVES:  # a known model class: one call less
-            out[name] = _model(value) if type(value) in _PLANS else _value(value)
-    if extra:
-        for name, value in extra.items():
-            out[name] = _value(value)
-    if renames:
-        out = {renames.get(name, name): value for name, value in out.items()}
-    return out
-
-
 def _value(value: Any) -> Any:
+    """A model's field value as JSON decodes it: models converted, lists and dicts
+    walked, enums by their value; ``_NotJSON`` for anything JSON has no form for."""
     cls = type(value)
     if cls in _PRIMITIVES:
         return value
     if cls is list or cls is tuple:
-        return [_model(item) if type(item) in _PLANS else _value(item) for item in value]
+        return [_value(item) for item in value]
     if cls is dict:
         return {key: _value(item) for key, item in value.items()}
     if isinstance(value, enum.Enum):
         return value.value
     if hasattr(cls, "__pydantic_fields__"):
-        return _model(value)
+        return (_CONVERTERS.get(cls) or _converter(cls))(value)
     raise _NotJSON
+
+
+def _list(value: list[Any]) -> list[Any]:
+    """A list field's value: its items converted by their class."""
+    get = _VALUES.get
+    return [get(type(item), _value)(item) for item in value] if value else []
 
 
 class _NotJSON(Exception):
     """A model holds a value that is not a JSON primitive, list, dict or model."""
+
+
+_VALUES[list] = _list
+
+
+def _dumped(model: Any) -> dict[str, Any]:
+    """A model holding a value JSON has no form for (a datetime) as pydantic writes it
+    in JSON: what the wire had (a timestamp as the API sent it)."""
+    dumped: dict[str, Any] = model.model_dump(
+        mode="json", by_alias=True, exclude_unset=True, warnings=False
+    )
+    return dumped
 
 
 def _what(event: object) -> str:

@@ -103,7 +103,12 @@ def _signature(value: Any) -> Any:
 # pydantic's JSON mode writes bytes as URL-safe base64 (google-genai's models say
 # ser_json_bytes="base64"): "-" and "_" for the "+" and "/" the API sent. The exact
 # inverse, since standard base64 has neither character.
-_STANDARD_BASE64: Final = str.maketrans("-_", "+/")
+def _standard(text: str) -> str:
+    """URL-safe base64 as standard base64 (``str.replace`` twice: a signature is
+    kilobytes long, and ``str.translate`` maps it a character at a time, 6x slower)."""
+    return text.replace("-", "+").replace("_", "/")
+
+
 # Fields google-genai adds to a response that the API did not send.
 _SDK_ONLY: Final = ("sdkHttpResponse", "automaticFunctionCallingHistory", "parsed")
 
@@ -115,10 +120,10 @@ def _standard_bytes(chunk: dict[str, Any]) -> None:
         for part in (candidate.get("content") or {}).get("parts") or ():
             signature = part.get("thoughtSignature")
             if signature is not None:
-                part["thoughtSignature"] = signature.translate(_STANDARD_BASE64)
+                part["thoughtSignature"] = _standard(signature)
             inline = part.get("inlineData")
             if inline is not None and inline.get("data") is not None:
-                inline["data"] = inline["data"].translate(_STANDARD_BASE64)
+                inline["data"] = _standard(inline["data"])
 
 
 def as_chunk(event: Any) -> dict[str, Any]:

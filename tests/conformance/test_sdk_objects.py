@@ -74,6 +74,23 @@ def test_typed_events_fold_as_their_dicts(name: str, path: Path) -> None:
     assert view(protocol, pushed(protocol, mixed)) == seen
 
 
+@pytest.mark.parametrize(("name", "path"), CASES)
+def test_each_typed_event_is_its_wire_dict(name: str, path: Path) -> None:
+    """``plain`` gives exactly what the frame's JSON decoded to: the wire's names, its
+    extra fields, no field it left out, values as JSON has them."""
+    protocol = SETS[name].PROTOCOL
+    dicts = events_of(path)
+    for at, (obj, event) in enumerate(zip(typed(name, dicts), dicts, strict=True)):
+        try:
+            plain = protocol.plain(obj)
+        except TypeError:  # a type this protocol does not know: the dicts say so too
+            assert not protocol.detect(event)
+            continue
+        assert plain == event, f"event #{at}"
+    # The second time (each class and type checked once) converts the same.
+    assert [protocol.plain(obj) for obj in typed(name, dicts[:50])] == dicts[:50]
+
+
 @pytest.mark.parametrize("name", SDK_PROTOCOLS)
 def test_async_iteration_pushes_the_same(name: str) -> None:
     protocol = SETS[name].PROTOCOL
