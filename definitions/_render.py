@@ -430,7 +430,9 @@ def line(
 
 def _preview(arguments: object) -> str:
     """The arguments on the card's summary line, as a person reads them: an object's
-    values by name (``path: a.py, limit: 20``), one argument's value alone."""
+    values by name (``limit: 20, path: a.py``), one argument's value alone. Names in
+    sorted order, as ``payload`` writes them: equal nodes render alike, whatever order
+    their dicts were built in (an SDK's typed event and its wire JSON differ)."""
     if arguments in (None, "", {}):
         return ""
     value = arguments
@@ -443,7 +445,7 @@ def _preview(arguments: object) -> str:
         if len(value) == 1:
             text = _scalar(next(iter(value.values())))
         else:
-            text = ", ".join(f"{key}: {_scalar(item)}" for key, item in value.items())
+            text = ", ".join(f"{key}: {_scalar(value[key])}" for key in sorted(value))
     else:
         text = value if isinstance(value, str) else payload(value)
     text = " ".join(text.split())

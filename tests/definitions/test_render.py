@@ -171,8 +171,9 @@ class TestCards:
         ("arguments", "preview"),
         [
             ('{"query": "tech news today"}', "tech news today"),  # one argument: its value
-            ({"path": "a.py", "limit": 20}, "path: a.py, limit: 20"),
-            ('{"path": "a.py", "flags": ["-n"]}', "path: a.py, flags: [&quot;-n&quot;]"),
+            ({"path": "a.py", "limit": 20}, "limit: 20, path: a.py"),  # as payload: sorted
+            ({"limit": 20, "path": "a.py"}, "limit: 20, path: a.py"),  # so any order alike
+            ('{"path": "a.py", "flags": ["-n"]}', "flags: [&quot;-n&quot;], path: a.py"),
             ('{"query": "unfini', "{&quot;query&quot;: &quot;unfini"),  # streaming: as written
             ("ls -la", "ls -la"),
             ([1, 2], "[1, 2]"),
