@@ -180,14 +180,11 @@ class _RangeView(Sequence[Any]):
     @overload
     def __getitem__(self, index: slice) -> Sequence[Any]: ...
     def __getitem__(self, index: int | slice) -> Any:
-        if isinstance(index, slice):
-            return tuple(self._items[self._start : self._stop][index])
-        size = self._stop - self._start
-        if index < 0:
-            index += size
-        if not 0 <= index < size:
-            raise IndexError("effect range snapshot index out of range")
-        return self._items[self._start + index]
+        # A range indexes (negative indexes, slices, IndexError) as a sequence must.
+        positions = range(self._start, self._stop)[index]
+        if isinstance(positions, range):
+            return tuple(self._items[i] for i in positions)
+        return self._items[positions]
 
     def __iter__(self) -> Iterator[Any]:
         for i in range(self._start, self._stop):

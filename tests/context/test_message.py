@@ -63,3 +63,35 @@ def test_bad_content_is_rejected_naming_the_fix() -> None:
 def test_parts_of_plain_text() -> None:
     assert Message(role=Role.user, content="hi").parts == (Text("hi"),)
     assert Message(role=Role.user, content="").parts == ()
+
+
+@given(
+    st.integers(0, 12),
+    st.integers(0, 12),
+    st.one_of(
+        st.integers(-15, 15),
+        st.builds(
+            slice,
+            st.none() | st.integers(-15, 15),
+            st.none() | st.integers(-15, 15),
+            st.none() | st.integers(-3, 3).filter(bool),
+        ),
+    ),
+)
+def test_an_effect_range_view_indexes_as_its_slice_of_the_items(
+    start: int, length: int, index: int | slice
+) -> None:
+    # What an area's observe() is handed: a window on the context's items, made in O(1).
+    from engine._context import _RangeView
+
+    items = [f"item {i}" for i in range(30)]  # the window always lies within them
+    view, window = _RangeView(items, start, start + length), items[start : start + length]
+    assert len(view) == len(window)
+    assert list(view) == window
+    if isinstance(index, slice):
+        assert view[index] == tuple(window[index])
+    elif -len(window) <= index < len(window):
+        assert view[index] == window[index]
+    else:
+        with pytest.raises(IndexError):
+            view[index]
