@@ -89,6 +89,14 @@ def _denied_or(result: ToolResult, content: Any) -> Any:
     return DENIED if result.denied and not content else content
 
 
+def _text_item(message: Message) -> list[dict[str, Any]]:
+    """A plain-text message as one ``{"role", "content"}`` item, none when empty: the
+    same in the Anthropic, Chat Completions and Responses requests."""
+    if not message.content:
+        return []
+    return [{"role": message.role.value, "content": message.content}]
+
+
 def _result_text(result: ToolResult) -> str:
     if isinstance(result.content, str):
         return result.content
@@ -170,9 +178,7 @@ class AnthropicGateway:
     def items(self, message: Message) -> list[dict[str, Any]]:
         """The message as one Anthropic message param (none when nothing is left)."""
         if isinstance(message.content, str):
-            if not message.content:
-                return []
-            return [{"role": message.role.value, "content": message.content}]
+            return _text_item(message)
         results, rest = _split(message, self.name)
         blocks = [self._result(r) for r in results]
         blocks.extend(_items(rest, self._block))
@@ -318,9 +324,7 @@ class OpenAIChatGateway:
         """The message as Chat Completions message params (tool messages first)."""
         role = message.role.value
         if isinstance(message.content, str):
-            if not message.content:
-                return []
-            return [{"role": role, "content": message.content}]
+            return _text_item(message)
         results, rest = _split(message, self.name)
         out: list[dict[str, Any]] = [
             {"role": "tool", "tool_call_id": r.call_id, "content": self._result(r)} for r in results
@@ -468,9 +472,7 @@ class OpenAIResponsesGateway:
         """The message as Responses input items, in order."""
         role = message.role.value
         if isinstance(message.content, str):
-            if not message.content:
-                return []
-            return [{"role": role, "content": message.content}]
+            return _text_item(message)
         results, rest = _split(message, self.name)
         out: list[dict[str, Any]] = [self._result(r) for r in results]
         if message.role is Role.assistant:
