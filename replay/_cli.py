@@ -129,6 +129,13 @@ def _recording(log: str) -> Recording:
     return Recording(sys.stdin.buffer if log == "-" else log)
 
 
+def _head(recording: Recording) -> tuple[list[Any], list[LogError]]:
+    """The recording's first piece decoded plain and leniently: what detection reads."""
+    return parse_piece(
+        recording.head, recording.format, path=recording.path, lenient=True, final=recording.whole
+    )
+
+
 def _choose(
     recording: Recording, log: str, specs: Sequence[str] | None
 ) -> tuple[DefinitionSet, str | None, tuple[list[Any], list[LogError]] | None]:
@@ -138,13 +145,7 @@ def _choose(
         return load_definitions(specs), None, None
     # Leniently: the decode for the chosen set (strict when asked) is the one to raise,
     # at the first bad line of either kind, with no warning first.
-    head = parse_piece(
-        recording.head,
-        recording.format,
-        path=recording.path,
-        lenient=True,
-        final=recording.whole,
-    )
+    head = _head(recording)
     detection = detect_protocol(head[0])
     note = None
     if detection.ambiguous or not detection.recognised:
@@ -252,13 +253,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             if bar is not None:
                 bar.close()
         if head is None and unclaimed:  # the first events, to name the set to try
-            head = parse_piece(
-                recording.head,
-                recording.format,
-                path=recording.path,
-                lenient=True,
-                final=recording.whole,
-            )
+            head = _head(recording)
     if note is not None:  # once the log was read: a bad line is the error to see first
         _warn(note)
     if args.at is not None and events.count < args.at:
