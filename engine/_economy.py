@@ -367,13 +367,20 @@ _SHELLS: Final = frozenset(
 _SHELL_PROGRAMS: Final = frozenset({"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh"})
 
 
-def _sed_lines(arguments: dict[str, object], path: object) -> list[object]:
-    offset, limit = arguments.get("offset"), arguments.get("limit")
-    if type(offset) is not int and type(limit) is not int:
+def _lines(path: object, first: int | None, last: int | None) -> list[object]:
+    """The command printing lines ``first`` to ``last`` of ``path`` (``None``: its
+    first or last line), or the whole file when both are ``None``."""
+    if first is None and last is None:
         return ["cat", "-n", path]
-    first = offset if type(offset) is int else 1
-    last = f"{first + limit - 1}" if type(limit) is int else "$"
-    return ["sed", "-n", f"{first},{last}p", path]
+    span = f"{1 if first is None else first},{'$' if last is None else last}p"
+    return ["sed", "-n", span, path]
+
+
+def _read(arguments: dict[str, object]) -> list[object]:
+    offset, limit = arguments.get("offset"), arguments.get("limit")
+    first = offset if type(offset) is int else None
+    last = (1 if first is None else first) + limit - 1 if type(limit) is int else None
+    return _lines(arguments.get("file_path"), first, last)
 
 
 def _editor_view(arguments: dict[str, object]) -> list[object] | None:
@@ -381,16 +388,15 @@ def _editor_view(arguments: dict[str, object]) -> list[object] | None:
         return None
     lines = arguments.get("view_range")
     if isinstance(lines, list) and len(lines) == 2 and all(type(n) is int for n in lines):
-        last = "$" if lines[1] == -1 else lines[1]
-        return ["sed", "-n", f"{lines[0]},{last}p", arguments.get("path")]
-    return ["cat", "-n", arguments.get("path")]
+        return _lines(arguments.get("path"), lines[0], None if lines[1] == -1 else lines[1])
+    return _lines(arguments.get("path"), None, None)
 
 
 # Harness tools that are a read-only shell command under another name (Claude Code's
 # Read, LS, Glob and Grep; OpenHands' editor viewing a file; SWE-agent's find_file):
 # the command each amounts to, so that is_ephemeral decides their results as well.
 _FILE_TOOLS: Final[dict[str, Callable[[dict[str, object]], list[object] | None]]] = {
-    "Read": lambda a: _sed_lines(a, a.get("file_path")),
+    "Read": _read,
     "LS": lambda a: ["ls", a.get("path")],
     "Glob": lambda a: ["find", a.get("path") or ".", "-name", a.get("pattern")],
     "Grep": lambda a: ["rg", a.get("pattern"), a.get("path") or "."],
