@@ -68,21 +68,39 @@ def _rest(value: Mapping[str, Any], *drop: str) -> dict[str, Any]:
 
 # -- Anthropic Messages ----------------------------------------------------------------
 
+# A list item's marker on a line of its own: where a citation splits an item's text
+# off, the text block before it ends with one, and the item's text is the next block.
 _MARKER_ONLY = re.compile(r"\s*(?:[-*+]|\d{1,9}[.)])\s*")
 
 
-def anthropic_block(block: Mapping[str, Any], *, stopped: bool, streamed: object = None) -> str:
+def trailing_marker(text: str) -> str:
+    """The list marker ``text`` ends with on a line of its own (``"- "``), or ""."""
+    last = text.rpartition("\n")[2]
+    return f"{last.strip()} " if _MARKER_ONLY.fullmatch(last) else ""
+
+
+def list_item_text(text: str, marker: str) -> str:
+    """A text block's text as it reads: its own trailing marker line left out (the
+    next block carries it: an empty bullet, or a heading underline, otherwise) and
+    the ``marker`` it carries from the block before it put back in front."""
+    if trailing_marker(text):
+        text = text.rpartition("\n")[0]
+    return f"{marker}{text.lstrip()}" if marker and text.strip() else text
+
+
+def anthropic_block(
+    block: Mapping[str, Any], *, stopped: bool, streamed: object = None, marker: str = ""
+) -> str:
     """One content block of a message, as rebuilt by the fold; ``streamed`` is its
-    text as streamed (a ``StreamedText``, rendered incrementally) when it has one."""
+    text as streamed (a ``StreamedText``, rendered incrementally) when it has one;
+    ``marker`` the list marker it carries (``BlockState.marker``)."""
     kind = str(block.get("type"))
     if kind == "text":
-        text = block.get("text", "") if streamed is None else streamed
+        text: object = block.get("text", "") if streamed is None else streamed
         cites = _citations(block.get("citations") or ())
-        if _MARKER_ONLY.fullmatch(str(text)):
-            # A list marker alone: the item's text is the next block (a citation
-            # splits it off); an empty bullet would only stand in its way.
-            text = ""
-        if not (text or cites):
+        if marker or stopped:  # a streaming text keeps its incremental rendering
+            text = list_item_text(str(text), marker)
+        if not (str(text).strip() or cites):
             return ""
         return bubble("assistant", (markdown(text) if text else "") + cites)
     if kind == "thinking":

@@ -54,7 +54,7 @@ from typing import Any, ClassVar, Final
 
 import msgspec
 
-from engine import Claim, Node, Publication
+from engine import Claim, Node, Publication, Reader
 
 from ._partial_json import PartialJSONError, parse_partial_json
 from ._protocol import ProtocolSet, not_routed
@@ -299,6 +299,10 @@ class BlockState(msgspec.Struct, frozen=True, gc=False):
     citations: tuple[Any, ...] = ()
     signature: str | None = None
     stopped: bool = False
+    #: A text block's list marker, for rendering only: the previous text block of the
+    #: message ended with it on a line of its own (a citation split the list item's
+    #: text off into this block).
+    marker: str = ""
 
 
 # -- definitions --------------------------------------------------------------------
@@ -442,7 +446,7 @@ class BlockDefinition:
             return Claim(f"{message_id}/{raw['index']}", "start")
         return None
 
-    def start(self, event: Scoped, reader: object) -> BlockState:
+    def start(self, event: Scoped, reader: Reader) -> BlockState:
         """The block as ``content_block_start`` announced it."""
         raw = event.event
         block = raw.get("content_block")
@@ -450,7 +454,12 @@ class BlockDefinition:
             raise ValueError("content_block_start has no 'content_block' object")
         message_id = event.message_id
         assert message_id is not None
-        return BlockState(message_id, raw["index"], block)
+        index = raw["index"]
+        if block.get("type") == "text":  # rare: no cost per delta
+            marker = _carried_marker(reader.previous(self.kind), message_id, index)
+            if marker:
+                return BlockState(message_id, index, block, marker=marker)
+        return BlockState(message_id, index, block)
 
     def update(self, state: BlockState, event: Scoped) -> BlockState:
         """Fold one delta the way the SDK does (deltas of another block type are ignored)."""
@@ -511,7 +520,9 @@ class BlockDefinition:
         block = _block(state)
         kind = block.get("type")
         if kind == "text":
-            return str(block.get("text", ""))
+            from ._render_protocols import list_item_text
+
+            return list_item_text(str(block.get("text", "")), state.marker)
         if kind == "thinking":
             return f"[thinking] {block.get('thinking', '')}"
         if kind in _TRACKS_INPUT or "input" in block:
@@ -532,7 +543,9 @@ class BlockDefinition:
         # The streamed text itself when the start carried none: rendered incrementally.
         started = state.block.get("text") or state.block.get("thinking")
         streamed = None if started else state.text
-        return anthropic_block(_block(state), stopped=state.stopped, streamed=streamed)
+        return anthropic_block(
+            _block(state), stopped=state.stopped, streamed=streamed, marker=state.marker
+        )
 
 
 MESSAGE: Final = MessageDefinition()
@@ -542,6 +555,22 @@ DEFINITIONS: Final = (MESSAGE, BLOCK)
 
 
 # -- rebuild ------------------------------------------------------------------------
+
+
+def _carried_marker(previous: Node | None, message_id: str, index: int) -> str:
+    """The list marker a text block at ``index`` takes from the block before it (see
+    ``BlockState.marker``): "" unless that block is the message's text block at
+    ``index - 1`` and its last line is a marker alone."""
+    if previous is None:
+        return ""
+    state: BlockState = previous.state
+    if state.message_id != message_id or state.index != index - 1:
+        return ""
+    if state.block.get("type") != "text":
+        return ""
+    from ._render_protocols import trailing_marker
+
+    return trailing_marker(str(state.block.get("text", "")) + str(state.text))
 
 
 def _block(state: BlockState) -> dict[str, Any]:

@@ -120,7 +120,9 @@ def _parts(nodes: Iterable[Node], render: dict[str, Any], keys: bool) -> Iterato
         if keys:
             yield strip_controls(f"#{node.seq} {node.key}"), body
         elif body.strip():
-            yield "", body
+            # Exactly one blank line between nodes: a text block's own leading and
+            # trailing newlines (Markdown's paragraph breaks) would add more.
+            yield "", body.strip("\n")
 
 
 def _indented(body: str) -> Iterator[str]:

@@ -59,6 +59,16 @@ def one_of_a_kind(draw: Any, block_type: object) -> list[dict[str, Any] | None]:
     return run
 
 
+class _NoNodes:
+    """A reader of an empty view (what ``start`` reads for a conversation's first node)."""
+
+    def previous(self, kind: str, /) -> None:
+        return None
+
+
+NO_NODES = _NoNodes()
+
+
 @settings(max_examples=500)
 @given(st.data(), block_types)
 def test_update_many_is_update_over_the_run(data: Any, block_type: object) -> None:
@@ -66,7 +76,7 @@ def test_update_many_is_update_over_the_run(data: Any, block_type: object) -> No
         anthropic.Scoped(
             "m", {"type": "content_block_start", "index": 0, "content_block": {"type": block_type}}
         ),
-        None,
+        NO_NODES,
     )
     check_run(BLOCK, state, [scoped(d) for d in one_of_a_kind(data.draw, block_type)])
 
@@ -77,7 +87,7 @@ def test_a_bad_text_anywhere_fails_the_run(bad: object) -> None:
         anthropic.Scoped(
             "m", {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}
         ),
-        None,
+        NO_NODES,
     )
     for at in range(3):
         texts: list[object] = ["a", "b", "c"]
@@ -115,7 +125,7 @@ def test_an_unhashable_block_type_folds_as_update_does(block_type: object) -> No
         anthropic.Scoped(
             "m", {"type": "content_block_start", "index": 0, "content_block": {"type": block_type}}
         ),
-        None,
+        NO_NODES,
     )
     for run in (
         [{"type": "text_delta", "text": "a"}, None, {"type": "citations_delta", "citation": 1}],
