@@ -42,6 +42,7 @@ __all__ = [
     "folded",
     "inline_markdown",
     "line",
+    "list_item_text",
     "markdown",
     "payload",
     "plain",
@@ -49,6 +50,7 @@ __all__ = [
     "safe_url",
     "sources",
     "tool_card",
+    "trailing_marker",
 ]
 
 # A string this long with no whitespace is a token, not text a reader reads: base64
@@ -56,6 +58,26 @@ __all__ = [
 # and length. Text with spaces, however long, is shown whole.
 _OPAQUE: Final = re.compile(r"\S{120,}")
 _KEEP: Final = 16
+
+
+# A list item's marker on a line of its own: where a citation splits an item's text
+# off, the text block before it ends with one, and the item's text is the next block.
+_MARKER_ONLY = re.compile(r"\s*(?:[-*+]|\d{1,9}[.)])\s*")
+
+
+def trailing_marker(text: str) -> str:
+    """The list marker ``text`` ends with on a line of its own (``"- "``), or ""."""
+    last = text.rpartition("\n")[2]
+    return f"{last.strip()} " if _MARKER_ONLY.fullmatch(last) else ""
+
+
+def list_item_text(text: str, marker: str) -> str:
+    """A text block's text as it reads: its own trailing marker line left out (the
+    next block carries it: an empty bullet, or a heading underline, otherwise) and
+    the ``marker`` it carries from the block before it put back in front."""
+    if trailing_marker(text):
+        text = text.rpartition("\n")[0]
+    return f"{marker}{text.lstrip()}" if marker and text.strip() else text
 
 
 def _shorten(value: Any) -> Any:

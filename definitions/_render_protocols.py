@@ -8,7 +8,6 @@ bubble, calls as tool cards, reasoning folded, results and citations as links.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -18,6 +17,7 @@ from ._render import (
     code,
     folded,
     line,
+    list_item_text,
     markdown,
     payload,
     plain,
@@ -67,25 +67,6 @@ def _rest(value: Mapping[str, Any], *drop: str) -> dict[str, Any]:
 
 
 # -- Anthropic Messages ----------------------------------------------------------------
-
-# A list item's marker on a line of its own: where a citation splits an item's text
-# off, the text block before it ends with one, and the item's text is the next block.
-_MARKER_ONLY = re.compile(r"\s*(?:[-*+]|\d{1,9}[.)])\s*")
-
-
-def trailing_marker(text: str) -> str:
-    """The list marker ``text`` ends with on a line of its own (``"- "``), or ""."""
-    last = text.rpartition("\n")[2]
-    return f"{last.strip()} " if _MARKER_ONLY.fullmatch(last) else ""
-
-
-def list_item_text(text: str, marker: str) -> str:
-    """A text block's text as it reads: its own trailing marker line left out (the
-    next block carries it: an empty bullet, or a heading underline, otherwise) and
-    the ``marker`` it carries from the block before it put back in front."""
-    if trailing_marker(text):
-        text = text.rpartition("\n")[0]
-    return f"{marker}{text.lstrip()}" if marker and text.strip() else text
 
 
 def anthropic_block(

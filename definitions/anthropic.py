@@ -58,7 +58,7 @@ from engine import Claim, Node, Publication, Reader
 
 from ._partial_json import PartialJSONError, parse_partial_json
 from ._protocol import ProtocolSet, not_routed
-from ._render import payload
+from ._render import list_item_text, payload, trailing_marker
 from ._runs import fold_run
 from ._text import StreamedText
 
@@ -455,7 +455,7 @@ class BlockDefinition:
         message_id = event.message_id
         assert message_id is not None
         index = raw["index"]
-        if block.get("type") == "text":  # rare: no cost per delta
+        if index and block.get("type") == "text":  # a block start: no cost per delta
             marker = _carried_marker(reader.previous(self.kind), message_id, index)
             if marker:
                 return BlockState(message_id, index, block, marker=marker)
@@ -520,8 +520,6 @@ class BlockDefinition:
         block = _block(state)
         kind = block.get("type")
         if kind == "text":
-            from ._render_protocols import list_item_text
-
             return list_item_text(str(block.get("text", "")), state.marker)
         if kind == "thinking":
             return f"[thinking] {block.get('thinking', '')}"
@@ -568,8 +566,6 @@ def _carried_marker(previous: Node | None, message_id: str, index: int) -> str:
         return ""
     if state.block.get("type") != "text":
         return ""
-    from ._render_protocols import trailing_marker
-
     return trailing_marker(str(state.block.get("text", "")) + str(state.text))
 
 

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from definitions import anthropic
-from definitions._render_protocols import list_item_text, trailing_marker
+from definitions._render import list_item_text, trailing_marker
 from engine import create_conversation_engine
 
 CITATION = {

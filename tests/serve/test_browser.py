@@ -437,6 +437,44 @@ def test_every_protocol_and_format_reads_as_a_conversation(
         server.stop()
 
 
+# Per visible assistant bubble: whether it opens a turn (no visible assistant bubble
+# just before it, the nodes that show nothing passed over) and whether its label shows.
+_TURNS = """() => [...document.querySelectorAll('article.node:not([hidden])')]
+  .filter(a => a.querySelector(':scope > .msg[data-role="assistant"]'))
+  .map(a => {
+    let before = a.previousElementSibling;
+    while (before && before.hidden) before = before.previousElementSibling;
+    const opens = !(before && before.querySelector(':scope > .msg[data-role="assistant"]'));
+    return [opens, a.querySelector('.who').checkVisibility()];
+  })"""
+
+
+def test_an_answer_split_into_blocks_reads_as_one_turn(browser: Browser, tmp_path: Path) -> None:
+    """A cited Anthropic answer is a dozen text blocks, some showing nothing: the
+    page labels each turn once, and a list item a citation split off keeps its
+    bullet."""
+    from definitions import anthropic
+    from replay import load_events, render_html
+    from tests._shared import shared_path
+
+    path = shared_path(
+        "fixtures", "recorded", "vercel-anthropic-anthropic-web-search-tool.1.chunks.txt"
+    )
+    nodes = anthropic.PROTOCOL.replay(load_events(path).events)
+    page_file = tmp_path / "cited.html"
+    page_file.write_text(render_html(nodes, anthropic.DEFINITIONS))
+    page = browser.new_page(viewport={"width": 1000, "height": 800})
+    page.goto(page_file.as_uri())
+    turns = page.evaluate(_TURNS)
+    assert len(turns) > 10
+    assert [shown for _, shown in turns] == [opens for opens, _ in turns]
+    assert sum(opens for opens, _ in turns) < len(turns) / 2
+    for item in ("Microsoft shook up", "Oracle followed", "Google launched Mixboard"):
+        assert page.locator("li", has_text=item).count() == 1
+    assert page.locator("h2", has_text="Key highlights").count() == 0
+    page.close()
+
+
 def test_events_no_definition_claims_are_said_on_the_page_and_the_command_line(
     browser: Browser,
 ) -> None:
