@@ -455,7 +455,9 @@ class BlockDefinition:
         message_id = event.message_id
         assert message_id is not None
         index = raw["index"]
-        if index and block.get("type") == "text":  # a block start: no cost per delta
+        # Only a cited block starts a list item a citation split off (its start
+        # declares the citations): other starts read nothing.
+        if index and "citations" in block and block.get("type") == "text":
             marker = _carried_marker(reader.previous(self.kind), message_id, index)
             if marker:
                 return BlockState(message_id, index, block, marker=marker)
