@@ -124,11 +124,11 @@ class ProtocolSet:
     registration: Registration = attrs.field(init=False)
     """``Registration(definitions, event_type=event_type)``, made once: engines of one
     registration share its routes."""
-    _folded: dict[type, dict[object, Callable[[Any], dict[str, Any]]]] = attrs.field(
+    _folded: dict[type, tuple[Callable[[Any], dict[str, Any]], set[object]]] = attrs.field(
         init=False, factory=dict, eq=False, repr=False
     )
-    # Model class -> type -> converter, of the typed events ``plain`` has found to be
-    # this protocol's raw events: their next ones skip the checks (see ``plain``).
+    # Model class -> its converter and the types (of the dicts it gives) that ``plain``
+    # has found to be this protocol's raw events: their next ones skip the checks.
 
     def __attrs_post_init__(self) -> None:
         registration = Registration(self.definitions, event_type=self.event_type)
@@ -169,17 +169,20 @@ class ProtocolSet:
         """
         if type(event) is dict:
             return event
-        kinds = self._folded.get(type(event))
-        if kinds is not None:  # a model class folded before: the common case
+        folded = self._folded.get(type(event))
+        if folded is not None:  # a model class folded before: the common case
+            # Converted first, its type checked on the dict: the model's own type is
+            # behind its __getattr__ hook, and a class has one type nearly always.
+            convert, kinds = folded
             try:
-                convert = kinds.get(event.__dict__.get("type"))
+                plain = convert(event)
+            except _NotJSON:
+                plain = _dumped(event)
+            try:
+                if plain.get("type") in kinds:
+                    return plain
             except TypeError:  # an unhashable type: the checks below say what it is
-                convert = None
-            if convert is not None:
-                try:
-                    return convert(event)
-                except _NotJSON:
-                    return _dumped(event)
+                pass
         return self._checked(event)
 
     def _checked(self, event: object) -> dict[str, Any] | None:
@@ -225,7 +228,9 @@ class ProtocolSet:
                     f"(definitions.<protocol>.PROTOCOL)"
                 )
         elif remember is not None:
-            self._folded.setdefault(cls, {})[event.__dict__.get("type")] = remember
+            kind = plain.get("type")
+            if kind is None or isinstance(kind, str):
+                self._folded.setdefault(cls, (remember, set()))[1].add(kind)
         return plain
 
 
