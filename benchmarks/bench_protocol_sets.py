@@ -24,7 +24,8 @@ installed, see tests/conformance/_node_oracles.py, else their column says so).
   (what ``client.messages.stream`` / ``chat.completions.create(stream=True)`` /
   ``responses.create(stream=True)`` yield, built before the clock starts), and its cost
   per event relative to the dict path (``PROTOCOL.plain`` turning each into its dict);
-  the issue asks at most 2x.
+  the issue asks at most 2x. ``bench_typed_instructions.py`` counts the same ratio in
+  instructions (callgrind), which a loaded machine does not move.
 - **yardstick**: the Anthropic SDK's accumulate step on typed events, its best rate on
   the Anthropic streams of this run (the issue: "it does the least work of the
   references"); every set is asked to fold at least twice as fast.

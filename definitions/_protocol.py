@@ -124,11 +124,11 @@ class ProtocolSet:
     registration: Registration = attrs.field(init=False)
     """``Registration(definitions, event_type=event_type)``, made once: engines of one
     registration share its routes."""
-    _folded: dict[type, dict[object, Callable[[Any], dict[str, Any]]]] = attrs.field(
+    _folded: dict[type, tuple[Callable[[Any], dict[str, Any]], set[object]]] = attrs.field(
         init=False, factory=dict, eq=False, repr=False
     )
-    # Model class -> type -> converter, of the typed events ``plain`` has found to be
-    # this protocol's raw events: their next ones skip the checks (see ``plain``).
+    # Model class -> its converter and the types (of the dicts it gives) that ``plain``
+    # has found to be this protocol's raw events: their next ones skip the checks.
 
     def __attrs_post_init__(self) -> None:
         registration = Registration(self.definitions, event_type=self.event_type)
@@ -169,17 +169,20 @@ class ProtocolSet:
         """
         if type(event) is dict:
             return event
-        kinds = self._folded.get(type(event))
-        if kinds is not None:  # a model class folded before: the common case
+        folded = self._folded.get(type(event))
+        if folded is not None:  # a model class folded before: the common case
+            # Converted first, its type checked on the dict: the model's own type is
+            # behind its __getattr__ hook, and a class has one type nearly always.
+            convert, kinds = folded
             try:
-                convert = kinds.get(event.__dict__.get("type"))
+                plain = convert(event)
+            except _NotJSON:
+                plain = _dumped(event)
+            try:
+                if plain.get("type") in kinds:
+                    return plain
             except TypeError:  # an unhashable type: the checks below say what it is
-                convert = None
-            if convert is not None:
-                try:
-                    return convert(event)
-                except _NotJSON:
-                    return _dumped(event)
+                pass
         return self._checked(event)
 
     def _checked(self, event: object) -> dict[str, Any] | None:
@@ -225,7 +228,9 @@ class ProtocolSet:
                     f"(definitions.<protocol>.PROTOCOL)"
                 )
         elif remember is not None:
-            self._folded.setdefault(cls, {})[event.__dict__.get("type")] = remember
+            kind = plain.get("type")
+            if kind is None or isinstance(kind, str):
+                self._folded.setdefault(cls, (remember, set()))[1].add(kind)
         return plain
 
 
@@ -289,24 +294,42 @@ def _converter(cls: type) -> Callable[[Any], dict[str, Any]]:
     goes through the converter of its class (``_value`` for a class without one).
 
     It is written as the source of one function per class and compiled, as attrs and
-    dataclasses write ``__init__``: a typed stream converts every event, and a loop
-    over a class's fields costs more than the fold of most events. A model given
-    every field (nearly every event) is one dict display; any other is built field
-    by field.
+    dataclasses write ``__init__``: a typed stream converts every event, and each
+    bytecode of it costs about as much as a C call (callgrind): a loop over a class's
+    fields costs more than the fold of most events. So a model given every field
+    (nearly every event) is one copy of its ``__dict__`` (one C call); one given most
+    fields, that copy less the fields left out (no wire names to change); any other
+    is built field by field. The model classes a field is annotated with get their
+    converters first and are called directly (a class seen in the annotation is the
+    common case; any other value goes by its class, ``_value``), and a list of one
+    item (a delta's one choice) is made without a loop.
     """
     fields: Mapping[str, Any] = getattr(cls, "model_fields", {})
     wires = {
         name: field.serialization_alias or field.alias or name for name, field in fields.items()
     }
-    # v converted by its class's converter; an empty list (the most common non-null
-    # value: logprobs on every Responses delta) made without a call. Never the model's
-    # own list: an SDK's stream helper may append to it after the event is pushed.
-    by_class = "([] if type(v) is list and not v else get(type(v), _value)(v))"
+    _BUILDING.add(cls)
+    try:
+        namespace: dict[str, Any] = {
+            "FIELDS": frozenset(fields),
+            "HALF": len(fields) // 2,
+            "PRIMITIVES": _PRIMITIVES,
+            "get": _VALUES.get,
+            "_value": _value,
+            "_list": _list,
+        }
+        converted = {
+            name: _conversion(field.annotation, namespace)
+            for name, field in fields.items()
+            if not _primitive(field.annotation)
+        }
+    finally:
+        _BUILDING.discard(cls)
     values = {}
-    for name, field in fields.items():
+    for name in fields:
         read = f"d[{name!r}]"
-        if not _primitive(field.annotation):  # null, or a value to convert
-            read = f"(None if (v := {read}) is None else {by_class})"
+        if name in converted:  # null, or a value to convert
+            read = f"(None if (v := {read}) is None else {converted[name]})"
         values[wires[name]] = read
     if all(wire == name for name, wire in wires.items()):
         # No wire name to change: a copy of the fields (one C call), then the values
@@ -314,17 +337,30 @@ def _converter(cls: type) -> Callable[[Any], dict[str, Any]]:
         whole = [
             "        out = d.copy()",
             *(
-                f"        if (v := d[{name!r}]) is not None: out[{name!r}] = {by_class}"
-                for name, field in fields.items()
-                if not _primitive(field.annotation)
+                f"        if (v := d[{name!r}]) is not None: out[{name!r}] = {conversion}"
+                for name, conversion in converted.items()
+            ),
+        ]
+        # Most fields given: the copy less the ones left out (a required field left
+        # out is not in __dict__ at all), then the values to convert.
+        most = [
+            "    elif len(given) > HALF:  # the wire left a few out",
+            "        out = d.copy()",
+            "        for name in FIELDS - given:",
+            "            out.pop(name, None)",
+            *(
+                f"        if (v := out.get({name!r})) is not None: out[{name!r}] = {conversion}"
+                for name, conversion in converted.items()
             ),
         ]
     else:
         every = ", ".join(f"{wire!r}: {value}" for wire, value in values.items())
         whole = [f"        out = {{{every}}}"]
+        most = []
     body = [
         "    if given >= FIELDS:",
         *whole,
+        *most,
         "    else:  # the wire left some out",
         "        out = {}",
         *(
@@ -345,16 +381,83 @@ def _converter(cls: type) -> Callable[[Any], dict[str, Any]]:
             "    return out",
         ]
     )
-    namespace: dict[str, Any] = {
-        "FIELDS": frozenset(fields),
-        "PRIMITIVES": _PRIMITIVES,
-        "get": _VALUES.get,
-        "_value": _value,
-    }
     exec(compile(source, f"<converter of {cls.__qualname__}>", "exec"), namespace)
     convert: Callable[[Any], dict[str, Any]] = namespace["convert"]
     _CONVERTERS[cls] = _VALUES[cls] = convert
     return convert
+
+
+# The model classes whose converters are being written: a field of one of them (a
+# class holding itself) is converted by its value's class instead of called directly.
+_BUILDING: set[type] = set()
+# At most this many model classes of one field's annotation are tried by identity
+# before its value goes by its class (``_value``): a delta union's first is the text.
+_DIRECT: Final = 3
+
+
+def _conversion(annotation: Any, namespace: dict[str, Any]) -> str:
+    """The expression converting ``v`` (not None) of a field annotated ``annotation``:
+    the converters of the model classes it names called directly (bound in
+    ``namespace``), a list of one item made without a loop, anything else by its
+    class (``get``: the converters, and lists)."""
+    models: list[type] = []
+    items: list[type] = []
+    listed = _classes(annotation, models, items)
+    direct = "get(type(v), _value)(v)"
+    for convert, model in reversed(_bound(models, namespace)):
+        direct = f"{convert}(v) if type(v) is {model} else {direct}"
+    if not listed:
+        return f"({direct})"
+    one = "get(type(i), _value)(i)"
+    for convert, model in reversed(_bound(items, namespace)):
+        one = f"{convert}(i) if type(i) is {model} else {one}"
+    one = f"[{_first(one)}]"
+    listing = f"([] if not v else {one} if len(v) == 1 else _list(v)) if type(v) is list"
+    return f"({listing} else {direct})"
+
+
+def _first(expression: str) -> str:
+    """``expression`` over ``i`` with ``i`` bound to the list's one item where it is
+    first read (a conditional reads its first test first)."""
+    return expression.replace("type(i)", "type(i := v[0])", 1)
+
+
+def _bound(models: list[type], namespace: dict[str, Any]) -> list[tuple[str, str]]:
+    """The names (converter, class) that a converter's source calls the first
+    ``_DIRECT`` of ``models`` by, their converters written now if need be and bound in
+    ``namespace``; a class whose converter is being written is left to ``_value``."""
+    names: list[tuple[str, str]] = []
+    for model in models:
+        if len(names) == _DIRECT:
+            break
+        if model in _BUILDING:
+            continue
+        number = len(namespace)
+        namespace[f"C{number}"] = _CONVERTERS.get(model) or _converter(model)
+        namespace[f"T{number}"] = model
+        names.append((f"C{number}", f"T{number}"))
+    return names
+
+
+def _classes(annotation: Any, models: list[type], items: list[type]) -> bool:
+    """Collect the model classes ``annotation`` names (``models``) and those of its
+    lists' items (``items``), in order; whether it names a list."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _classes(typing.get_args(annotation)[0], models, items)
+    if origin is typing.Union or origin is types.UnionType:
+        listed = False
+        for arg in typing.get_args(annotation):
+            listed = _classes(arg, models, items) or listed
+        return listed
+    if origin is list or annotation is list:
+        for arg in typing.get_args(annotation):
+            _classes(arg, items, [])
+        return True
+    model = isinstance(annotation, type) and hasattr(annotation, "__pydantic_fields__")
+    if model and annotation not in models:
+        models.append(annotation)
+    return False
 
 
 def _primitive(annotation: Any) -> bool:

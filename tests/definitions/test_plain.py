@@ -73,6 +73,21 @@ class Outer(pydantic.BaseModel):
     renamed: str | None = pydantic.Field(default=None, alias="wireName")
 
 
+class Flat(pydantic.BaseModel):
+    """No wire names: a converter copies its ``__dict__`` when the wire gave every field,
+    and the copy less the fields left out when it gave most (a Chat chunk's shape)."""
+
+    model_config = pydantic.ConfigDict(extra="allow")
+
+    type: str
+    index: int | None = None
+    name: str | None = None
+    inner: Inner | None = None
+    inners: list[Inner] | None = None
+    others: list[Inner | Other] | None = None
+    numbers: list[int] = []
+
+
 def plain(model: object) -> Any:
     return PROTOCOL.plain(model)
 
@@ -105,12 +120,34 @@ OUTER = st.fixed_dictionaries(
 )
 
 
+FLAT = st.fixed_dictionaries(
+    {"type": st.sampled_from(["a", "b"])},
+    optional={
+        "index": st.none() | st.integers(),
+        "name": st.none() | st.text(max_size=2),
+        "inner": st.none() | INNER,
+        "inners": st.none() | st.lists(INNER, max_size=2),
+        "others": st.none()
+        | st.lists(INNER | st.fixed_dictionaries({"kind": st.just("other")}), max_size=2),
+        "numbers": st.lists(st.integers(), max_size=2),
+        "extraField": JSON,
+    },
+)
+
+
 class TestValidatedModels:
     @given(OUTER)
     def test_a_model_validated_from_a_dict_gives_that_dict(self, wire: dict[str, Any]) -> None:
         model = Outer.model_validate(wire)
         assert plain(model) == wire
         assert plain(model) == wire  # the second of a class and type: the same
+
+    @given(FLAT)
+    def test_a_model_without_wire_names_gives_its_dict(self, wire: dict[str, Any]) -> None:
+        """Every field, most of them or a few: each way the converter builds it."""
+        model = Flat.model_validate(wire)
+        assert plain(model) == wire
+        assert plain(model) == wire
 
     def test_wire_names_extras_and_only_the_fields_given(self) -> None:
         model = Outer.model_validate(
@@ -150,6 +187,22 @@ class TestConstructedModels:
             )
             assert plain(model) == {"type": "a", "index": 1, "obfuscation": "x"}
 
+    def test_a_required_field_left_out_is_left_out(self) -> None:
+        """``construct`` puts no value in ``__dict__`` for a required field the wire left
+        out (most fields given: the copy of ``__dict__`` has no such key to drop)."""
+        model = Flat.model_construct(index=1, name="n", inner=Inner(count=1), numbers=[2])
+        assert "type" not in model.__dict__
+        assert plain(model) == {"index": 1, "name": "n", "inner": {"count": 1}, "numbers": [2]}
+
+    def test_a_list_of_one_item_of_another_shape_is_kept(self) -> None:
+        model = Flat.model_construct(type="a", inners=[{"raw": 1}], others=[None], numbers=[3])
+        assert plain(model) == {
+            "type": "a",
+            "inners": [{"raw": 1}],
+            "others": [None],
+            "numbers": [3],
+        }
+
     def test_a_value_of_another_shape_than_annotated_is_kept(self) -> None:
         model = Outer.model_construct(type="a", inner={"raw": [1, 2]}, index="7")
         assert plain(model) == {"type": "a", "inner": {"raw": [1, 2]}, "index": "7"}
@@ -161,7 +214,11 @@ class TestNothingShared:
         OpenAI Responses helper puts an added item in its snapshot and appends parts)."""
         other = Other.model_validate({"kind": "other", "items": []})
         outer = Outer.model_validate({"type": "a", "inners": [], "data": {}})
-        converted = plain(other), plain(outer)
+        flat = Flat.model_validate({"type": "a", "inners": [{"count": 1}], "numbers": [1]})
+        converted = plain(other), plain(outer), plain(flat)
+        assert flat.inners is not None
+        flat.inners.append(Inner(count=2))
+        flat.numbers.append(2)
         other.items.append(Inner(count=1))
         assert outer.inners is not None
         assert outer.data is not None
@@ -170,6 +227,7 @@ class TestNothingShared:
         assert converted == (
             {"kind": "other", "items": []},
             {"type": "a", "inners": [], "data": {}},
+            {"type": "a", "inners": [{"count": 1}], "numbers": [1]},
         )
 
 
