@@ -26,7 +26,7 @@ def event_type(event: object) -> Hashable:
         return event.get("type")  # type: ignore[attr-defined, no-any-return]
     cached = _struct_tags.get(cls)
     if cached is not None:
-        return event.route if cached is _BY_ROUTE else cached  # type: ignore[attr-defined, no-any-return]
+        return event.route if cached is _BY_ROUTE else cached  # type: ignore[attr-defined]
     config = getattr(cls, "__struct_config__", None)
     # mypy does not see a class as Hashable (its __hash__ is unbound): cast.
     tag = cast(Hashable, cls) if config is None or config.tag is None else config.tag

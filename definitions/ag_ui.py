@@ -198,11 +198,35 @@ class Router:
     def route(self, events: Iterable[Any]) -> Iterator[Routed]:
         """Envelopes of ``events``, in order."""
         handlers = _HANDLERS
+        delta_keys = _DELTA_KEYS
+        # The last content or args event routed to its node: its type, the key naming
+        # the node and its value there, its route and claims. Only other events change
+        # the tables those are routed by (and any other event forgets it), so the next
+        # one of that type naming the same node is routed the same: most of a stream
+        # takes this one comparison and a get.
+        last_type: Any = _ABSENT
+        last_key = ""
+        last_id: Any = _ABSENT
+        last_route = _NOWHERE
+        last_message = last_tool_call = None
         for event in events:
             if type(event) is not dict:
                 event = _plain(event)
-            handler = handlers.get(event.get("type"))
-            yield Routed(event) if handler is None else handler(self, event)
+            kind = event.get("type")
+            if kind == last_type and event.get(last_key, _ABSENT) == last_id:
+                yield Routed(event, last_route, event["delta"], last_message, last_tool_call)
+                continue
+            handler = handlers.get(kind)
+            routed = Routed(event) if handler is None else handler(self, event)
+            last_route = routed.route
+            last_key = delta_keys.get(kind, "") if last_route is not _NOWHERE else ""
+            if last_key:
+                last_type = kind
+                last_id = event[last_key]
+                last_message, last_tool_call = routed.message, routed.tool_call
+            else:
+                last_type = _ABSENT
+            yield routed
 
     def on_push_start(self, ctx: Any) -> None:
         """Push-hook form: replace the pushed raw event with its envelope."""
@@ -420,6 +444,15 @@ _HANDLERS: Final[dict[Any, Callable[[Router, Mapping[str, Any]], Routed]]] = {
     "CUSTOM": Router._other,
     "RAW": Router._other,
 }
+
+# The delta events routed by one table lookup (``Router.route`` repeats the last one's
+# route for the next event of its type naming the same node) and the key naming it.
+_DELTA_KEYS: Final = {
+    "TEXT_MESSAGE_CONTENT": "messageId",
+    "REASONING_MESSAGE_CONTENT": "messageId",
+    "TOOL_CALL_ARGS": "toolCallId",
+}
+_ABSENT: Final = object()  # no event type or id is this
 
 _STATE_START: Final = Claim("state", "start")
 _STATE_UPDATE: Final = Claim("state", "update")

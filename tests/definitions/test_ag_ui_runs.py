@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -244,3 +245,67 @@ def test_fold_with_runs_is_the_fold_one_event_at_a_time(events: list[dict[str, A
         except DefinitionError:
             break
     assert engine.nodes() == one.nodes()
+
+
+# A small vocabulary over two messages and two tool calls, so that deltas alternate
+# between nodes, follow their node's end, a snapshot that drops it or a new run, name
+# unknown or missing ids, or come before any start.
+ROUTER_EVENTS = st.sampled_from(
+    [
+        RUN,
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+        {"type": "MESSAGES_SNAPSHOT", "messages": []},
+        {"type": "TEXT_MESSAGE_CONTENT", "delta": "no id"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m"},  # no delta: the router raises
+        *(
+            event
+            for message in ("m", "n")
+            for event in (
+                {"type": "TEXT_MESSAGE_START", "messageId": message, "role": "assistant"},
+                {"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": "d"},
+                {"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": ""},
+                {"type": "TEXT_MESSAGE_END", "messageId": message},
+                {"type": "REASONING_MESSAGE_START", "messageId": message},
+                {"type": "REASONING_MESSAGE_CONTENT", "messageId": message, "delta": "r"},
+                {"type": "TEXT_MESSAGE_CHUNK", "messageId": message, "delta": "c"},
+            )
+        ),
+        *(
+            event
+            for call in ("c", "d")
+            for event in (
+                {"type": "TOOL_CALL_START", "toolCallId": call, "toolCallName": "f"},
+                {"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": "{"},
+                {"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": "}"},
+                {"type": "TOOL_CALL_END", "toolCallId": call},
+            )
+        ),
+    ]
+)
+
+
+@settings(max_examples=300)
+@given(events=st.lists(ROUTER_EVENTS, max_size=40))
+def test_route_is_the_router_on_each_event(events: list[dict[str, Any]]) -> None:
+    # route() repeats the last delta's route for the deltas after it naming the same
+    # node: the envelopes (and an event the router raises on) are the per-event router's.
+    router = ag_ui.Router()
+    expected: list[Any] = []
+    failure: type[BaseException] | None = None
+    for event in events:
+        try:
+            expected.append(msgspec.structs.astuple(router(event)))
+        except Exception as exc:  # route() must raise the same
+            failure = type(exc)
+            break
+    got: list[Any] = []
+
+    def take() -> None:
+        got.extend(msgspec.structs.astuple(routed) for routed in ag_ui.Router().route(events))
+
+    if failure is None:
+        take()
+    else:
+        with pytest.raises(failure):
+            take()
+    assert got == expected
