@@ -190,7 +190,7 @@ class Router:
     def __call__(self, event: Any) -> Routed:
         """The envelope of ``event`` (an event dict, or the SDK's typed event by its
         shape); an unknown type gets one that claims nothing."""
-        if type(event) is not dict:
+        if not isinstance(event, dict):  # a dict subclass is folded as it is, as by route
             event = _plain(event)
         handler = _HANDLERS.get(event.get("type"))
         return Routed(event) if handler is None else handler(self, event)
@@ -209,11 +209,14 @@ class Router:
         last_id: Any = _ABSENT
         last_route = _NOWHERE
         last_message = last_tool_call = None
+        get = dict.get  # raises TypeError for what is not a dict: no type test per event
         for event in events:
-            if type(event) is not dict:
+            try:
+                kind = get(event, "type")
+            except TypeError:  # an SDK's typed event (plain names anything else)
                 event = _plain(event)
-            kind = event.get("type")
-            if kind == last_type and event.get(last_key, _ABSENT) == last_id:
+                kind = event.get("type")
+            if kind == last_type and get(event, last_key, _ABSENT) == last_id:
                 yield Routed(event, last_route, event["delta"], last_message, last_tool_call)
                 continue
             handler = handlers.get(kind)
@@ -447,7 +450,7 @@ _HANDLERS: Final[dict[Any, Callable[[Router, Mapping[str, Any]], Routed]]] = {
 
 # The delta events routed by one table lookup (``Router.route`` repeats the last one's
 # route for the next event of its type naming the same node) and the key naming it.
-_DELTA_KEYS: Final = {
+_DELTA_KEYS: Final[dict[Any, str]] = {
     "TEXT_MESSAGE_CONTENT": "messageId",
     "REASONING_MESSAGE_CONTENT": "messageId",
     "TOOL_CALL_ARGS": "toolCallId",

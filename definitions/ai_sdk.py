@@ -230,7 +230,7 @@ class Router:
     def __call__(self, event: Any) -> Routed:
         """The envelope of ``event`` (a chunk dict, or a typed chunk by its shape); a
         chunk that concerns no node gets a bare one."""
-        if type(event) is not dict:
+        if not isinstance(event, dict):  # a dict subclass is folded as it is, as by route
             event = _plain(event)
         kind = event.get("type")
         handler = _HANDLERS.get(kind)
@@ -265,11 +265,14 @@ class Router:
         last_part: Any = _ABSENT
         last_route = _NOWHERE
         last_text = last_reasoning = last_tool = None
+        get = dict.get  # raises TypeError for what is not a dict: no type test per event
         for event in events:
-            if type(event) is not dict:
+            try:
+                kind = get(event, "type")
+            except TypeError:  # an SDK's typed event (plain names anything else)
                 event = _plain(event)
-            kind = event.get("type")
-            if kind == last_type and event.get(last_key, _ABSENT) == last_part:
+                kind = event.get("type")
+            if kind == last_type and get(event, last_key, _ABSENT) == last_part:
                 yield Routed(event, last_route, last_text, last_reasoning, last_tool)
                 continue
             # The common case inline (a known chunk, no pending step); else the full path.
