@@ -309,3 +309,23 @@ def test_route_is_the_router_on_each_event(events: list[dict[str, Any]]) -> None
         with pytest.raises(failure):
             take()
     assert got == expected
+
+
+@settings(max_examples=200)
+@given(events=st.lists(ROUTER_EVENTS, max_size=40))
+def test_every_route_the_router_takes_is_a_row_of_the_table(events: list[dict[str, Any]]) -> None:
+    # The engine offers an envelope to the definitions whose event_types hold its
+    # route, and those are read off ROUTES: a route made outside the table would
+    # reach only the guard, and fold to nothing.
+    router = ag_ui.Router()
+    for event in events:
+        try:
+            routed = router(event)
+        except Exception:  # an event the router refuses (tested above)
+            break
+        assert routed.route in ag_ui.ROUTES
+        reached = {d.kind for d in ag_ui.DEFINITIONS if routed.route in d.event_types}
+        assert reached == routed.route.kinds
+        # Each definition it reaches has its claim; the others have none.
+        for definition in ag_ui.DEFINITIONS[1:]:
+            assert (definition.match(routed) is not None) == (definition.kind in reached)

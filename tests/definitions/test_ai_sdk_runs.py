@@ -324,3 +324,23 @@ def test_route_is_the_router_on_each_chunk(chunks: list[dict[str, Any]]) -> None
         with pytest.raises(failure):
             take()
     assert got == expected
+
+
+@settings(max_examples=200)
+@given(chunks=st.lists(ROUTER_CHUNKS, max_size=40))
+def test_every_route_the_router_takes_is_a_row_of_the_table(chunks: list[dict[str, Any]]) -> None:
+    # The engine offers an envelope to the definitions whose event_types hold its
+    # route, and those are read off ROUTES: a route made outside the table (a
+    # combination the table lacks) would reach only the guard, and fold to nothing.
+    router = ai_sdk.Router()
+    for chunk in chunks:
+        try:
+            routed = router(chunk)
+        except Exception:  # a chunk the router refuses (tested above)
+            break
+        assert routed.route in ai_sdk.ROUTES
+        reached = {d.kind for d in ai_sdk.DEFINITIONS if routed.route in d.event_types}
+        assert reached == routed.route.kinds
+        # Each definition it reaches has its claim; the others have none.
+        for definition in ai_sdk.DEFINITIONS[1:]:
+            assert (definition.match(routed) is not None) == (definition.kind in reached)
