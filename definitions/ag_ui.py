@@ -13,7 +13,9 @@ one event alone, and the engine's ``match`` must be pure.
 So a small **router** runs in front of the engine: ``Router()(event)`` wraps each raw
 event dict in a ``Routed`` envelope that names the node each definition should claim
 (``Claim(id, "start")`` the first time an id is seen, ``"update"`` afterwards), and
-resolves the owner of a tool call. The router never copies an event: the envelope
+resolves the owner of a tool call; its ``route``, a row of the one table ``ROUTES``,
+says which definitions see it and how soon it shows (``definitions._envelope``; the
+engine routes on it). The router never copies an event: the envelope
 holds the original dict plus the claims. Its state is only "which ids exist" (and
 the open chunk lane), i.e. what the reference consults, not what it accumulates; the
 definitions fold the content. ``fold()`` applies it; live users push raw events into

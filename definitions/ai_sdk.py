@@ -10,11 +10,13 @@ one message and finds a chunk's target through state the chunk does not carry:
 ``messageId`` begins a new message, and ``finish-step`` closes open text parts. The
 engine's ``match`` must be pure, so a small **router** runs in front of it:
 ``Router()(chunk)`` wraps each raw chunk dict in a ``Routed`` envelope naming the node
-it starts or updates. Node ids are positional (``"<message>"`` and
-``"<message>/<part>"``, counted from the start of the log), so a reused part id never
-reopens an older part. The router never copies a chunk and keeps only the lookup
-tables the reference consults (open parts, tool calls of the message, data parts);
-the definitions fold the content. ``fold()`` applies it; live users push raw chunks
+it starts or updates, and its ``route``: a row of the one table ``ROUTES`` saying which
+definitions see it, how soon it shows and whether the reference yields a snapshot for
+it (``definitions._envelope``; the engine routes on it). Node ids are positional
+(``"<message>"`` and ``"<message>/<part>"``, counted from the start of the log), so a
+reused part id never reopens an older part. The router never copies a chunk and keeps
+only the lookup tables the reference consults (open parts, tool calls of the message,
+data parts); the definitions fold the content. ``fold()`` applies it; live users push raw chunks
 into ``PROTOCOL.engine()`` (the set's ``definitions.ProtocolSet``), or call it per
 chunk, or register it as a push hook (``on_push_start``).
 
