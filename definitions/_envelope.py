@@ -29,7 +29,7 @@ from engine import Publication
 
 from ._routing import ByType
 
-__all__ = ["Route", "publications", "reaching", "route_of"]
+__all__ = ["Route", "describe", "publications", "reaching", "route_of"]
 
 _NOW: Final[Publication] = "immediate"
 
@@ -86,3 +86,12 @@ def publications(routes: Iterable[Route]) -> ByType:
     """The ``publication`` of a definition taking ``routes``: each route's, the
     immediate ones left out (what the engine assumes for a missing type)."""
     return ByType({r: r.publication for r in routes if r.publication != _NOW}, route_of)
+
+
+def describe(envelope: Any, claims: Iterable[str]) -> str:
+    """An envelope's ``repr``: its event, its route and the claims it carries (of the
+    claim fields ``claims``, those set)."""
+    named = "".join(
+        f", {name}={claim!r}" for name in claims if (claim := getattr(envelope, name)) is not None
+    )
+    return f"{type(envelope).__name__}({envelope.event!r}, {envelope.route!r}{named})"

@@ -55,7 +55,7 @@ import msgspec
 
 from engine import Claim, Node, Reader
 
-from ._envelope import Route, publications, reaching, route_of
+from ._envelope import Route, describe, publications, reaching, route_of
 from ._protocol import ProtocolSet, Unrouted
 from ._render import payload
 from ._runs import fold_run
@@ -155,12 +155,7 @@ class Routed(msgspec.Struct, gc=False, eq=False):
         return self.event.get("type")
 
     def __repr__(self) -> str:
-        claims = ", ".join(
-            f"{name}={claim!r}"
-            for name in ("message", "tool_call", "state", "run", "other")
-            if (claim := getattr(self, name)) is not None
-        )
-        return f"Routed({self.event!r}, {self.route!r}{', ' if claims else ''}{claims})"
+        return describe(self, ("message", "tool_call", "state", "run", "other"))
 
 
 def _plain(event: object) -> dict[str, Any]:

@@ -52,7 +52,7 @@ import msgspec
 
 from engine import Claim, Node, Reader
 
-from ._envelope import Route, publications, reaching, route_of
+from ._envelope import Route, describe, publications, reaching, route_of
 from ._protocol import ProtocolSet, Unrouted
 from ._render import payload
 from ._runs import fold_run
@@ -168,12 +168,7 @@ class Routed(msgspec.Struct, gc=False, eq=False):
         return self.event.get("type")
 
     def __repr__(self) -> str:
-        claims = ", ".join(
-            f"{name}={claim!r}"
-            for name in ("text", "reasoning", "tool", "part", "message", "step")
-            if (claim := getattr(self, name)) is not None
-        )
-        return f"Routed({self.event!r}, {self.route!r}{', ' if claims else ''}{claims})"
+        return describe(self, ("text", "reasoning", "tool", "part", "message", "step"))
 
 
 def _message_of(part: Claim) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,7 +23,7 @@ from definitions._text import StreamedText
 from engine import DefinitionError, create_conversation_engine
 from tests.conformance._strategies import TEXT, splits
 
-from ._runs import Counting, check_run
+from ._runs import Counting, check_route_is_the_router, check_routes_are_rows, check_run
 
 MESSAGE, TOOL_CALL = ag_ui.DEFINITIONS[1:3]  # after the guard
 RUN: dict[str, Any] = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
@@ -289,43 +288,10 @@ ROUTER_EVENTS = st.sampled_from(
 def test_route_is_the_router_on_each_event(events: list[dict[str, Any]]) -> None:
     # route() repeats the last delta's route for the deltas after it naming the same
     # node: the envelopes (and an event the router raises on) are the per-event router's.
-    router = ag_ui.Router()
-    expected: list[Any] = []
-    failure: type[BaseException] | None = None
-    for event in events:
-        try:
-            expected.append(msgspec.structs.astuple(router(event)))
-        except Exception as exc:  # route() must raise the same
-            failure = type(exc)
-            break
-    got: list[Any] = []
-
-    def take() -> None:
-        got.extend(msgspec.structs.astuple(routed) for routed in ag_ui.Router().route(events))
-
-    if failure is None:
-        take()
-    else:
-        with pytest.raises(failure):
-            take()
-    assert got == expected
+    check_route_is_the_router(ag_ui, events)
 
 
 @settings(max_examples=200)
 @given(events=st.lists(ROUTER_EVENTS, max_size=40))
 def test_every_route_the_router_takes_is_a_row_of_the_table(events: list[dict[str, Any]]) -> None:
-    # The engine offers an envelope to the definitions whose event_types hold its
-    # route, and those are read off ROUTES: a route made outside the table would
-    # reach only the guard, and fold to nothing.
-    router = ag_ui.Router()
-    for event in events:
-        try:
-            routed = router(event)
-        except Exception:  # an event the router refuses (tested above)
-            break
-        assert routed.route in ag_ui.ROUTES
-        reached = {d.kind for d in ag_ui.DEFINITIONS if routed.route in d.event_types}
-        assert reached == routed.route.kinds
-        # Each definition it reaches has its claim; the others have none.
-        for definition in ag_ui.DEFINITIONS[1:]:
-            assert (definition.match(routed) is not None) == (definition.kind in reached)
+    check_routes_are_rows(ag_ui, events)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-import msgspec
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -24,7 +23,7 @@ from definitions import ai_sdk
 from engine import DefinitionError, create_conversation_engine
 from tests.conformance._strategies import JSON_VALUES, TEXT, splits
 
-from ._runs import Counting, check_run
+from ._runs import Counting, check_route_is_the_router, check_routes_are_rows, check_run
 
 BY_KIND = {d.kind: d for d in ai_sdk.DEFINITIONS}
 TEXT_PART, REASONING_PART, TOOL_PART = (
@@ -288,10 +287,6 @@ ROUTER_CHUNKS = st.sampled_from(
 )
 
 
-def routed_fields(routed: Any) -> tuple[Any, ...]:
-    return msgspec.structs.astuple(routed)  # the event, its route and every claim
-
-
 @settings(max_examples=300)
 @given(chunks=st.lists(ROUTER_CHUNKS, max_size=40))
 @example(  # a part whose id is null, then a delta without one (the router raises)
@@ -304,43 +299,10 @@ def routed_fields(routed: Any) -> tuple[Any, ...]:
 def test_route_is_the_router_on_each_chunk(chunks: list[dict[str, Any]]) -> None:
     # route() remembers the last delta's part to route the deltas after it quickly:
     # the envelopes (and a chunk the router raises on) are the per-chunk router's.
-    router = ai_sdk.Router()
-    expected: list[Any] = []
-    failure: type[BaseException] | None = None
-    for chunk in chunks:
-        try:
-            expected.append(routed_fields(router(chunk)))
-        except Exception as exc:  # route() must raise the same
-            failure = type(exc)
-            break
-    got: list[Any] = []
-
-    def take() -> None:
-        got.extend(routed_fields(routed) for routed in ai_sdk.Router().route(chunks))
-
-    if failure is None:
-        take()
-    else:
-        with pytest.raises(failure):
-            take()
-    assert got == expected
+    check_route_is_the_router(ai_sdk, chunks)
 
 
 @settings(max_examples=200)
 @given(chunks=st.lists(ROUTER_CHUNKS, max_size=40))
 def test_every_route_the_router_takes_is_a_row_of_the_table(chunks: list[dict[str, Any]]) -> None:
-    # The engine offers an envelope to the definitions whose event_types hold its
-    # route, and those are read off ROUTES: a route made outside the table (a
-    # combination the table lacks) would reach only the guard, and fold to nothing.
-    router = ai_sdk.Router()
-    for chunk in chunks:
-        try:
-            routed = router(chunk)
-        except Exception:  # a chunk the router refuses (tested above)
-            break
-        assert routed.route in ai_sdk.ROUTES
-        reached = {d.kind for d in ai_sdk.DEFINITIONS if routed.route in d.event_types}
-        assert reached == routed.route.kinds
-        # Each definition it reaches has its claim; the others have none.
-        for definition in ai_sdk.DEFINITIONS[1:]:
-            assert (definition.match(routed) is not None) == (definition.kind in reached)
+    check_routes_are_rows(ai_sdk, chunks)
