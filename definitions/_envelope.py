@@ -1,44 +1,97 @@
-"""What the Router-based protocol sets (``ag_ui``, ``ai_sdk``) share.
+"""What the Router-based protocol sets (``ag_ui``, ``ai_sdk``) share: routing by data.
 
-Their ``Router`` decides each event's claim before the fold and wraps the event in
-an envelope carrying it and its ``target`` kind; the definitions only check that
-the envelope is theirs. The envelope's class is the engine's event type
-(``event_type=type``), and its ``pub`` class attribute says how soon a change shows.
+Their ``Router`` decides each event's claims before the fold and wraps the event in
+the set's one envelope class, ``Routed``: the claim of each definition it concerns
+in that definition's own field (``None`` in the others), and its ``route``, a
+``Route`` from the set's one declared table, saying which definitions it reaches,
+how soon a change shows (``publication``) and whatever else the set decides per
+event (``writes``). The engine routes on the route (``event_type=route_of``, keyed
+by the record itself), and each definition's ``event_types`` and ``publication``
+are read off the table (``reaching``, ``publications``): nothing about routing is
+said anywhere else. A combination (a part's chunk that also starts its message) is
+the route ``plus`` the other definition: a route of the table like any other.
+
+A definition's ``match`` is ``operator.attrgetter`` of its claim field (a C call, no
+Python frame: every delta of a stream goes through one), which is also right in an
+engine without ``event_type``, where every match sees every envelope. Anything but
+an envelope (a raw dict, an SDK's typed object) is routed by its class to the set's
+``Unrouted`` guard, which names the fix.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Hashable, Iterable
+from typing import Any, Final, cast
 
-from engine import Claim
+import attrs
 
-from ._protocol import not_routed as _not_routed
+from engine import Publication
+
 from ._routing import ByType
 
-__all__ = ["claims_for", "publications"]
+__all__ = ["Route", "describe", "publications", "reaching", "route_of"]
+
+_NOW: Final[Publication] = "immediate"
 
 
-def claims_for(*targets: str, not_routed: str) -> Callable[[Any], Claim | None]:
-    """The ``match`` of a definition taking the envelopes routed to ``targets``.
+@attrs.frozen(eq=False, repr=False)
+class Route:
+    """One row of a set's routing table: where an envelope goes and how it shows.
 
-    A raw event (no ``target``) raises ``TypeError(not_routed)``, a message that
-    names the fix (push through the Router). A closure, called as directly as a
-    method would be: no extra call per event.
+    ``kinds`` are the definitions it reaches (the engine offers the envelope to those
+    only); ``publication`` is theirs for it (``"immediate"`` or ``"animation-frame"``);
+    ``writes`` is the set's own flag (AI SDK: the reference yields a snapshot for the
+    chunk). Made once, in the table, and compared and hashed by identity: the engine
+    looks a route up per event, at the cost of a pointer hash.
     """
 
-    def match(routed: Any) -> Claim | None:
-        try:
-            target = routed.target
-        except AttributeError:
-            raise _not_routed(not_routed, routed) from None
-        return routed.claim if target in targets else None
+    name: str
+    kinds: frozenset[str]
+    publication: Publication = _NOW
+    writes: bool = False
 
-    return match
+    def plus(self, kind: str) -> Route:
+        """This route reaching ``kind`` too (made once per pair, then the same record)."""
+        key = (self, kind)
+        joined = _JOINED.get(key)
+        if joined is None:
+            joined = _JOINED[key] = Route(
+                f"{self.name}+{kind}", self.kinds | {kind}, self.publication, self.writes
+            )
+        return joined
+
+    def __repr__(self) -> str:
+        return f"Route({self.name!r})"
 
 
-def publications(classes: Iterable[type]) -> ByType:
-    """The ``publication`` of a definition taking envelopes of ``classes``: each class's
-    ``pub``, the immediate ones left out (what the engine assumes for a missing type)."""
-    pubs = {cls: cls.pub for cls in classes if cls.pub != "immediate"}  # type: ignore[attr-defined]
-    return ByType(pubs, type)
+_JOINED: dict[tuple[Route, str], Route] = {}
+
+
+def route_of(event: Any) -> Hashable:
+    """The engine's routing key (``event_type=``): an envelope's ``route``, else the
+    object's class (a raw dict, an SDK's typed object), which only the set's
+    ``Unrouted`` guard admits."""
+    try:
+        return event.route  # type: ignore[no-any-return]
+    except AttributeError:
+        return cast(Hashable, type(event))  # mypy sees no class as Hashable
+
+
+def reaching(kind: str, routes: Iterable[Route]) -> frozenset[Route]:
+    """The ``event_types`` of definition ``kind``: the routes of the table reaching it."""
+    return frozenset(route for route in routes if kind in route.kinds)
+
+
+def publications(routes: Iterable[Route]) -> ByType:
+    """The ``publication`` of a definition taking ``routes``: each route's, the
+    immediate ones left out (what the engine assumes for a missing type)."""
+    return ByType({r: r.publication for r in routes if r.publication != _NOW}, route_of)
+
+
+def describe(envelope: Any, claims: Iterable[str]) -> str:
+    """An envelope's ``repr``: its event, its route and the claims it carries (of the
+    claim fields ``claims``, those set)."""
+    named = "".join(
+        f", {name}={claim!r}" for name in claims if (claim := getattr(envelope, name)) is not None
+    )
+    return f"{type(envelope).__name__}({envelope.event!r}, {envelope.route!r}{named})"

@@ -48,10 +48,12 @@ faster path: ``engine.push_many(PROTOCOL.prepare(events))`` on an engine of
 Implementing a set: the module builds its definitions and pre-pass, then ends with
 ``PROTOCOL = ProtocolSet(...)``; the pre-pass turns any event that is not a dict into
 one with ``PROTOCOL.plain(event)`` (looked up when called, so it may be defined last;
-skip the event when it gives ``None``); when envelopes name their definition by class,
-route with ``event_type=type`` and make sure anything but an envelope (a raw
-``dict``, an SDK's typed object) reaches a definition that raises: an ``Unrouted``, or
-one of the set's own taking ``dict`` in its ``event_types`` and declared ``fallback``
+skip the event when it gives ``None``); when envelopes name their definitions by a
+``route`` from one declared table (``definitions._envelope``: ``ag_ui``, ``ai_sdk``),
+route with ``event_type=_envelope.route_of``, or by class with ``event_type=type``;
+either way make sure anything but an envelope (a raw ``dict``, an SDK's typed
+object) reaches a definition that raises: an ``Unrouted``, or one of the set's own
+taking ``dict`` in its ``event_types`` and declared ``fallback``
 (it also gets every type no other definition admits); every "raw event where an
 envelope belongs" error is ``not_routed(fix, event)``.
 Adding the set to ``replay``'s ``PROTOCOLS`` makes detection and ``convo`` see it.

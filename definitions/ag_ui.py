@@ -13,7 +13,9 @@ one event alone, and the engine's ``match`` must be pure.
 So a small **router** runs in front of the engine: ``Router()(event)`` wraps each raw
 event dict in a ``Routed`` envelope that names the node each definition should claim
 (``Claim(id, "start")`` the first time an id is seen, ``"update"`` afterwards), and
-resolves the owner of a tool call. The router never copies an event: the envelope
+resolves the owner of a tool call; its ``route``, a row of the one table ``ROUTES``,
+says which definitions see it and how soon it shows (``definitions._envelope``; the
+engine routes on it). The router never copies an event: the envelope
 holds the original dict plus the claims. Its state is only "which ids exist" (and
 the open chunk lane), i.e. what the reference consults, not what it accumulates; the
 definitions fold the content. ``fold()`` applies it; live users push raw events into
@@ -45,15 +47,16 @@ from __future__ import annotations
 
 import copy
 import json
+import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
 import msgspec
 
 from engine import Claim, Node, Reader
 
-from ._envelope import claims_for, publications
-from ._protocol import ProtocolSet, not_routed
+from ._envelope import Route, describe, publications, reaching, route_of
+from ._protocol import ProtocolSet, Unrouted
 from ._render import payload
 from ._runs import fold_run
 from ._text import StreamedText
@@ -61,6 +64,7 @@ from ._text import StreamedText
 __all__ = [
     "DEFINITIONS",
     "PROTOCOL",
+    "ROUTES",
     "EventNode",
     "Message",
     "PatchError",
@@ -88,27 +92,62 @@ _NOT_ROUTED = (
 )
 
 
-class Routed(msgspec.Struct, gc=False, eq=False):
-    """One raw AG-UI event plus the claim the router decided for it.
+_MESSAGE: Final = "ag_ui_message"
+_TOOL: Final = "ag_ui_tool_call"
 
-    ``event`` is the original dict (never copied); ``claim`` the claim of the kind the
-    envelope's class targets (its class is what the engine routes on, so each event
-    reaches only the definition it concerns); ``delta`` the text a content, args or
-    chunk event appends. A tool call names ``owner``, the id of its assistant message,
-    and carries ``owner_claim`` (the message's start) when it makes that message.
+# The routing table: every route an envelope can take, declared once (the definitions'
+# ``event_types`` and ``publication`` are read off it). A tool call that makes its
+# assistant message is the tool's route ``plus`` the message definition.
+_NOWHERE: Final = Route("nowhere", frozenset())
+_TO_MESSAGE: Final = Route("message", frozenset({_MESSAGE}))
+_MESSAGE_DELTA: Final = Route("message-delta", frozenset({_MESSAGE}), _FRAME)
+_TO_TOOL: Final = Route("tool", frozenset({_TOOL}))
+_TOOL_DELTA: Final = Route("tool-delta", frozenset({_TOOL}), _FRAME)
+_TOOL_AND_OWNER: Final = _TO_TOOL.plus(_MESSAGE)
+_TO_STATE: Final = Route("state", frozenset({"ag_ui_state"}))
+_TO_RUN: Final = Route("run", frozenset({"ag_ui_run"}))
+_TO_OTHER: Final = Route("other", frozenset({"ag_ui_event"}))
+ROUTES: Final[tuple[Route, ...]] = (
+    _NOWHERE,
+    _TO_MESSAGE,
+    _MESSAGE_DELTA,
+    _TO_TOOL,
+    _TOOL_DELTA,
+    _TOOL_AND_OWNER,
+    _TO_STATE,
+    _TO_RUN,
+    _TO_OTHER,
+)
+"""The AG-UI routing table: every ``Route`` a ``Routed`` envelope can take."""
+
+
+class Routed(msgspec.Struct, gc=False, eq=False):
+    """One raw AG-UI event plus the claims the router decided for it.
+
+    ``event`` is the original dict (never copied). ``route`` is the row of ``ROUTES``
+    it takes: the engine routes on it (``event_type``), so each event reaches only
+    the definitions it concerns. Each definition reads its own claim field
+    (``message``, ``tool_call``, ``state``, ``run``, and ``other`` for the
+    ``ag_ui_event`` kind; ``None`` where the event is not its). ``delta`` is the text
+    a content, args or chunk event appends. A tool call names ``owner``, the id of its
+    assistant message, and claims that message's start in ``message`` when it makes
+    it. A bare envelope (route ``nowhere``) concerns no node.
 
     A Struct, not a class with ``__init__``: one is made per event, and a Struct is
-    made in about a third of the time. Compared and hashed by identity, as before;
-    never tracked by the garbage collector (it refers to nothing that refers back).
+    made in about a third of the time. Compared and hashed by identity; never
+    tracked by the garbage collector (it refers to nothing that refers back).
     """
 
     event: Mapping[str, Any]
-    claim: Claim | None = None
+    route: Route = _NOWHERE
+    # The streamed kinds' fields first: a delta is made positionally (the hot path).
     delta: str = ""
+    message: Claim | None = None
+    tool_call: Claim | None = None
     owner: str | None = None
-    owner_claim: Claim | None = None
-    target: ClassVar[str] = ""
-    pub: ClassVar[str] = _NOW
+    state: Claim | None = None
+    run: Claim | None = None
+    other: Claim | None = None
 
     @property
     def type(self) -> Any:
@@ -116,44 +155,7 @@ class Routed(msgspec.Struct, gc=False, eq=False):
         return self.event.get("type")
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.event!r}, {self.claim!r})"
-
-
-_MESSAGE: Final = "ag_ui_message"
-_TOOL: Final = "ag_ui_tool_call"
-_BOTH: Final = "ag_ui_tool_call+ag_ui_message"
-
-
-class _ToMessage(Routed):
-    target = _MESSAGE
-
-
-class _MessageDelta(_ToMessage):
-    pub = _FRAME
-
-
-class _ToTool(Routed):
-    target = _TOOL
-
-
-class _ToolDelta(_ToTool):
-    pub = _FRAME
-
-
-class _ToolAndOwner(Routed):
-    target = _BOTH
-
-
-class _ToState(Routed):
-    target = "ag_ui_state"
-
-
-class _ToRun(Routed):
-    target = "ag_ui_run"
-
-
-class _ToOther(Routed):
-    target = "ag_ui_event"
+        return describe(self, ("message", "tool_call", "state", "run", "other"))
 
 
 def _plain(event: object) -> dict[str, Any]:
@@ -185,7 +187,7 @@ class Router:
     def __call__(self, event: Any) -> Routed:
         """The envelope of ``event`` (an event dict, or the SDK's typed event by its
         shape); an unknown type gets one that claims nothing."""
-        if type(event) is not dict:
+        if not isinstance(event, dict):  # a dict subclass is folded as it is, as by route
             event = _plain(event)
         handler = _HANDLERS.get(event.get("type"))
         return Routed(event) if handler is None else handler(self, event)
@@ -193,11 +195,38 @@ class Router:
     def route(self, events: Iterable[Any]) -> Iterator[Routed]:
         """Envelopes of ``events``, in order."""
         handlers = _HANDLERS
+        delta_keys = _DELTA_KEYS
+        # The last content or args event routed to its node: its type, the key naming
+        # the node and its value there, its route and claims. Only other events change
+        # the tables those are routed by (and any other event forgets it), so the next
+        # one of that type naming the same node is routed the same: most of a stream
+        # takes this one comparison and a get.
+        last_type: Any = _ABSENT
+        last_key = ""
+        last_id: Any = _ABSENT
+        last_route = _NOWHERE
+        last_message = last_tool_call = None
+        get = dict.get  # raises TypeError for what is not a dict: no type test per event
         for event in events:
-            if type(event) is not dict:
+            try:
+                kind = get(event, "type")
+            except TypeError:  # an SDK's typed event (plain names anything else)
                 event = _plain(event)
-            handler = handlers.get(event.get("type"))
-            yield Routed(event) if handler is None else handler(self, event)
+                kind = event.get("type")
+            if kind == last_type and get(event, last_key, _ABSENT) == last_id:
+                yield Routed(event, last_route, event["delta"], last_message, last_tool_call)
+                continue
+            handler = handlers.get(kind)
+            routed = Routed(event) if handler is None else handler(self, event)
+            last_route = routed.route
+            last_key = delta_keys.get(kind, "") if last_route is not _NOWHERE else ""
+            if last_key:
+                last_type = kind
+                last_id = event[last_key]
+                last_message, last_tool_call = routed.message, routed.tool_call
+            else:
+                last_type = _ABSENT
+            yield routed
 
     def on_push_start(self, ctx: Any) -> None:
         """Push-hook form: replace the pushed raw event with its envelope."""
@@ -215,7 +244,7 @@ class Router:
         self._new_message(
             message_id, "reasoning" if event["type"][0] == "R" else event.get("role") or "assistant"
         )
-        return _ToMessage(event, Claim(message_id, "start"))
+        return Routed(event, _TO_MESSAGE, message=Claim(message_id, "start"))
 
     def _new_message(self, message_id: str, role: str) -> None:
         self._roles[message_id] = role
@@ -223,13 +252,15 @@ class Router:
 
     def _message_content(self, event: Mapping[str, Any]) -> Routed:
         claim = self._message_updates.get(event["messageId"])
-        return Routed(event) if claim is None else _MessageDelta(event, claim, event["delta"])
+        return (
+            Routed(event) if claim is None else Routed(event, _MESSAGE_DELTA, event["delta"], claim)
+        )
 
     def _message_end(self, event: Mapping[str, Any]) -> Routed:
         if self._lanes:
             self._lanes.pop(event.get("subagentRunId"), None)
         claim = self._message_updates.get(event["messageId"])
-        return Routed(event) if claim is None else _ToMessage(event, claim)
+        return Routed(event) if claim is None else Routed(event, _TO_MESSAGE, message=claim)
 
     def _text_chunk(self, event: Mapping[str, Any]) -> Routed:
         # transformChunks: a chunk continues the lane's open stream of its kind when its
@@ -248,30 +279,30 @@ class Router:
             if message_id not in self._roles:
                 role = (event.get("role") or "assistant") if kind == "text" else "reasoning"
                 self._new_message(message_id, role)
-                return _ToMessage(event, Claim(message_id, "start"), delta)
+                return Routed(event, _TO_MESSAGE, delta, Claim(message_id, "start"))
         else:
             message_id = open_[1]
-        return _MessageDelta(event, self._message_updates[message_id], delta)
+        return Routed(event, _MESSAGE_DELTA, delta, self._message_updates[message_id])
 
     # -- tool calls -------------------------------------------------------------------
 
     def _tool_begin(self, event: Mapping[str, Any], tool_call_id: str, delta: str) -> Routed:
         update = self._tool_updates.get(tool_call_id)
         if update is not None:  # the reference renames the existing call in place
-            return _ToolDelta(event, update, delta) if delta else _ToTool(event, update)
+            return Routed(event, _TOOL_DELTA if delta else _TO_TOOL, delta, None, update)
         self._tool_updates[tool_call_id] = Claim(tool_call_id, "update")
         # resolveOrCreateAssistantMessage, decided here so the rebuild needs no search.
         parent = event.get("parentMessageId")
         if parent:
             role = self._roles.get(parent)
             if role == "assistant":
-                return _ToTool(event, Claim(tool_call_id, "start"), delta, parent)
+                return Routed(event, _TO_TOOL, delta, None, Claim(tool_call_id, "start"), parent)
             owner = tool_call_id if role is not None else parent
         else:
             owner = tool_call_id
         self._new_message(owner, "assistant")
         start = Claim(tool_call_id, "start")
-        return _ToolAndOwner(event, start, delta, owner, Claim(owner, "start"))
+        return Routed(event, _TOOL_AND_OWNER, delta, Claim(owner, "start"), start, owner)
 
     def _tool_start(self, event: Mapping[str, Any]) -> Routed:
         if self._lanes:
@@ -280,13 +311,17 @@ class Router:
 
     def _tool_args(self, event: Mapping[str, Any]) -> Routed:
         claim = self._tool_updates.get(event["toolCallId"])
-        return Routed(event) if claim is None else _ToolDelta(event, claim, event["delta"])
+        return (
+            Routed(event)
+            if claim is None
+            else Routed(event, _TOOL_DELTA, event["delta"], None, claim)
+        )
 
     def _tool_end(self, event: Mapping[str, Any]) -> Routed:
         if self._lanes:
             self._lanes.pop(event.get("subagentRunId"), None)
         claim = self._tool_updates.get(event["toolCallId"])
-        return Routed(event) if claim is None else _ToTool(event, claim)
+        return Routed(event) if claim is None else Routed(event, _TO_TOOL, tool_call=claim)
 
     def _tool_chunk(self, event: Mapping[str, Any]) -> Routed:
         lane = event.get("subagentRunId")
@@ -294,7 +329,7 @@ class Router:
         delta = event.get("delta") or ""
         open_ = self._lanes.get(lane)
         if open_ is not None and open_[0] == "tool" and tool_call_id in (None, open_[1]):
-            return _ToolDelta(event, self._tool_updates[open_[1]], delta)
+            return Routed(event, _TOOL_DELTA, delta, None, self._tool_updates[open_[1]])
         if tool_call_id is None or (
             event.get("toolCallName") is None and tool_call_id not in self._tool_updates
         ):
@@ -312,17 +347,17 @@ class Router:
         message_id = event["messageId"]
         if message_id in self._roles:
             self._count += 1
-            return _ToMessage(event, Claim(f"{message_id}#{self._count}", "start"))
+            return Routed(event, _TO_MESSAGE, message=Claim(f"{message_id}#{self._count}", "start"))
         self._new_message(message_id, event.get("role") or "tool")
-        return _ToMessage(event, Claim(message_id, "start"))
+        return Routed(event, _TO_MESSAGE, message=Claim(message_id, "start"))
 
     def _encrypted(self, event: Mapping[str, Any]) -> Routed:
         entity = event.get("entityId")
         if event.get("subtype") == "tool-call":
             claim = self._tool_updates.get(entity)  # type: ignore[arg-type]
-            return Routed(event) if claim is None else _ToTool(event, claim)
+            return Routed(event) if claim is None else Routed(event, _TO_TOOL, tool_call=claim)
         claim = self._message_updates.get(entity)  # type: ignore[arg-type]
-        return Routed(event) if claim is None else _ToMessage(event, claim)
+        return Routed(event) if claim is None else Routed(event, _TO_MESSAGE, message=claim)
 
     # -- state, runs, the rest ----------------------------------------------------------
 
@@ -330,7 +365,7 @@ class Router:
         if self._lanes:
             self._lanes.pop(event.get("subagentRunId"), None)
         self._has_state = True
-        return _ToState(event, _STATE_START)
+        return Routed(event, _TO_STATE, state=_STATE_START)
 
     def _state_delta(self, event: Mapping[str, Any]) -> Routed:
         if self._lanes:
@@ -338,7 +373,7 @@ class Router:
         # The reference patches its initial state ({}) when no snapshot came first.
         claim = _STATE_UPDATE if self._has_state else _STATE_START
         self._has_state = True
-        return _ToState(event, claim)
+        return Routed(event, _TO_STATE, state=claim)
 
     def _messages_snapshot(self, event: Mapping[str, Any]) -> Routed:
         self._lanes.clear()
@@ -362,22 +397,23 @@ class Router:
         self._run = Claim(run_id, "update")
         for message in (event.get("input") or {}).get("messages") or ():
             self._roles.setdefault(message.get("id"), message.get("role"))
-        return _ToRun(event, Claim(run_id, "start"))
+        return Routed(event, _TO_RUN, run=Claim(run_id, "start"))
 
     def _run_update(self, event: Mapping[str, Any]) -> Routed:
         self._lanes.clear()
         if self._run is None:  # RUN_ERROR/FINISHED with no RUN_STARTED seen: its own node
             return self._run_started(event)
-        return _ToRun(event, self._run)
+        return Routed(event, _TO_RUN, run=self._run)
 
     def _run_step(self, event: Mapping[str, Any]) -> Routed:
         if self._lanes:
             self._lanes.pop(event.get("subagentRunId"), None)
-        return Routed(event) if self._run is None else _ToRun(event, self._run)
+        return Routed(event) if self._run is None else Routed(event, _TO_RUN, run=self._run)
 
     def _other(self, event: Mapping[str, Any]) -> Routed:
         self._count += 1
-        return _ToOther(event, Claim(f"{event['type'].lower()}#{self._count}", "start"))
+        claim = Claim(f"{event['type'].lower()}#{self._count}", "start")
+        return Routed(event, _TO_OTHER, other=claim)
 
 
 # The router's handler of each event type: plain functions of (router, event), in one
@@ -408,6 +444,15 @@ _HANDLERS: Final[dict[Any, Callable[[Router, Mapping[str, Any]], Routed]]] = {
     "CUSTOM": Router._other,
     "RAW": Router._other,
 }
+
+# The delta events routed by one table lookup (``Router.route`` repeats the last one's
+# route for the next event of its type naming the same node) and the key naming it.
+_DELTA_KEYS: Final[dict[Any, str]] = {
+    "TEXT_MESSAGE_CONTENT": "messageId",
+    "REASONING_MESSAGE_CONTENT": "messageId",
+    "TOOL_CALL_ARGS": "toolCallId",
+}
+_ABSENT: Final = object()  # no event type or id is this
 
 _STATE_START: Final = Claim("state", "start")
 _STATE_UPDATE: Final = Claim("state", "update")
@@ -510,27 +555,14 @@ def _pieces(run: list[Routed]) -> list[str | None]:
 
 
 class _MessageDefinition:
-    """Messages of any role; claims what the router names in ``claim`` (or ``owner_claim``)."""
+    """Messages of any role; claims what the router names in ``message``."""
 
-    kind = "ag_ui_message"
-    # dict: a raw event pushed without the router reaches match, which names the fix;
-    # so does any object of a type no definition admits (an SDK's typed event)
-    event_types = frozenset({_ToMessage, _MessageDelta, _ToolAndOwner, dict})
-    fallback = True
+    kind = _MESSAGE
+    event_types = reaching(_MESSAGE, ROUTES)
     # Deltas wait for the next animation frame; the rest is immediate.
-    publication = publications(event_types - {dict})
+    publication = publications(event_types)
 
-    @staticmethod
-    def match(routed: Routed) -> Claim | None:
-        try:
-            target = routed.target
-        except AttributeError:
-            raise not_routed(_NOT_ROUTED, routed) from None
-        if target == _MESSAGE:
-            return routed.claim
-        if target == _BOTH:
-            return routed.owner_claim
-        return None
+    match = operator.attrgetter("message")
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> Message:
@@ -610,11 +642,11 @@ class _MessageDefinition:
 class _ToolCallDefinition:
     """Tool calls: name, raw streamed arguments, owner message, end."""
 
-    kind = "ag_ui_tool_call"
-    event_types = frozenset({_ToTool, _ToolDelta, _ToolAndOwner})
+    kind = _TOOL
+    event_types = reaching(_TOOL, ROUTES)
     publication = publications(event_types)
 
-    match = staticmethod(claims_for(_TOOL, _BOTH, not_routed=_NOT_ROUTED))
+    match = operator.attrgetter("tool_call")
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> ToolCall:
@@ -668,10 +700,10 @@ class _StateDefinition:
     """The one shared-state node: a snapshot reopens it, a delta patches it."""
 
     kind = "ag_ui_state"
-    event_types = frozenset({_ToState})
-    publication = _NOW
+    event_types = reaching(kind, ROUTES)
+    publication = publications(event_types)
 
-    match = staticmethod(claims_for(_ToState.target, not_routed=_NOT_ROUTED))
+    match = operator.attrgetter("state")
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> SharedState:
@@ -705,10 +737,10 @@ class _RunDefinition:
     """One node per RUN_STARTED: finish or error, and the steps seen."""
 
     kind = "ag_ui_run"
-    event_types = frozenset({_ToRun})
-    publication = _NOW
+    event_types = reaching(kind, ROUTES)
+    publication = publications(event_types)
 
-    match = staticmethod(claims_for(_ToRun.target, not_routed=_NOT_ROUTED))
+    match = operator.attrgetter("run")
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> Run:
@@ -769,10 +801,10 @@ class _EventDefinition:
     """One node per CUSTOM, RAW or MESSAGES_SNAPSHOT event."""
 
     kind = "ag_ui_event"
-    event_types = frozenset({_ToOther})
-    publication = _NOW
+    event_types = reaching(kind, ROUTES)
+    publication = publications(event_types)
 
-    match = staticmethod(claims_for(_ToOther.target, not_routed=_NOT_ROUTED))
+    match = operator.attrgetter("other")
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> EventNode:
@@ -810,14 +842,19 @@ class _EventDefinition:
         return folded(label, code(payload(value, indent=2), "json"), cls="results")
 
 
+# The matches are C attrgetters: a raw event dict (or any object but an envelope) goes
+# to this guard instead, which names the fix (the engine routes it by its class).
+_UNROUTED: Final = Unrouted("ag_ui_unrouted", Routed, _NOT_ROUTED)
 DEFINITIONS: Final = (
+    _UNROUTED,
     _MessageDefinition(),
     _ToolCallDefinition(),
     _StateDefinition(),
     _RunDefinition(),
     _EventDefinition(),
 )
-"""The AG-UI definition set, in registration order (messages before their tool calls)."""
+"""The AG-UI definition set, in registration order: the guard naming the fix for an
+event pushed without the router, then messages before their tool calls."""
 
 
 # -- JSON Patch (RFC 6902) ----------------------------------------------------------------
@@ -1099,10 +1136,10 @@ def route(events: Iterable[Any]) -> Iterator[Routed]:
     return Router().route(events)
 
 
-event_type: Final = type
-"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's class
-(``type``, a C call). A raw event dict is routed to the message definition, whose
-``match`` names the fix."""
+event_type: Final = route_of
+"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
+``route`` (a row of ``ROUTES``). A raw event dict is routed by its class to the guard
+first in ``DEFINITIONS``, which names the fix."""
 
 PROTOCOL: Final = ProtocolSet(
     name="ag_ui",

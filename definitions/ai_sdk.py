@@ -10,11 +10,13 @@ one message and finds a chunk's target through state the chunk does not carry:
 ``messageId`` begins a new message, and ``finish-step`` closes open text parts. The
 engine's ``match`` must be pure, so a small **router** runs in front of it:
 ``Router()(chunk)`` wraps each raw chunk dict in a ``Routed`` envelope naming the node
-it starts or updates. Node ids are positional (``"<message>"`` and
-``"<message>/<part>"``, counted from the start of the log), so a reused part id never
-reopens an older part. The router never copies a chunk and keeps only the lookup
-tables the reference consults (open parts, tool calls of the message, data parts);
-the definitions fold the content. ``fold()`` applies it; live users push raw chunks
+it starts or updates, and its ``route``: a row of the one table ``ROUTES`` saying which
+definitions see it, how soon it shows and whether the reference yields a snapshot for
+it (``definitions._envelope``; the engine routes on it). Node ids are positional
+(``"<message>"`` and ``"<message>/<part>"``, counted from the start of the log), so a
+reused part id never reopens an older part. The router never copies a chunk and keeps
+only the lookup tables the reference consults (open parts, tool calls of the message,
+data parts); the definitions fold the content. ``fold()`` applies it; live users push raw chunks
 into ``PROTOCOL.engine()`` (the set's ``definitions.ProtocolSet``), or call it per
 chunk, or register it as a push hook (``on_push_start``).
 
@@ -44,14 +46,14 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
 import msgspec
 
 from engine import Claim, Node, Reader
 
-from ._envelope import publications
-from ._protocol import ProtocolSet, not_routed
+from ._envelope import Route, describe, publications, reaching, route_of
+from ._protocol import ProtocolSet, Unrouted
 from ._render import payload
 from ._runs import fold_run
 from ._text import StreamedText
@@ -59,6 +61,7 @@ from ._text import StreamedText
 __all__ = [
     "DEFINITIONS",
     "PROTOCOL",
+    "ROUTES",
     "UNSET",
     "MessageState",
     "Part",
@@ -90,39 +93,74 @@ _REASONING: Final = "ai_sdk_reasoning"
 _TOOL: Final = "ai_sdk_tool"
 _PART: Final = "ai_sdk_part"
 _STEP: Final = "ai_sdk_step"
+_PART_KINDS: Final = frozenset({_TEXT, _REASONING, _TOOL, _PART})
+
+
+# The routing table: every route an envelope can take, declared once. A route names
+# the definitions the envelope reaches, their publication for it, and whether the
+# reference yields a snapshot for the chunk (``writes``); each definition's
+# ``event_types`` and ``publication`` are read off it. A part's first chunk may also
+# start its message (``+ai_sdk_message``), and a chunk that writes may also show the
+# start-steps waiting for a snapshot (``+ai_sdk_step``): those are the same routes
+# ``plus`` the other definition, rows of the table like the rest.
+_NOWHERE: Final = Route("nowhere", frozenset())
+_TO_MESSAGE: Final = Route("message", frozenset({_MESSAGE}), writes=True)
+_TO_MESSAGE_QUIET: Final = Route("message-quiet", frozenset({_MESSAGE}))
+_TO_TEXT: Final = Route("text", frozenset({_TEXT}), writes=True)
+_TEXT_DELTA: Final = Route("text-delta", frozenset({_TEXT}), _FRAME, writes=True)
+_TO_REASONING: Final = Route("reasoning", frozenset({_REASONING}), writes=True)
+_REASONING_DELTA: Final = Route("reasoning-delta", frozenset({_REASONING}), _FRAME, writes=True)
+_TO_TOOL: Final = Route("tool", frozenset({_TOOL}), writes=True)
+_TOOL_DELTA: Final = Route("tool-delta", frozenset({_TOOL}), _FRAME, writes=True)
+_TO_PART: Final = Route("part", frozenset({_PART}), writes=True)
+_PART_STARTS: Final = (_TO_TEXT, _TO_REASONING, _TO_TOOL, _TO_PART)  # may start the message
+_ROUTES_BY_CHUNK: Final = (
+    _TO_MESSAGE,
+    _TO_MESSAGE_QUIET,
+    _TO_TEXT,
+    _TEXT_DELTA,
+    _TO_REASONING,
+    _REASONING_DELTA,
+    _TO_TOOL,
+    _TOOL_DELTA,
+    _TO_PART,
+    *(route.plus(_MESSAGE) for route in _PART_STARTS),
+)
+ROUTES: Final[tuple[Route, ...]] = (
+    _NOWHERE,
+    *_ROUTES_BY_CHUNK,
+    *(route.plus(_STEP) for route in _ROUTES_BY_CHUNK if route.writes),
+)
+"""The AI SDK routing table: every ``Route`` a ``Routed`` envelope can take."""
 
 
 class Routed(msgspec.Struct, gc=False, eq=False):
-    """One raw chunk plus the node it concerns.
+    """One raw chunk plus the claims the router decided for it.
 
-    ``event`` is the original dict (never copied); ``claim`` the claim for the kind the
-    envelope's class targets; ``message`` the id of the message node the chunk belongs
-    to (a part's start records it); ``message_claim`` is set when the chunk also starts
-    that message's node (the first chunk of a message). ``step_claim``/``steps`` are
-    set (on an ``...AfterStep`` class) when the chunk makes earlier ``start-step`` chunks
-    visible: the reference pushes a step-start part without yielding a snapshot, so
-    it shows only once a later chunk of the message yields one.
+    ``event`` is the original dict (never copied). ``route`` is the row of ``ROUTES``
+    it takes: the engine routes on it (``event_type``), so each chunk reaches only
+    the definitions it concerns. Each definition reads its own claim field
+    (``message``, ``text``, ``reasoning``, ``tool``, ``part``, ``step``; ``None``
+    where the chunk is not its): a part's first chunk also starts its message, and a
+    chunk the reference yields a snapshot for also shows the start-steps before it
+    (``steps`` of them), which the reference pushes without yielding one. A bare
+    envelope (route ``nowhere``) concerns no node.
 
     A Struct, not a class with ``__init__``: one is made per chunk, and a Struct is
-    made in about a third of the time. Compared and hashed by identity, as before;
-    never tracked by the garbage collector (it refers to nothing that refers back).
+    made in about a third of the time. Compared and hashed by identity; never
+    tracked by the garbage collector (it refers to nothing that refers back).
     """
 
     event: Mapping[str, Any]
-    claim: Claim | None = None
-    message: str = ""
-    message_claim: Claim | None = None
-    step_claim: Claim | None = None
+    route: Route = _NOWHERE
+    # The part kinds' claims first: a delta is made positionally (the router's hot path).
+    text: Claim | None = None
+    reasoning: Claim | None = None
+    tool: Claim | None = None
+    part: Claim | None = None
+    message: Claim | None = None
+    step: Claim | None = None
     steps: int = 0
-    target: ClassVar[str] = ""
-    pub: ClassVar[str] = _NOW
-    writes: ClassVar[bool] = False  # the reference yields a snapshot for this chunk
-    # The claim as each part kind's match reads it: an alias of ``claim`` on that
-    # kind's envelopes (set below), None on the others.
-    text_claim: ClassVar[Claim | None] = None
-    reasoning_claim: ClassVar[Claim | None] = None
-    tool_claim: ClassVar[Claim | None] = None
-    part_claim: ClassVar[Claim | None] = None
 
     @property
     def type(self) -> Any:
@@ -130,94 +168,12 @@ class Routed(msgspec.Struct, gc=False, eq=False):
         return self.event.get("type")
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.event!r}, {self.claim!r})"
+        return describe(self, ("text", "reasoning", "tool", "part", "message", "step"))
 
 
-class _ToMessage(Routed):
-    target = _MESSAGE
-    writes = True
-
-
-class _ToMessageQuiet(_ToMessage):
-    """A message chunk after which the reference yields no snapshot."""
-
-    writes = False
-
-
-class _ToText(Routed):
-    target = _TEXT
-    writes = True
-
-
-class _TextDelta(_ToText):
-    pub = _FRAME
-
-
-class _ToReasoning(Routed):
-    target = _REASONING
-    writes = True
-
-
-class _ReasoningDelta(_ToReasoning):
-    pub = _FRAME
-
-
-class _ToTool(Routed):
-    target = _TOOL
-    writes = True
-
-
-class _ToolDelta(_ToTool):
-    pub = _FRAME
-
-
-class _ToPart(Routed):
-    target = _PART
-    writes = True
-
-
-# A member descriptor reads the field it was made for under any name: the part kinds'
-# match is an attrgetter of their alias (a C call, no Python frame: every delta of a
-# stream goes through one). A raw chunk pushed without the router fails in the message
-# definition's match first (registered first), which names the fix.
-for _cls, _alias in (
-    (_ToText, "text_claim"),
-    (_ToReasoning, "reasoning_claim"),
-    (_ToTool, "tool_claim"),
-    (_ToPart, "part_claim"),
-):
-    setattr(_cls, _alias, Routed.__dict__["claim"])
-del _cls, _alias
-
-# The same part envelopes when the chunk also starts its message's node (the message's
-# first chunk is a part's): the engine routes on the exact class, so only these reach
-# the message definition, and any other part chunk concerns one definition (which the
-# engine folds inline, with nothing to undo).
-_STARTING_MESSAGE: Final[dict[type[Routed], type[Routed]]] = {
-    cls: type(f"{cls.__name__}StartingMessage", (cls,), {})
-    for cls in (_ToText, _ToReasoning, _ToTool, _ToPart)
-}
-_ROUTED_CLASSES: Final[tuple[type[Routed], ...]] = (
-    _ToMessage,
-    _ToMessageQuiet,
-    _ToText,
-    _TextDelta,
-    _ToReasoning,
-    _ReasoningDelta,
-    _ToTool,
-    _ToolDelta,
-    _ToPart,
-    *_STARTING_MESSAGE.values(),
-)
-# The same envelopes when they also make pending start-steps visible; the engine
-# routes on the exact class, so only these reach the step definition.
-_AFTER_STEP: Final[dict[type[Routed], type[Routed]]] = {
-    cls: type(f"{cls.__name__}AfterStep", (cls,), {}) for cls in _ROUTED_CLASSES
-}
-
-
-def _with_after_step(*classes: type[Routed]) -> frozenset[type[Routed]]:
-    return frozenset(classes) | frozenset(_AFTER_STEP[cls] for cls in classes)
+def _message_of(part: Claim) -> str:
+    """The message node of a part's node (``"<message>/<part>"``)."""
+    return part.id.rpartition("/")[0]
 
 
 class _Message:
@@ -271,7 +227,7 @@ class Router:
     def __call__(self, event: Any) -> Routed:
         """The envelope of ``event`` (a chunk dict, or a typed chunk by its shape); a
         chunk that concerns no node gets a bare one."""
-        if type(event) is not dict:
+        if not isinstance(event, dict):  # a dict subclass is folded as it is, as by route
             event = _plain(event)
         kind = event.get("type")
         handler = _HANDLERS.get(kind)
@@ -282,16 +238,12 @@ class Router:
         else:
             return Routed(event)
         current = self._current
-        if current.pending_steps and routed.writes:
+        route = routed.route
+        if current.pending_steps and route.writes:
             current.parts += 1
-            routed = _AFTER_STEP[type(routed)](
-                routed.event,
-                routed.claim,
-                routed.message,
-                routed.message_claim,
-                Claim(f"{current.node}/{current.parts}", "start"),
-                current.pending_steps,
-            )
+            routed.route = route.plus(_STEP)
+            routed.step = Claim(f"{current.node}/{current.parts}", "start")
+            routed.steps = current.pending_steps
             current.pending_steps = 0
         return routed
 
@@ -301,21 +253,24 @@ class Router:
         delta_keys = _DELTA_KEYS
         route_one = self.__call__
         # The last delta routed to a part: its type, the chunk key naming the part and
-        # its value there, its envelope class and claim. Only other chunks change the
-        # tables a delta is routed by (and any other chunk forgets it), so the next
-        # delta of that type naming the same part is routed the same: most of a
-        # stream takes this one comparison and a get.
+        # its value there, its route and claims. Only other chunks change the tables a
+        # delta is routed by (and any other chunk forgets it), so the next delta of
+        # that type naming the same part is routed the same: most of a stream takes
+        # this one comparison and a get.
         last_type: Any = _ABSENT
         last_key = ""
         last_part: Any = _ABSENT
-        last_class: type[Routed] = Routed
-        last_claim: Claim | None = None
+        last_route = _NOWHERE
+        last_text = last_reasoning = last_tool = None
+        get = dict.get  # raises TypeError for what is not a dict: no type test per event
         for event in events:
-            if type(event) is not dict:
+            try:
+                kind = get(event, "type")
+            except TypeError:  # an SDK's typed event (plain names anything else)
                 event = _plain(event)
-            kind = event.get("type")
-            if kind == last_type and event.get(last_key, _ABSENT) == last_part:
-                yield last_class(event, last_claim)
+                kind = event.get("type")
+            if kind == last_type and get(event, last_key, _ABSENT) == last_part:
+                yield Routed(event, last_route, last_text, last_reasoning, last_tool)
                 continue
             # The common case inline (a known chunk, no pending step); else the full path.
             handler = handlers.get(kind)
@@ -323,12 +278,12 @@ class Router:
                 routed = route_one(event)
             else:
                 routed = handler(self, event)
-            last_class = type(routed)
-            last_key = delta_keys.get(last_class, "")
+            last_route = routed.route
+            last_key = delta_keys.get(last_route, "")
             if last_key:  # a delta routed to its part with no step to show
                 last_type = kind
                 last_part = event[last_key]
-                last_claim = routed.claim
+                last_text, last_reasoning, last_tool = routed.text, routed.reasoning, routed.tool
             else:
                 last_type = _ABSENT
             yield routed
@@ -356,53 +311,58 @@ class Router:
             current = self._current = _Message(str(self._count), message_id)
             self._reasoning = {}
         start = self._message_claim(current)
-        cls = _ToMessage
+        route = _TO_MESSAGE
         if message_id is None and event.get("messageMetadata") is None:
-            cls = _ToMessageQuiet
-        return cls(event, start or current.claim, current.node)
+            route = _TO_MESSAGE_QUIET
+        return Routed(event, route, message=start or current.claim)
 
     def _message_update(self, event: Mapping[str, Any]) -> Routed:
         current = self._current
         start = self._message_claim(current)
-        cls = _ToMessage
+        route = _TO_MESSAGE
         if event["type"] in ("abort", "error") or event.get("messageMetadata") is None:
-            cls = _ToMessageQuiet
-        return cls(event, start or current.claim, current.node)
+            route = _TO_MESSAGE_QUIET
+        return Routed(event, route, message=start or current.claim)
 
-    def _new_part(self, cls: type[Routed], event: Mapping[str, Any]) -> tuple[Routed, Claim]:
+    def _new_part(self, event: Mapping[str, Any], route: Route, field: str) -> tuple[Routed, Claim]:
+        """The envelope starting a new part of the current message (``route``, its
+        claim in ``field``; it starts the message too if nothing did yet), and the
+        part's update claim."""
         current = self._current
         current.parts += 1
         node = f"{current.node}/{current.parts}"
         message_start = self._message_claim(current)
         if message_start is not None:
-            cls = _STARTING_MESSAGE[cls]
-        return cls(event, Claim(node, "start"), current.node, message_start), Claim(node, "update")
+            route = route.plus(_MESSAGE)
+        routed = Routed(event, route, message=message_start)
+        setattr(routed, field, Claim(node, "start"))
+        return routed, Claim(node, "update")
 
     def _text_start(self, event: Mapping[str, Any]) -> Routed:
-        routed, update = self._new_part(_ToText, event)
+        routed, update = self._new_part(event, _TO_TEXT, "text")
         self._current.text[event["id"]] = update
         return routed
 
     def _text_delta(self, event: Mapping[str, Any]) -> Routed:
         claim = self._current.text.get(event["id"])
-        return Routed(event) if claim is None else _TextDelta(event, claim)
+        return Routed(event) if claim is None else Routed(event, _TEXT_DELTA, claim)
 
     def _text_end(self, event: Mapping[str, Any]) -> Routed:
         claim = self._current.text.pop(event["id"], None)
-        return Routed(event) if claim is None else _ToText(event, claim)
+        return Routed(event) if claim is None else Routed(event, _TO_TEXT, claim)
 
     def _reasoning_start(self, event: Mapping[str, Any]) -> Routed:
-        routed, update = self._new_part(_ToReasoning, event)
+        routed, update = self._new_part(event, _TO_REASONING, "reasoning")
         self._reasoning[event["id"]] = update
         return routed
 
     def _reasoning_delta(self, event: Mapping[str, Any]) -> Routed:
         claim = self._reasoning.get(event["id"])
-        return Routed(event) if claim is None else _ReasoningDelta(event, claim)
+        return Routed(event) if claim is None else Routed(event, _REASONING_DELTA, None, claim)
 
     def _reasoning_end(self, event: Mapping[str, Any]) -> Routed:
         claim = self._reasoning.pop(event["id"], None)
-        return Routed(event) if claim is None else _ToReasoning(event, claim)
+        return Routed(event) if claim is None else Routed(event, _TO_REASONING, reasoning=claim)
 
     # -- tools ---------------------------------------------------------------------------
 
@@ -412,8 +372,8 @@ class Router:
         tool_call_id = event["toolCallId"]
         claim = current.step_tools.get((tool_call_id, dynamic))
         if claim is not None:
-            return _ToTool(event, claim, current.node)
-        routed, update = self._new_part(_ToTool, event)
+            return Routed(event, _TO_TOOL, tool=claim)
+        routed, update = self._new_part(event, _TO_TOOL, "tool")
         current.step_tools[(tool_call_id, dynamic)] = update
         current.tools[tool_call_id] = update
         return routed
@@ -429,7 +389,7 @@ class Router:
 
     def _tool_delta(self, event: Mapping[str, Any]) -> Routed:
         claim = self._current.partial.get(event["toolCallId"])
-        return Routed(event) if claim is None else _ToolDelta(event, claim)
+        return Routed(event) if claim is None else Routed(event, _TOOL_DELTA, None, None, claim)
 
     def _tool_input(self, event: Mapping[str, Any]) -> Routed:
         dynamic = bool(event.get("dynamic"))
@@ -449,7 +409,7 @@ class Router:
             or current.step_tools.get((tool_call_id, True))
             or current.tools.get(tool_call_id)
         )
-        return Routed(event) if claim is None else _ToTool(event, claim, current.node)
+        return Routed(event) if claim is None else Routed(event, _TO_TOOL, tool=claim)
 
     # -- steps and other parts --------------------------------------------------------
 
@@ -464,7 +424,7 @@ class Router:
         return Routed(event)
 
     def _part(self, event: Mapping[str, Any]) -> Routed:
-        return self._new_part(_ToPart, event)[0]
+        return self._new_part(event, _TO_PART, "part")[0]
 
     def _data(self, event: Mapping[str, Any]) -> Routed:
         if event.get("transient"):
@@ -473,8 +433,8 @@ class Router:
         if data_id is not None:
             claim = self._current.data.get((event["type"], data_id))
             if claim is not None:
-                return _ToPart(event, claim, self._current.node)
-        routed, update = self._new_part(_ToPart, event)
+                return Routed(event, _TO_PART, part=claim)
+        routed, update = self._new_part(event, _TO_PART, "part")
         if data_id is not None:
             self._current.data[(event["type"], data_id)] = update
         return routed
@@ -510,11 +470,11 @@ _HANDLERS: Final[dict[Any, Callable[[Router, Mapping[str, Any]], Routed]]] = {
 }
 
 
-# The delta envelopes (with no step to show) and the chunk key naming their part.
-_DELTA_KEYS: Final[dict[type[Routed], str]] = {
-    _TextDelta: "id",
-    _ReasoningDelta: "id",
-    _ToolDelta: "toolCallId",
+# The delta routes (with no step to show) and the chunk key naming their part.
+_DELTA_KEYS: Final[dict[Route, str]] = {
+    _TEXT_DELTA: "id",
+    _REASONING_DELTA: "id",
+    _TOOL_DELTA: "toolCallId",
 }
 _ABSENT: Final = object()  # no chunk type or part id is this
 
@@ -596,13 +556,6 @@ class Part(msgspec.Struct, frozen=True):
 # -- definitions --------------------------------------------------------------------------
 
 
-def _target(routed: Routed) -> str:
-    try:
-        return routed.target
-    except AttributeError:
-        raise not_routed(_NOT_ROUTED, routed) from None
-
-
 def _merge(existing: Any, incoming: Any) -> Any:
     """mergeObjects: a deep merge of plain objects, other values replaced."""
     if not isinstance(existing, dict) or not isinstance(incoming, dict):
@@ -617,26 +570,18 @@ class _MessageDefinition:
     """One node per message: id, metadata, finish, abort, errors."""
 
     kind = _MESSAGE
-    # A part's start may start its message too; deltas never do. dict: a raw chunk
-    # pushed without the router reaches match, which names the fix; so does any
-    # object of a type no definition admits (fallback).
-    _envelopes = _with_after_step(_ToMessage, _ToMessageQuiet, *_STARTING_MESSAGE.values())
-    event_types = _envelopes | {dict}
-    fallback = True
-    publication = publications(_envelopes)
+    # A part's start may start its message too; deltas never do.
+    event_types = reaching(_MESSAGE, ROUTES)
+    publication = publications(event_types)
 
-    @staticmethod
-    def match(routed: Routed) -> Claim | None:
-        if _target(routed) == _MESSAGE:
-            return routed.claim
-        return routed.message_claim
+    match = operator.attrgetter("message")
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> MessageState:
         event = routed.event
         message_id = event.get("messageId") if event.get("type") == "start" else None
         state = MessageState(message_id if message_id is not None else "")
-        if routed.target != _MESSAGE:
+        if routed.route.kinds & _PART_KINDS:  # a part's first chunk: the part folds it
             return state
         return _MessageDefinition.update(state, routed)
 
@@ -710,18 +655,20 @@ class _TextDefinition:
     """Text parts: streamed text, done, provider metadata."""
 
     kind = _TEXT
-    event_types = _with_after_step(_ToText, _STARTING_MESSAGE[_ToText], _TextDelta)
+    event_types = reaching(_TEXT, ROUTES)
     # Deltas wait for the next animation frame; the rest is immediate.
     publication = publications(event_types)
     label = "text"
 
-    match = operator.attrgetter("text_claim")
+    match = operator.attrgetter("text")
 
-    @staticmethod
-    def start(routed: Routed, reader: Reader) -> TextPart:
+    @classmethod
+    def start(cls, routed: Routed, reader: Reader) -> TextPart:
         event = routed.event
+        claim = cls.match(routed)  # the text's claim, or the reasoning's
+        assert claim is not None  # match claimed it
         return TextPart(
-            routed.message, event["id"], StreamedText(), False, event.get("providerMetadata")
+            _message_of(claim), event["id"], StreamedText(), False, event.get("providerMetadata")
         )
 
     @staticmethod
@@ -780,11 +727,11 @@ class _ReasoningDefinition(_TextDefinition):
     """Reasoning parts (a text part that shows its id)."""
 
     kind = _REASONING
-    event_types = _with_after_step(_ToReasoning, _STARTING_MESSAGE[_ToReasoning], _ReasoningDelta)
+    event_types = reaching(_REASONING, ROUTES)
     publication = publications(event_types)
     label = "reasoning"
 
-    match = operator.attrgetter("reasoning_claim")
+    match = operator.attrgetter("reasoning")
 
 
 _OUTPUT_STATES: Final = {
@@ -797,17 +744,18 @@ class _ToolDefinition:
     """Tool invocation parts through input, output, approval and denial."""
 
     kind = _TOOL
-    event_types = _with_after_step(_ToTool, _STARTING_MESSAGE[_ToTool], _ToolDelta)
+    event_types = reaching(_TOOL, ROUTES)
     publication = publications(event_types)
 
-    match = operator.attrgetter("tool_claim")
+    match = operator.attrgetter("tool")
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> ToolPart:
         event = routed.event
         dynamic = bool(event.get("dynamic"))
+        assert routed.tool is not None  # match claimed it
         part = ToolPart(
-            routed.message,
+            _message_of(routed.tool),
             event["toolCallId"],
             event.get("toolName") or "",
             dynamic,
@@ -1004,21 +952,16 @@ class _StepDefinition:
     """Step-start parts, started when a later chunk's snapshot shows them."""
 
     kind = _STEP
-    event_types = frozenset(_AFTER_STEP.values())
-    publication = _NOW
+    event_types = reaching(_STEP, ROUTES)
+    publication = publications(event_types)
 
-    @staticmethod
-    def match(routed: Routed) -> Claim | None:
-        _target(routed)
-        # Set only on the ...AfterStep envelopes (without event_type routing this sees
-        # every envelope).
-        return routed.step_claim
+    match = operator.attrgetter("step")
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> Step:
-        claim = routed.step_claim
+        claim = routed.step
         assert claim is not None  # match claimed it
-        return Step(claim.id.rpartition("/")[0], routed.steps)
+        return Step(_message_of(claim), routed.steps)
 
     @staticmethod
     def update(step: Step, routed: Routed) -> Step:
@@ -1046,25 +989,27 @@ class _PartDefinition:
     """Discrete parts: data-*, file, source-url, source-document."""
 
     kind = _PART
-    event_types = _with_after_step(_ToPart, _STARTING_MESSAGE[_ToPart])
-    publication = _NOW
+    event_types = reaching(_PART, ROUTES)
+    publication = publications(event_types)
 
-    match = operator.attrgetter("part_claim")
+    match = operator.attrgetter("part")
 
     @staticmethod
     def start(routed: Routed, reader: Reader) -> Part:
         event = routed.event
         kind = event["type"]
+        assert routed.part is not None  # match claimed it
+        message = _message_of(routed.part)
         # An absent field is the reference's undefined (dropped); a JSON null is kept.
         if kind.startswith("data-"):
-            return Part(routed.message, kind, dict(event))  # the chunk itself is the part
+            return Part(message, kind, dict(event))  # the chunk itself is the part
         fields = {"type": kind}
         for key in _PART_FIELDS[kind]:
             if key in event:
                 fields[key] = event[key]
         if kind == "file" and fields.get("providerMetadata", 0) is None:
             del fields["providerMetadata"]  # spread only when != null
-        return Part(routed.message, kind, fields)
+        return Part(message, kind, fields)
 
     @staticmethod
     def update(part: Part, routed: Routed) -> Part:
@@ -1102,7 +1047,11 @@ class _PartDefinition:
         return folded(part.type, code(payload(data, indent=2), "json"), cls="results")
 
 
+# The matches are C attrgetters: a raw chunk dict (or any object but an envelope) goes
+# to this guard instead, which names the fix (the engine routes it by its class).
+_UNROUTED: Final = Unrouted("ai_sdk_unrouted", Routed, _NOT_ROUTED)
 DEFINITIONS: Final = (
+    _UNROUTED,
     _MessageDefinition(),
     _StepDefinition(),
     _TextDefinition(),
@@ -1110,8 +1059,9 @@ DEFINITIONS: Final = (
     _ToolDefinition(),
     _PartDefinition(),
 )
-"""The AI SDK definition set, in registration order: a message before its parts, and a
-step-start before the part whose chunk makes it visible (one event may start both)."""
+"""The AI SDK definition set, in registration order: the guard naming the fix for a
+chunk pushed without the router, a message before its parts, and a step-start before
+the part whose chunk makes it visible (one event may start both)."""
 
 
 # -- partial JSON (the reference's fixJson) --------------------------------------------
@@ -1442,10 +1392,10 @@ def route(events: Iterable[Any]) -> Iterator[Routed]:
     return Router().route(events)
 
 
-event_type: Final = type
-"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's class
-(``type``, a C call). A raw chunk dict is routed to the message definition, whose
-``match`` names the fix."""
+event_type: Final = route_of
+"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
+``route`` (a row of ``ROUTES``). A raw chunk dict is routed by its class to the guard
+first in ``DEFINITIONS``, which names the fix."""
 
 PROTOCOL: Final = ProtocolSet(
     name="ai_sdk",

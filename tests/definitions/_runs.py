@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 
@@ -54,3 +55,52 @@ class Counting:
         new = self._definition.update_many(state, events)
         self.runs.append(len(events))
         return new
+
+
+def check_route_is_the_router(module: Any, events: list[Any]) -> None:
+    """``module.Router().route(events)`` gives the envelopes (and raises the error) of
+    a ``Router`` called on each event: its fast path for a repeated delta changes
+    nothing (``ag_ui``, ``ai_sdk``)."""
+    router = module.Router()
+    expected: list[Any] = []
+    failure: type[BaseException] | None = None
+    for event in events:
+        try:
+            expected.append(msgspec.structs.astuple(router(event)))
+        except Exception as exc:  # route() must raise the same
+            failure = type(exc)
+            break
+    got: list[Any] = []
+
+    def take() -> None:
+        got.extend(msgspec.structs.astuple(routed) for routed in module.Router().route(events))
+
+    if failure is None:
+        take()
+    else:
+        with pytest.raises(failure):
+            take()
+    assert got == expected
+
+
+def check_routes_are_rows(module: Any, events: list[Any]) -> None:
+    """Every route the router takes on ``events`` is a row of ``module.ROUTES``,
+    reaching exactly its kinds, each with its claim and no other definition with one.
+
+    The engine offers an envelope to the definitions whose ``event_types`` hold its
+    route, and those are read off the table: a route made outside it (a combination
+    the table lacks) would reach only the guard, and fold to nothing.
+    """
+    router = module.Router()
+    guard, *definitions = module.DEFINITIONS
+    for event in events:
+        try:
+            routed = router(event)
+        except Exception:  # an event the router refuses (check_route_is_the_router)
+            break
+        assert routed.route in module.ROUTES
+        assert routed.route not in guard.event_types
+        reached = {d.kind for d in definitions if routed.route in d.event_types}
+        assert reached == routed.route.kinds
+        for definition in definitions:
+            assert (definition.match(routed) is not None) == (definition.kind in reached)

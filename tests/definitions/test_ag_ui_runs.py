@@ -23,9 +23,9 @@ from definitions._text import StreamedText
 from engine import DefinitionError, create_conversation_engine
 from tests.conformance._strategies import TEXT, splits
 
-from ._runs import Counting, check_run
+from ._runs import Counting, check_route_is_the_router, check_routes_are_rows, check_run
 
-MESSAGE, TOOL_CALL = ag_ui.DEFINITIONS[:2]
+MESSAGE, TOOL_CALL = ag_ui.DEFINITIONS[1:3]  # after the guard
 RUN: dict[str, Any] = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
 
 
@@ -168,22 +168,22 @@ def test_a_text_split_anywhere_is_appended_whole(kind: str, data: Any, text: str
 
 STREAMS: dict[str, tuple[Any, ...]] = {
     "text": (
-        0,
+        1,
         [{"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}],
         {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "ab"},
     ),
     "reasoning": (
-        0,
+        1,
         [{"type": "REASONING_MESSAGE_START", "messageId": "m"}],
         {"type": "REASONING_MESSAGE_CONTENT", "messageId": "m", "delta": "ab"},
     ),
     "chunks": (
-        0,
+        1,
         [{"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": ""}],
         {"type": "TEXT_MESSAGE_CHUNK", "delta": "ab"},
     ),
     "tool arguments": (
-        1,
+        2,
         [
             {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
             {
@@ -205,12 +205,12 @@ def test_a_streamed_node_is_folded_through_one_update_many_call(stream: str) -> 
     which, head, delta = STREAMS[stream]
     definitions: list[Any] = list(ag_ui.DEFINITIONS)
     definitions[which] = counting = Counting(definitions[which])
-    engine = create_conversation_engine(definitions, event_type=type)
+    engine = create_conversation_engine(definitions, event_type=ag_ui.event_type)
     end = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
     engine.push_many(ag_ui.Router().route([RUN, *head, *[delta] * 50, end]))
     assert counting.runs == [49]  # the first delta is folded by update, the rest as a run
     node = next(node for node in engine.nodes() if node.kind == definitions[which].kind)
-    text = node.state.content if which == 0 else node.state.arguments
+    text = node.state.content if which == 1 else node.state.arguments
     assert str(text) == "ab" * 50
 
 
@@ -220,11 +220,12 @@ def test_a_streamed_node_is_folded_through_one_update_many_call(stream: str) -> 
     ids=lambda d: d.kind,
 )
 def test_publication_by_type_is_publication_by_event(definition: Any) -> None:
-    # A routed engine reads the mapping once per envelope class, an unrouted one calls
-    # it per envelope: both say what the envelope's class does (deltas wait for a frame).
+    # A routed engine reads the mapping once per route, an unrouted one calls it per
+    # envelope: both say what the route's row of the table does (deltas wait for a frame).
     publication = definition.publication
-    for cls in definition.event_types - {dict}:  # dict: a raw event, which match refuses
-        assert publication.get(cls, "immediate") == publication(cls({})) == cls.pub
+    for route in definition.event_types:
+        envelope = ag_ui.Routed({}, route)
+        assert publication.get(route, "immediate") == publication(envelope) == route.publication
 
 
 @settings(max_examples=50)
@@ -232,10 +233,10 @@ def test_publication_by_type_is_publication_by_event(definition: Any) -> None:
 def test_fold_with_runs_is_the_fold_one_event_at_a_time(events: list[dict[str, Any]]) -> None:
     # The whole set, with and without runs (push one at a time: no runs at all).
     stream = [RUN, MESSAGE_STARTS[0], TOOL_STARTS[0], *events]
-    engine = create_conversation_engine(ag_ui.DEFINITIONS, event_type=type)
+    engine = create_conversation_engine(ag_ui.DEFINITIONS, event_type=ag_ui.event_type)
     with contextlib.suppress(DefinitionError):  # a bad delta: the events before it stay
         engine.push_many(ag_ui.Router().route(stream))
-    one = create_conversation_engine(ag_ui.DEFINITIONS, event_type=type)
+    one = create_conversation_engine(ag_ui.DEFINITIONS, event_type=ag_ui.event_type)
     router = ag_ui.Router()
     for event in stream:
         try:
@@ -243,3 +244,54 @@ def test_fold_with_runs_is_the_fold_one_event_at_a_time(events: list[dict[str, A
         except DefinitionError:
             break
     assert engine.nodes() == one.nodes()
+
+
+# A small vocabulary over two messages and two tool calls, so that deltas alternate
+# between nodes, follow their node's end, a snapshot that drops it or a new run, name
+# unknown or missing ids, or come before any start.
+ROUTER_EVENTS = st.sampled_from(
+    [
+        RUN,
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+        {"type": "MESSAGES_SNAPSHOT", "messages": []},
+        {"type": "TEXT_MESSAGE_CONTENT", "delta": "no id"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m"},  # no delta: the router raises
+        *(
+            event
+            for message in ("m", "n")
+            for event in (
+                {"type": "TEXT_MESSAGE_START", "messageId": message, "role": "assistant"},
+                {"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": "d"},
+                {"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": ""},
+                {"type": "TEXT_MESSAGE_END", "messageId": message},
+                {"type": "REASONING_MESSAGE_START", "messageId": message},
+                {"type": "REASONING_MESSAGE_CONTENT", "messageId": message, "delta": "r"},
+                {"type": "TEXT_MESSAGE_CHUNK", "messageId": message, "delta": "c"},
+            )
+        ),
+        *(
+            event
+            for call in ("c", "d")
+            for event in (
+                {"type": "TOOL_CALL_START", "toolCallId": call, "toolCallName": "f"},
+                {"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": "{"},
+                {"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": "}"},
+                {"type": "TOOL_CALL_END", "toolCallId": call},
+            )
+        ),
+    ]
+)
+
+
+@settings(max_examples=300)
+@given(events=st.lists(ROUTER_EVENTS, max_size=40))
+def test_route_is_the_router_on_each_event(events: list[dict[str, Any]]) -> None:
+    # route() repeats the last delta's route for the deltas after it naming the same
+    # node: the envelopes (and an event the router raises on) are the per-event router's.
+    check_route_is_the_router(ag_ui, events)
+
+
+@settings(max_examples=200)
+@given(events=st.lists(ROUTER_EVENTS, max_size=40))
+def test_every_route_the_router_takes_is_a_row_of_the_table(events: list[dict[str, Any]]) -> None:
+    check_routes_are_rows(ag_ui, events)

@@ -23,9 +23,12 @@ from definitions import ai_sdk
 from engine import DefinitionError, create_conversation_engine
 from tests.conformance._strategies import JSON_VALUES, TEXT, splits
 
-from ._runs import Counting, check_run
+from ._runs import Counting, check_route_is_the_router, check_routes_are_rows, check_run
 
-TEXT_PART, REASONING_PART, TOOL_PART = ai_sdk.DEFINITIONS[2:5]
+BY_KIND = {d.kind: d for d in ai_sdk.DEFINITIONS}
+TEXT_PART, REASONING_PART, TOOL_PART = (
+    BY_KIND[kind] for kind in ("ai_sdk_text", "ai_sdk_reasoning", "ai_sdk_tool")
+)
 START: dict[str, Any] = {"type": "start", "messageId": "x"}
 
 
@@ -177,17 +180,17 @@ def test_a_text_split_anywhere_is_appended_whole(kind: str, data: Any, text: str
 
 STREAMS: dict[str, tuple[Any, ...]] = {
     "text": (
-        2,
+        3,
         {"type": "text-start", "id": "0"},
         {"type": "text-delta", "id": "0", "delta": "ab"},
     ),
     "reasoning": (
-        3,
+        4,
         {"type": "reasoning-start", "id": "0"},
         {"type": "reasoning-delta", "id": "0", "delta": "ab"},
     ),
     "tool input": (
-        4,
+        5,
         {"type": "tool-input-start", "toolCallId": "c", "toolName": "f"},
         {"type": "tool-input-delta", "toolCallId": "c", "inputTextDelta": "ab"},
     ),
@@ -201,12 +204,12 @@ def test_a_streamed_part_is_folded_through_one_update_many_call(stream: str) -> 
     which, start, delta = STREAMS[stream]
     definitions: list[Any] = list(ai_sdk.DEFINITIONS)
     definitions[which] = counting = Counting(definitions[which])
-    engine = create_conversation_engine(definitions, event_type=type)
+    engine = create_conversation_engine(definitions, event_type=ai_sdk.event_type)
     chunks = [START, {"type": "start-step"}, start, *[delta] * 50, {"type": "finish"}]
     engine.push_many(ai_sdk.Router().route(chunks))
     assert counting.runs == [49]  # the first delta is folded by update, the rest as a run
     part = next(node.state for node in engine.nodes() if node.kind == definitions[which].kind)
-    assert str(part.raw if which == 4 else part.text) == "ab" * 50
+    assert str(part.raw if which == 5 else part.text) == "ab" * 50
 
 
 @pytest.mark.parametrize(
@@ -215,11 +218,12 @@ def test_a_streamed_part_is_folded_through_one_update_many_call(stream: str) -> 
     ids=lambda d: d.kind,
 )
 def test_publication_by_type_is_publication_by_event(definition: Any) -> None:
-    # A routed engine reads the mapping once per envelope class, an unrouted one calls
-    # it per envelope: both say what the envelope's class does (deltas wait for a frame).
+    # A routed engine reads the mapping once per route, an unrouted one calls it per
+    # envelope: both say what the route's row of the table does (deltas wait for a frame).
     publication = definition.publication
-    for cls in definition.event_types - {dict}:  # dict: a raw event, which match refuses
-        assert publication.get(cls, "immediate") == publication(cls({})) == cls.pub
+    for route in definition.event_types:
+        envelope = ai_sdk.Routed({}, route)
+        assert publication.get(route, "immediate") == publication(envelope) == route.publication
 
 
 @settings(max_examples=50)
@@ -233,10 +237,10 @@ def test_fold_with_runs_is_the_fold_one_event_at_a_time(events: list[dict[str, A
     # The whole set, with runs and without (one push per event makes no runs).
     starts = [KINDS[kind][1][0] for kind in KINDS]
     stream = [START, *starts, *events]
-    engine = create_conversation_engine(ai_sdk.DEFINITIONS, event_type=type)
+    engine = create_conversation_engine(ai_sdk.DEFINITIONS, event_type=ai_sdk.event_type)
     with contextlib.suppress(DefinitionError):  # a bad delta: the events before it stay
         engine.push_many(ai_sdk.Router().route(stream))
-    one = create_conversation_engine(ai_sdk.DEFINITIONS, event_type=type)
+    one = create_conversation_engine(ai_sdk.DEFINITIONS, event_type=ai_sdk.event_type)
     router = ai_sdk.Router()
     for event in stream:
         try:
@@ -283,18 +287,6 @@ ROUTER_CHUNKS = st.sampled_from(
 )
 
 
-def routed_fields(routed: Any) -> tuple[Any, ...]:
-    return (
-        type(routed),
-        routed.event,
-        routed.claim,
-        routed.message,
-        routed.message_claim,
-        routed.step_claim,
-        routed.steps,
-    )
-
-
 @settings(max_examples=300)
 @given(chunks=st.lists(ROUTER_CHUNKS, max_size=40))
 @example(  # a part whose id is null, then a delta without one (the router raises)
@@ -307,23 +299,10 @@ def routed_fields(routed: Any) -> tuple[Any, ...]:
 def test_route_is_the_router_on_each_chunk(chunks: list[dict[str, Any]]) -> None:
     # route() remembers the last delta's part to route the deltas after it quickly:
     # the envelopes (and a chunk the router raises on) are the per-chunk router's.
-    router = ai_sdk.Router()
-    expected: list[Any] = []
-    failure: type[BaseException] | None = None
-    for chunk in chunks:
-        try:
-            expected.append(routed_fields(router(chunk)))
-        except Exception as exc:  # route() must raise the same
-            failure = type(exc)
-            break
-    got: list[Any] = []
+    check_route_is_the_router(ai_sdk, chunks)
 
-    def take() -> None:
-        got.extend(routed_fields(routed) for routed in ai_sdk.Router().route(chunks))
 
-    if failure is None:
-        take()
-    else:
-        with pytest.raises(failure):
-            take()
-    assert got == expected
+@settings(max_examples=200)
+@given(chunks=st.lists(ROUTER_CHUNKS, max_size=40))
+def test_every_route_the_router_takes_is_a_row_of_the_table(chunks: list[dict[str, Any]]) -> None:
+    check_routes_are_rows(ai_sdk, chunks)

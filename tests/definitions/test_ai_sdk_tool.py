@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from definitions import ai_sdk
 from definitions._text import StreamedText
+from engine import Claim
 
 UNSET = ai_sdk.UNSET
 _PARTIAL = "\x00partial"
@@ -23,7 +24,7 @@ _OUTPUT_STATES = {
     "tool-output-available": "output-available",
     "tool-output-error": "output-error",
 }
-TOOL = ai_sdk.DEFINITIONS[4]
+TOOL = ai_sdk.DEFINITIONS[5]  # after the guard
 
 
 def model_update(part: Any, routed: Any) -> Any:
@@ -163,9 +164,9 @@ class TestToolUpdate:
         chunks=st.lists(CHUNKS, max_size=8),
     )
     def test_update_is_the_model(self, start: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
-        routed = ai_sdk.Routed(start)
+        routed = ai_sdk.Routed(start, tool=Claim("0/1", "start"))  # message "0", part 1
         dynamic = bool(start.get("dynamic"))
-        first = ai_sdk.ToolPart(routed.message, "c", start.get("toolName") or "", dynamic, "")
+        first = ai_sdk.ToolPart("0", "c", start.get("toolName") or "", dynamic, "")
         expected = model_update(first, routed)
         got = TOOL.start(routed, None)
         assert got == expected

@@ -233,9 +233,9 @@ class TestProtocolDefinitions:
         second = list(chosen.feed([event]))
         # A router kept across logs would see "m" again and claim an update.
         assert isinstance(first[0], ag_ui.Routed)
-        assert first[0].claim == second[0].claim
-        assert first[0].claim is not None
-        assert first[0].claim.role == "start"
+        assert first[0].message == second[0].message
+        assert first[0].message is not None
+        assert first[0].message.role == "start"
 
     def test_missing_module_is_a_spec_error(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setitem(sys.modules, "definitions.ai_sdk", None)
