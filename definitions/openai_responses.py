@@ -622,7 +622,7 @@ def _fold_item(state: ItemState, events: Sequence[Scoped]) -> ItemState:
         return state
     at = first.at
     pieces = [
-        e.text if (kind := e.field) == field and e.at == at else "" if kind == none else None
+        e.text if e.field == field and e.at == at else "" if e.field == none else None
         for e in events
     ]
     return fold_run(

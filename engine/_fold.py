@@ -339,7 +339,8 @@ class Fold:
         try:
             id = claim.id
             role = claim.role
-            record = self.opens[slot.index].get(id)
+            opens = self.opens[slot.index]
+            record = opens.get(id)
         except Exception as exc:  # not a Claim, or an unhashable id
             raise _Failed(exc, slot, "match", claim) from None
         if role == "update":
@@ -387,7 +388,7 @@ class Fold:
             self.nodes_list.append(None)
             self.by_kind[slot.kind].append(record)
             self.dirty.append(record)
-            self.opens[slot.index][id] = record
+            opens[id] = record
             if undo is not None:
                 undo.changes.append(_Change(record, True))
             return level
