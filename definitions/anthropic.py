@@ -431,10 +431,10 @@ class BlockDefinition:
         """Start on ``content_block_start``; update on its deltas and stop."""
         try:
             claim = event.block
+            if claim is not None:  # made by the scoper (returned inside the try: no jump)
+                return claim
         except AttributeError:  # a raw event, pushed without the pre-pass
             raise not_routed(_NOT_SCOPED, event) from None
-        if claim is not None:  # made by the scoper
-            return claim
         message_id = event.message_id
         if message_id is None:
             return None
