@@ -522,7 +522,8 @@ def _item_updated(state: ItemState, raw: dict[str, Any]) -> ItemState:
         index = 0 if at_key is None else raw.get(at_key)
         if type(index) is not int:
             return state
-        return _delta_appended(state, field, index, raw.get("delta"))
+        delta: Any = raw.get("delta")  # not a str: appending it raises, if the item takes it
+        return _delta_appended(state, field, index, delta)
     item_type = state.item.get("type")
     if kind == "response.output_item.done":
         item = raw.get("item")
