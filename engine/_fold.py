@@ -339,8 +339,7 @@ class Fold:
         try:
             id = claim.id
             role = claim.role
-            opens = self.opens[slot.index]
-            record = opens.get(id)
+            record = self.opens[slot.index].get(id)
         except Exception as exc:  # not a Claim, or an unhashable id
             raise _Failed(exc, slot, "match", claim) from None
         if role == "update":
@@ -388,7 +387,7 @@ class Fold:
             self.nodes_list.append(None)
             self.by_kind[slot.kind].append(record)
             self.dirty.append(record)
-            opens[id] = record
+            self.opens[slot.index][id] = record
             if undo is not None:
                 undo.changes.append(_Change(record, True))
             return level
