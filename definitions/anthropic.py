@@ -155,7 +155,7 @@ class Scoper:
     def __call__(self, event: Any) -> Scoped | None:
         """Wrap ``event`` (a dict or an SDK event; ``None`` for a ``MessageStream``
         helper's derived event); a ``message_start`` makes its id the current scope."""
-        if type(event) is not dict:
+        if not isinstance(event, dict):  # a dict subclass as it is, as in scope
             event = PROTOCOL.plain(event)
             if event is None:
                 return None
@@ -196,7 +196,8 @@ def _start_claim(claims: dict[int, Claim], message_id: str, index: int) -> Claim
 def scope(events: Iterable[Any]) -> Iterator[Scoped]:
     """Wrap each raw event of one stream in ``Scoped`` (the pure pre-pass).
 
-    Takes dicts and the SDK's typed events (``PROTOCOL.plain``); ``ping`` events and
+    Takes dicts (a dict subclass too, as it is) and the SDK's typed events
+    (``PROTOCOL.plain``, which copies any other mapping); ``ping`` events and
     the ``MessageStream`` helper's derived events are dropped (the SDK drops pings
     before folding too). Gives the envelopes ``Scoper`` gives, one event at a time.
     """
@@ -207,12 +208,15 @@ def scope(events: Iterable[Any]) -> Iterator[Scoped]:
     # Reset whenever the scope changes; another index goes through ``claims``.
     last_index: object = _NO_INDEX
     last_claim: Claim | None = None
+    get = dict.get  # raises TypeError for what is not a dict: no type test per event
     for event in events:
-        if type(event) is not dict:
+        try:
+            kind = get(event, "type")
+        except TypeError:  # an SDK's typed event (plain names anything else)
             event = PROTOCOL.plain(event)
             if event is None:
                 continue
-        kind = event.get("type")
+            kind = event.get("type")
         if kind == "content_block_delta" or kind == "content_block_stop":
             new = _BlockDelta if kind == "content_block_delta" else _BlockStop
             index = event.get("index")
@@ -431,10 +435,10 @@ class BlockDefinition:
         """Start on ``content_block_start``; update on its deltas and stop."""
         try:
             claim = event.block
+            if claim is not None:  # made by the scoper (returned inside the try: no jump)
+                return claim
         except AttributeError:  # a raw event, pushed without the pre-pass
             raise not_routed(_NOT_SCOPED, event) from None
-        if claim is not None:  # made by the scoper
-            return claim
         message_id = event.message_id
         if message_id is None:
             return None

@@ -123,7 +123,7 @@ class Scoper:
     def __call__(self, chunk: Any) -> ScopedChunk | None:
         """Wrap ``chunk`` (a dict or the SDK's ``ChatCompletionChunk``; ``None`` for an
         event the SDK's stream helper derives from a chunk)."""
-        if type(chunk) is not dict:
+        if not isinstance(chunk, dict):  # a dict subclass as it is, as in scope
             chunk = PROTOCOL.plain(chunk)
             if chunk is None:
                 return None
@@ -141,20 +141,24 @@ class Scoper:
 
 
 def scope(events: Iterable[Any]) -> Iterator[ScopedChunk]:
-    """Wrap each chunk of one stream in ``ScopedChunk`` (the pure pre-pass): dicts or
-    the SDK's typed chunks (its stream helper's derived events left out).
+    """Wrap each chunk of one stream in ``ScopedChunk`` (the pure pre-pass): dicts (a
+    dict subclass too, as it is) or the SDK's typed chunks (its stream helper's
+    derived events left out).
 
     ``Scoper``'s rule over a whole stream, as a generator: a Scoper called per chunk
     (``map``) costs 10% more fold time (in-process A/B, best of 20 interleaved rounds).
     """
     current: str | None = None
     update: Claim | None = None  # the current completion's update claim
+    get = dict.get  # raises TypeError for what is not a dict: no type test per chunk
     for chunk in events:
-        if type(chunk) is not dict:
+        try:
+            chunk_id = get(chunk, "id") or ""
+        except TypeError:  # an SDK's typed chunk (plain names anything else)
             chunk = PROTOCOL.plain(chunk)
             if chunk is None:
                 continue
-        chunk_id = chunk.get("id") or ""
+            chunk_id = chunk.get("id") or ""
         if current is not None and (chunk_id == current or current == ""):
             yield _Scoped(current, False, chunk, update)
         elif _opens(chunk):

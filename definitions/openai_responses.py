@@ -158,7 +158,7 @@ class Scoper:
     def __call__(self, event: Any) -> Scoped:
         """The envelope of ``event`` (a dict or the SDK's typed event); a
         ``response.created`` makes its id the scope."""
-        if type(event) is not dict:
+        if not isinstance(event, dict):  # a dict subclass as it is, as in scope
             event = _plain(event)
         return self._scoped(event, event.get("type"))
 
@@ -220,7 +220,7 @@ def _delta(
 
 def scope(events: Iterable[Any]) -> Iterator[Scoped]:
     """Each raw event of one stream in its envelope (the pure pre-pass), in order:
-    dicts or the SDK's typed events.
+    dicts (a dict subclass too, as it is) or the SDK's typed events.
 
     Lazy: an event that cannot be scoped (a ``response.created`` without a response
     object, an unhashable type) raises when it is reached, after the ones before it.
@@ -233,11 +233,15 @@ def scope(events: Iterable[Any]) -> Iterator[Scoped]:
     none = _NONE
     items = scoper._items  # the scoper's, after the event before
     response_id = None
+    get = dict.get  # raises TypeError for what is not a dict: no type test per event
     for event in events:
-        if type(event) is not dict:
+        try:
+            kind = get(event, "type")
+        except TypeError:  # an SDK's typed event (plain names anything else)
             event = _plain(event)
+            kind = event.get("type")
         try:  # most events: _delta() inline, of an item whose claim is made
-            field, at_key = all_reads.get(event["type"], no_reads)
+            field, at_key = all_reads.get(kind, no_reads)
             if field is not None and type(index := event["output_index"]) is int:
                 claim = items[index]
                 if field == none:
@@ -250,7 +254,7 @@ def scope(events: Iterable[Any]) -> Iterator[Scoped]:
                     continue
         except (KeyError, TypeError):  # TypeError: an unhashable type
             pass
-        yield scoped(event, event.get("type"))
+        yield scoped(event, kind)
         items = scoper._items
         response_id = scoper.response_id
 
@@ -411,6 +415,15 @@ _READS: Final[dict[Any, tuple[str, str | None]]] = {
     "response.function_call_arguments.delta": ("arguments", None),
     "response.reasoning_summary_text.delta": ("summary", "summary_index"),
 }
+# The deltas that append to an item's own text (the others are pending text).
+_TEXT_DELTAS: Final = {
+    kind: _READS[kind]
+    for kind in (
+        "response.output_text.delta",
+        "response.function_call_arguments.delta",
+        "response.reasoning_summary_text.delta",
+    )
+}
 # The envelope class of each type a definition takes.
 _TARGETS: Final[dict[Any, type[Scoped]]] = {
     **dict.fromkeys(_LIFECYCLE | {"error"}, _ToResponse),
@@ -503,27 +516,15 @@ def _item_updated(state: ItemState, raw: dict[str, Any]) -> ItemState:
     """The item after any one raw item event (``update``): folded the way the SDK does,
     plus reasoning summaries. A run goes through ``_fold_item``."""
     kind = raw["type"]
+    reads = _TEXT_DELTAS.get(kind)
+    if reads is not None:  # a delta appending to the item's text: read as the scoper does
+        field, at_key = reads
+        index = 0 if at_key is None else raw.get(at_key)
+        if type(index) is not int:
+            return state
+        delta: Any = raw.get("delta")  # not a str: appending it raises, if the item takes it
+        return _delta_appended(state, field, index, delta)
     item_type = state.item.get("type")
-    if kind == "response.output_text.delta":
-        index = raw.get("content_index")
-        parts = state.parts
-        if item_type != "message" or type(index) is not int or not 0 <= index < len(parts):
-            return state
-        part = parts[index]
-        if part.part.get("type") != "output_text":
-            return state
-        return _appended(state, "parts", index, raw["delta"])
-    if kind == "response.function_call_arguments.delta":
-        if item_type != "function_call":
-            return state
-        return _appended(state, "arguments", 0, raw["delta"])
-    if kind == "response.reasoning_summary_text.delta":
-        index = raw.get("summary_index")
-        if item_type != "reasoning" or type(index) is not int or index < 0:
-            return state
-        if index >= len(state.summary):  # a delta whose part.added was lost
-            state = _replace(state, summary=_pad(state.summary, index, "summary_text"))
-        return _appended(state, "summary", index, raw["delta"])
     if kind == "response.output_item.done":
         item = raw.get("item")
         if not isinstance(item, dict):
@@ -544,7 +545,7 @@ def _item_updated(state: ItemState, raw: dict[str, Any]) -> ItemState:
     if kind in _PENDING:
         delta = raw.get("delta")
         if type(delta) is str:
-            return _appended(state, "pending", 0, delta)
+            return _delta_appended(state, "pending", 0, delta)
     return state  # progress and *.done events: the done item carries the result
 
 
@@ -567,14 +568,17 @@ def _appended(state: ItemState, field: str, index: int, text: str) -> ItemState:
         new = PartState(part.part, part.text.append(text))
         return _replace(state, summary=(*summary[:index], new, *summary[index + 1 :]))
     assert field == "pending"
-    # Renderers only: an empty delta changes nothing (as a progress event does not).
-    return _replace(state, pending=state.pending.append(text)) if text else state
+    return _replace(state, pending=state.pending.append(text))
 
 
 def _delta_appended(state: ItemState, field: str, index: int, text: str) -> ItemState:
-    """What ``_item_updated`` makes of a str delta appending ``text`` to ``field`` (part
+    """What ``_item_updated`` makes of a delta appending ``text`` to ``field`` (part
     ``index``, an int), in any state: appended when the item takes it (a summary part
-    not there yet padded first), else the state itself."""
+    not there yet padded first), else the state itself. An empty delta changes
+    nothing (rule 6: the state itself, so it is neither a change nor published), as
+    an event that changes no item does; a run's such events are its empty pieces."""
+    if text == "":  # not `not text`: a delta that is no str (or none) raises, if taken
+        return state
     item_type = state.item.get("type")
     if field == "parts":
         parts = state.parts
@@ -603,9 +607,10 @@ def _fold_item(state: ItemState, events: Sequence[Scoped]) -> ItemState:
     *field*, see ``_appended``, and part index), which the scoper read off the event
     once (``Scoped.field``, ``at``, ``text``). The deltas into the text the run's first
     delta names are its pieces, each stretch joined and appended at once
-    (``_delta_appended``, which checks what ``_item_updated`` checks); every other
-    event (another text's delta, an event that changes nothing, a part added, an
-    envelope not made by a scoper) goes to ``_item_updated``.
+    (``_delta_appended``, which checks what ``_item_updated`` checks). An event that
+    changes no item (progress, a text's ``done``) is an empty piece, which changes
+    nothing either: it joins the stretch around it. Every other event (another text's
+    delta, a part added, an envelope not made by a scoper) goes to ``_item_updated``.
     """
     none = _NONE
     for first in events:
@@ -617,7 +622,10 @@ def _fold_item(state: ItemState, events: Sequence[Scoped]) -> ItemState:
             state = _item_updated(state, event.event)
         return state
     at = first.at
-    pieces = [e.text if e.field == field and e.at == at else None for e in events]
+    pieces = [
+        e.text if e.field == field and e.at == at else "" if e.field == none else None
+        for e in events
+    ]
     return fold_run(
         state, events, pieces, lambda s, text: _delta_appended(s, field, at, text), _update
     )

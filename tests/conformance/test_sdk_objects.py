@@ -72,6 +72,23 @@ def test_typed_events_fold_as_their_dicts(name: str, path: Path) -> None:
         obj if at % 2 else raw for at, (obj, raw) in enumerate(zip(objects, dicts, strict=True))
     ]
     assert view(protocol, pushed(protocol, mixed)) == seen
+    # In batch too, a dict first or a typed event first: the pre-pass looks at each.
+    assert view(protocol, protocol.replay(mixed)) == seen
+    assert view(protocol, protocol.replay([objects[0], *dicts[1:]])) == seen
+
+
+class Sub(dict):  # type: ignore[type-arg]
+    """A dict subclass (what a JSON decoder's ``object_hook`` might make)."""
+
+
+@pytest.mark.parametrize(("name", "path"), CASES)
+def test_a_dict_subclass_folds_as_its_dict(name: str, path: Path) -> None:
+    protocol = SETS[name].PROTOCOL
+    dicts = events_of(path)
+    expected = replayed(protocol, dicts)
+    subs = [Sub(event) for event in dicts]
+    assert view(protocol, protocol.replay(subs)) == view(protocol, expected)
+    assert view(protocol, pushed(protocol, subs)) == view(protocol, expected)
 
 
 @pytest.mark.parametrize(("name", "path"), CASES)

@@ -405,3 +405,59 @@ def test_a_field_equal_to_none_but_not_the_interned_object_folds_as_update() -> 
     engine = create_conversation_engine(openai_responses.PROTOCOL.registration)
     engine.push_many(rebuilt)
     assert openai_responses.responses(engine.nodes()) == openai_responses.fold(raw)
+
+
+@pytest.mark.parametrize("item_type", [*STREAMED, "mcp_call"])
+def test_an_empty_delta_changes_nothing_and_progress_joins_the_run(item_type: str) -> None:
+    # An empty delta is no change (rule 6: the state itself), so it is not published;
+    # an event that changes no item (progress, a text's done) is an empty piece of the
+    # run around it, which stays one update_many call.
+    item, delta = STREAMED.get(item_type, ({"type": "mcp_call", "arguments": ""}, {}))
+    kind = delta.get("type", PENDING[0])
+    delta = {**delta, "type": kind, "output_index": 0, "item_id": "i"}
+    response = {"id": "r", "object": "response", "status": "in_progress", "output": []}
+    start: list[dict[str, Any]] = [
+        {"type": "response.created", "response": response},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+    ]
+    state = ITEM.start(Scoped("r", start[1]), None)
+    assert ITEM.update(state, Scoped("r", {**delta, "delta": ""})) is state
+    quiet = event("response.web_search_call.searching")
+    events = [
+        *start,
+        {**delta, "delta": "a"},  # folded by update: the run's first
+        {**delta, "delta": "b"},
+        quiet,
+        {**delta, "delta": ""},
+        quiet,
+        {**delta, "delta": "c"},
+        quiet,
+    ]
+    counting = Counting(ITEM)
+    engine = create_conversation_engine(
+        [openai_responses.RESPONSE, counting], event_type=openai_responses.event_type
+    )
+    scoped = list(openai_responses.scope([*events, {**delta, "delta": ""}, quiet]))
+    engine.push_many(scoped[:-2])
+    assert counting.runs == [6]
+    expected = create_conversation_engine(openai_responses.DEFINITIONS)  # one at a time
+    for one in scoped[:-2]:
+        expected.push(one)
+    assert engine.nodes() == expected.nodes()
+    (node,) = [n for n in engine.nodes() if n.kind == ITEM.kind]
+    text = node.state.pending if item_type == "mcp_call" else None
+    if item_type == "message":
+        text = node.state.parts[0].text
+    elif item_type == "function_call":
+        text = node.state.arguments
+    elif item_type == "reasoning":
+        text = node.state.summary[0].text
+    assert str(text) == "abc"
+    # Pushed alone, an empty delta or a progress event changes nothing: no publication.
+    heard: list[object] = []
+    engine.subscribe(heard.append)
+    version = engine.statistics().events_accepted
+    for one in scoped[-2:]:
+        engine.push(one)
+    assert heard == []
+    assert engine.statistics().events_accepted == version
