@@ -18,10 +18,11 @@ detection gives that set (each tree reads the files with its own ``load_events``
   definitions alone.
 
 ``--instructions`` counts instead of timing: each set's passes run under valgrind
-(callgrind), less a run without them, as events per million instructions. A count
-is deterministic, so it shows a few per cent a loaded machine's timing cannot (it
-does not see cache misses or mispredicted branches; read both). About a minute per
-set and tree.
+(callgrind), less a run without them, as events per million instructions, with the
+cyclic garbage collector off (its timing is not the code's). A count is
+deterministic, so it shows a few per cent a loaded machine's timing cannot (it does
+not see cache misses or mispredicted branches; read both). About a minute per set
+and tree.
 
 Sets are read through the tree's public surface: ``PROTOCOL`` (``prepare``,
 ``registration``, ``fold``) where the module has one, else the older modules' own
@@ -158,7 +159,13 @@ def child(recordings: dict[str, list[str]], passes: int) -> dict[str, dict[str, 
 
 def counted(recordings: dict[str, list[str]], what: str, count: int) -> None:
     """Run one set's ``what`` once (routes and caches made), then ``count`` times: the
-    difference of two such runs under valgrind is the instructions of the passes."""
+    difference of two such runs under valgrind is the instructions of the passes.
+
+    The cyclic collector is off: when it runs depends on every allocation before, and
+    where objects hash by identity (a route record) on their addresses, so with it on
+    one tree's count moved by up to 20% run to run; off, a count repeats exactly.
+    """
+    gc.disable()
     for _, runs in _workloads(recordings).values():
         for _ in range(count + 1):
             runs[what]()
