@@ -420,6 +420,20 @@ class MessageDefinition:
         return anthropic_message(state.message, dict(state.delta).get("stop_reason"), usage)
 
 
+def _carried_marker(previous: Node | None, message_id: str, index: int) -> str:
+    """The list marker a text block at ``index`` takes from the block before it (see
+    ``BlockState.marker``): "" unless that block is the message's text block at
+    ``index - 1`` and its last line is a marker alone."""
+    if previous is None:
+        return ""
+    state: BlockState = previous.state
+    if state.message_id != message_id or state.index != index - 1:
+        return ""
+    if state.block.get("type") != "text":
+        return ""
+    return trailing_marker(str(state.block.get("text", "")) + str(state.text))
+
+
 class BlockDefinition:
     """Kind ``anthropic_block``: one node per content block, id ``<message>/<index>``."""
 
@@ -559,20 +573,6 @@ DEFINITIONS: Final = (MESSAGE, BLOCK)
 
 
 # -- rebuild ------------------------------------------------------------------------
-
-
-def _carried_marker(previous: Node | None, message_id: str, index: int) -> str:
-    """The list marker a text block at ``index`` takes from the block before it (see
-    ``BlockState.marker``): "" unless that block is the message's text block at
-    ``index - 1`` and its last line is a marker alone."""
-    if previous is None:
-        return ""
-    state: BlockState = previous.state
-    if state.message_id != message_id or state.index != index - 1:
-        return ""
-    if state.block.get("type") != "text":
-        return ""
-    return trailing_marker(str(state.block.get("text", "")) + str(state.text))
 
 
 def _block(state: BlockState) -> dict[str, Any]:
