@@ -71,6 +71,7 @@ model's lists or dicts (an SDK's stream helper may change them after the push).
 from __future__ import annotations
 
 import enum
+import itertools
 import types
 import typing
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
@@ -155,6 +156,28 @@ class ProtocolSet:
         """The protocol's final objects of one stream's raw events: ``rebuild`` of the
         replay."""
         return self.rebuild(self.replay(events))
+
+    def dicts(self, events: Iterable[Any]) -> Iterable[Any]:
+        """``events`` for a batch pre-pass, whose loop reads each event with
+        ``dict.get`` and converts one that is not a dict where it meets it (the
+        ``TypeError`` that marks it costs more than a typed event's conversion): a
+        stream whose first event is a dict as it is, any other with each event
+        through ``plain`` first (those it gives ``None`` for left out)."""
+        if type(events) is list or type(events) is tuple:  # no chain to read through
+            if not events or isinstance(events[0], dict):
+                return events
+            rest: Iterable[Any] = events
+        else:
+            iterator = iter(events)
+            for first in iterator:
+                rest = itertools.chain((first,), iterator)
+                break
+            else:
+                return ()
+            if isinstance(first, dict):
+                return rest
+        plain = self.plain
+        return (converted for event in rest if (converted := plain(event)) is not None)
 
     def plain(self, event: object) -> dict[str, Any] | None:
         """``event`` as the plain dict the pre-pass folds, or ``None`` when it is one

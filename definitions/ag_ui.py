@@ -207,10 +207,10 @@ class Router:
         last_route = _NOWHERE
         last_message = last_tool_call = None
         get = dict.get  # raises TypeError for what is not a dict: no type test per event
-        for event in events:
+        for event in PROTOCOL.dicts(events):
             try:
                 kind = get(event, "type")
-            except TypeError:  # an SDK's typed event (plain names anything else)
+            except TypeError:  # a typed event in a stream of dicts (plain names anything else)
                 event = _plain(event)
                 kind = event.get("type")
             if kind == last_type and get(event, last_key, _ABSENT) == last_id:

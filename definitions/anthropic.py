@@ -209,10 +209,10 @@ def scope(events: Iterable[Any]) -> Iterator[Scoped]:
     last_index: object = _NO_INDEX
     last_claim: Claim | None = None
     get = dict.get  # raises TypeError for what is not a dict: no type test per event
-    for event in events:
+    for event in PROTOCOL.dicts(events):
         try:
             kind = get(event, "type")
-        except TypeError:  # an SDK's typed event (plain names anything else)
+        except TypeError:  # a typed event in a stream of dicts (plain names anything else)
             event = PROTOCOL.plain(event)
             if event is None:
                 continue

@@ -151,10 +151,10 @@ def scope(events: Iterable[Any]) -> Iterator[ScopedChunk]:
     current: str | None = None
     update: Claim | None = None  # the current completion's update claim
     get = dict.get  # raises TypeError for what is not a dict: no type test per chunk
-    for chunk in events:
+    for chunk in PROTOCOL.dicts(events):
         try:
             chunk_id = get(chunk, "id") or ""
-        except TypeError:  # an SDK's typed chunk (plain names anything else)
+        except TypeError:  # a typed chunk in a stream of dicts (plain names anything else)
             chunk = PROTOCOL.plain(chunk)
             if chunk is None:
                 continue

@@ -234,10 +234,10 @@ def scope(events: Iterable[Any]) -> Iterator[Scoped]:
     items = scoper._items  # the scoper's, after the event before
     response_id = None
     get = dict.get  # raises TypeError for what is not a dict: no type test per event
-    for event in events:
+    for event in PROTOCOL.dicts(events):
         try:
             kind = get(event, "type")
-        except TypeError:  # an SDK's typed event (plain names anything else)
+        except TypeError:  # a typed event in a stream of dicts (plain names anything else)
             event = _plain(event)
             kind = event.get("type")
         try:  # most events: _delta() inline, of an item whose claim is made

@@ -251,3 +251,24 @@ class TestChecks:
         assert plain(Outer(type="a", index=1)) == {"type": "a", "index": 1}
         with pytest.raises(TypeError, match="is not an event of this protocol"):
             plain(Outer(type="other"))
+
+
+def test_a_batch_pre_pass_reads_a_stream_of_dicts_as_it_is_and_converts_any_other() -> None:
+    """``ProtocolSet.dicts``: a stream that starts with a dict goes through untouched
+    (the pre-pass converts a later typed event itself); any other is converted first,
+    every event, so the pre-pass never meets a typed event one at a time."""
+    from types import MappingProxyType
+
+    from definitions import anthropic
+
+    events: list[Any] = [{"type": "ping"}, {"type": "message_stop"}]
+    assert anthropic.PROTOCOL.dicts(events) is events
+    assert list(anthropic.PROTOCOL.dicts(iter(events))) == events
+    assert all(a is b for a, b in zip(anthropic.PROTOCOL.dicts(iter(events)), events, strict=True))
+    mapped = [MappingProxyType(event) for event in events]
+    converted = list(anthropic.PROTOCOL.dicts(mapped))
+    assert converted == events
+    assert all(type(event) is dict for event in converted)
+    assert list(anthropic.PROTOCOL.dicts(iter(mapped))) == events
+    assert list(anthropic.PROTOCOL.dicts([])) == []
+    assert list(anthropic.PROTOCOL.dicts(iter(()))) == []
