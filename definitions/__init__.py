@@ -8,7 +8,8 @@ a ``ProtocolSet`` (the contract, ``definitions._protocol``). Imports only ``engi
 
 from ._protocol import PrePass as PrePass
 from ._protocol import ProtocolSet as ProtocolSet
+from ._protocol import RebuildError as RebuildError
 from ._routing import event_type as event_type
 from ._text import StreamedText as StreamedText
 
-__all__ = ["PrePass", "ProtocolSet", "StreamedText", "event_type"]
+__all__ = ["PrePass", "ProtocolSet", "RebuildError", "StreamedText", "event_type"]

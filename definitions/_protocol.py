@@ -23,14 +23,19 @@ What a set declares:
   lazily; ``pre_pass()`` makes a fresh per-stream callable that maps one event at a
   time (``None``: the event is skipped). Both take plain dicts and the official
   SDK's typed objects (see ``plain``); one stream's events always get the same
-  envelopes from either.
+  envelopes from either. An event either one cannot read (a field missing, null or of
+  another type where the pre-pass needs it) raises ``engine.EventError`` naming the
+  event and its position (``unreadable``): the live one counts its calls itself, a
+  batch one catches ``UNREADABLE`` around its whole loop, so a well-formed event pays
+  nothing for it.
 - ``event_type``: the routing key of the envelopes for the engine
   (``Registration(definitions, event_type=...)``). A raw event dict that did not go
   through the pre-pass raises an error naming the fix (from ``event_type`` or from
   the definition it is routed to).
 - ``rebuild(nodes)``: the protocol's own final objects (Anthropic ``Message`` dicts,
   ``ChatCompletion`` dicts, ...) from the nodes, as the SDK's accumulator would give
-  them; ``fold(events)`` is ``rebuild`` of a replay.
+  them (``RebuildError`` for nodes they cannot be made of); ``fold(events)`` is
+  ``rebuild`` of a replay.
 - ``vocabulary``: the tagged msgspec Structs the set's definitions fold fastest
   (``replay.load_events(types=...)``), or ``None``: plain dict events.
 - ``derived``: event types an SDK's helper derives from the raw events and yields
@@ -79,9 +84,21 @@ from typing import Any, Final, Protocol
 
 import attrs
 
-from engine import ConversationEngine, Node, Registration, create_conversation_engine
+from engine import (
+    ConversationEngine,
+    ConversationError,
+    EventError,
+    Node,
+    Registration,
+    create_conversation_engine,
+)
 
-__all__ = ["PrePass", "ProtocolSet", "Unrouted", "not_routed"]
+__all__ = ["UNREADABLE", "PrePass", "ProtocolSet", "RebuildError", "Unrouted", "not_routed"]
+
+UNREADABLE: Final = (LookupError, TypeError, AttributeError, ValueError)
+"""What a pre-pass raises on an event of the wrong shape (a field missing, null, or of
+another type): a batch pre-pass catches these around its loop and raises
+``ProtocolSet.unreadable`` instead."""
 
 
 class PrePass(Protocol):
@@ -108,13 +125,14 @@ class ProtocolSet:
     prepare: Callable[[Iterable[Any]], Iterator[Any]]
     """The batch pre-pass: one stream's raw events (dicts or SDK objects) in, the
     envelopes the definitions take out, lazily."""
-    pre_pass: Callable[[], PrePass]
-    """A new live pre-pass for one stream (one event in, its envelope or ``None``)."""
+    _pre_pass: Callable[[], PrePass] = attrs.field(alias="pre_pass")
+    # The set's own live pre-pass (a class, called once per stream); ``pre_pass()``
+    # gives it counted, so that an event it cannot read is named by its position.
     event_type: Callable[[Any], Hashable]
     """The engine's routing key for the envelopes; a raw event dict pushed without the
     pre-pass is routed to an error naming the fix (or makes this raise it)."""
-    rebuild: Callable[[Sequence[Node]], list[dict[str, Any]]]
-    """The protocol's own final objects from the nodes, in log order."""
+    _rebuild: Callable[[Sequence[Node]], list[dict[str, Any]]] = attrs.field(alias="rebuild")
+    # The set's own rebuild; ``rebuild()`` raises the library's error for it.
     vocabulary: Any = None
     """Tagged msgspec Structs to decode events as (``load_events(types=...)``), or
     ``None``: plain dict events."""
@@ -136,6 +154,41 @@ class ProtocolSet:
     def __attrs_post_init__(self) -> None:
         registration = Registration(self.definitions, event_type=self.event_type)
         object.__setattr__(self, "registration", registration)
+
+    def pre_pass(self) -> PrePass:
+        """A new live pre-pass for one stream: one raw event in, its envelope (or
+        ``None``, skip it) out. ``EventError`` for an event it cannot read, naming its
+        position among the events given to this pre-pass."""
+        return _Counted(self, self._pre_pass())
+
+    def unreadable(self, position: int, event: object, exc: BaseException) -> EventError:
+        """The error for event ``position`` of a stream that the pre-pass could not
+        read (it raised ``exc``, kept as ``__cause__``): names the protocol, the
+        position, the event and what was wrong with it."""
+        text = str(exc)
+        reason = text.removeprefix(f"{self.title}: ")
+        if reason == text:  # not one of the set's own messages: say what was raised
+            reason = f"{type(exc).__name__}: {text}"
+        error = EventError(
+            f"{self.title}: cannot fold event #{position} ({_what(event)}): {reason}",
+            position=position,
+        )
+        error.__cause__ = exc
+        return error
+
+    def rebuild(self, nodes: Sequence[Node]) -> list[dict[str, Any]]:
+        """The protocol's own final objects from the nodes, in log order.
+
+        ``RebuildError`` when the nodes hold what those objects cannot be made of (a
+        tool input that is not JSON, as the SDK's accumulator refuses it, or a field
+        the fold kept as the wire gave it, of another type)."""
+        try:
+            return self._rebuild(nodes)
+        except UNREADABLE as exc:
+            raise RebuildError(
+                f"{self.title}: cannot rebuild its objects from {len(nodes)} nodes: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
 
     def engine(self, *, hooks: Iterable[object] = (), **options: Any) -> ConversationEngine:
         """A live engine of this set: ``push(event)`` takes the stream's raw events as
@@ -162,7 +215,8 @@ class ProtocolSet:
         ``dict.get`` and converts one that is not a dict where it meets it (the
         ``TypeError`` that marks it costs more than a typed event's conversion): a
         stream whose first event is a dict as it is, any other with each event
-        through ``plain`` first (those it gives ``None`` for left out)."""
+        through ``plain`` first (those it gives ``None`` for left out; one ``plain``
+        refuses as it is, for the loop to meet and name by its position)."""
         if type(events) is list or type(events) is tuple:  # no chain to read through
             if not events or isinstance(events[0], dict):
                 return events
@@ -176,8 +230,18 @@ class ProtocolSet:
                 return ()
             if isinstance(first, dict):
                 return rest
+        return self._converted(rest)
+
+    def _converted(self, events: Iterable[Any]) -> Iterator[Any]:
         plain = self.plain
-        return (converted for event in rest if (converted := plain(event)) is not None)
+        for event in events:
+            try:
+                converted = plain(event)
+            except UNREADABLE:
+                yield event
+                continue
+            if converted is not None:
+                yield converted
 
     def plain(self, event: object) -> dict[str, Any] | None:
         """``event`` as the plain dict the pre-pass folds, or ``None`` when it is one
@@ -257,6 +321,13 @@ class ProtocolSet:
             if kind is None or isinstance(kind, str):
                 self._folded.setdefault(cls, (remember, set()))[1].add(kind)
         return plain
+
+
+class RebuildError(ConversationError, ValueError):
+    """A protocol set's ``rebuild`` (or ``fold``) met nodes its protocol's final objects
+    cannot be made of: the stream folded, but what it said cannot be given back as
+    the SDK's objects (the SDK's accumulator would have refused it too). The error
+    the set's rebuild raised is ``__cause__``."""
 
 
 def not_routed(fix: str, event: object) -> TypeError:
@@ -545,6 +616,26 @@ def _what(event: object) -> str:
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{name} {text}"
+
+
+class _Counted:
+    """A set's live pre-pass that counts the events given to it, so that one it
+    cannot read is an ``EventError`` naming its position (``ProtocolSet.unreadable``)."""
+
+    __slots__ = ("_position", "_pre_pass", "_protocol")
+
+    def __init__(self, protocol: ProtocolSet, pre_pass: PrePass) -> None:
+        self._protocol = protocol
+        self._pre_pass = pre_pass
+        self._position = 0
+
+    def __call__(self, event: Any) -> Any:
+        position = self._position
+        self._position = position + 1
+        try:
+            return self._pre_pass(event)
+        except UNREADABLE as exc:
+            raise self._protocol.unreadable(position, event, exc) from exc
 
 
 class _PrePassHook:

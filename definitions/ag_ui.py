@@ -56,7 +56,7 @@ import msgspec
 from engine import Claim, Node, Reader
 
 from ._envelope import Route, describe, publications, reaching, route_of
-from ._protocol import ProtocolSet, Unrouted
+from ._protocol import UNREADABLE, ProtocolSet, Unrouted
 from ._render import payload
 from ._runs import fold_run
 from ._text import StreamedText
@@ -207,26 +207,29 @@ class Router:
         last_route = _NOWHERE
         last_message = last_tool_call = None
         get = dict.get  # raises TypeError for what is not a dict: no type test per event
-        for event in PROTOCOL.dicts(events):
+        for position, event in enumerate(PROTOCOL.dicts(events)):
             try:
-                kind = get(event, "type")
-            except TypeError:  # a typed event in a stream of dicts (plain names anything else)
-                event = _plain(event)
-                kind = event.get("type")
-            if kind == last_type and get(event, last_key, _ABSENT) == last_id:
-                yield Routed(event, last_route, event["delta"], last_message, last_tool_call)
-                continue
-            handler = handlers.get(kind)
-            routed = Routed(event) if handler is None else handler(self, event)
-            last_route = routed.route
-            last_key = delta_keys.get(kind, "") if last_route is not _NOWHERE else ""
-            if last_key:
-                last_type = kind
-                last_id = event[last_key]
-                last_message, last_tool_call = routed.message, routed.tool_call
-            else:
-                last_type = _ABSENT
-            yield routed
+                try:
+                    kind = get(event, "type")
+                except TypeError:  # a typed event in a stream of dicts (plain names anything else)
+                    event = _plain(event)
+                    kind = event.get("type")
+                if kind == last_type and get(event, last_key, _ABSENT) == last_id:
+                    yield Routed(event, last_route, event["delta"], last_message, last_tool_call)
+                    continue
+                handler = handlers.get(kind)
+                routed = Routed(event) if handler is None else handler(self, event)
+                last_route = routed.route
+                last_key = delta_keys.get(kind, "") if last_route is not _NOWHERE else ""
+                if last_key:
+                    last_type = kind
+                    last_id = event[last_key]
+                    last_message, last_tool_call = routed.message, routed.tool_call
+                else:
+                    last_type = _ABSENT
+                yield routed
+            except UNREADABLE as exc:  # an event of the wrong shape
+                raise PROTOCOL.unreadable(position, event, exc) from exc
 
     def on_push_start(self, ctx: Any) -> None:
         """Push-hook form: replace the pushed raw event with its envelope."""

@@ -53,7 +53,7 @@ import msgspec
 from engine import Claim, Node, Reader
 
 from ._envelope import Route, describe, publications, reaching, route_of
-from ._protocol import ProtocolSet, Unrouted
+from ._protocol import UNREADABLE, ProtocolSet, Unrouted
 from ._render import payload
 from ._runs import fold_run
 from ._text import StreamedText
@@ -263,30 +263,34 @@ class Router:
         last_route = _NOWHERE
         last_text = last_reasoning = last_tool = None
         get = dict.get  # raises TypeError for what is not a dict: no type test per event
-        for event in PROTOCOL.dicts(events):
+        for position, event in enumerate(PROTOCOL.dicts(events)):
             try:
-                kind = get(event, "type")
-            except TypeError:  # a typed event in a stream of dicts (plain names anything else)
-                event = _plain(event)
-                kind = event.get("type")
-            if kind == last_type and get(event, last_key, _ABSENT) == last_part:
-                yield Routed(event, last_route, last_text, last_reasoning, last_tool)
-                continue
-            # The common case inline (a known chunk, no pending step); else the full path.
-            handler = handlers.get(kind)
-            if handler is None or self._current.pending_steps:
-                routed = route_one(event)
-            else:
-                routed = handler(self, event)
-            last_route = routed.route
-            last_key = delta_keys.get(last_route, "")
-            if last_key:  # a delta routed to its part with no step to show
-                last_type = kind
-                last_part = event[last_key]
-                last_text, last_reasoning, last_tool = routed.text, routed.reasoning, routed.tool
-            else:
-                last_type = _ABSENT
-            yield routed
+                try:
+                    kind = get(event, "type")
+                except TypeError:  # a typed event in a stream of dicts (plain names anything else)
+                    event = _plain(event)
+                    kind = event.get("type")
+                if kind == last_type and get(event, last_key, _ABSENT) == last_part:
+                    yield Routed(event, last_route, last_text, last_reasoning, last_tool)
+                    continue
+                # The common case inline (a known chunk, no pending step); else the full path.
+                handler = handlers.get(kind)
+                if handler is None or self._current.pending_steps:
+                    routed = route_one(event)
+                else:
+                    routed = handler(self, event)
+                last_route = routed.route
+                last_key = delta_keys.get(last_route, "")
+                if last_key:  # a delta routed to its part with no step to show
+                    last_type = kind
+                    last_part = event[last_key]
+                    last_text, last_reasoning = routed.text, routed.reasoning
+                    last_tool = routed.tool
+                else:
+                    last_type = _ABSENT
+                yield routed
+            except UNREADABLE as exc:  # an event of the wrong shape
+                raise PROTOCOL.unreadable(position, event, exc) from exc
 
     def on_push_start(self, ctx: Any) -> None:
         """Push-hook form: replace the pushed raw chunk with its envelope."""

@@ -57,7 +57,7 @@ import msgspec
 from engine import Claim, Node, Publication, Reader
 
 from ._partial_json import PartialJSONError, parse_partial_json
-from ._protocol import ProtocolSet, not_routed
+from ._protocol import UNREADABLE, ProtocolSet, not_routed
 from ._render import list_item_text, payload, trailing_marker
 from ._runs import fold_run
 from ._text import StreamedText
@@ -209,47 +209,50 @@ def scope(events: Iterable[Any]) -> Iterator[Scoped]:
     last_index: object = _NO_INDEX
     last_claim: Claim | None = None
     get = dict.get  # raises TypeError for what is not a dict: no type test per event
-    for event in PROTOCOL.dicts(events):
+    for position, event in enumerate(PROTOCOL.dicts(events)):
         try:
-            kind = get(event, "type")
-        except TypeError:  # a typed event in a stream of dicts (plain names anything else)
-            event = PROTOCOL.plain(event)
-            if event is None:
-                continue
-            kind = event.get("type")
-        if kind == "content_block_delta" or kind == "content_block_stop":
-            new = _BlockDelta if kind == "content_block_delta" else _BlockStop
-            index = event.get("index")
-            if index is last_index:  # the hot path
-                yield new(message_id, event, last_claim)
-                continue
-            if message_id is not None and type(index) is int:
-                last_index = index
-                last_claim = _update_claim(claims, message_id, index)
-                yield new(message_id, event, last_claim)
-                continue
-            yield new(message_id, event)
-        elif kind == "content_block_start":
-            index = event.get("index")
-            if message_id is not None and type(index) is int:
-                # the block's claims, made now (as _start_claim makes them), share an id
-                last_index = index
-                last_claim = claims[index] = Claim(f"{message_id}/{index}", "update")
-                yield _BlockStart(message_id, event, Claim(last_claim.id, "start"))
-                continue
-            yield _BlockStart(message_id, event)
-        elif kind == "message_start":
-            message = event.get("message") or {}
-            message_id = str(message.get("id") or "")
-            claims = {}
-            last_index = _NO_INDEX
-            yield _MessageStart(message_id, event)
-        elif kind == "message_stop":
-            yield _MessageStop(message_id, event)
-        elif kind == "message_delta":
-            yield _MessageDelta(message_id, event)
-        elif kind != "ping":
-            yield _envelope(kind)(message_id, event)
+            try:
+                kind = get(event, "type")
+            except TypeError:  # a typed event in a stream of dicts (plain names anything else)
+                event = PROTOCOL.plain(event)
+                if event is None:
+                    continue
+                kind = event.get("type")
+            if kind == "content_block_delta" or kind == "content_block_stop":
+                new = _BlockDelta if kind == "content_block_delta" else _BlockStop
+                index = event.get("index")
+                if index is last_index:  # the hot path
+                    yield new(message_id, event, last_claim)
+                    continue
+                if message_id is not None and type(index) is int:
+                    last_index = index
+                    last_claim = _update_claim(claims, message_id, index)
+                    yield new(message_id, event, last_claim)
+                    continue
+                yield new(message_id, event)
+            elif kind == "content_block_start":
+                index = event.get("index")
+                if message_id is not None and type(index) is int:
+                    # the block's claims, made now (as _start_claim makes them), share an id
+                    last_index = index
+                    last_claim = claims[index] = Claim(f"{message_id}/{index}", "update")
+                    yield _BlockStart(message_id, event, Claim(last_claim.id, "start"))
+                    continue
+                yield _BlockStart(message_id, event)
+            elif kind == "message_start":
+                message = event.get("message") or {}
+                message_id = str(message.get("id") or "")
+                claims = {}
+                last_index = _NO_INDEX
+                yield _MessageStart(message_id, event)
+            elif kind == "message_stop":
+                yield _MessageStop(message_id, event)
+            elif kind == "message_delta":
+                yield _MessageDelta(message_id, event)
+            elif kind != "ping":
+                yield _envelope(kind)(message_id, event)
+        except UNREADABLE as exc:  # an event of the wrong shape
+            raise PROTOCOL.unreadable(position, event, exc) from exc
 
 
 _NOT_SCOPED: Final = (

@@ -154,20 +154,19 @@ class Scoped(msgspec.Struct, frozen=True, array_like=True, gc=False):
     claim: Claim | None
 
 
-def _split(event: Any, position: str) -> tuple[str, Any]:
+def _split(event: Any) -> tuple[str, Any]:
     if type(event) is not dict:
         event = PROTOCOL.plain(event)  # a mapping is copied; anything else: TypeError
         assert event is not None  # the set derives no events
     if len(event) != 1:
         raise ValueError(
-            f"a ConverseStream event has exactly one key (its type); got {sorted(event)!r} "
-            f"at {position}"
+            f"a ConverseStream event has exactly one key (its type); got {sorted(event)!r}"
         )
     [(key, body)] = event.items()
     if key == "type":
         raise ValueError(
-            f"not a ConverseStream event ({event!r:.60}) at {position}: an event of another "
-            "protocol? Push it into the protocol set of its own SDK"
+            f"not a ConverseStream event ({event!r:.60}): an event of another protocol? "
+            "Push it into the protocol set of its own SDK"
         )
     return key, body
 
@@ -175,17 +174,15 @@ def _split(event: Any, position: str) -> tuple[str, Any]:
 class Scoper:
     """Numbers the messages of one stream, event by event (see ``scope``)."""
 
-    __slots__ = ("_count", "_seen", "_update")
+    __slots__ = ("_count", "_update")
 
     def __init__(self) -> None:
         self._count = 0  # messages opened
-        self._seen = 0  # events wrapped
         self._update: Claim | None = None  # the current message's update claim
 
     def __call__(self, event: Any) -> Scoped:
         """Wrap ``event``; a ``messageStart`` (or the first event) opens a message."""
-        key, body = _split(event, f"event {self._seen}")
-        self._seen += 1
+        key, body = _split(event)
         update = self._update
         if key not in EVENT_TYPES and key not in _EXCEPTIONS:
             # not a ConverseStream event: claimed by no definition
@@ -201,11 +198,10 @@ class Scoper:
 def scope(events: Iterable[Any]) -> Iterator[Scoped]:
     """Wrap each ConverseStream event of one stream in ``Scoped`` (the pure pre-pass).
 
-    ``TypeError`` for an event that is not a mapping, ``ValueError`` for one without
-    exactly one key, naming its position.
+    ``engine.EventError`` naming its position for an event that is not a mapping, or
+    one without exactly one key (``PROTOCOL.pre_pass()``, the counted ``Scoper``).
     """
-    scoper = Scoper()
-    return map(scoper, events)
+    return map(PROTOCOL.pre_pass(), events)
 
 
 _NOT_SCOPED: Final = (

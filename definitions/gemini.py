@@ -189,8 +189,10 @@ class Scoper:
 
 
 def scope(events: Iterable[Any]) -> Iterator[Scoped]:
-    """Wrap each chunk of one stream in ``Scoped`` (the pure pre-pass)."""
-    return map(Scoper(), events)
+    """Wrap each chunk of one stream in ``Scoped`` (the pure pre-pass): ``Scoper`` over
+    the stream, counted (``PROTOCOL.pre_pass()``), so that a chunk it cannot read is
+    an ``engine.EventError`` naming its position."""
+    return map(PROTOCOL.pre_pass(), events)
 
 
 _NOT_SCOPED: Final = (

@@ -51,7 +51,7 @@ import msgspec
 from engine import Claim, Node
 
 from ._cons import Cons, items
-from ._protocol import ProtocolSet, Unrouted
+from ._protocol import UNREADABLE, ProtocolSet, Unrouted
 from ._text import StreamedText
 
 __all__ = [
@@ -151,25 +151,28 @@ def scope(events: Iterable[Any]) -> Iterator[ScopedChunk]:
     current: str | None = None
     update: Claim | None = None  # the current completion's update claim
     get = dict.get  # raises TypeError for what is not a dict: no type test per chunk
-    for chunk in PROTOCOL.dicts(events):
+    for position, chunk in enumerate(PROTOCOL.dicts(events)):
         try:
-            chunk_id = get(chunk, "id") or ""
-        except TypeError:  # a typed chunk in a stream of dicts (plain names anything else)
-            chunk = PROTOCOL.plain(chunk)
-            if chunk is None:
-                continue
-            chunk_id = chunk.get("id") or ""
-        if current is not None and (chunk_id == current or current == ""):
-            yield _Scoped(current, False, chunk, update)
-        elif _opens(chunk):
-            current = chunk_id
-            update = _update_claims.get(current)
-            if update is None:
-                update = _update_claim(current)
-            yield _Scoped(current, True, chunk, Claim(current, "start"))
-        else:
-            current = update = None
-            yield _Scoped(None, False, chunk, None)
+            try:
+                chunk_id = get(chunk, "id") or ""
+            except TypeError:  # a typed chunk in a stream of dicts (plain names anything else)
+                chunk = PROTOCOL.plain(chunk)
+                if chunk is None:
+                    continue
+                chunk_id = chunk.get("id") or ""
+            if current is not None and (chunk_id == current or current == ""):
+                yield _Scoped(current, False, chunk, update)
+            elif _opens(chunk):
+                current = chunk_id
+                update = _update_claims.get(current)
+                if update is None:
+                    update = _update_claim(current)
+                yield _Scoped(current, True, chunk, Claim(current, "start"))
+            else:
+                current = update = None
+                yield _Scoped(None, False, chunk, None)
+        except UNREADABLE as exc:  # an event of the wrong shape
+            raise PROTOCOL.unreadable(position, chunk, exc) from exc
 
 
 _NOT_SCOPED: Final = (

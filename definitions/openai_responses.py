@@ -60,7 +60,7 @@ import msgspec
 
 from engine import Claim, Node
 
-from ._protocol import ProtocolSet, not_routed
+from ._protocol import UNREADABLE, ProtocolSet, not_routed
 from ._render import payload
 from ._routing import ByType
 from ._runs import fold_run
@@ -234,29 +234,32 @@ def scope(events: Iterable[Any]) -> Iterator[Scoped]:
     items = scoper._items  # the scoper's, after the event before
     response_id = None
     get = dict.get  # raises TypeError for what is not a dict: no type test per event
-    for event in PROTOCOL.dicts(events):
+    for position, event in enumerate(PROTOCOL.dicts(events)):
         try:
-            kind = get(event, "type")
-        except TypeError:  # a typed event in a stream of dicts (plain names anything else)
-            event = _plain(event)
-            kind = event.get("type")
-        try:  # most events: _delta() inline, of an item whose claim is made
-            field, at_key = all_reads.get(kind, no_reads)
-            if field is not None and type(index := event["output_index"]) is int:
-                claim = items[index]
-                if field == none:
-                    yield item_delta(response_id, event, claim, field)
-                    continue
-                at = 0 if at_key is None else event[at_key]
-                text = event["delta"]
-                if type(text) is str and type(at) is int:
-                    yield item_delta(response_id, event, claim, field, at, text)
-                    continue
-        except (KeyError, TypeError):  # TypeError: an unhashable type
-            pass
-        yield scoped(event, kind)
-        items = scoper._items
-        response_id = scoper.response_id
+            try:
+                kind = get(event, "type")
+            except TypeError:  # a typed event in a stream of dicts (plain names anything else)
+                event = _plain(event)
+                kind = event.get("type")
+            try:  # most events: _delta() inline, of an item whose claim is made
+                field, at_key = all_reads.get(kind, no_reads)
+                if field is not None and type(index := event["output_index"]) is int:
+                    claim = items[index]
+                    if field == none:
+                        yield item_delta(response_id, event, claim, field)
+                        continue
+                    at = 0 if at_key is None else event[at_key]
+                    text = event["delta"]
+                    if type(text) is str and type(at) is int:
+                        yield item_delta(response_id, event, claim, field, at, text)
+                        continue
+            except (KeyError, TypeError):  # TypeError: an unhashable type
+                pass
+            yield scoped(event, kind)
+            items = scoper._items
+            response_id = scoper.response_id
+        except UNREADABLE as exc:  # an event of the wrong shape
+            raise PROTOCOL.unreadable(position, event, exc) from exc
 
 
 def _plain(event: object) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import msgspec
 import pytest
 
 from definitions import ProtocolSet, ag_ui, ai_sdk, anthropic, openai_chat, openai_responses
-from engine import ConversationError, HookError, create_conversation_engine
+from engine import ConversationError, EventError, HookError, create_conversation_engine
 
 from ._sdk import SDK_PROTOCOLS, events_of, recordings, require, typed, view
 
@@ -206,9 +206,13 @@ def test_a_non_event_is_an_error_naming_it_and_the_fix(name: str, bad: object) -
     protocol = SETS[name].PROTOCOL
     what = type(bad).__qualname__
     fix = "push the stream's events as decoded JSON dicts or as the objects its official SDK"
-    with pytest.raises(TypeError, match=rf"^{protocol.title}: cannot fold a \S*{what}") as info:
+    # The batch pre-pass names its position; its cause is ``plain``'s TypeError.
+    cannot = rf"^{protocol.title}: cannot fold event #1 \(.*\): cannot fold a \S*{what}"
+    with pytest.raises(EventError, match=cannot) as info:
         protocol.fold([RAW[name], bad])
     assert fix in str(info.value)
+    assert info.value.position == 1
+    assert isinstance(info.value.__cause__, TypeError)
     engine = protocol.engine()
     engine.push(RAW[name])
     with pytest.raises(HookError, match=rf"{name} pre-pass.*cannot fold a \S*{what}.*{fix}"):
@@ -230,7 +234,7 @@ def test_a_typed_object_of_another_protocol_is_an_error(name: str) -> None:
     for obj in other_sdk_objects():
         if protocol.detect(obj.to_dict()):
             continue  # its own
-        with pytest.raises(TypeError, match="is not an event of this protocol") as info:
+        with pytest.raises(EventError, match="is not an event of this protocol") as info:
             protocol.fold([obj])
         assert type(obj).__qualname__ in str(info.value)
         assert "protocol set of its own SDK" in str(info.value)
