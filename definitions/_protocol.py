@@ -274,6 +274,13 @@ class ProtocolSet:
                 pass
         return self._checked(event)
 
+    def as_dict(self, event: object) -> dict[str, Any]:
+        """``plain`` of a set whose SDKs derive no events (``derived`` is empty), which
+        never skips one: always the event's dict (or ``plain``'s ``TypeError``)."""
+        plain = self.plain(event)
+        assert plain is not None, f"{self.name} derives events: use plain()"
+        return plain
+
     def _checked(self, event: object) -> dict[str, Any] | None:
         """``plain`` of an event whose class and type it has not folded yet."""
         cls = type(event)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any, Final, cast
+from typing import Any
 
 from engine import Publication
 
 __all__ = ["ByType", "event_type"]
-
-_struct_tags: dict[type, Hashable] = {}
 
 
 def event_type(event: object) -> Hashable:
@@ -24,20 +23,27 @@ def event_type(event: object) -> Hashable:
     cls = type(event)
     if cls is dict:
         return event.get("type")  # type: ignore[attr-defined, no-any-return]
-    cached = _struct_tags.get(cls)
-    if cached is not None:
-        return event.route if cached is _BY_ROUTE else cached  # type: ignore[attr-defined]
+    key = _keys.get(cls)
+    if key is None:
+        key = _keys[cls] = _key_of(cls)
+    return key(event)
+
+
+# Each class's key function, chosen when its first event is met: a C callable each,
+# so that the engine's call per event runs no Python frame.
+_keys: dict[type, Callable[[Any], Hashable]] = {}
+
+
+def _key_of(cls: type) -> Callable[[Any], Hashable]:
+    """The key function of the events of class ``cls`` (see ``event_type``)."""
     config = getattr(cls, "__struct_config__", None)
-    # mypy does not see a class as Hashable (its __hash__ is unbound): cast.
-    tag = cast(Hashable, cls) if config is None or config.tag is None else config.tag
-    if config is not None and "route" in cls.__struct_fields__:  # type: ignore[attr-defined]
-        _struct_tags[cls] = _BY_ROUTE
-        return event.route  # type: ignore[attr-defined, no-any-return]
-    _struct_tags[cls] = tag
-    return tag
-
-
-_BY_ROUTE: Final = object()  # the class's events are routed by their ``route`` field
+    if config is None:
+        return type
+    if "route" in cls.__struct_fields__:  # type: ignore[attr-defined]
+        return operator.attrgetter("route")
+    if config.tag is None:
+        return type
+    return operator.attrgetter("__struct_config__.tag")
 
 
 class ByType(dict[Hashable, Publication]):

@@ -158,13 +158,6 @@ class Routed(msgspec.Struct, gc=False, eq=False):
         return describe(self, ("message", "tool_call", "state", "run", "other"))
 
 
-def _plain(event: object) -> dict[str, Any]:
-    """A typed event as its dict (this protocol's SDKs derive no events)."""
-    plain = PROTOCOL.plain(event)
-    assert plain is not None  # PROTOCOL.derived is empty
-    return plain
-
-
 class Router:
     """Decides, per raw AG-UI event, which node it starts or updates (no I/O, no clock).
 
@@ -188,7 +181,7 @@ class Router:
         """The envelope of ``event`` (an event dict, or the SDK's typed event by its
         shape); an unknown type gets one that claims nothing."""
         if not isinstance(event, dict):  # a dict subclass is folded as it is, as by route
-            event = _plain(event)
+            event = PROTOCOL.as_dict(event)
         handler = _HANDLERS.get(event.get("type"))
         return Routed(event) if handler is None else handler(self, event)
 
@@ -212,7 +205,7 @@ class Router:
                 try:
                     kind = get(event, "type")
                 except TypeError:  # a typed event in a stream of dicts (plain names anything else)
-                    event = _plain(event)
+                    event = PROTOCOL.as_dict(event)
                     kind = event.get("type")
                 if kind == last_type and get(event, last_key, _ABSENT) == last_id:
                     yield Routed(event, last_route, event["delta"], last_message, last_tool_call)

@@ -205,13 +205,6 @@ class _Message:
         self.data: dict[tuple[str, str], Claim] = {}
 
 
-def _plain(event: object) -> dict[str, Any]:
-    """A typed event as its dict (this protocol's SDKs derive no events)."""
-    plain = PROTOCOL.plain(event)
-    assert plain is not None  # PROTOCOL.derived is empty
-    return plain
-
-
 class Router:
     """Decides, per raw UI message chunk, which node it starts or updates.
 
@@ -228,7 +221,7 @@ class Router:
         """The envelope of ``event`` (a chunk dict, or a typed chunk by its shape); a
         chunk that concerns no node gets a bare one."""
         if not isinstance(event, dict):  # a dict subclass is folded as it is, as by route
-            event = _plain(event)
+            event = PROTOCOL.as_dict(event)
         kind = event.get("type")
         handler = _HANDLERS.get(kind)
         if handler is not None:
@@ -268,7 +261,7 @@ class Router:
                 try:
                     kind = get(event, "type")
                 except TypeError:  # a typed event in a stream of dicts (plain names anything else)
-                    event = _plain(event)
+                    event = PROTOCOL.as_dict(event)
                     kind = event.get("type")
                 if kind == last_type and get(event, last_key, _ABSENT) == last_part:
                     yield Routed(event, last_route, last_text, last_reasoning, last_tool)

@@ -156,8 +156,7 @@ class Scoped(msgspec.Struct, frozen=True, array_like=True, gc=False):
 
 def _split(event: Any) -> tuple[str, Any]:
     if type(event) is not dict:
-        event = PROTOCOL.plain(event)  # a mapping is copied; anything else: TypeError
-        assert event is not None  # the set derives no events
+        event = PROTOCOL.as_dict(event)  # a mapping is copied; anything else: TypeError
     if len(event) != 1:
         raise ValueError(
             f"a ConverseStream event has exactly one key (its type); got {sorted(event)!r}"
@@ -247,7 +246,6 @@ class MessageState(msgspec.Struct, frozen=True, gc=False):
     stop: Any = None  # the messageStop body
     metadata: Any = None  # the metadata body
     exceptions: tuple[tuple[str, Any], ...] = ()
-    events: int = 0
 
 
 def _block_of(blocks: tuple[BlockState, ...], index: Any) -> tuple[int, BlockState]:
@@ -291,7 +289,7 @@ def _fold(state: MessageState, key: str, body: Any) -> MessageState:
     if key == "contentBlockDelta":
         at, block = _block_of(state.blocks, body.get("contentBlockIndex"))
         block = _delta(block, body.get("delta"))
-        return _replace(state, blocks=_with(state.blocks, at, block), events=state.events + 1)
+        return _replace(state, blocks=_with(state.blocks, at, block))
     if key == "contentBlockStart":
         at, block = _block_of(state.blocks, body.get("contentBlockIndex"))
         start = body.get("start")
@@ -299,18 +297,18 @@ def _fold(state: MessageState, key: str, body: Any) -> MessageState:
         if type(start) is dict and len(start) == 1 and kind is None:
             kind = next(iter(start))
         block = _replace(block, start=start, kind=kind)
-        return _replace(state, blocks=_with(state.blocks, at, block), events=state.events + 1)
+        return _replace(state, blocks=_with(state.blocks, at, block))
     if key == "contentBlockStop":
         at, block = _block_of(state.blocks, body.get("contentBlockIndex"))
         block = _replace(block, stopped=True)
-        return _replace(state, blocks=_with(state.blocks, at, block), events=state.events + 1)
+        return _replace(state, blocks=_with(state.blocks, at, block))
     if key == "messageStart":
-        return _replace(state, role=body.get("role"), events=state.events + 1)
+        return _replace(state, role=body.get("role"))
     if key == "messageStop":
-        return _replace(state, stop=body, events=state.events + 1)
+        return _replace(state, stop=body)
     if key == "metadata":
-        return _replace(state, metadata=body, events=state.events + 1)
-    return _replace(state, exceptions=(*state.exceptions, (key, body)), events=state.events + 1)
+        return _replace(state, metadata=body)
+    return _replace(state, exceptions=(*state.exceptions, (key, body)))
 
 
 class MessageDefinition:

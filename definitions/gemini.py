@@ -142,9 +142,7 @@ def as_chunk(event: Any) -> dict[str, Any]:
             chunk.pop(name, None)
         _standard_bytes(chunk)
         return chunk
-    plain = PROTOCOL.plain(event)
-    assert plain is not None  # the set derives no events
-    return plain
+    return PROTOCOL.as_dict(event)
 
 
 # -- the pre-pass ---------------------------------------------------------------------
@@ -249,7 +247,6 @@ class ResponseState(msgspec.Struct, frozen=True, gc=False):
 
     fields: tuple[tuple[str, Any], ...] = ()
     candidates: tuple[CandidateState, ...] = ()
-    chunks: int = 0
 
 
 # -- the fold -------------------------------------------------------------------------
@@ -391,7 +388,7 @@ def _fold(state: ResponseState, chunk: dict[str, Any]) -> ResponseState:
                 break
         else:
             candidates = (*candidates, _candidate(CandidateState(index), raw))
-    return ResponseState(fields, candidates, state.chunks + 1)
+    return ResponseState(fields, candidates)
 
 
 class ResponseDefinition:

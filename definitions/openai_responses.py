@@ -159,7 +159,7 @@ class Scoper:
         """The envelope of ``event`` (a dict or the SDK's typed event); a
         ``response.created`` makes its id the scope."""
         if not isinstance(event, dict):  # a dict subclass as it is, as in scope
-            event = _plain(event)
+            event = PROTOCOL.as_dict(event)
         return self._scoped(event, event.get("type"))
 
     def _scoped(self, event: dict[str, Any], kind: Any) -> Scoped:
@@ -239,7 +239,7 @@ def scope(events: Iterable[Any]) -> Iterator[Scoped]:
             try:
                 kind = get(event, "type")
             except TypeError:  # a typed event in a stream of dicts (plain names anything else)
-                event = _plain(event)
+                event = PROTOCOL.as_dict(event)
                 kind = event.get("type")
             try:  # most events: _delta() inline, of an item whose claim is made
                 field, at_key = all_reads.get(kind, no_reads)
@@ -260,13 +260,6 @@ def scope(events: Iterable[Any]) -> Iterator[Scoped]:
             response_id = scoper.response_id
         except UNREADABLE as exc:  # an event of the wrong shape
             raise PROTOCOL.unreadable(position, event, exc) from exc
-
-
-def _plain(event: object) -> dict[str, Any]:
-    """A typed SDK event as its dict (this protocol's helpers derive no events)."""
-    plain = PROTOCOL.plain(event)
-    assert plain is not None  # PROTOCOL.derived is empty
-    return plain
 
 
 def detect(event: Mapping[str, Any]) -> bool:
