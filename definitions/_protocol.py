@@ -186,7 +186,7 @@ class ProtocolSet:
             return self._rebuild(nodes)
         except UNREADABLE as exc:
             raise RebuildError(
-                f"{self.title}: cannot rebuild its objects from {len(nodes)} nodes: "
+                f"{self.title}: cannot rebuild the protocol's objects of the nodes: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
 
