@@ -3,11 +3,11 @@
 Subcommands: ``replay`` (render the view of a log), ``check`` (the determinism
 checker), ``bench`` (decode and fold speed), ``store`` (move logs in and out of an
 event store, SQLite or PostgreSQL), ``context`` (the next model request,
-``replay._context``), ``worker`` (projection workers publishing views from
+``replay.context._requests``), ``worker`` (projection workers publishing views from
 PostgreSQL) and ``serve`` (the live server, an optional extra).
 
 Without ``--definitions`` a log is replayed with the definition set of the protocol
-its events speak (``replay._detect``), through that protocol's pre-pass. ``replay``,
+its events speak (``replay.protocols._detect``), through that protocol's pre-pass. ``replay``,
 ``check`` and ``bench`` decode the events with the chosen set's vocabulary (typed
 Structs, when the set declares one), as its definitions fold them fastest.
 
@@ -36,23 +36,24 @@ import msgspec
 
 from engine import ConversationError, Node, Registration, create_conversation_engine
 
-from . import _context, _worker
-from ._detect import (
+from ._determinism import check_determinism
+from ._errors import DefinitionSpecError, LogError, StoreError
+from .context import _command as _context
+from .logs._formats import Loaded, Recording, load_events, parse_piece
+from .protocols._detect import (
     DefinitionSet,
     detect_protocol,
     load_definitions,
     protocol_definitions,
 )
-from ._determinism import check_determinism
-from ._errors import DefinitionSpecError, LogError, StoreError
-from ._formats import Loaded, Recording, load_events, parse_piece
-from ._postgres import PostgresEventStore, describe
-from ._render import encode, render_json
-from ._render_html import render_html
-from ._render_text import text_pieces
-from ._store import EventStore
-from ._stores import open_store
-from ._unclaimed import unclaimed_note
+from .protocols._unclaimed import unclaimed_note
+from .render._common import encode, render_json
+from .render._html import render_html
+from .render._text import text_pieces
+from .stores import _worker
+from .stores._open import open_store
+from .stores._postgres import PostgresEventStore, describe
+from .stores._sqlite import EventStore
 
 __all__ = ["main"]
 
@@ -451,7 +452,7 @@ def _cmd_store_append(args: argparse.Namespace) -> int:
 def _serve_module() -> ModuleType | None:
     # Only the argparse half of the server is imported here: it must not import starlette.
     try:
-        return importlib.import_module("replay._serve_cli")
+        return importlib.import_module("replay.serve._command")
     except ImportError:
         return None
 

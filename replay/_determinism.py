@@ -73,9 +73,9 @@ import msgspec
 from engine import ConversationEngine, ConversationError, ManualScheduler, Node
 from engine import create_conversation_engine as _create
 
-from ._context import check_requests
 from ._errors import ReplayError
-from ._render import state_json
+from .context._requests import check_requests
+from .render._common import state_json
 
 __all__ = [
     "SAMPLES",
@@ -819,7 +819,7 @@ def check_determinism(
     views agree (see the module docstring for the ways and what each checks).
 
     ``context`` names a provider (``"anthropic"``, ...): once the views agree, the
-    model requests of the log (``replay._context.check_requests``, the log's own
+    model requests of the log (``replay.context._requests.check_requests``, the log's own
     definition set) must also be byte-identical however the log is batched.
 
     ``ways`` selects among ``WAYS`` (``whole`` always runs: it is the baseline);

@@ -712,9 +712,9 @@ class TestStore:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
     ) -> None:
         # Small pieces and pages: the streaming paths, on a log that spans many.
-        import replay._formats
+        import replay.logs._formats
 
-        monkeypatch.setattr(replay._formats, "_CHUNK", 512)
+        monkeypatch.setattr(replay.logs._formats, "_CHUNK", 512)
         monkeypatch.setattr(cli, "_EXPORT_PAGE", 7)
         db = tmp_path / "events.sqlite"
         assert run(capsys, "store", "import", db, EXAMPLE, "-c", "c")[0] == 0
@@ -751,17 +751,17 @@ class TestStore:
 
 
 class TestServe:
-    """convo serve delegates to replay._serve_cli, an optional extra."""
+    """convo serve delegates to replay.serve._command, an optional extra."""
 
     def test_missing_module(
         self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        monkeypatch.setitem(sys.modules, "replay._serve_cli", None)
+        monkeypatch.setitem(sys.modules, "replay.serve._command", None)
         assert run(capsys, "serve", "--port", "1") == (2, "", SERVE_HINT + "\n")
 
     def fake(self, monkeypatch: pytest.MonkeyPatch, run_: Any) -> list[Any]:
         calls: list[Any] = []
-        module = ModuleType("replay._serve_cli")
+        module = ModuleType("replay.serve._command")
 
         def add_arguments(parser: Any) -> None:
             parser.add_argument("--port", type=int, default=8000)
@@ -772,7 +772,7 @@ class TestServe:
 
         module.add_arguments = add_arguments  # type: ignore[attr-defined]
         module.run = run_serve  # type: ignore[attr-defined]
-        monkeypatch.setitem(sys.modules, "replay._serve_cli", module)
+        monkeypatch.setitem(sys.modules, "replay.serve._command", module)
         return calls
 
     def test_delegates(

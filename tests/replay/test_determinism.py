@@ -16,7 +16,6 @@ import replay._determinism as determinism
 from definitions import event_type
 from engine import Claim, DefinitionError, Reader
 from replay import load_events
-from replay._detect import protocol_definitions
 from replay._determinism import (
     SAMPLES,
     WAYS,
@@ -24,6 +23,7 @@ from replay._determinism import (
     assert_deterministic,
     check_determinism,
 )
+from replay.protocols._detect import protocol_definitions
 
 from .._shared import shared_files
 from ._kinds import (

@@ -69,7 +69,7 @@ def example_events() -> list[dict[str, Any]]:
 
 
 class Server:
-    """``python -m replay._serve_cli`` in a child process; ``url`` from its first line.
+    """``python -m replay.serve._command`` in a child process; ``url`` from its first line.
     Serves the store ``store``, or with ``log=True`` the recording ``store``."""
 
     def __init__(
@@ -80,7 +80,7 @@ class Server:
             [
                 sys.executable,
                 "-m",
-                "replay._serve_cli",
+                "replay.serve._command",
                 *source,
                 "--port",
                 str(port),
@@ -397,7 +397,7 @@ def test_every_protocol_and_format_reads_as_a_conversation(
     import re
 
     from replay import load_events
-    from replay._detect import detect_protocol
+    from replay.protocols._detect import detect_protocol
     from tests._shared import shared_path
 
     path = shared_path("fixtures", folder, name)
