@@ -32,6 +32,7 @@ import msgspec
 from engine import File, Image, Message, Native, Part, Reasoning, Role, Text, ToolCall, ToolResult
 
 from ._gateways import (
+    _FOREIGN_SIGNATURE,
     AnthropicGateway,
     GeminiGateway,
     OpenAIChatGateway,
@@ -369,7 +370,15 @@ def _gemini(body: dict[str, Any], names: _Names) -> list[Message]:
         out.append(Message(role=Role.system, content=system))
     for item in _objects(body.get("contents")):
         if item.get("role") == "model":
-            out.append(names.saw(_GEMINI.message({"content": item})))
+            # The placeholder a gateway puts on a call Gemini did not sign is no
+            # signature: it would read as reasoning the model never gave.
+            parts = [
+                {k: v for k, v in p.items() if k != "thoughtSignature"}
+                if p.get("thoughtSignature") == _FOREIGN_SIGNATURE
+                else p
+                for p in _objects(item.get("parts"))
+            ]
+            out.append(names.saw(_GEMINI.message({"content": {"parts": parts}})))
             continue
         parts = tuple(_gemini_part(p, names) for p in _objects(item.get("parts")))
         out.append(Message(role=Role.user, content=parts))
