@@ -372,13 +372,13 @@ def _gemini(body: dict[str, Any], names: _Names) -> list[Message]:
         if item.get("role") == "model":
             # The placeholder a gateway puts on a call Gemini did not sign is no
             # signature: it would read as reasoning the model never gave.
-            parts = [
+            signed = [
                 {k: v for k, v in p.items() if k != "thoughtSignature"}
                 if p.get("thoughtSignature") == _FOREIGN_SIGNATURE
                 else p
                 for p in _objects(item.get("parts"))
             ]
-            out.append(names.saw(_GEMINI.message({"content": {"parts": parts}})))
+            out.append(names.saw(_GEMINI.message({"content": {"parts": signed}})))
             continue
         parts = tuple(_gemini_part(p, names) for p in _objects(item.get("parts")))
         out.append(Message(role=Role.user, content=parts))

@@ -16,7 +16,7 @@ import attrs
 import msgspec
 
 from definitions._requests_read import answer_message
-from definitions.gateways import ANTHROPIC, GEMINI, OPENAI_CHAT, OPENAI_RESPONSES
+from definitions.gateways import ANTHROPIC, GEMINI, OPENAI_CHAT, OPENAI_RESPONSES, Gateway
 from engine import Message, Role, Text, ToolCall, ToolResult
 
 APIS = (
@@ -332,7 +332,7 @@ def body(api: str, answer: Answer) -> dict[str, Any]:
 
 # -- requests ------------------------------------------------------------------------------
 
-_GATEWAYS = {
+_GATEWAYS: dict[str, Gateway] = {
     "anthropic.messages": ANTHROPIC,
     "openai.chat": OPENAI_CHAT,
     "openai.responses": OPENAI_RESPONSES,
@@ -346,7 +346,7 @@ def request(api: str, history: Sequence[Message], *, stream: bool = True) -> dic
     if gateway is None:
         return _converse_request(history)
     items = [item for message in history for item in gateway.items(message)]
-    payload = gateway.request(items, model="test-model")
+    payload: dict[str, Any] = gateway.request(items, model="test-model")
     if api == "gemini.generate_content":
         payload.pop("model")
     elif stream:

@@ -79,7 +79,8 @@ def test_every_api_reads_as_the_conversation_the_last_request_continues(
     agent = _weather(api, streamed=streamed)
     nodes = _nodes(agent.events)
     got = conversation_messages(nodes)
-    assert agent.last_body is not None and agent.last_answer is not None
+    assert agent.last_body is not None
+    assert agent.last_answer is not None
     want = [*request_messages(api, agent.last_body), agent.last_answer]
     assert got == want
     assert [m.role for m in got] == ["system", "user", "assistant", "user", "assistant"]
@@ -167,7 +168,7 @@ def test_bad_input_names_the_event_position() -> None:
     bad = {**events[0], "api": "cohere.chat"}
     with pytest.raises(EventError, match=r"recording event #0: call 0: unknown api 'cohere.chat'"):
         list(recorded.prepare([bad]))
-    with pytest.raises(EventError, match="recorded.PROTOCOL.engine"):
+    with pytest.raises(EventError, match=r"recorded\.PROTOCOL\.engine"):
         create_conversation_engine(recorded.PROTOCOL.registration).push(events[0])
 
 
@@ -193,7 +194,8 @@ def test_convo_replay_context_and_check_read_a_recording(tmp_path: Path) -> None
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.count("What is the weather in Paris?") == 1
     page = _convo("replay", str(WEATHER), "--format", "html")
-    assert page.returncode == 0 and 'data-kind="recorded_request"' in page.stdout
+    assert page.returncode == 0
+    assert 'data-kind="recorded_request"' in page.stdout
     context = _convo("context", str(WEATHER), "--provider", "gemini")
     assert context.returncode == 0, context.stderr
     request = msgspec.json.decode(context.stdout)
