@@ -119,7 +119,10 @@ class RequestState(msgspec.Struct, frozen=True, gc=False):
     """One call's request: what is new in it (``messages``) and how it relates to
     the conversation before it.
 
-    ``echoes`` is the call whose answer this request sent back (read as that answer);
+    ``echoes`` is the call whose answer this request sent back, ``echo`` that answer
+    as the request sent it (not shown: the view shows the answer as the model gave it;
+    the conversation reads it as sent, since a client may add to it, such as the ids
+    it gives Gemini's calls);
     ``kept`` is ``None`` when the request continues the conversation, else how many
     of its messages it kept (the agent rewrote the rest); ``continued`` marks a
     request carrying only the new input (a provider keeps the rest:
@@ -135,6 +138,7 @@ class RequestState(msgspec.Struct, frozen=True, gc=False):
     kept: int | None = None
     continued: bool = False
     failed: str | None = None
+    echo: Message | None = None
 
 
 class AnswerState(msgspec.Struct, frozen=True, gc=False):
@@ -304,6 +308,7 @@ class Recorder:
         if previous is not None and previous.answered and not previous.failed:
             history.append(_Answered(previous.number))
         echoes: int | None = None
+        echo: Message | None = None
         kept: int | None = None
         continued = continues_previous(api, body)
         if continued:
@@ -314,7 +319,8 @@ class Recorder:
             same = _common(history, messages)
             if same == len(history):
                 last = history[-1] if history else None
-                echoes = last.call if isinstance(last, _Answered) else None
+                if isinstance(last, _Answered):
+                    echoes, echo = last.call, messages[same - 1]
             else:
                 kept = same
             new = messages[same:]
@@ -331,6 +337,7 @@ class Recorder:
             echoes=echoes,
             kept=kept,
             continued=continued,
+            echo=echo,
         )
         return _Request(f"call-{number}", state)
 
@@ -797,7 +804,8 @@ def calls(nodes: Iterable[Node]) -> list[dict[str, Any]]:
 
 def conversation(nodes: Iterable[Node]) -> list[Message]:
     """The conversation the nodes hold as generic messages: as the last request had
-    it, then the last answer (a failed call's left out). See the module docstring."""
+    it (earlier answers as it sent them back), then the last answer (a failed call's
+    left out). See the module docstring."""
     nodes = tuple(nodes)
     history: list[Message] = []
     answers: dict[int, Message] = {}
@@ -810,7 +818,9 @@ def conversation(nodes: Iterable[Node]) -> list[Message]:
         state: RequestState = node.state
         if state.kept is not None:
             del history[state.kept :]
-        elif state.echoes is not None:
+        elif state.echo is not None:
+            history.append(state.echo)
+        elif state.echoes is not None:  # a continued request: the answer is not in it
             history.append(answers.get(state.echoes, _EMPTY_ANSWER))
         history.extend(state.messages)
         last = {"call": state.call, "failed": state.failed}
