@@ -39,6 +39,7 @@ from engine import ConversationError, Node, Registration, create_conversation_en
 from ._determinism import check_determinism
 from ._errors import DefinitionSpecError, LogError, StoreError
 from .context import _command as _context
+from .context._recorded import describe_requests
 from .logs._formats import Loaded, Recording, load_events, parse_piece
 from .protocols._detect import (
     DefinitionSet,
@@ -318,6 +319,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
         prepare=chosen.prepare,
     )
     print(f"{args.log}: {report.describe()}")
+    if chosen.protocol is not None and chosen.protocol.name == "recorded":
+        said = describe_requests(log.events)  # informational: never the exit status
+        if said is not None:
+            print(said)
     return 0 if report.ok else 1
 
 
