@@ -111,6 +111,18 @@ def call_loop(events: list[Event]) -> None:
         noop(event)
 
 
+def contract_loop(events: list[Event]) -> None:
+    """What the hook contract asks per event whatever the engine does: a fresh
+    ``PushContext``, two clock reads for ``elapsed_ms``, one call (less ``empty_loop``)."""
+    noop = _noop
+    clock = time.perf_counter
+    for position, event in enumerate(events):
+        ctx = PushContext(event=event, position=position)
+        started = clock()
+        noop(ctx)
+        ctx.elapsed_ms = (clock() - started) * 1000.0
+
+
 def runs(events: list[Event]) -> dict[str, Callable[[], object]]:
     return {
         "minimal loop": lambda: minimal_loop(events),
@@ -122,6 +134,7 @@ def runs(events: list[Event]) -> dict[str, Callable[[], object]]:
         "push(), an on_publish-only hook": lambda: live(events, hooks=[PublishOnly()]),
         "empty loop": lambda: empty_loop(events),
         "a function call per event": lambda: call_loop(events),
+        "a context, two clock reads, a call": lambda: contract_loop(events),
     }
 
 
@@ -135,6 +148,28 @@ def many_nodes(count: int = 10_000) -> list[Event]:
             {"type": "message.delta", "id": f"m{m}", "text": "world"},
         )
     ]
+
+
+def snapshots(events: list[Event], mark: Callable[[int], None]) -> None:
+    """The notifications of ``tenths`` without the engine: a tuple of every node at
+    each start (``immediate``) and at each frame that has something new, as
+    ``nodes()`` must hand listeners (rule 6: a tuple, O(n) to make)."""
+    nodes: list[object] = []
+    bounds = [len(events) * i // 10 for i in range(11)]
+    new = False
+    mark(0)
+    for tenth, (start, stop) in enumerate(itertools.pairwise(bounds), 1):
+        for at in range(start, stop):
+            if events[at]["type"] == "message.start":
+                nodes.append(events[at])
+                tuple(nodes)
+                new = False
+            else:
+                new = True
+            if (at + 1) % FRAME_EVERY == 0 and new:
+                tuple(nodes)
+                new = False
+        mark(tenth)
 
 
 def tenths(events: list[Event], mark: Callable[[int], None]) -> None:
@@ -160,8 +195,15 @@ def tenths(events: list[Event], mark: Callable[[int], None]) -> None:
 # -- figures -----------------------------------------------------------------------
 
 
-def report(costs: dict[str, float], n: int, unit: str, flat: tuple[float, float]) -> None:
-    """Print the table and the ratios; ``costs`` are per run of ``n`` events."""
+def report(
+    costs: dict[str, float],
+    n: int,
+    unit: str,
+    flat: tuple[float, float],
+    copies: tuple[float, float],
+) -> None:
+    """Print the table and the ratios; ``costs`` are per run of ``n`` events, ``flat``
+    the first and last tenths of the flatness run, ``copies`` those of ``snapshots``."""
     floor = costs["minimal loop"]
     print(f"{'run':36} {unit + '/event':>16} {'x minimal':>10}")
     for name, cost in costs.items():
@@ -192,6 +234,11 @@ def report(costs: dict[str, float], n: int, unit: str, flat: tuple[float, float]
         ratio(costs["a function call per event"] - costs["empty loop"]),
         "(the floor of a hook)",
     )
+    line(
+        "  anchor: a PushContext, two clock reads and a call per event",
+        ratio(costs["a context, two clock reads, a call"] - costs["empty loop"]),
+        "(what the contract asks)",
+    )
     line("hook-free cost: hooks=[], added per event", ratio(costs["push(), hooks=[]"] - push), "0")
     line(
         "hook-free cost: an on_publish-only hook, added per event",
@@ -202,6 +249,12 @@ def report(costs: dict[str, float], n: int, unit: str, flat: tuple[float, float]
     print(
         f"  {'flatness, 10,000 nodes, push(), frame every 64: last/first tenth':58} "
         f"{last / first:6.2f}x   target <= 1.3"
+    )
+    first_copies, last_copies = copies
+    print(
+        f"  {'  floor: the same less its tuple snapshots (nodes(), O(n) each)':58} "
+        f"{(last - last_copies) / (first - first_copies):6.2f}x   (the snapshots: "
+        f"{last_copies / (last - last_copies):.2f}x the rest of the last tenth)"
     )
 
 
@@ -217,14 +270,24 @@ def timed(events: list[Event], rounds: int) -> None:
             took = time.process_time() - started
             best[name] = min(best.get(name, took), took)
     nodes = many_nodes()
-    firsts, lasts = [], []
+    tenth_pairs: dict[Callable[..., None], tuple[float, float]] = {}
     for _ in range(rounds):
-        stamps: list[float] = []
-        gc.collect()
-        tenths(nodes, lambda _, stamps=stamps: stamps.append(time.process_time()))  # type: ignore[misc]
-        firsts.append(stamps[1] - stamps[0])
-        lasts.append(stamps[10] - stamps[9])
-    report({k: v * 1e9 for k, v in best.items()}, len(events), "ns", (min(firsts), min(lasts)))
+        for run_tenths in (tenths, snapshots):
+            stamps: list[float] = []
+            gc.collect()
+            run_tenths(nodes, lambda _, stamps=stamps: stamps.append(time.process_time()))  # type: ignore[misc]
+            first, last = tenth_pairs.get(run_tenths, (float("inf"), float("inf")))
+            tenth_pairs[run_tenths] = (
+                min(first, stamps[1] - stamps[0]),
+                min(last, stamps[10] - stamps[9]),
+            )
+    report(
+        {k: v * 1e9 for k, v in best.items()},
+        len(events),
+        "ns",
+        tenth_pairs[tenths],
+        tenth_pairs[snapshots],
+    )
 
 
 # -- instruction counts (callgrind) ----------------------------------------------------
@@ -254,6 +317,7 @@ def child(quick: bool) -> None:
         run()
         _control(f"--dump=run{number}")
     tenths(nodes, lambda i: _control(f"--dump=tenth{i}"))
+    snapshots(nodes, lambda i: _control(f"--dump=copies{i}"))
     _control("--instr=off")
 
 
@@ -283,7 +347,8 @@ def instructions(quick: bool) -> None:
     empty = dumps["empty"]
     costs = {name: dumps[f"run{i}"] - empty for i, name in enumerate(runs([]))}
     flat = (dumps["tenth1"] - empty, dumps["tenth10"] - empty)
-    report({k: float(v) for k, v in costs.items()}, int(found.group(1)), "instr", flat)
+    copies = (dumps["copies1"] - empty, dumps["copies10"] - empty)
+    report({k: float(v) for k, v in costs.items()}, int(found.group(1)), "instr", flat, copies)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -150,8 +150,10 @@ class ConversationEngine:
         the engine stays usable. Cost: one ``match`` per definition (per routed
         definition with ``event_type=``), plus ``start``/``update`` for each claim.
         """
-        if hooks or self._hooks.per_event:
+        if hooks:
             self.push_many((event,), hooks=hooks)
+        elif self._hooks.per_event:
+            self._push(self._fold_hooked, (event,))
         else:
             self._push(self._apply_event, event)
 
