@@ -13,12 +13,17 @@ adds, and whether a long conversation stays flat (issue #27, items 3 to 5):
   a push, is the engine's own batch path: the same run as ``push_many`` of 64;
 - **no-op hook**: the same push() run with one engine-level hook whose
   ``on_push_end`` does nothing, less the run without it (target <= 0.5x). Its
-  anchor, the floor of a hook, is one plain Python function call per event;
+  anchor, the floor of a hook, is one plain Python function call per event; beside
+  it, what the hook contract itself asks per event (a fresh ``PushContext``, two
+  clock reads for ``elapsed_ms``, the call), which is above the target;
 - **hook-free cost**: engines whose hooks have nothing to run per event (``hooks=[]``,
   a hook with only ``on_publish``) less the engine made without hooks (target 0);
 - **flatness**: a 10,000-node conversation (a start and two deltas per node) pushed
   one event at a time with a subscriber and a frame every 64 events: the last
-  tenth's cost per event over the first tenth's (target <= 1.3x).
+  tenth's cost per event over the first tenth's (target <= 1.3x). Beside it, the same
+  ratio less the tuple snapshots the notifications hand listeners (every ``immediate``
+  start and every frame makes ``nodes()``, a tuple of every node: O(n) each, rule 6),
+  counted by replaying those notifications' ``tuple()`` calls without the engine.
 
 Run: ``python benchmarks/bench_live.py`` (best CPU time of interleaved rounds; the
 machine is shared, so read the ratios) or ``--instructions`` (needs valgrind: every
