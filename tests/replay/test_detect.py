@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import definitions
 from definitions import ag_ui, ai_sdk, anthropic, builtin, message, openai_chat, openai_responses
 from replay import load_events
-from replay._detect import (
+from replay.protocols._detect import (
     PROTOCOLS,
     SCAN,
     DefinitionSet,
@@ -116,6 +116,7 @@ SAMPLES: dict[str, list[dict[str, Any]]] = {
     "ai_sdk": [{"type": "start"}, {"type": "tool-input-delta"}],
     "gemini": [{"candidates": [{"content": {"parts": [{"text": "x"}]}}]}, {"usageMetadata": {}}],
     "bedrock": [{"messageStart": {"role": "assistant"}}, {"contentBlockStop": {}}],
+    "recorded": [{"type": "recording/request", "call": 0}, {"type": "recording/end", "call": 0}],
 }
 
 

@@ -1,0 +1,313 @@
+"""The model-context projection of a log: the provider request for each model call.
+
+Theory of operation
+-------------------
+``requests(events, provider, options=...)`` projects a recording (any format
+``load_events`` reads) to the requests a model would get:
+
+1. The log's own definition set (``detect_protocol``) folds the events to nodes;
+   ``definitions.conversation.conversation_messages`` reads them as generic
+   messages.
+2. A ``Feeder`` hands a ``CoopContext`` what the conversation added since the
+   previous call (CONTEXT.md rule 4), closing calls the log moved past without a
+   result (``answer_unanswered``, on by default: ``ContextOptions``).
+3. Each model turn of the log is a call: before it, ``render()`` runs and the
+   gateway builds the request from the context. The last request (``final``) is
+   the one that would be sent after the whole log.
+
+Prompt replay (rule 7): a live agent that renders with areas writes each
+``RenderRecord`` into the log as a ``context.render`` event (``render_event``).
+A log holding such events is projected from them instead: call N is rebuilt
+from the records and the conversation at each record's position, without the
+area objects, byte for byte (``request_bytes``). Records are left out of the
+events the definitions fold.
+
+Where policies plug in (issue 18): ``ContextOptions`` is the one options record
+every entry point takes (``requests``, ``convo context``); a policy adds its
+fields there (``policy``, ``workbench``, ``stats``) and acts on the generic
+messages between the ``Feeder`` and ``CoopContext.extend`` (``Feeder.feed`` is the
+single place messages enter a context), so every request still passes through
+the gateway and its validator (``Call.problems``).
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final
+
+import attrs
+import msgspec
+
+from definitions.conversation import answer_unanswered, conversation_messages
+from definitions.gateways import Gateway, Problem, gateway
+from engine import Context, CoopContext, Message, Node, RenderRecord, Role
+
+from ..protocols._detect import DefinitionSet, detect_protocol, protocol_definitions
+
+__all__ = [
+    "RENDER_EVENT",
+    "Call",
+    "ContextOptions",
+    "Feeder",
+    "Prefix",
+    "check_requests",
+    "definition_set_of",
+    "is_record",
+    "render_event",
+    "request_bytes",
+    "requests",
+]
+
+RENDER_EVENT: Final = "context.render"
+"""The ``type`` of the log event that records one render (prompt replay)."""
+
+_record_decoder: Final = msgspec.json.Decoder(RenderRecord)
+
+
+@attrs.frozen(kw_only=True)
+class ContextOptions:
+    """How a log is projected to requests.
+
+    ``model``/``max_tokens`` go into each request; ``answer_unanswered`` gives a
+    call the log moved past without a result a neutral error result (a provider
+    refuses the request otherwise).
+    """
+
+    model: str = ""
+    max_tokens: int = 4096
+    answer_unanswered: bool = True
+
+
+@attrs.frozen(kw_only=True)
+class Call:
+    """One model call: ``index`` counts calls from 0, ``position`` is how many log
+    events came before it (``None`` for a call placed by the conversation rather
+    than by a record), ``request`` the payload, ``problems`` what its gateway's
+    validator found (empty: the provider would accept it)."""
+
+    index: int
+    position: int | None
+    request: dict[str, Any]
+    problems: tuple[Problem, ...]
+
+
+def request_bytes(request: dict[str, Any]) -> bytes:
+    """The request as the canonical JSON compared byte for byte (keys in order)."""
+    return msgspec.json.encode(request)
+
+
+def render_event(record: RenderRecord) -> dict[str, Any]:
+    """The log event recording one render (``type`` ``context.render``)."""
+    return {"type": RENDER_EVENT, "record": msgspec.to_builtins(record)}
+
+
+def is_record(event: Any) -> bool:
+    """Whether ``event`` records one render (prompt replay), not conversation."""
+    return isinstance(event, dict) and event.get("type") == RENDER_EVENT
+
+
+class Feeder:
+    """Hands a context what the conversation added since the last call.
+
+    ``feed(messages)`` takes the conversation so far (``conversation_messages``
+    of the current nodes) and returns the messages not yet handed over, with
+    unanswered calls closed when ``options.answer_unanswered``. The one place
+    conversation messages enter a context: policies act here.
+    """
+
+    def __init__(self, options: ContextOptions) -> None:
+        self._options = options
+        self._fed = 0
+        self._answered: set[str] = set()
+
+    def feed(self, messages: Sequence[Message], stop: int | None = None) -> list[Message]:
+        """The messages of ``messages[:stop]`` not fed before (a prefix of it was);
+        O(new messages)."""
+        stop = len(messages) if stop is None else stop
+        new = list(messages[self._fed : stop])
+        self._fed = stop
+        if self._options.answer_unanswered:
+            new = answer_unanswered(new, self._answered)
+        return new
+
+
+def _build(target: Gateway, context: Context, options: ContextOptions) -> dict[str, Any]:
+    if target.name == "anthropic":
+        return target.request(context, model=options.model, max_tokens=options.max_tokens)
+    return target.request(context, model=options.model)
+
+
+def _call(
+    index: int,
+    position: int | None,
+    target: Gateway,
+    context: Context,
+    options: ContextOptions,
+) -> Call:
+    request = _build(target, context, options)
+    return Call(
+        index=index,
+        position=position,
+        request=request,
+        problems=tuple(target.validate(request)),
+    )
+
+
+def definition_set_of(events: Sequence[Any]) -> DefinitionSet:
+    """The definition set of the protocol ``events`` speak (detected)."""
+    return protocol_definitions(detect_protocol(events).protocol)
+
+
+def requests(
+    events: Iterable[Any],
+    provider: str,
+    *,
+    options: ContextOptions | None = None,
+    prefix: Prefix | None = None,
+    progress: Callable[[], None] | None = None,
+) -> list[Call]:
+    """The request before every model call of the log, then the one after it.
+
+    Without ``context.render`` events: one call before each model turn of the
+    conversation, and a last one after the whole log. With them: one call per
+    record, rebuilt from the records (prompt replay), then one after the log (the
+    record's context plus the conversation since, before any area renders).
+    ``prefix`` folds the log's (non-record) events as they come; the default is a
+    live engine of the log's own definition set (``check_requests`` passes other
+    folds). ``progress`` is called as each request is built. ``ValueError`` for an
+    unknown provider or a record that does not fit the log.
+    """
+    listed = list(events)
+    target = gateway(provider)
+    options = options or ContextOptions()
+    plain = [e for e in listed if not is_record(e)]
+    if prefix is None:
+        prefix = Prefix(definition_set_of(plain))
+    if any(is_record(e) for e in listed):
+        return _replayed(listed, target, options, prefix, progress or _nothing)
+    return _projected(prefix.extend(plain), target, options, progress or _nothing)
+
+
+def _nothing() -> None:
+    pass
+
+
+class Prefix:
+    """The log's events so far, folded as they come (``extend``): a live engine of
+    the set takes each event once, in ``push_many`` batches of ``batch()`` events
+    (all at once without it); ``refold`` (or a set whose pre-pass reads only a whole
+    stream) replays the whole prefix instead, the batch path, at each extension."""
+
+    def __init__(
+        self,
+        definition_set: DefinitionSet,
+        *,
+        batch: Callable[[], int] | None = None,
+        refold: bool = False,
+    ) -> None:
+        self._set = definition_set
+        self._batch = batch
+        self._engine = None if refold else definition_set.live()
+        self._events: list[Any] = []
+
+    def extend(self, events: Sequence[Any]) -> tuple[Node, ...]:
+        """Fold ``events`` after those before; the nodes of the whole prefix."""
+        if self._engine is None:
+            self._events += events
+            return self._set.replay(self._events)
+        start = 0
+        while start < len(events):
+            step = len(events) if self._batch is None else max(1, self._batch())
+            self._engine.push_many(events[start : start + step])
+            start += step
+        return self._engine.nodes()
+
+
+def _projected(
+    nodes: tuple[Node, ...], target: Gateway, options: ContextOptions, progress: Callable[[], None]
+) -> list[Call]:
+    conversation = conversation_messages(nodes)
+    coop = CoopContext(Context(target))
+    feeder = Feeder(options)
+    calls: list[Call] = []
+    for index, message in enumerate(conversation):
+        if message.role is Role.assistant:  # each model turn answers one call
+            coop.extend(feeder.feed(conversation, index))
+            coop.render()
+            calls.append(_call(len(calls), None, target, coop.context, options))
+            progress()
+    coop.extend(feeder.feed(conversation))
+    coop.render()
+    calls.append(_call(len(calls), None, target, coop.context, options))
+    return calls
+
+
+def _replayed(
+    listed: Sequence[Any],
+    target: Gateway,
+    options: ContextOptions,
+    prefix: Prefix,
+    progress: Callable[[], None],
+) -> list[Call]:
+    context = Context(target)
+    feeder = Feeder(options)
+    new: list[Any] = []  # events since the previous record
+    nodes: tuple[Node, ...] = ()
+    calls: list[Call] = []
+    for position, event in enumerate(listed):
+        if not is_record(event):
+            new.append(event)
+            continue
+        try:
+            record = _record_decoder.decode(msgspec.json.encode(event.get("record")))
+        except msgspec.ValidationError as exc:
+            raise ValueError(f"event #{position}: a bad {RENDER_EVENT} record: {exc}") from exc
+        if record.call != len(calls):
+            raise ValueError(
+                f"event #{position}: render record of call {record.call}, expected "
+                f"call {len(calls)}"
+            )
+        nodes = prefix.extend(new) if new else nodes
+        new = []
+        try:
+            context.apply(record, feeder.feed(conversation_messages(nodes)))
+        except ValueError as exc:
+            raise ValueError(f"event #{position}: {exc}") from exc
+        calls.append(_call(len(calls), position, target, context, options))
+        progress()
+    # After the log: what the next render would append before any area speaks.
+    nodes = prefix.extend(new) if new else nodes
+    for message in feeder.feed(conversation_messages(nodes)):
+        context.emplace_message(message)
+    calls.append(_call(len(calls), len(listed), target, context, options))
+    return calls
+
+
+def check_requests(
+    events: Iterable[Any], provider: str, *, seed: int = 0, rounds: int = 3
+) -> str | None:
+    """Whether every way of folding the log gives byte-identical requests.
+
+    Each round folds every prefix the projection reads in random batches
+    (``replay(batch=...)``); the requests' bytes must equal those of the plain
+    fold. Returns ``None`` when they agree, else a sentence naming the first call
+    that differs and the round's seed.
+    """
+    listed = list(events)
+    definition_set = definition_set_of([e for e in listed if not is_record(e)])
+    # The baseline replays each prefix whole (the batch path); each round folds the
+    # log once, live, in random batches.
+    plain_calls = requests(listed, provider, prefix=Prefix(definition_set, refold=True))
+    baseline = [request_bytes(c.request) for c in plain_calls]
+    for round_ in range(rounds):
+        rng = random.Random(f"{seed}/context/{round_}")
+        batched = Prefix(definition_set, batch=functools.partial(rng.randint, 1, 8))
+        got = [request_bytes(c.request) for c in requests(listed, provider, prefix=batched)]
+        for index, (want, have) in enumerate(zip(baseline, got, strict=False)):
+            if want != have:
+                return f"call {index} differs when the log is folded in batches ({seed}/{round_})"
+        if len(got) != len(baseline):
+            return f"{len(got)} calls instead of {len(baseline)} (seed={seed}/{round_})"
+    return None

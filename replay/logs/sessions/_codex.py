@@ -1,0 +1,90 @@
+"""Codex CLI rollout JSONL as a thread of built-in events (see ``replay.logs.sessions``).
+
+A rollout line is ``{"timestamp", "type", "payload"}``. ``response_item``
+payloads are the items the model was sent and returned, so they are the
+conversation: ``message`` (``user``, ``assistant``, ``developer``/``system``
+roles; the text of its ``input_text``/``output_text`` parts), ``reasoning``
+(summary text, and ``encrypted_content`` kept opaque), ``function_call`` /
+``custom_tool_call`` / ``local_shell_call`` and their ``*_output`` items.
+``session_meta``, ``turn_context``, ``ghost_snapshot`` items and every
+``event_msg`` are not conversation (``event_msg`` echoes the items for the
+terminal: ``user_message``, ``agent_reasoning``, ``token_count``), with one
+exception below.
+
+What decides an interruption: an ``event_msg`` of type ``turn_aborted`` (its
+``reason`` kept as the text): cause ``user``; a call with no output when the
+conversation moves on: cause ``cut``. A rollout that simply ends mid-turn ends
+with its calls answered or pending, as recorded. Denials: rollouts of these
+versions write no structural marker for a refused command (the refusal reaches
+the model as an ordinary output string), so none is recognised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._errors import LogError
+from ._thread import Emitter, Thread, bad_record, json_lines, reject, text_of
+
+__all__ = ["read"]
+
+_CALLS = {"function_call", "custom_tool_call", "local_shell_call"}
+_OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
+
+
+def read(data: bytes, path: str | None, lenient: bool) -> tuple[list[Thread], list[LogError]]:
+    """The rollout's one thread."""
+    lines, problems = json_lines(data, path, lenient)
+    em = Emitter()
+    nodes: dict[str, str] = {}  # call_id -> node
+    for numbered in lines:
+        line, record = numbered.number, numbered.value
+        if not isinstance(record, dict) or not isinstance(record.get("payload"), dict):
+            error = bad_record(path, line, "a rollout record needs an object 'payload'")
+            reject(error, problems, lenient=lenient)
+            continue
+        payload = record["payload"]
+        kind, item = record.get("type"), payload.get("type")
+        if kind == "event_msg" and item == "turn_aborted":
+            em.interruption("user", text=str(payload.get("reason") or ""))
+        if kind != "response_item":
+            continue
+        if item == "message":
+            role = str(payload.get("role") or "user")
+            role = "system" if role == "developer" else role
+            em.message(f"item-{line}", role, text_of(payload.get("content")))
+        elif item == "reasoning":
+            summary = payload.get("summary")
+            text = "\n\n".join(
+                part["text"]
+                for part in summary or ()
+                if isinstance(part, dict) and isinstance(part.get("text"), str)
+            )
+            raw = text_of(payload.get("content"))
+            em.reasoning(
+                str(payload.get("id") or f"reasoning-{line}"),
+                text if text else raw,
+                encrypted=str(payload.get("encrypted_content") or ""),
+            )
+        elif item in _CALLS:
+            call_id = str(payload.get("call_id") or payload.get("id") or f"call-{line}")
+            arguments: Any = payload.get("arguments")
+            if item == "custom_tool_call":
+                arguments = {"input": payload.get("input", "")}
+            elif item == "local_shell_call":
+                arguments = payload.get("action", {})
+            name = str(payload.get("name") or ("shell" if item == "local_shell_call" else ""))
+            nodes[call_id] = em.call(call_id, name, arguments if arguments is not None else {})
+        elif item in _OUTPUTS:
+            node = nodes.get(str(payload.get("call_id")))
+            if node is None or not em.pending(node):
+                continue  # an output whose call this rollout does not hold
+            output = payload.get("output")
+            em.result(node, output if isinstance(output, str | list) else _dumps(output))
+    return [Thread(name="main", events=em.events)], problems
+
+
+def _dumps(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,114 @@
+"""What the renderers share: per-kind dispatch, the JSON form of a state, errors.
+
+Each kind renders through optional members of its own definition
+(``render_text``, ``render_html``, ``render_json``), looked up once per renderer
+by kind, so adding a kind never edits a renderer. A kind without a member (or a
+node whose kind no definition claims) gets the generic fallback: its state as
+JSON, where ``StreamedText`` is its string.
+
+Also the JSON renderer, since it is nothing but the default form plus dispatch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import msgspec
+
+from definitions import StreamedText
+from engine import Node
+
+from .._errors import RenderError
+
+__all__ = ["render_json"]
+
+
+def _enc_hook(value: Any) -> Any:
+    if isinstance(value, StreamedText):
+        return str(value)
+    raise TypeError(f"objects of type {type(value).__name__} have no JSON form")
+
+
+# order="deterministic" sorts dict keys and sets: equal states encode to equal bytes.
+_encoder = msgspec.json.Encoder(enc_hook=_enc_hook, order="deterministic")
+encode = _encoder.encode
+
+
+def state_json(state: Any) -> bytes:
+    """The canonical JSON of a state; raises ``TypeError`` when it has none."""
+    return encode(state)
+
+
+def pretty_state(state: Any) -> str:
+    """A state as indented JSON for humans, or its ``repr`` when it has no JSON form."""
+    try:
+        return msgspec.json.format(encode(state), indent=2).decode()
+    except TypeError:
+        return repr(state)
+
+
+def members(definitions: Iterable[Any], name: str) -> dict[str, Callable[[Node], Any]]:
+    """``{kind: definition.<name>}`` for the definitions that have that member."""
+    found: dict[str, Callable[[Node], Any]] = {}
+    for definition in definitions:
+        member = getattr(definition, name, None)
+        kind = getattr(definition, "kind", None)
+        if callable(member) and isinstance(kind, str):
+            found[kind] = member
+    return found
+
+
+def call_member(member: Callable[[Node], Any], node: Node, method: str) -> Any:
+    """Call a definition's render member, naming the kind and node when it fails."""
+    try:
+        return member(node)
+    except Exception as exc:
+        raise RenderError(
+            f"definition {node.kind!r} raised in {method}() for node {node.key}: "
+            f"{type(exc).__name__}: {exc}",
+            kind=node.kind,
+            key=node.key,
+            method=method,
+        ) from exc
+
+
+def render_json(nodes: Iterable[Node], definitions: Iterable[Any], *, indent: int = 0) -> bytes:
+    """The view as a JSON array of ``{"key", "kind", "id", "seq", "state"}`` objects.
+
+    ``state`` is the definition's ``render_json(node)`` when it has one, else the
+    state itself through msgspec (``StreamedText`` as its string, dict keys and sets
+    sorted, so equal views give equal bytes). ``indent > 0`` pretty-prints (for
+    snapshots and diffs). Raises ``RenderError`` when a state has no JSON form and
+    its definition no ``render_json``.
+    """
+    render = members(definitions, "render_json")
+    items: list[dict[str, Any]] = []
+    for node in nodes:
+        member = render.get(node.kind)
+        state = node.state if member is None else call_member(member, node, "render_json")
+        items.append(
+            {"key": node.key, "kind": node.kind, "id": node.id, "seq": node.seq, "state": state}
+        )
+    try:
+        data = encode(items)
+    except TypeError as exc:
+        bad = _first_unencodable(items)
+        kind, key = (bad["kind"], bad["key"]) if bad else ("?", "?")
+        raise RenderError(
+            f"node {key} has no JSON form ({exc}); give definition {kind!r} a "
+            "render_json(node) member returning JSON-ready data",
+            kind=kind,
+            key=key,
+            method="render_json",
+        ) from exc
+    return msgspec.json.format(data, indent=indent) if indent > 0 else data
+
+
+def _first_unencodable(items: list[dict[str, Any]]) -> dict[str, Any] | None:
+    for item in items:
+        try:
+            encode(item)
+        except TypeError:
+            return item
+    return None

@@ -1,0 +1,207 @@
+"""The HTML renderer: a self-contained page, each node's fragment cached by state.
+
+Conversation content is untrusted. The page escapes everything it writes itself
+(the title, keys, kinds, the fallback's JSON) with ``html.escape(..., quote=True)``
+and puts nothing from content in a URL, a script or an event handler. Bodies come
+from the definitions' ``render_html``, which escape their own content by contract;
+as a second line of defence the page carries a Content-Security-Policy that
+forbids scripts, so a definition that forgets to escape cannot run code.
+
+States are immutable values, so a node whose state object (and place) did not
+change renders to the same HTML: ``HtmlRenderer`` keeps the last fragment per key
+and re-renders only nodes whose state object is new. A streaming message then
+costs one fragment per notification, not one per node. A fragment is kept as the
+HTML around its Markdown containers and their blocks (``render_blocks``), so the
+live page can be sent, for a streaming text, only the blocks that changed
+(``HtmlRenderer.patch``); the whole fragment is that HTML with the blocks put back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from html import escape
+from importlib import resources
+from typing import Any
+
+import attrs
+
+from definitions._render import BLOCK_MARK, Blocks, render_blocks
+from engine import Node
+
+from ._common import call_member, members, pretty_state
+
+__all__ = ["BlockPatch", "HtmlRenderer", "render_html"]
+
+# The one stylesheet of every view: the static page inlines it, the live page links
+# it (replay/static/convo.css), so both look the same.
+_STYLE = resources.files("replay").joinpath("static/convo.css").read_text(encoding="utf-8")
+
+# No script may run, whatever a body contains; styles only from the inline sheet.
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'"
+
+
+def _fallback(node: Node) -> str:
+    return f'<pre class="state">{escape(pretty_state(node.state), quote=True)}</pre>'
+
+
+@attrs.frozen
+class BlockPatch:
+    """In a fragment's Markdown container ``at`` (``[data-blocks]`` elements in
+    document order), the last ``drop`` blocks (each a ``BLOCK_MARK`` comment and what
+    follows it) replaced by ``html``: blocks, each after its mark."""
+
+    at: int
+    drop: int
+    html: str
+
+
+class _Rendered:
+    """One node version's fragment: ``pieces`` around ``blocks`` (one piece more)."""
+
+    __slots__ = ("_html", "blocks", "kind", "pieces", "seq", "state")
+
+    def __init__(self, node: Node, pieces: tuple[str, ...], blocks: tuple[Blocks, ...]) -> None:
+        self.state, self.seq, self.kind = node.state, node.seq, node.kind
+        self.pieces, self.blocks = pieces, blocks
+        self._html: str | None = None
+
+    def html(self) -> str:
+        if self._html is None:
+            parts = [self.pieces[0]]
+            for blocks, piece in zip(self.blocks, self.pieces[1:], strict=True):
+                parts += (blocks.html(), piece)
+            self._html = "".join(parts)
+        return self._html
+
+
+def _block_patch(at: int, old: Blocks, new: Blocks) -> BlockPatch | None:
+    """The patch from ``old`` to ``new``, reading only the blocks after ``old``'s
+    settled ones; ``None`` unless ``new`` extends the same lineage (or ``old`` had
+    none settled)."""
+    if old.count and (new.settled is not old.settled or new.count < old.count):
+        return None
+    before = old.fresh
+    after = [*new.settled[old.count : new.count], *new.fresh]
+    same = 0
+    while same < len(before) and same < len(after) and before[same] == after[same]:
+        same += 1
+    changed = after[same:]
+    return BlockPatch(at, len(before) - same, "".join(BLOCK_MARK + html for html in changed))
+
+
+class HtmlRenderer:
+    """Renders views to HTML, re-rendering only the nodes whose state changed.
+
+    Use one per live view (e.g. as a subscriber's renderer): ``fragment(node)`` is
+    the node's ``<article>``; ``render_nodes(nodes)`` their concatenation;
+    ``render(nodes)`` the complete page; ``patch(node, ...)`` what changed in its
+    Markdown since the version last rendered. The cache holds one fragment per key
+    of the last view rendered (keys absent from it are dropped), keyed by the state
+    object's identity, so it never grows beyond the view. ``hits`` and ``misses``
+    count fragment lookups.
+    """
+
+    def __init__(self, definitions: Iterable[Any], *, title: str = "Conversation") -> None:
+        self.title = title
+        self._render: dict[str, Callable[[Node], Any]] = members(definitions, "render_html")
+        # key -> the last version rendered; holding the state keeps its identity unique.
+        self._cache: dict[str, _Rendered] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def fragment(self, node: Node) -> str:
+        """The node wrapped in ``<article id=key data-key data-kind data-seq>``."""
+        return self._rendered(node).html()
+
+    def patch(self, node: Node, state: object, seq: int) -> list[BlockPatch] | None:
+        """The block patches that turn the node's fragment as of ``state`` at ``seq``
+        into its fragment now, when that version is the one last rendered and only
+        Markdown blocks changed; ``None`` when the fragment must be sent whole.
+        Costs what changed, not the fragment's length."""
+        old = self._cache.get(node.key)
+        new = self._rendered(node)
+        if old is None or old.state is not state or old.seq != seq or old.kind != new.kind:
+            return None
+        if old.pieces != new.pieces:
+            return None
+        patches: list[BlockPatch] = []
+        for at, (before, after) in enumerate(zip(old.blocks, new.blocks, strict=True)):
+            patch = _block_patch(at, before, after)
+            if patch is None:
+                return None
+            if patch.drop or patch.html:
+                patches.append(patch)
+        return patches
+
+    def _rendered(self, node: Node) -> _Rendered:
+        cached = self._cache.get(node.key)
+        if (
+            cached is not None
+            and cached.state is node.state
+            and cached.seq == node.seq
+            and cached.kind == node.kind
+        ):
+            self.hits += 1
+            return cached
+        self.misses += 1
+        rendered = self._cache[node.key] = self._wrap(node)
+        return rendered
+
+    def _wrap(self, node: Node) -> _Rendered:
+        member = self._render.get(node.kind)
+        pieces: list[str]
+        blocks: list[Blocks] = []
+        if member is None:
+            pieces = [_fallback(node)]
+        else:
+            pieces, blocks = render_blocks(lambda: call_member(member, node, "render_html"))
+        key = escape(node.key, quote=True)
+        kind = escape(node.kind, quote=True)
+        # The key is for scripts and links (id, data-key), never shown; a node with
+        # nothing to show (a step, an empty container) keeps its place, hidden, so
+        # the live page can still patch it in order.
+        shown = blocks or any(piece and not piece.isspace() for piece in pieces)
+        hidden = "" if shown else " hidden"
+        pieces[0] = (
+            f'<article class="node" id="{key}" data-key="{key}" data-kind="{kind}" '
+            f'data-seq="{node.seq}"{hidden}>{pieces[0]}'
+        )
+        pieces[-1] += "</article>\n"
+        return _Rendered(node, tuple(pieces), tuple(blocks))
+
+    def render_nodes(self, nodes: Iterable[Node]) -> str:
+        """The nodes' fragments in order; drops cached fragments of keys not among them."""
+        nodes = tuple(nodes)
+        fragments = [self.fragment(node) for node in nodes]
+        if len(self._cache) > len(fragments):
+            keep = {node.key for node in nodes}
+            self._cache = {key: entry for key, entry in self._cache.items() if key in keep}
+        return "".join(fragments)
+
+    def render(self, nodes: Iterable[Node]) -> str:
+        """A complete, self-contained HTML page of the view."""
+        nodes = tuple(nodes)
+        title = escape(self.title, quote=True)
+        return (
+            "<!DOCTYPE html>\n"
+            '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>{title}</title>\n<style>\n{_STYLE}</style>\n</head>\n<body>\n"
+            f'<main>\n<h1>{title}</h1>\n<div class="conversation">\n'
+            f"{self.render_nodes(nodes)}</div>\n</main>\n</body>\n</html>\n"
+        )
+
+
+def render_html(
+    nodes: Iterable[Node], definitions: Iterable[Any], *, title: str = "Conversation"
+) -> str:
+    """The view as a complete, self-contained HTML page (inline stylesheet, no script).
+
+    Each node is an ``<article>`` with ``id``/``data-key`` = its key, ``data-kind``
+    and ``data-seq``; its body is the definition's ``render_html(node)`` (which must
+    escape its content) or, for a kind without one, the state as escaped JSON.
+    Everything the page itself writes, ``title`` included, is escaped. For a live
+    view rendered again and again, keep an ``HtmlRenderer`` instead.
+    """
+    return HtmlRenderer(definitions, title=title).render(nodes)
