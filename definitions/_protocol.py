@@ -184,6 +184,8 @@ class ProtocolSet:
         the fold kept as the wire gave it, of another type)."""
         try:
             return self._rebuild(nodes)
+        except ConversationError:  # a nested set's (``recorded``'s calls), as it is
+            raise
         except UNREADABLE as exc:
             raise RebuildError(
                 f"{self.title}: cannot rebuild the protocol's objects of the nodes: "
@@ -641,6 +643,8 @@ class _Counted:
         self._position = position + 1
         try:
             return self._pre_pass(event)
+        except ConversationError:  # the set's own, naming the event already
+            raise
         except UNREADABLE as exc:
             raise self._protocol.unreadable(position, event, exc) from exc
 

@@ -463,8 +463,9 @@ def _stream_error(name: str, raw: dict[str, Any]) -> str | None:
 
 
 def prepare(events: Iterable[Any]) -> Iterator[_Envelope]:
-    """The batch pre-pass: one stream's raw events through one ``Recorder``."""
-    recorder = Recorder()
+    """The batch pre-pass: one stream's raw events through one ``Recorder`` (counted,
+    ``PROTOCOL.pre_pass()``: an event it cannot read is an ``EventError``)."""
+    recorder = PROTOCOL.pre_pass()
     for event in events:
         envelope = recorder(event)
         if envelope is not None:

@@ -1,6 +1,7 @@
 """Bad input from the wire gets a library error (issue #25 item 9).
 
-Every shared recording of every protocol set, mutated at random as a stream damaged
+Every shared recording of every protocol set (and, for ``recorded``, the recordings
+of model calls in tests/recorded), mutated at random as a stream damaged
 on the way might be (events cut off, dropped, repeated or swapped; one field set to
 null, deleted, or given another JSON type), folds both ways a user folds it: batch
 (``prepare`` into ``push_many``, as ``replay`` does) and live (the set's counted
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,6 +35,7 @@ from definitions import (
     gemini,
     openai_chat,
     openai_responses,
+    recorded,
 )
 from engine import (
     ConversationError,
@@ -41,13 +44,17 @@ from engine import (
     HookError,
     create_conversation_engine,
 )
+from replay import load_events
 from tests._shared import require
 
 from . import _provider_oracles, _sdk
 
 SETS = {
     module.PROTOCOL.name: module.PROTOCOL
-    for module in (anthropic, openai_chat, openai_responses, ag_ui, ai_sdk, gemini, bedrock)
+    for module in (
+        *(anthropic, openai_chat, openai_responses, ag_ui, ai_sdk, gemini, bedrock),
+        recorded,
+    )
 }
 # The provider sets' recordings live in their own folders (read as the oracles do).
 _PROVIDERS = {"gemini": "google", "bedrock": "bedrock"}
@@ -56,7 +63,12 @@ _PROVIDERS = {"gemini": "google", "bedrock": "bedrock"}
 @functools.cache
 def streams(name: str) -> tuple[tuple[str, tuple[Any, ...]], ...]:
     """The recordings of set ``name``: (file name, its events as plain dicts)."""
-    if name in _PROVIDERS:
+    if name == "recorded":  # recordings of model calls: this project's own
+        found = [
+            (path.name, tuple(load_events(path).events))
+            for path in sorted(Path(__file__).parents[1].joinpath("recorded").glob("*.jsonl"))
+        ]
+    elif name in _PROVIDERS:
         provider = _PROVIDERS[name]
         names = [param.values[0] for param in _provider_oracles.recording_names(provider)]
         found = [
