@@ -1,4 +1,6 @@
-"""The README's examples run, and its set-up commands are the ones CI runs."""
+"""The README's set-up commands are the ones CI runs, and the examples of the README
+and the docs print what their text says (tests/test_docs.py runs every one of them;
+these check their output)."""
 
 from __future__ import annotations
 
@@ -9,13 +11,18 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-BLOCKS = re.findall(r"```(\w+)\n(.*?)```", README, flags=re.S)
+PAGES = [README, *(p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").rglob("*.md")))]
+BLOCKS = [block for page in PAGES for block in re.findall(r"```(\w+)\n(.*?)```", page, flags=re.S)]
 
 pytest_plugins = ["pytester"]
 
 
 def test_readme_opens_with_the_two_setup_commands() -> None:
-    shell = [code.strip() for lang, code in BLOCKS if lang == "sh"]
+    shell = [
+        code.strip()
+        for lang, code in re.findall(r"```(\w+)\n(.*?)```", README, flags=re.S)
+        if lang == "sh"
+    ]
     main_job, tests = shell[0], shell[1]
     assert "pip install -e ." in main_job
     assert "convo replay replay/examples/" in main_job
