@@ -7,6 +7,8 @@ raw provider events); ``EventStore`` is the embedded SQLite event store,
 ``detect_protocol`` tells which protocol a recording speaks and ``protocol_definitions``
 / ``load_definitions`` give the ``DefinitionSet`` (definitions, pre-pass, routing) to
 replay it with, as ``convo replay`` does.
+``record`` appends every model call an official SDK client makes to a log or store;
+``playback`` answers the client's calls from that recording with no network.
 ``replay`` folds a log into its final view; ``check_determinism`` proves every way
 of replaying it agrees; ``render_json``/``render_text``/``render_html`` render views.
 """
@@ -52,6 +54,12 @@ from ._replay import replay as replay
 from ._store import EventStore as EventStore
 from ._stores import Store as Store
 from ._stores import open_store as open_store
+from .recording import PlaybackMismatchError as PlaybackMismatchError
+from .recording import RecordingError as RecordingError
+from .recording import RecordingLostWarning as RecordingLostWarning
+from .recording import UnsupportedClientError as UnsupportedClientError
+from .recording import playback as playback
+from .recording import record as record
 
 __all__ = [
     "PROTOCOLS",
@@ -72,7 +80,10 @@ __all__ = [
     "Log",
     "LogError",
     "LogWriter",
+    "PlaybackMismatchError",
     "PostgresEventStore",
+    "RecordingError",
+    "RecordingLostWarning",
     "RenderError",
     "ReplayError",
     "Report",
@@ -81,14 +92,17 @@ __all__ = [
     "StoreChange",
     "StoreError",
     "UnstorableEventError",
+    "UnsupportedClientError",
     "assert_deterministic",
     "check_determinism",
     "detect_protocol",
     "load_definitions",
     "load_events",
     "open_store",
+    "playback",
     "protocol_definitions",
     "read_log",
+    "record",
     "render_html",
     "render_json",
     "render_text",
