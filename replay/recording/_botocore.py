@@ -134,7 +134,7 @@ class _PlaybackRaw:
             if delay:
                 time.sleep(delay)
             yield chunk
-        if not self._recorded.complete:
+        if self._recorded.raises:
             raise _failure(self._recorded.error, self._url)
 
     def read(self, *args: Any, **kwargs: Any) -> bytes:

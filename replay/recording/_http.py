@@ -195,7 +195,7 @@ def kit(library: str) -> Kit:
                 if delay:
                     time.sleep(delay)
                 yield chunk
-            if not self._recorded.complete:
+            if self._recorded.raises:
                 raise _failure(http, self._recorded.error, self._request)
 
     class AsyncPlaybackStream(http.AsyncByteStream):  # type: ignore[name-defined,misc]
@@ -209,7 +209,7 @@ def kit(library: str) -> Kit:
                 if delay:
                     await asyncio.sleep(delay)
                 yield chunk
-            if not self._recorded.complete:
+            if self._recorded.raises:
                 raise _failure(http, self._recorded.error, self._request)
 
     def answer(player: Player, provider: str, error: Any, request: Any) -> RecordedCall:

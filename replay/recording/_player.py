@@ -24,6 +24,7 @@ import attrs
 from .._log import read_log
 from .._stores import open_store
 from ._errors import PlaybackMismatchError, RecordingError
+from ._recorder import INCOMPLETE
 from ._wire import api_of, frames, is_stream, request_body
 
 __all__ = ["Player", "RecordedCall", "mismatch_class", "read_calls"]
@@ -45,6 +46,12 @@ class RecordedCall:
     records: list[tuple[dict[str, Any], float | None]] = attrs.field(factory=list)
     complete: bool = False
     error: str | None = None
+
+    @property
+    def raises(self) -> bool:
+        """Whether the body ends with the transport's error: it was cut, and the
+        transport said so (not a body silently shorter than announced)."""
+        return not self.complete and not (self.error or "").startswith(INCOMPLETE)
 
     @property
     def content_type(self) -> str:

@@ -256,6 +256,10 @@ class Call:
         parser, self._parser = self._parser, None
         if error == CLOSED_EARLY and parser is not None and self._at_end(parser):
             error = None  # closed once everything had arrived: the SDK had its answer
+        elif error is None and self._expected is not None and self._received < self._expected:
+            # The transport saw no error, but the body is shorter than announced (urllib3
+            # under botocore does not check): cut, though the SDK raised nothing.
+            error = f"{INCOMPLETE}: {self._received} of {self._expected} bytes arrived"
         at = time.time()
         if parser is not None and self._problem is None:
             try:
@@ -277,3 +281,6 @@ class Call:
 
 
 CLOSED_EARLY = "ClosedEarly: the client closed the response before its end"
+INCOMPLETE = "IncompleteBody"
+"""The error name of a body cut short that the transport did not raise about: playback
+ends it there without raising, as the transport did."""

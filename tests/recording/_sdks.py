@@ -103,7 +103,9 @@ def client(provider: str, base: str, asynchronous: bool, *, timeout: float = 10.
         aws_access_key_id="AKIASECRETKEYID0000",
         aws_secret_access_key="aws-SECRET-ACCESS-KEY-0000",
         aws_session_token="aws-SESSION-TOKEN-0000",
-        config=Config(retries={"max_attempts": 1}, read_timeout=timeout, connect_timeout=timeout),
+        config=Config(
+            retries={"total_max_attempts": 1}, read_timeout=timeout, connect_timeout=timeout
+        ),
     )
 
 
