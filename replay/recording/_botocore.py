@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from ._player import Player, RecordedCall
 from ._recorder import CLOSED_EARLY, Call, Recorder
 
-__all__ = ["PlaybackSession", "RecordingSession"]
+__all__ = ["BotocoreSession", "PlaybackSession", "RecordingSession"]
 
 
 def _body(request: Any) -> bytes | None:
@@ -173,6 +173,35 @@ class PlaybackSession:
 
     def close(self) -> None:
         pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class BotocoreSession:
+    """Stands in for botocore's HTTP session: plays back while recorded calls remain (if
+    given a player), records the rest (if given a recorder)."""
+
+    def __init__(
+        self,
+        inner: Any,
+        recorder: Recorder | None,
+        player: Player | None,
+        error: type[Exception],
+    ) -> None:
+        self.inner = inner
+        self.recording = None if recorder is None else RecordingSession(inner, recorder)
+        self.playback = None if player is None else PlaybackSession(inner, player, error)
+        self.player = player
+
+    def send(self, request: Any) -> Any:
+        if self.playback is not None and (self.recording is None or self.playback.player.remaining):
+            return self.playback.send(request)
+        assert self.recording is not None
+        return self.recording.send(request)
+
+    def close(self) -> None:
+        self.inner.close()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

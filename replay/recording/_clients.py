@@ -15,7 +15,7 @@ import importlib
 import os
 from typing import Any
 
-from ._botocore import PlaybackSession, RecordingSession
+from ._botocore import BotocoreSession
 from ._errors import RecordingError, UnsupportedClientError
 from ._http import instrument, kit, library_of
 from ._player import Player, mismatch_class, read_calls
@@ -107,27 +107,12 @@ def record(
     ``UnsupportedClientError`` for a client it does not know, ``RecordingError`` when
     ``log`` cannot be opened.
     """
-    provider = _provider(client)
     recorder = Recorder(open_sink(log, conversation, store=store))
     try:
-        _mark(client, provider, recorder)
-        if provider == "bedrock":
-            endpoint = client._endpoint
-            endpoint.http_session = RecordingSession(endpoint.http_session, recorder)
-            return client
-        for http_client in _http_clients(client, provider):
-            transports = kit(library_of(http_client) or "httpx")
-            cls = transports.async_recording if _is_async(http_client) else transports.recording
-            name = provider
-
-            def wrap(inner: Any, cls: Any = cls, name: str = name) -> Any:
-                return cls(inner, recorder, name)
-
-            instrument(http_client, wrap)
+        return install(client, recorder=recorder)
     except BaseException:
         recorder.close()
         raise
-    return client
 
 
 def playback(
@@ -147,24 +132,38 @@ def playback(
     field; anthropic and openai raise it as it is (it is also their base error class),
     without retrying. Returns ``client`` itself.
     """
-    provider = _provider(client)
     name = os.fsdecode(log) if isinstance(log, str | os.PathLike) else str(log.path)
-    player = Player(read_calls(log, conversation), speed=speed, path=name)
+    return install(client, player=Player(read_calls(log, conversation), speed=speed, path=name))
+
+
+def install(client: Any, *, recorder: Recorder | None = None, player: Player | None = None) -> Any:
+    """Instrument ``client`` to record with ``recorder``, play back with ``player``, or
+    both: the recorded calls are played back, and the calls beyond them recorded (the
+    ``new_episodes`` mode of the pytest plugin). A recorder or player may be shared by
+    several clients (their calls numbered in one sequence)."""
+    provider = _provider(client)
     error = mismatch_class(_sdk_error(provider))
-    _mark(client, provider, player)
+    _mark(client, provider, recorder or player)
     if provider == "bedrock":
-        unsigned = importlib.import_module("botocore").UNSIGNED
         endpoint = client._endpoint
-        endpoint.http_session = PlaybackSession(endpoint.http_session, player, error)
-        # A recording plays back without credentials: nothing is sent to be signed for.
-        client.meta.events.register(
-            "choose-signer.bedrock-runtime", lambda **_: unsigned, unique_id=_ATTRIBUTE
-        )
+        endpoint.http_session = BotocoreSession(endpoint.http_session, recorder, player, error)
+        if recorder is None:
+            # A recording plays back without credentials: nothing is sent to be signed for.
+            unsigned = importlib.import_module("botocore").UNSIGNED
+            client.meta.events.register(
+                "choose-signer.bedrock-runtime", lambda **_: unsigned, unique_id=_ATTRIBUTE
+            )
         return client
     for http_client in _http_clients(client, provider):
         transports = kit(library_of(http_client) or "httpx")
-        cls = transports.async_playback if _is_async(http_client) else transports.playback
-        instrument(http_client, lambda _, cls=cls: cls(player, provider, error))
+        asynchronous = _is_async(http_client)
+
+        def wrap(
+            inner: Any, asynchronous: bool = asynchronous, transports: Any = transports
+        ) -> Any:
+            return transports.make(inner, provider, recorder, player, error, asynchronous)
+
+        instrument(http_client, wrap)
     return client
 
 

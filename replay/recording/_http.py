@@ -73,6 +73,32 @@ class Kit:
     async_recording: type[Any]
     playback: type[Any]
     async_playback: type[Any]
+    dispatch: type[Any]
+    async_dispatch: type[Any]
+
+    def make(
+        self,
+        inner: Any,
+        provider: str,
+        recorder: Recorder | None,
+        player: Player | None,
+        error: type[PlaybackMismatchError],
+        asynchronous: bool,
+    ) -> Any:
+        """The transport standing in for ``inner``: recording, playing back, or playing
+        back the recorded calls and recording those beyond them."""
+        recording = None
+        if recorder is not None:
+            cls = self.async_recording if asynchronous else self.recording
+            recording = cls(inner, recorder, provider)
+        if player is None:
+            return recording
+        cls = self.async_playback if asynchronous else self.playback
+        playback = cls(player, provider, error)
+        if recording is None:
+            return playback
+        cls = self.async_dispatch if asynchronous else self.dispatch
+        return cls(playback, recording, player)
 
 
 @functools.cache
@@ -258,12 +284,44 @@ def kit(library: str) -> Kit:
                 recorded.status, headers=_response_headers(recorded), stream=stream
             )
 
+    class Dispatch(http.BaseTransport):  # type: ignore[name-defined,misc]
+        """Plays back while recorded calls remain, then records."""
+
+        def __init__(self, playback: Any, recording: Any, player: Player) -> None:
+            self.playback = playback
+            self.recording = recording
+            self.player = player
+
+        def handle_request(self, request: Any) -> Any:
+            target = self.playback if self.player.remaining else self.recording
+            return target.handle_request(request)
+
+        def close(self) -> None:
+            self.recording.close()
+
+    class AsyncDispatch(http.AsyncBaseTransport):  # type: ignore[name-defined,misc]
+        """Plays back while recorded calls remain, then records."""
+
+        def __init__(self, playback: Any, recording: Any, player: Player) -> None:
+            self.playback = playback
+            self.recording = recording
+            self.player = player
+
+        async def handle_async_request(self, request: Any) -> Any:
+            target = self.playback if self.player.remaining else self.recording
+            return await target.handle_async_request(request)
+
+        async def aclose(self) -> None:
+            await self.recording.aclose()
+
     return Kit(
         http,
         RecordingTransport,
         AsyncRecordingTransport,
         PlaybackTransport,
         AsyncPlaybackTransport,
+        Dispatch,
+        AsyncDispatch,
     )
 
 

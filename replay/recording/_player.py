@@ -118,8 +118,11 @@ def _needs(conversation: str | None) -> str:
 class Player:
     """Serves a recording's calls, in order, to the requests that match them."""
 
-    def __init__(self, calls: list[RecordedCall], *, speed: float | None, path: str) -> None:
+    def __init__(
+        self, calls: list[RecordedCall], *, speed: float | None, path: str, hint: str = ""
+    ) -> None:
         self._calls = calls
+        self._hint = hint
         self._next = 0
         self._lock = threading.Lock()
         self.speed = speed
@@ -145,7 +148,7 @@ class Player:
             if n >= len(self._calls):
                 raise error(
                     f"call {n} is beyond the recording {self.path} (it holds {len(self._calls)} "
-                    f"calls); nothing was sent to the network",
+                    f"calls); nothing was sent to the network{self._hint}",
                     call=n,
                     field="call",
                 )

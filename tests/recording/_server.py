@@ -53,14 +53,28 @@ class Loopback(http.server.ThreadingHTTPServer):
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
-        self.answers: dict[str, Answer] = {}
+        self.answers: dict[str, list[Answer]] = {}
         self.requests: list[tuple[str, bytes]] = []
         self._ids = itertools.count()
+        self._lock = threading.Lock()
 
-    def base(self, answer: Answer) -> str:
+    def base(self, *answers: Answer) -> str:
+        """A base URL whose POSTs get ``answers`` in turn (the last one from then on)."""
         token = str(next(self._ids))
-        self.answers[token] = answer
+        self.answers[token] = list(answers)
         return f"http://127.0.0.1:{self.server_address[1]}/{token}"
+
+    def root(self, *answers: Answer) -> str:
+        """The server's own URL, whose POSTs (under no token) get ``answers`` in turn."""
+        self.answers[""] = list(answers)
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def next_answer(self, token: str) -> Answer | None:
+        with self._lock:
+            answers = self.answers.get(token, self.answers.get(""))
+            if not answers:
+                return None
+            return answers.pop(0) if len(answers) > 1 else answers[0]
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -70,7 +84,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("content-length") or 0))
         self.server.requests.append((self.path, body))
-        answer = self.server.answers.get(self.path.split("/")[1])
+        answer = self.server.next_answer(self.path.split("/")[1])
         if answer is None:
             self.send_error(404)
             return
@@ -135,6 +149,10 @@ def sse_file(*parts: str) -> tuple[bytes, ...]:
 
 def anthropic_stream() -> Answer:
     return Answer(sse_file("fixtures", "recorded", "anthropic_sdk_tool_use_response.sse"), SSE)
+
+
+def anthropic_text_stream() -> Answer:
+    return Answer(sse_file("fixtures", "recorded", "anthropic-sdk-basic_response.txt"), SSE)
 
 
 def anthropic_message() -> Answer:
