@@ -314,6 +314,15 @@ def kit(library: str) -> Kit:
         async def aclose(self) -> None:
             await self.recording.aclose()
 
+    for cls in (
+        RecordingTransport,
+        AsyncRecordingTransport,
+        PlaybackTransport,
+        AsyncPlaybackTransport,
+        Dispatch,
+        AsyncDispatch,
+    ):
+        cls.convo_instrumented = True
     return Kit(
         http,
         RecordingTransport,
@@ -335,9 +344,14 @@ def library_of(obj: Any) -> str | None:
 
 
 def instrument(client: Any, wrap: Any) -> None:
-    """Replace ``client``'s transport and every mounted one (proxies) by ``wrap(it)``."""
-    client._transport = wrap(client._transport)
-    client._mounts = {
-        pattern: None if transport is None else wrap(transport)
-        for pattern, transport in client._mounts.items()
-    }
+    """Replace ``client``'s transport and every mounted one (proxies) by ``wrap(it)``,
+    unless it is ours already: an SDK client's copy (``with_options``) shares the HTTP
+    client of the one it copies, whose calls are recorded once."""
+
+    def replace(transport: Any) -> Any:
+        if transport is None or getattr(transport, "convo_instrumented", False):
+            return transport
+        return wrap(transport)
+
+    client._transport = replace(client._transport)
+    client._mounts = {pattern: replace(t) for pattern, t in client._mounts.items()}
