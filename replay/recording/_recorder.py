@@ -24,7 +24,9 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-from .._log import LogWriter, read_log
+import msgspec
+
+from .._log import Entry, LogWriter, read_log
 from .._stores import open_store
 from ._errors import RecordingError, RecordingLostWarning
 from ._wire import BodyParser, api_of, harmless_headers, is_stream, request_body, safe_url
@@ -36,6 +38,9 @@ Log = str | os.PathLike[str] | Any
 name when given with ``conversation``), or an open store object."""
 
 
+_encoder = msgspec.json.Encoder()
+
+
 class _Sink:
     """Appends one record with its time; raises what the medium raises."""
 
@@ -43,6 +48,12 @@ class _Sink:
 
     def append(self, record: dict[str, Any], at: float) -> None:
         raise NotImplementedError
+
+    def extend(self, batches: list[tuple[float, list[dict[str, Any]]]]) -> None:
+        """Append each batch's records, stamped with the batch's time."""
+        for at, records in batches:
+            for record in records:
+                self.append(record, at)
 
     def existing(self) -> list[Any]:
         raise NotImplementedError
@@ -64,6 +75,21 @@ class _LogSink(_Sink):
         self._now = at
         self._writer.append(record)
 
+    def extend(self, batches: list[tuple[float, list[dict[str, Any]]]]) -> None:
+        # One write for many stream events: a write and flush per event would cost the
+        # recorder more than the SDK spends on the event. LogWriter appends one line at a
+        # time, so its file and position are driven directly here.
+        writer = self._writer
+        position, conversation = writer.position, writer.conversation
+        entries = []
+        for at, records in batches:
+            for record in records:
+                entries.append(Entry(position, record, conversation, at))
+                position += 1
+        writer._file.write(_encoder.encode_lines(entries))
+        writer._file.flush()
+        writer.position = position
+
     def existing(self) -> list[Any]:
         return read_log(self.path, lenient=True).events()
 
@@ -79,7 +105,8 @@ class _StoreSink(_Sink):
         self._owned = owned
 
     def append(self, record: dict[str, Any], at: float) -> None:
-        self._store.append(self._conversation, [record], time=at)
+        # A stream event is kept as its JSON bytes (msgspec.Raw): a store takes objects.
+        self._store.append(self._conversation, [_objects(record)], time=at)
 
     def existing(self) -> list[Any]:
         return list(self._store.read(self._conversation))
@@ -87,6 +114,13 @@ class _StoreSink(_Sink):
     def close(self) -> None:
         if self._owned:
             self._store.close()
+
+
+def _objects(record: dict[str, Any]) -> dict[str, Any]:
+    event = record.get("event")
+    if type(event) is msgspec.Raw:
+        return {**record, "event": msgspec.json.decode(event)}
+    return record
 
 
 def open_sink(log: Log, conversation: str | None, *, store: bool = False) -> _Sink:
@@ -173,6 +207,18 @@ class Recorder:
             return False
         return True
 
+    def write_many(self, batches: list[tuple[float, list[dict[str, Any]]]]) -> bool:
+        """Append each batch's records, stamped with its time, at once; on failure count
+        them lost."""
+        try:
+            with self._lock:
+                self._sink.extend(batches)
+        except Exception:
+            with self._lock:
+                self.lost += sum(len(records) for _, records in batches)
+            return False
+        return True
+
     def close(self) -> None:
         """Close the log (or the store this recorder opened)."""
         with self._lock:
@@ -184,9 +230,11 @@ class Call:
 
     __slots__ = (
         "_done",
+        "_drained",
         "_expected",
         "_failed",
         "_parser",
+        "_pending",
         "_problem",
         "_received",
         "n",
@@ -201,19 +249,13 @@ class Call:
         self._failed = False  # a loss was warned about: once per call is enough
         self._done = False
         self._received = 0
+        self._pending: list[tuple[bytes, float]] = []
+        self._drained = 0.0
         self._expected: int | None = None  # the content-length, when the server gave one
 
     def write(self, record: dict[str, Any], at: float) -> None:
-        if not self.recorder.write(record, at) and not self._failed:
-            self._failed = True
-            warnings.warn(
-                RecordingLostWarning(
-                    f"call {self.n}: a {record.get('type')} record could not be written to "
-                    f"{self.recorder.path}; the SDK's call goes on unrecorded there "
-                    f"({self.recorder.lost} records lost so far)"
-                ),
-                stacklevel=2,
-            )
+        if not self.recorder.write(record, at):
+            self._lost(record)
 
     def response(self, status: int, headers: Iterable[tuple[str, str]]) -> None:
         """The response head arrived."""
@@ -235,23 +277,51 @@ class Call:
         )
 
     def chunk(self, data: bytes) -> None:
-        """A piece of the body arrived: write the events it completes."""
+        """A piece of the body arrived (now: its events' time). Its events are written
+        with those of the pieces before it, at most ``BATCH`` seconds after it came."""
         if self._parser is None or self._problem is not None or self._done:
             return
         at = time.time()
         self._received += len(data)
-        try:
-            records = self._parser.feed(data)
-        except Exception as exc:
-            self._problem = f"{type(exc).__name__}: {exc}"
+        self._pending.append((data, at))
+        if at - self._drained >= BATCH:
+            self._drain(at)
+
+    def _drain(self, now: float) -> None:
+        parser, pending = self._parser, self._pending
+        self._pending, self._drained = [], now
+        if parser is None or not pending:
             return
-        for record in records:
-            self.write(record, at)
+        batches: list[tuple[float, list[dict[str, Any]]]] = []
+        for data, at in pending:
+            try:
+                records = parser.feed(data)
+            except Exception as exc:
+                self._problem = f"{type(exc).__name__}: {exc}"
+                break
+            if records:
+                batches.append((at, records))
+        if batches and not self.recorder.write_many(batches):
+            self._lost(batches[0][1][0])
+
+    def _lost(self, record: dict[str, Any]) -> None:
+        if self._failed:
+            return
+        self._failed = True
+        warnings.warn(
+            RecordingLostWarning(
+                f"call {self.n}: a {record.get('type')} record could not be written to "
+                f"{self.recorder.path}; the SDK's call goes on unrecorded there "
+                f"({self.recorder.lost} records lost so far)"
+            ),
+            stacklevel=4,
+        )
 
     def finish(self, error: BaseException | str | None = None) -> None:
         """The body was read to its end (``error`` None) or cut by ``error``; idempotent."""
         if self._done:
             return
+        self._drain(time.time())
         self._done = True
         parser, self._parser = self._parser, None
         if error == CLOSED_EARLY and parser is not None and self._at_end(parser):
@@ -279,6 +349,10 @@ class Call:
     def _at_end(self, parser: BodyParser) -> bool:
         return parser.done or (self._expected is not None and self._received >= self._expected)
 
+
+BATCH = 0.05
+"""Seconds a stream event may wait to be written with the ones after it: one write per
+batch instead of one per event keeps the recorder's cost a few percent of the SDK's."""
 
 CLOSED_EARLY = "ClosedEarly: the client closed the response before its end"
 INCOMPLETE = "IncompleteBody"

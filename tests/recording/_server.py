@@ -41,6 +41,7 @@ class Answer:
     status: int = 200
     cut_after: int | None = None  # close the connection after this many chunks
     delay: float = 0.0  # seconds before the head (a timeout test)
+    pace: float = 0.0  # seconds between chunks (a model producing tokens)
     headers: tuple[tuple[str, str], ...] = (("request-id", "req_loopback"),)
 
     @property
@@ -105,6 +106,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if answer.cut_after is not None and i == answer.cut_after:
                 self.close_connection = True
                 return
+            if answer.pace and i:
+                time.sleep(answer.pace)
             self.wfile.write(chunk)
             self.wfile.flush()
 
@@ -263,3 +266,23 @@ def expected_events(answer: Answer) -> list[dict[str, Any]]:
             record["sse"] = fields["event"]
         out.append(record)
     return out
+
+
+def main() -> None:
+    """``python -m tests.recording._server BODY CONTENT_TYPE [PACE]``: serve the file BODY,
+    split at blank lines (SSE frames), to every POST, from its own process (a benchmark's
+    client then shares no interpreter lock with it); prints the port, then serves until
+    killed."""
+    import sys
+
+    body, content_type = Path(sys.argv[1]).read_bytes(), sys.argv[2]
+    pace = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
+    chunks = tuple(piece + b"\n\n" for piece in body.split(b"\n\n") if piece.strip())
+    server = Loopback()
+    server.root(Answer(chunks, content_type, pace=pace))
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
