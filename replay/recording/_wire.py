@@ -277,11 +277,12 @@ class BodyParser:
 
     def _aws(self, headers: Mapping[str, Any], payload: bytes) -> dict[str, Any]:
         message_type = headers.get(":message-type", "event")
+        record: dict[str, Any] = {"type": "recording/event", "call": self._call}
         try:
             decoded: Any = _decode(payload) if payload else {}
         except msgspec.DecodeError:
             decoded = payload.decode("utf-8", "replace")
-        record: dict[str, Any] = {"type": "recording/event", "call": self._call}
+            record["payload_text"] = True  # not JSON: kept as text, framed back as is
         if message_type == "event":
             record["event"] = {str(headers.get(":event-type")): decoded}
         elif message_type == "exception":
@@ -339,5 +340,5 @@ def _aws_frame(record: Mapping[str, Any]) -> bytes:
         ("exception", ":exception-type") if record.get("exception") else ("event", ":event-type")
     )
     headers = {":message-type": message_type, key: name, ":content-type": "application/json"}
-    body = payload.encode() if isinstance(payload, str) else _encode(payload)
+    body = payload.encode() if record.get("payload_text") else _encode(payload)
     return encode_frame(headers, body)
