@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from definitions import bedrock, gemini
-from replay._formats import parse_events
+from replay.logs._formats import parse_events
 
 ROOT = Path(__file__).resolve().parents[1]
 ORACLES = ROOT / ".oracles"

@@ -48,7 +48,7 @@ from definitions import builtin, event_type
 from definitions.gateways import GATEWAYS
 from engine import Economy
 from replay import replay
-from replay._economy import (
+from replay.context._economy import (
     CallRequest,
     common_prefix,
     conversation,
@@ -57,8 +57,8 @@ from replay._economy import (
     serialize,
     timed,
 )
-from replay._transcripts import read_transcript
-from replay._workbench import Workbench
+from replay.context._workbench import Workbench
+from replay.logs.sessions import read_transcript
 
 ROOT = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = ROOT.parent / "shared" / "fixtures" / "transcripts"

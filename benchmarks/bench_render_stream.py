@@ -30,7 +30,7 @@ from definitions import builtin, event_type
 from definitions._render import markdown
 from engine import Registration
 from replay import HtmlRenderer
-from replay._serve import _Conversation, _encode
+from replay.serve._app import _Conversation, _encode
 
 
 def corpus(chars: int, seed: int = 7) -> str:

@@ -1,6 +1,6 @@
 """Load check for ``convo serve``: 100 conversations streaming at once over loopback.
 
-A server process (``python -m replay._serve_cli``) serves a fresh store; this process
+A server process (``python -m replay.serve._command``) serves a fresh store; this process
 opens one SSE stream per conversation and, from a writer thread, appends token
 deltas to every conversation in rounds, as 100 agents would. It stops by itself when
 every stream has delivered the last position (or after a guard of 120 s), then
@@ -77,7 +77,7 @@ async def main(args: argparse.Namespace) -> None:
             for conversation in conversations:
                 store.append(conversation, [{"type": "message.start", "id": "m", "role": "ai"}])
         server = subprocess.Popen(
-            [sys.executable, "-m", "replay._serve_cli", "--store", path, "--port", "0"],
+            [sys.executable, "-m", "replay.serve._command", "--store", path, "--port", "0"],
             stdout=subprocess.PIPE,
             text=True,
             cwd=ROOT,

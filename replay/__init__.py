@@ -1,24 +1,24 @@
-"""Logs, stores and replay: everything around the pure engine that touches files.
+"""Everything around the pure engine that touches files, sockets and processes.
 
-``read_log``/``write_log``/``LogWriter`` handle our JSON Lines log (one envelope per
-line); ``load_events`` reads any recording (our log, SSE, JSON arrays, JSON Lines of
-raw provider events); ``EventStore`` is the embedded SQLite event store,
-``PostgresEventStore`` the shared one, and ``open_store`` opens either by name.
-``detect_protocol`` tells which protocol a recording speaks and ``protocol_definitions``
-/ ``load_definitions`` give the ``DefinitionSet`` (definitions, pre-pass, routing) to
-replay it with, as ``convo replay`` does.
-``record`` appends every model call an official SDK client makes to a log or store;
-``playback`` answers the client's calls from that recording with no network.
-``replay`` folds a log into its final view; ``check_determinism`` proves every way
-of replaying it agrees; ``render_json``/``render_text``/``render_html`` render views.
+One room a role, from the bottom up (each package's docstring says what it may
+import; nothing imports upwards):
+
+- ``logs``: every file a conversation comes in (``read_log``, ``write_log``,
+  ``LogWriter``, ``load_events``), agent sessions included;
+- ``render``: a view as JSON, terminal text or HTML (``render_json``,
+  ``render_text``, ``render_html``);
+- ``stores``: the SQLite and PostgreSQL event stores (``open_store``) and the
+  projection workers;
+- ``protocols``: which definition set folds a recording (``detect_protocol``,
+  ``protocol_definitions``, ``load_definitions``);
+- ``context``: the model request before each call, and the context economy;
+- ``serve``: the live server (the ``serve`` extra);
+- ``recording``: official SDK clients' model calls recorded as they happen
+  (``record``) and answered from the recording with no network (``playback``);
+- at the top: ``replay`` (fold a log to its final view), the determinism checker
+  (``check_determinism``), the errors, the pytest plugin and the ``convo`` CLI.
 """
 
-from ._detect import PROTOCOLS as PROTOCOLS
-from ._detect import DefinitionSet as DefinitionSet
-from ._detect import Detection as Detection
-from ._detect import detect_protocol as detect_protocol
-from ._detect import load_definitions as load_definitions
-from ._detect import protocol_definitions as protocol_definitions
 from ._determinism import WAYS as WAYS
 from ._determinism import DeterminismError as DeterminismError
 from ._determinism import Divergence as Divergence
@@ -33,33 +33,39 @@ from ._errors import ReplayError as ReplayError
 from ._errors import StoreBusyError as StoreBusyError
 from ._errors import StoreError as StoreError
 from ._errors import UnstorableEventError as UnstorableEventError
-from ._formats import Format as Format
-from ._formats import Loaded as Loaded
-from ._formats import load_events as load_events
-from ._log import Entry as Entry
-from ._log import Log as Log
-from ._log import LogWriter as LogWriter
-from ._log import read_log as read_log
-from ._log import write_log as write_log
-from ._postgres import AppendUnknownError as AppendUnknownError
-from ._postgres import Landed as Landed
-from ._postgres import PostgresEventStore as PostgresEventStore
-from ._postgres import StoreChange as StoreChange
-from ._render import render_json as render_json
-from ._render_html import HtmlRenderer as HtmlRenderer
-from ._render_html import render_html as render_html
-from ._render_text import render_text as render_text
-from ._render_text import strip_controls as strip_controls
 from ._replay import replay as replay
-from ._store import EventStore as EventStore
-from ._stores import Store as Store
-from ._stores import open_store as open_store
+from .logs._formats import Format as Format
+from .logs._formats import Loaded as Loaded
+from .logs._formats import load_events as load_events
+from .logs._jsonl import Entry as Entry
+from .logs._jsonl import Log as Log
+from .logs._jsonl import LogWriter as LogWriter
+from .logs._jsonl import read_log as read_log
+from .logs._jsonl import write_log as write_log
+from .protocols._detect import PROTOCOLS as PROTOCOLS
+from .protocols._detect import DefinitionSet as DefinitionSet
+from .protocols._detect import Detection as Detection
+from .protocols._detect import detect_protocol as detect_protocol
+from .protocols._detect import load_definitions as load_definitions
+from .protocols._detect import protocol_definitions as protocol_definitions
 from .recording import PlaybackMismatchError as PlaybackMismatchError
 from .recording import RecordingError as RecordingError
 from .recording import RecordingLostWarning as RecordingLostWarning
 from .recording import UnsupportedClientError as UnsupportedClientError
 from .recording import playback as playback
 from .recording import record as record
+from .render._common import render_json as render_json
+from .render._html import HtmlRenderer as HtmlRenderer
+from .render._html import render_html as render_html
+from .render._text import render_text as render_text
+from .render._text import strip_controls as strip_controls
+from .stores._open import Store as Store
+from .stores._open import open_store as open_store
+from .stores._postgres import AppendUnknownError as AppendUnknownError
+from .stores._postgres import Landed as Landed
+from .stores._postgres import PostgresEventStore as PostgresEventStore
+from .stores._postgres import StoreChange as StoreChange
+from .stores._sqlite import EventStore as EventStore
 
 __all__ = [
     "PROTOCOLS",

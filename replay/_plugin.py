@@ -40,10 +40,10 @@ import pytest
 from definitions._protocol import Unrouted
 from engine import Node
 
-from ._detect import DefinitionSet, detect_protocol, protocol_definitions
 from ._determinism import WAYS, Report, assert_deterministic
-from ._render import render_json
 from ._replay import replay
+from .protocols._detect import DefinitionSet, detect_protocol, protocol_definitions
+from .render._common import render_json
 
 __all__ = ["ConvoSnapshot"]
 
@@ -190,7 +190,7 @@ def _safe(name: str) -> str:
 
 def _events(log: str | os.PathLike[str] | Iterable[Any]) -> Iterable[Any]:
     if isinstance(log, str | os.PathLike):
-        from ._formats import load_events  # here, so the plugin loads without the readers
+        from .logs._formats import load_events  # here, so the plugin loads without the readers
 
         return load_events(log).events
     return log

@@ -5,10 +5,11 @@ with no network.
 
 Owns the instrumentation (``httpx``/``httpx2`` transports, botocore's HTTP session),
 the recording format's writer (``recording/request``, ``/response``, ``/event``,
-``/body``, ``/end`` records; see docs/recording.md) and playback. May import the logs
-and stores (``replay._log``, ``replay._stores``) and ``definitions._eventstream``;
-never serving or rendering. The SDKs themselves are imported only when a client of
-theirs is given.
+``/body``, ``/end`` records; see docs/recording.md) and playback.
+
+May import: ``replay.logs``, ``replay.stores``, ``replay._errors``,
+``definitions._eventstream``; never serving or rendering. The SDKs themselves are
+imported only when a client of theirs is given.
 """
 
 from ._clients import SUPPORTED as SUPPORTED

@@ -107,6 +107,7 @@ def record(
     ``UnsupportedClientError`` for a client it does not know, ``RecordingError`` when
     ``log`` cannot be opened.
     """
+    _provider(client)  # refused before the log is opened
     recorder = Recorder(open_sink(log, conversation, store=store))
     try:
         return install(client, recorder=recorder)
@@ -132,6 +133,7 @@ def playback(
     field; anthropic and openai raise it as it is (it is also their base error class),
     without retrying. Returns ``client`` itself.
     """
+    _provider(client)  # refused before the recording is read
     name = os.fsdecode(log) if isinstance(log, str | os.PathLike) else str(log.path)
     return install(client, player=Player(read_calls(log, conversation), speed=speed, path=name))
 

@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from .._log import read_log
-from .._stores import open_store
+from ..logs._jsonl import read_log
+from ..stores._open import open_store
 from ._errors import PlaybackMismatchError, RecordingError
 from ._recorder import INCOMPLETE
 from ._wire import api_of, frames, is_stream, request_body

@@ -26,8 +26,8 @@ from typing import Any
 
 import msgspec
 
-from .._log import Entry, LogWriter, read_log
-from .._stores import open_store
+from ..logs._jsonl import Entry, LogWriter, read_log
+from ..stores._open import open_store
 from ._errors import RecordingError, RecordingLostWarning
 from ._wire import BodyParser, api_of, harmless_headers, is_stream, request_body, safe_url
 

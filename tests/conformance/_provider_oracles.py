@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from definitions._eventstream import encode_frame
-from replay._formats import parse_events
+from replay.logs._formats import parse_events
 from tests._shared import SHARED, shared_files, shared_path
 
 from . import _node_oracles

@@ -14,7 +14,7 @@ from definitions.gateways import GATEWAYS, gateway
 from engine import AreaFlowState, AreaLifeState, Context, CoopContext, Message, Role
 from replay import detect_protocol, load_events, protocol_definitions
 from replay._cli import main
-from replay._context import (
+from replay.context._requests import (
     ContextOptions,
     Feeder,
     check_requests,

@@ -9,7 +9,7 @@ from definitions.conversation import NO_RESULT
 from definitions.gateways import GATEWAYS
 from engine import INTERRUPTED, Economy, Role, Text, ToolResult, economize
 from replay import replay
-from replay._economy import conversation, requests
+from replay.context._economy import conversation, requests
 
 
 def events(*marks: dict[str, Any]) -> list[dict[str, Any]]:

@@ -17,9 +17,9 @@ from definitions import builtin, event_type
 from definitions.gateways import GATEWAYS
 from engine import Economy, Marks, Message, Text, ToolResult, economize
 from replay import replay
-from replay._economy import Conversation, conversation, measure, requests
-from replay._transcripts import read_transcript
-from replay._workbench import Workbench
+from replay.context._economy import Conversation, conversation, measure, requests
+from replay.context._workbench import Workbench
+from replay.logs.sessions import read_transcript
 from tests._shared import shared_path
 from tests.economy._sessions import economies, sessions
 

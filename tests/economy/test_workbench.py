@@ -21,8 +21,8 @@ from engine import (
     ToolResult,
     economize,
 )
-from replay._economy import Conversation, requests
-from replay._workbench import Workbench, WorkbenchIndex
+from replay.context._economy import Conversation, requests
+from replay.context._workbench import Workbench, WorkbenchIndex
 from tests.economy._sessions import assistant, call, result, user
 
 BIG = "".join(f"row {n}: {'x' * n}\n" for n in range(200))

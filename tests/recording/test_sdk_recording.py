@@ -153,8 +153,11 @@ def test_record_into_a_store(tmp_path: Path) -> None:
     store.close()
 
 
-def test_an_unknown_client_is_refused() -> None:
+def test_an_unknown_client_is_refused(tmp_path: Path) -> None:
+    log = tmp_path / "never.jsonl"
     with pytest.raises(replay.UnsupportedClientError, match=r"anthropic\.Anthropic"):
-        replay.record(object(), "never.jsonl")
+        replay.record(object(), log)
+    assert not log.exists()
+    log.write_text("")
     with pytest.raises(replay.UnsupportedClientError, match=r"boto3\.client"):
-        replay.playback(object(), "never.jsonl")
+        replay.playback(object(), log)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import definitions
 from definitions import ag_ui, ai_sdk, anthropic, builtin, message, openai_chat, openai_responses
 from replay import load_events
-from replay._detect import (
+from replay.protocols._detect import (
     PROTOCOLS,
     SCAN,
     DefinitionSet,

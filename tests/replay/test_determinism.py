@@ -16,14 +16,15 @@ import replay._determinism as determinism
 from definitions import event_type
 from engine import Claim, DefinitionError, Reader
 from replay import load_events
-from replay._detect import protocol_definitions
 from replay._determinism import (
     SAMPLES,
     WAYS,
     DeterminismError,
     assert_deterministic,
     check_determinism,
+    steps,
 )
+from replay.protocols._detect import protocol_definitions
 
 from .._shared import shared_files
 from ._kinds import (
@@ -425,3 +426,18 @@ class TestPrepare:
         )
         assert report.ok, report.describe()
         assert report.events == len(events)
+
+
+@given(
+    ways=st.sets(st.sampled_from(WAYS)),
+    rounds=st.integers(0, 3),
+)
+@settings(max_examples=30, deadline=None)
+def test_progress_is_called_once_per_step(ways: set[str], rounds: int) -> None:
+    """``steps`` (the bar's total in ``convo check``) counts exactly the calls made."""
+    calls: list[None] = []
+    report = check_determinism(
+        conversation()[:30], kinds(), ways=ways, rounds=rounds, progress=lambda: calls.append(None)
+    )
+    assert report.ok
+    assert len(calls) == steps(ways, rounds)

@@ -10,8 +10,8 @@ import pytest
 
 from engine import create_conversation_engine
 from replay import load_events, render_json
-from replay._detect import DefinitionSet, detect_protocol, protocol_definitions
-from replay._feed import event_feed
+from replay.protocols._detect import DefinitionSet, detect_protocol, protocol_definitions
+from replay.protocols._feed import event_feed
 from tests._shared import shared_files
 
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay import LogError, load_events, write_log
-from replay._formats import Recording, parse_piece
+from replay.logs._formats import Recording, parse_piece
 from tests._shared import shared_files, shared_path
 
 # The one recorded file that is not valid JSON Lines as published upstream: its first

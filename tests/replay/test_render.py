@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Claim, Node, Reader, create_conversation_engine
-from replay._render import RenderError, render_json
-from replay._render_html import HtmlRenderer, render_html
-from replay._render_text import render_text, strip_controls
 from replay._replay import replay
+from replay.render._common import RenderError, render_json
+from replay.render._html import HtmlRenderer, render_html
+from replay.render._text import render_text, strip_controls
 
 from ._kinds import BareKind, CounterKind, MessageKind, conversation, kinds
 
@@ -340,7 +340,7 @@ class TestReadablePage:
     def test_keys_stay_in_ids_and_data_attributes(self) -> None:
         from definitions import builtin
         from replay import load_events
-        from replay._serve_cli import EXAMPLE
+        from replay.serve._command import EXAMPLE
 
         nodes = replay(load_events(EXAMPLE).events, builtin.DEFINITIONS)
         parsed = Elements(render_html(nodes, builtin.DEFINITIONS))

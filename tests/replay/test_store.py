@@ -161,7 +161,7 @@ class TestRefusals:
     ) -> None:
         # The permission check itself, wherever the tests run (root may write anything:
         # TestReadOnlyFiles checks real permissions as a user).
-        import replay._store
+        import replay.stores._sqlite
 
         path = tmp_path / "events.db"
         with EventStore(path) as s:
@@ -172,7 +172,7 @@ class TestRefusals:
         def access(place: Any, mode: int) -> bool:
             return Path(place) != target
 
-        monkeypatch.setattr(replay._store.os, "access", access)
+        monkeypatch.setattr(replay.stores._sqlite.os, "access", access)
         cause = "the file is read-only" if denied == "file" else "its directory .* is read-only"
         with pytest.raises(StoreError, match=rf"events\.db: {cause}.*mode 'ro'"):
             EventStore(path)

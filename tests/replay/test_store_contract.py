@@ -257,7 +257,7 @@ APPENDS = 200
 def append_from_process(name: str, worker: int, start: Any) -> int:
     """Child process: APPENDS appends, half optimistic, retried on conflicts; returns retries."""
     from replay import EventStore, StoreBusyError
-    from replay._stores import is_postgres
+    from replay.stores._open import is_postgres
 
     retries = 0
     start.wait()  # a barrier: all workers begin together, to collide as much as possible

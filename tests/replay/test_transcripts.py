@@ -11,7 +11,7 @@ import pytest
 
 from definitions import builtin, event_type
 from replay import LogError, load_events, replay
-from replay._transcripts import Transcript, detect, read_transcript
+from replay.logs.sessions import Transcript, detect, read_transcript
 from tests._shared import SHARED, shared_files, shared_path
 
 TRANSCRIPTS = ("fixtures", "transcripts")
@@ -363,7 +363,7 @@ def test_odd_records_are_no_session() -> None:
 def test_a_session_over_a_piece_is_told_as_load_events_tells_it(tmp_path: Path) -> None:
     """A pretty-printed .traj larger than the bytes read before the format is told is
     still a SWE-agent session when read in pieces (convo replay, store import)."""
-    from replay._formats import Recording
+    from replay.logs._formats import Recording
 
     source = shared_path(*TRANSCRIPTS, "swe-agent", "pydicom__pydicom-1458.traj")
     record = json.loads(source.read_bytes())

@@ -29,7 +29,7 @@ from replay import (
     write_log,
 )
 from replay._cli import main
-from replay._log import EventTypes
+from replay.logs._jsonl import EventTypes
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "replay" / "examples" / "agent_session.jsonl"

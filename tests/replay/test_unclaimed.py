@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replay._unclaimed import unclaimed_note
+from replay.protocols._unclaimed import unclaimed_note
 
 ANTHROPIC = [{"type": "message_start", "message": {"id": "m"}}, {"type": "ping"}]
 BUILTIN_SET = "built-in kinds (definitions.builtin)"

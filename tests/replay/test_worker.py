@@ -9,7 +9,7 @@ import pytest
 
 from definitions import builtin, event_type
 from replay import open_store, render_json, replay
-from replay._worker import Worker, partition_of
+from replay.stores._worker import Worker, partition_of
 from tests._postgres import Server
 
 PARTITIONS = 4

@@ -21,7 +21,7 @@ require_serve()
 
 from definitions import builtin, event_type  # noqa: E402
 from replay import EventStore, HtmlRenderer, replay  # noqa: E402
-from replay._serve import CSP, create_app, parse_events  # noqa: E402
+from replay.serve._app import CSP, create_app, parse_events  # noqa: E402
 from tests.serve._helpers import (  # noqa: E402
     PAYLOADS,
     SseStream,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay._serve_engines import Engines
+from replay.serve._engines import Engines
 
 
 class FakeHub:

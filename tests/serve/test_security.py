@@ -22,9 +22,9 @@ require_serve()
 
 from definitions import builtin  # noqa: E402
 from replay import EventStore, LogError, load_events  # noqa: E402
-from replay._serve import create_app, parse_events  # noqa: E402
-from replay._serve_cli import main  # noqa: E402
-from replay._serve_security import allowed_hosts  # noqa: E402
+from replay.serve._app import create_app, parse_events  # noqa: E402
+from replay.serve._command import main  # noqa: E402
+from replay.serve._security import allowed_hosts  # noqa: E402
 from tests.serve._helpers import running  # noqa: E402
 
 TOKEN = "ingest-token-0123456789"
@@ -114,7 +114,7 @@ class TestTokens:
         self, store: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
     ) -> None:
         monkeypatch.setenv("CONVO_SERVE_TOKEN", "")
-        import replay._serve_cli as serve_cli
+        import replay.serve._command as serve_cli
 
         parser = serve_cli.argparse.ArgumentParser()
         serve_cli.add_arguments(parser)
@@ -123,7 +123,7 @@ class TestTokens:
         assert "the ingest token is empty" in capsys.readouterr().err
 
     def test_help_presents_the_environment_first(self) -> None:
-        import replay._serve_cli as serve_cli
+        import replay.serve._command as serve_cli
 
         parser = serve_cli.argparse.ArgumentParser()
         serve_cli.add_arguments(parser)

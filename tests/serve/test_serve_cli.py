@@ -10,7 +10,7 @@ from tests._shared import require_serve
 
 require_serve()
 
-from replay._serve_cli import main  # noqa: E402
+from replay.serve._command import main  # noqa: E402
 
 
 def test_a_missing_store_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,16 +20,21 @@ from typing import TYPE_CHECKING, Any
 from definitions import builtin
 from engine import RegistrationError, create_conversation_engine
 
-from ._detect import DefinitionSet, detect_protocol, load_definitions, protocol_definitions
-from ._errors import DefinitionSpecError
-from ._unclaimed import unclaimed_note
+from .._errors import DefinitionSpecError
+from ..protocols._detect import (
+    DefinitionSet,
+    detect_protocol,
+    load_definitions,
+    protocol_definitions,
+)
+from ..protocols._unclaimed import unclaimed_note
 
 if TYPE_CHECKING:
-    from ._serve import Live
+    from ._app import Live
 
 __all__ = ["EXAMPLE", "add_arguments", "demo_delay", "demo_writer", "main", "run"]
 
-EXAMPLE = Path(__file__).parent / "examples" / "agent_session.jsonl"
+EXAMPLE = Path(__file__).parents[1] / "examples" / "agent_session.jsonl"
 """The bundled example log that ``--demo`` replays."""
 
 _INSTALL = "convo serve needs the serve extra: pip install 'convo-engine[serve]'"
@@ -170,7 +175,7 @@ def _loopback(host: str) -> bool:
 @contextlib.contextmanager
 def _store_path(args: argparse.Namespace) -> Iterator[tuple[str, list[Any]]]:
     """The store file to serve and the events of LOG to load into it first."""
-    from ._formats import load_events
+    from ..logs._formats import load_events
 
     events: list[Any] = []
     if args.log is not None:
@@ -187,15 +192,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from ._serve import create_app
+        from ._app import create_app
     except ImportError as exc:
         print(f"{_INSTALL} ({exc})", file=sys.stderr)
         return 2
-    from ._errors import StoreError
-    from ._formats import load_events
-    from ._serve_security import allowed_hosts, check_token
-    from ._store import EventStore
-    from ._stores import open_store
+    from .._errors import StoreError
+    from ..logs._formats import load_events
+    from ..stores._open import open_store
+    from ..stores._sqlite import EventStore
+    from ._security import allowed_hosts, check_token
 
     if args.log is None and args.store is None and not args.demo:
         print("convo serve: give a LOG, --store FILE or --demo", file=sys.stderr)
@@ -312,7 +317,7 @@ async def _serve(server: Any, args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m replay._serve_cli``: the same as ``convo serve``."""
+    """``python -m replay.serve._command``: the same as ``convo serve``."""
     parser = argparse.ArgumentParser(prog="convo serve", description=__doc__)
     add_arguments(parser)
     return run(parser.parse_args(argv))

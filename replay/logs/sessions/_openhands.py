@@ -1,4 +1,4 @@
-"""OpenHands event streams as threads of built-in events (see ``replay._transcripts``).
+"""OpenHands event streams as threads of built-in events (see ``replay.logs.sessions``).
 
 Read: a JSON array of events, JSON Lines of events, or JSON Lines of evaluation
 outputs (``{"instance_id", "history": [events], ...}``: one thread per run, in
@@ -29,8 +29,8 @@ from typing import Any
 
 import msgspec
 
-from ._errors import LogError
-from ._transcripts import Emitter, Thread, action_of, bad_record, json_lines, reject
+from ..._errors import LogError
+from ._thread import Emitter, Thread, action_of, bad_record, json_lines, reject
 
 __all__ = ["read"]
 

@@ -16,7 +16,7 @@ back into the registry (open another conversation, unload one) without deadlock,
 and one load that both evicts and builds runs ``on_evict`` first.
 
 ``follow_store`` is the live tail: it reads a store's change hints
-(``replay._stores.changes``) and makes the loaded hubs catch up, for SQLite a poll,
+(``replay.stores._open.changes``) and makes the loaded hubs catch up, for SQLite a poll,
 for PostgreSQL a notification per append from any server or process. A hint is
 never trusted for content: a hub always reads from its own position to the
 store's end, so a lost or repeated hint loses or duplicates nothing.
@@ -31,9 +31,9 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
-from ._postgres import PostgresEventStore, StoreChange
-from ._store import EventStore
-from ._stores import changes
+from ..stores._open import changes
+from ..stores._postgres import PostgresEventStore, StoreChange
+from ..stores._sqlite import EventStore
 
 __all__ = ["Engines", "Hook", "follow_store"]
 

@@ -19,7 +19,7 @@ from typing import Any
 from definitions._render import clean
 from engine import Node
 
-from ._render import call_member, members, pretty_state
+from ._common import call_member, members, pretty_state
 
 __all__ = ["render_text", "strip_controls", "text_pieces"]
 

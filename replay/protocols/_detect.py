@@ -54,9 +54,9 @@ from definitions import ProtocolSet
 from definitions import event_type as shared_event_type
 from engine import ConversationEngine, Node, create_conversation_engine
 
-from ._errors import DefinitionSpecError
-from ._log import event_types
-from ._replay import replay
+from .._errors import DefinitionSpecError
+from .._replay import replay
+from ..logs._jsonl import event_types
 
 __all__ = [
     "PROTOCOLS",

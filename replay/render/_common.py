@@ -19,7 +19,7 @@ import msgspec
 from definitions import StreamedText
 from engine import Node
 
-from ._errors import RenderError
+from .._errors import RenderError
 
 __all__ = ["render_json"]
 

@@ -5,7 +5,7 @@ and raw AWS event-stream bodies (Bedrock's ``application/vnd.amazon.eventstream`
 in order, as plain Python objects, the same lists the provider SDKs' readers hand to
 their accumulators (the reference oracles in ``../shared/oracles``), or, for an agent
 session file (Claude Code, Codex CLI, OpenHands, SWE-agent; ``TranscriptFormat``), the
-built-in events of its primary conversation (``replay._transcripts``):
+built-in events of its primary conversation (``replay.logs.sessions``):
 
 - SSE: frames end at a blank line (LF, CRLF or CR); ``:`` lines are comments;
   ``data:`` lines of one frame are joined with ``"\\n"``; ``ping`` frames, frames
@@ -31,7 +31,7 @@ gives, with ``lenient``, the complete elements before the cut.
 
 With an event vocabulary (``types``, e.g. ``definitions.builtin.Event``) the events of
 its tags come out as its Structs and all others as plain objects (see
-``replay._log``). JSON Lines and our log decode typed; SSE frames and JSON arrays are
+``replay.logs._jsonl``). JSON Lines and our log decode typed; SSE frames and JSON arrays are
 decoded plain and their events of the vocabulary's tags converted (``msgspec.convert``),
 which is slower but those formats are rare for the tagged vocabularies.
 
@@ -56,8 +56,8 @@ import msgspec
 
 from definitions.bedrock import EventStreamError, events_from_eventstream, is_eventstream
 
-from ._errors import LogError
-from ._log import (
+from .._errors import LogError
+from ._jsonl import (
     EventTypes,
     Source,
     decode_lines,
@@ -67,8 +67,8 @@ from ._log import (
     parse_log,
     read_source,
 )
-from ._transcripts import TranscriptFormat, read_transcript
-from ._transcripts import detect as detect_session
+from .sessions import TranscriptFormat, read_transcript
+from .sessions import detect as detect_session
 
 __all__ = ["Format", "Loaded", "Recording", "load_events", "parse_piece"]
 
@@ -148,7 +148,7 @@ def parse_piece(
     if fmt == "eventstream":  # binary frames: read whole (Recording cuts no pieces)
         return _load_eventstream(data, path), []
     typed = None if types is None else event_types(types)
-    if fmt in _SESSIONS:  # an agent session file, imported whole (replay._transcripts)
+    if fmt in _SESSIONS:  # an agent session file, imported whole (replay.logs.sessions._thread)
         session = read_transcript(data, path=path, lenient=lenient, format=cast(Any, fmt))
         events: list[Any] = [] if session is None else session.events
         if typed is not None:

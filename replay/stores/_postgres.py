@@ -42,9 +42,9 @@ from urllib.parse import urlsplit
 import attrs
 import msgspec
 
-from ._errors import ConcurrencyError, StoreError
-from ._log import Entry
-from ._store import StoreMode, _blob, _check_window
+from .._errors import ConcurrencyError, StoreError
+from ..logs._jsonl import Entry
+from ._sqlite import StoreMode, _blob, _check_window
 
 if TYPE_CHECKING:
     import psycopg

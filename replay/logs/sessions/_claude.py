@@ -1,4 +1,4 @@
-"""Claude Code session JSONL as threads of built-in events (see ``replay._transcripts``).
+"""Claude Code session JSONL as threads of built-in events (see ``replay.logs.sessions``).
 
 A session file holds one record per line. ``user`` and ``assistant`` records are
 conversation; they form a tree by ``parentUuid`` (``logicalParentUuid`` across a
@@ -35,8 +35,8 @@ import os
 from pathlib import Path
 from typing import Any, Final
 
-from ._errors import LogError
-from ._transcripts import Emitter, Thread, action_of, json_lines, text_of
+from ..._errors import LogError
+from ._thread import Emitter, Thread, action_of, json_lines, text_of
 
 __all__ = ["read"]
 

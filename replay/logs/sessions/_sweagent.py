@@ -1,5 +1,5 @@
 """SWE-agent ``.traj`` trajectories as a thread of built-in events (see
-``replay._transcripts``).
+``replay.logs.sessions``).
 
 A trajectory is one JSON object; its ``history`` is the conversation the agent
 kept (``trajectory`` repeats it step by step). Demonstration messages
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import msgspec
 
-from ._errors import LogError
-from ._log import line_error
-from ._transcripts import Emitter, Thread, bad_record, text_of
+from ..._errors import LogError
+from .._jsonl import line_error
+from ._thread import Emitter, Thread, bad_record, text_of
 
 __all__ = ["read"]
 

@@ -47,9 +47,9 @@ import attrs
 from definitions import builtin, event_type
 from engine import ConversationEngine, ConversationError, Registration, create_conversation_engine
 
-from ._errors import StoreError
+from .._errors import StoreError
+from ..render._common import render_json
 from ._postgres import CHANNEL, PostgresEventStore, parse_hint, psycopg_module
-from ._render import render_json
 
 __all__ = ["Worker", "add_arguments", "partition_of", "run"]
 
@@ -371,7 +371,7 @@ def run(args: Any) -> int:
     """``convo worker``: project until SIGTERM or Ctrl-C; prints ownership changes."""
     import signal
 
-    from ._stores import is_postgres
+    from ._open import is_postgres
 
     if not is_postgres(args.store):
         print(

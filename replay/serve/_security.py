@@ -37,7 +37,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ._log import event_types
+from ..logs._jsonl import event_types
 
 __all__ = [
     "LOOPBACK_HOSTS",

@@ -1,4 +1,4 @@
-"""Codex CLI rollout JSONL as a thread of built-in events (see ``replay._transcripts``).
+"""Codex CLI rollout JSONL as a thread of built-in events (see ``replay.logs.sessions``).
 
 A rollout line is ``{"timestamp", "type", "payload"}``. ``response_item``
 payloads are the items the model was sent and returned, so they are the
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._errors import LogError
-from ._transcripts import Emitter, Thread, bad_record, json_lines, reject, text_of
+from ..._errors import LogError
+from ._thread import Emitter, Thread, bad_record, json_lines, reject, text_of
 
 __all__ = ["read"]
 

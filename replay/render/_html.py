@@ -28,7 +28,7 @@ import attrs
 from definitions._render import BLOCK_MARK, Blocks, render_blocks
 from engine import Node
 
-from ._render import call_member, members, pretty_state
+from ._common import call_member, members, pretty_state
 
 __all__ = ["BlockPatch", "HtmlRenderer", "render_html"]
 

@@ -1,45 +1,17 @@
-"""Real agent sessions as logs: detection, threads, and the events importers emit.
-
-Theory of operation
--------------------
-Four harnesses write sessions we read: Claude Code (session JSONL), Codex CLI
-(rollout JSONL), OpenHands (event streams) and SWE-agent (``.traj``). Each
-importer (``replay._import_*``) turns one file into ``Thread``\\ s of built-in
-events, the same kinds a live agent logs (``definitions.builtin``):
-
-- a user or system turn is a ``message`` (start with its text, end);
-- a model turn is its ``reasoning`` blocks (a provider signature or encrypted
-  payload as ``reasoning.redacted`` with ``variant="encrypted"``), its text as a
-  ``message`` and its ``tool_call``\\ s (arguments as one delta of JSON text), in
-  the order the harness recorded them;
-- a tool's outcome is ``tool_call.result`` (strings and lists as recorded),
-  ``tool_call.error``, or, for a refused call, ``approval.request`` +
-  ``approval.decision`` (``denied``) + ``tool_call.denied``;
-- an interruption is an ``interruption.mark`` (``definitions.interruption``).
-
-Which fields decide a denial or an interruption is said in each importer; every
-one of them is a structural marker the harness writes, never a match on free
-text. A call still unanswered when the conversation moves on (the next user turn
-or model turn) is marked ``cut`` by ``Emitter`` itself: that is structure too.
-
-A file may hold several conversations (Claude Code sub-agents, the runs of an
-OpenHands evaluation): each is a ``Thread``; the first is the primary one, the
-session the file is about, and ``load_events`` returns its events. Records that
-are not conversation (summaries, hook notices, snapshots, token counts, ...)
-are left out of every thread, never an error.
-"""
+"""What every session importer shares: threads, the emitter of built-in events, and
+the line reader that names the line at fault. See the package docstring for how a
+session becomes events."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any, Final, Literal
 
 import attrs
 import msgspec
 
-from ._errors import LogError
-from ._log import describe, each_line
+from ..._errors import LogError
+from .._jsonl import describe, each_line
 
 __all__ = [
     "Emitter",
@@ -47,13 +19,16 @@ __all__ = [
     "Thread",
     "Transcript",
     "TranscriptFormat",
-    "detect",
-    "read_transcript",
+    "action_of",
+    "bad_record",
+    "json_lines",
+    "reject",
+    "text_of",
 ]
 
 TranscriptFormat = Literal["claude-code", "codex", "openhands", "swe-agent"]
 
-_any: Final[msgspec.json.Decoder[Any]] = msgspec.json.Decoder()
+any_decoder: Final[msgspec.json.Decoder[Any]] = msgspec.json.Decoder()
 
 
 @attrs.frozen(kw_only=True)
@@ -244,11 +219,11 @@ class Line(msgspec.Struct, frozen=True):
 def json_lines(data: bytes, path: str | None, lenient: bool) -> tuple[list[Line], list[LogError]]:
     """Every non-blank line of ``data`` decoded, with the bad ones as errors: fatal
     unless ``lenient``, except an unterminated last line (a torn write). Unlike
-    ``replay._log.decode_lines`` each value keeps its line number, for the errors a
+    ``replay.logs._jsonl.decode_lines`` each value keeps its line number, for the errors a
     reader finds in it later."""
     problems: list[LogError] = []
     numbered = each_line(
-        data, _any.decode, problems, path=path, lenient=lenient, what="session record"
+        data, any_decoder.decode, problems, path=path, lenient=lenient, what="session record"
     )
     return [Line(number, value) for number, value in numbered], problems
 
@@ -263,107 +238,3 @@ def reject(error: LogError, problems: list[LogError], *, lenient: bool) -> None:
 def bad_record(path: str | None, line: int, reason: str) -> LogError:
     """A record that decodes as JSON but not as the format says it must be."""
     return LogError(f"{describe(path, line, 1)}: {reason}", path=path, line=line, column=1)
-
-
-_CLAUDE_TYPES: Final = frozenset({"user", "assistant", "system", "summary", "attachment"})
-_CODEX_TYPES: Final = frozenset({"session_meta", "response_item", "event_msg", "turn_context"})
-_SCAN: Final = 20
-
-
-def _classify(record: Any) -> TranscriptFormat | None:
-    if not isinstance(record, dict):
-        return None
-    kind = record.get("type")
-    if not isinstance(kind, str | None):
-        return None  # a list or object "type" is nobody's record (and unhashable)
-    if kind in _CODEX_TYPES and isinstance(record.get("payload"), dict):
-        return "codex"
-    if "parentUuid" in record or "leafUuid" in record or kind == "file-history-snapshot":
-        return "claude-code"
-    if kind in _CLAUDE_TYPES and "sessionId" in record:
-        return "claude-code"
-    history = record.get("history")
-    if isinstance(history, list) and history and _is_openhands_event(history[0]):
-        return "openhands"
-    if _is_openhands_event(record):
-        return "openhands"
-    return None
-
-
-def _is_openhands_event(event: Any) -> bool:
-    return (
-        isinstance(event, dict)
-        and "source" in event
-        and ("action" in event or "observation" in event)
-        and "id" in event
-    )
-
-
-def detect(data: bytes) -> TranscriptFormat | None:
-    """The session format of ``data``, or ``None`` when it is none of them (then it
-    is a recording ``load_events`` reads as before)."""
-    start = data.lstrip()
-    if start.startswith(b"{"):
-        # One JSON object for the whole file (a .traj); a JSON Lines file fails fast,
-        # right after its first line.
-        try:
-            whole = _any.decode(start)
-        except (msgspec.DecodeError, RecursionError):  # deep nesting: not a session
-            whole = None
-        if isinstance(whole, dict) and isinstance(whole.get("trajectory"), list):
-            return "swe-agent"
-    if start.startswith(b"["):
-        try:
-            array = _any.decode(start)
-        except (msgspec.DecodeError, RecursionError):  # deep nesting: not a session
-            return None
-        if isinstance(array, list) and array and _is_openhands_event(array[0]):
-            return "openhands"
-        return None
-    seen = 0
-    for text in start.split(b"\n", 200)[:200]:
-        if seen >= _SCAN:
-            break
-        try:
-            record = _any.decode(text)
-        except (msgspec.DecodeError, RecursionError):  # deep nesting: not a session
-            continue
-        seen += 1
-        found = _classify(record)
-        if found is not None:
-            return found
-    return None
-
-
-Reader = Callable[[bytes, str | None, bool], tuple[list[Thread], list[LogError]]]
-
-
-def _reader(fmt: TranscriptFormat) -> Reader:
-    if fmt == "claude-code":
-        from ._import_claude import read
-
-        return read
-    if fmt == "codex":
-        from ._import_codex import read
-
-        return read
-    if fmt == "openhands":
-        from ._import_openhands import read
-
-        return read
-    from ._import_sweagent import read
-
-    return read
-
-
-def read_transcript(
-    data: bytes, *, path: str | None, lenient: bool = False, format: TranscriptFormat | None = None
-) -> Transcript | None:
-    """``data`` read as an agent session (its format detected unless given), or
-    ``None`` when it is not one. Raises ``LogError`` for a bad line (see
-    ``json_lines``) or a record the format forbids."""
-    fmt = format or detect(data)
-    if fmt is None:
-        return None
-    threads, problems = _reader(fmt)(data, path, lenient)
-    return Transcript(path=path, format=fmt, threads=tuple(threads), problems=tuple(problems))

@@ -32,10 +32,8 @@ the gateway and its validator (``Call.problems``).
 
 from __future__ import annotations
 
-import argparse
 import functools
 import random
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
@@ -43,11 +41,10 @@ import attrs
 import msgspec
 
 from definitions.conversation import answer_unanswered, conversation_messages
-from definitions.gateways import GATEWAYS, Gateway, Problem, gateway
+from definitions.gateways import Gateway, Problem, gateway
 from engine import Context, CoopContext, Message, Node, RenderRecord, Role
 
-from . import _economy
-from ._detect import DefinitionSet, detect_protocol, protocol_definitions
+from ..protocols._detect import DefinitionSet, detect_protocol, protocol_definitions
 
 __all__ = [
     "RENDER_EVENT",
@@ -55,10 +52,9 @@ __all__ = [
     "ContextOptions",
     "Feeder",
     "Prefix",
-    "add_arguments",
     "check_requests",
-    "command",
-    "options_from",
+    "definition_set_of",
+    "is_record",
     "render_event",
     "request_bytes",
     "requests",
@@ -107,7 +103,8 @@ def render_event(record: RenderRecord) -> dict[str, Any]:
     return {"type": RENDER_EVENT, "record": msgspec.to_builtins(record)}
 
 
-def _is_record(event: Any) -> bool:
+def is_record(event: Any) -> bool:
+    """Whether ``event`` records one render (prompt replay), not conversation."""
     return isinstance(event, dict) and event.get("type") == RENDER_EVENT
 
 
@@ -158,7 +155,8 @@ def _call(
     )
 
 
-def _definition_set(events: Sequence[Any]) -> DefinitionSet:
+def definition_set_of(events: Sequence[Any]) -> DefinitionSet:
+    """The definition set of the protocol ``events`` speak (detected)."""
     return protocol_definitions(detect_protocol(events).protocol)
 
 
@@ -168,6 +166,7 @@ def requests(
     *,
     options: ContextOptions | None = None,
     prefix: Prefix | None = None,
+    progress: Callable[[], None] | None = None,
 ) -> list[Call]:
     """The request before every model call of the log, then the one after it.
 
@@ -177,18 +176,22 @@ def requests(
     record's context plus the conversation since, before any area renders).
     ``prefix`` folds the log's (non-record) events as they come; the default is a
     live engine of the log's own definition set (``check_requests`` passes other
-    folds). ``ValueError`` for an unknown provider or a record that does not fit
-    the log.
+    folds). ``progress`` is called as each request is built. ``ValueError`` for an
+    unknown provider or a record that does not fit the log.
     """
     listed = list(events)
     target = gateway(provider)
     options = options or ContextOptions()
-    plain = [e for e in listed if not _is_record(e)]
+    plain = [e for e in listed if not is_record(e)]
     if prefix is None:
-        prefix = Prefix(_definition_set(plain))
-    if any(_is_record(e) for e in listed):
-        return _replayed(listed, target, options, prefix)
-    return _projected(prefix.extend(plain), target, options)
+        prefix = Prefix(definition_set_of(plain))
+    if any(is_record(e) for e in listed):
+        return _replayed(listed, target, options, prefix, progress or _nothing)
+    return _projected(prefix.extend(plain), target, options, progress or _nothing)
+
+
+def _nothing() -> None:
+    pass
 
 
 class Prefix:
@@ -222,7 +225,9 @@ class Prefix:
         return self._engine.nodes()
 
 
-def _projected(nodes: tuple[Node, ...], target: Gateway, options: ContextOptions) -> list[Call]:
+def _projected(
+    nodes: tuple[Node, ...], target: Gateway, options: ContextOptions, progress: Callable[[], None]
+) -> list[Call]:
     conversation = conversation_messages(nodes)
     coop = CoopContext(Context(target))
     feeder = Feeder(options)
@@ -232,6 +237,7 @@ def _projected(nodes: tuple[Node, ...], target: Gateway, options: ContextOptions
             coop.extend(feeder.feed(conversation, index))
             coop.render()
             calls.append(_call(len(calls), None, target, coop.context, options))
+            progress()
     coop.extend(feeder.feed(conversation))
     coop.render()
     calls.append(_call(len(calls), None, target, coop.context, options))
@@ -239,7 +245,11 @@ def _projected(nodes: tuple[Node, ...], target: Gateway, options: ContextOptions
 
 
 def _replayed(
-    listed: Sequence[Any], target: Gateway, options: ContextOptions, prefix: Prefix
+    listed: Sequence[Any],
+    target: Gateway,
+    options: ContextOptions,
+    prefix: Prefix,
+    progress: Callable[[], None],
 ) -> list[Call]:
     context = Context(target)
     feeder = Feeder(options)
@@ -247,7 +257,7 @@ def _replayed(
     nodes: tuple[Node, ...] = ()
     calls: list[Call] = []
     for position, event in enumerate(listed):
-        if not _is_record(event):
+        if not is_record(event):
             new.append(event)
             continue
         try:
@@ -266,6 +276,7 @@ def _replayed(
         except ValueError as exc:
             raise ValueError(f"event #{position}: {exc}") from exc
         calls.append(_call(len(calls), position, target, context, options))
+        progress()
     # After the log: what the next render would append before any area speaks.
     nodes = prefix.extend(new) if new else nodes
     for message in feeder.feed(conversation_messages(nodes)):
@@ -285,7 +296,7 @@ def check_requests(
     that differs and the round's seed.
     """
     listed = list(events)
-    definition_set = _definition_set([e for e in listed if not _is_record(e)])
+    definition_set = definition_set_of([e for e in listed if not is_record(e)])
     # The baseline replays each prefix whole (the batch path); each round folds the
     # log once, live, in random batches.
     plain_calls = requests(listed, provider, prefix=Prefix(definition_set, refold=True))
@@ -300,63 +311,3 @@ def check_requests(
         if len(got) != len(baseline):
             return f"{len(got)} calls instead of {len(baseline)} (seed={seed}/{round_})"
     return None
-
-
-# -- convo context ---------------------------------------------------------------------
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``convo context`` (after LOG); policies add theirs here."""
-    parser.add_argument(
-        "--provider", "-p", choices=sorted(GATEWAYS), required=True, help="whose request"
-    )
-    parser.add_argument(
-        "--calls",
-        action="store_true",
-        help="JSON Lines: the request before every model turn of the log",
-    )
-    parser.add_argument(
-        "--at", type=_count, metavar="N", help="project only the first N events of the log"
-    )
-    parser.add_argument("--model", default="", help="the model named in each request")
-    _economy.add_arguments(parser)
-
-
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
-    return value
-
-
-def options_from(args: argparse.Namespace) -> ContextOptions:
-    """The ``ContextOptions`` the command line asks for."""
-    return ContextOptions(model=args.model)
-
-
-def warn(index: int, problems: Iterable[Problem]) -> None:
-    """Report call ``index``'s validator problems on stderr."""
-    for problem in problems:
-        print(
-            f"warning: call {index}: {problem.code} at item {problem.index}: {problem.detail}",
-            file=sys.stderr,
-        )
-
-
-def command(events: Sequence[Any], args: argparse.Namespace) -> str:
-    """What ``convo context`` prints for ``events``; each validator problem is reported
-    on stderr. ``ValueError`` for bad input (an ``--at`` past the end, a bad record)."""
-    if args.at is not None:
-        if args.at > len(events):
-            raise ValueError(f"--at {args.at}: the log has only {len(events)} events")
-        events = events[: args.at]
-    if _economy.wanted(args):
-        plain = [e for e in events if not _is_record(e)]
-        return _economy.command(_definition_set(plain).replay(plain), args)
-    calls = requests(events, args.provider, options=options_from(args))
-    shown = calls[:-1] if args.calls else calls[-1:]
-    for call in shown:
-        warn(call.index, call.problems)
-    if args.calls:
-        return "".join(request_bytes(c.request).decode() + "\n" for c in shown)
-    return msgspec.json.format(request_bytes(shown[0].request), indent=2).decode() + "\n"

@@ -24,7 +24,6 @@ one place (``conversation``); the rest of the conversation is
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -34,7 +33,7 @@ import attrs
 import msgspec
 
 from definitions.conversation import answer_unanswered, conversation_messages
-from definitions.gateways import Gateway, gateway
+from definitions.gateways import Gateway
 from engine import INTERRUPTED, Economist, Economized, Economy, Marks, Message, Node, Role
 
 from ._workbench import Workbench, WorkbenchIndex
@@ -44,15 +43,12 @@ __all__ = [
     "CallRequest",
     "Conversation",
     "Figures",
-    "add_arguments",
-    "command",
     "common_prefix",
     "conversation",
     "measure",
     "requests",
     "serialize",
     "timed",
-    "wanted",
 ]
 
 POLICIES: Final[dict[str, Callable[[], Economy]]] = {
@@ -172,7 +168,7 @@ def requests(
     economist = Economist(economy)
     index = WorkbenchIndex(workbench) if workbench is not None else None
     converted: list[Sequence[Any]] = []  # each economized message's items, kept
-    # before every model turn, then after the whole log (as replay._context does)
+    # before every model turn, then after the whole log (as replay.context._requests does)
     for n, end in enumerate((*talk.calls, len(talk.messages))):
         marks = Marks(
             interrupted=talk.marks.interrupted,
@@ -291,75 +287,3 @@ def common_prefix(a: bytes, b: bytes) -> int:
         else:
             high = middle - 1
     return low
-
-
-# -- convo context --policy / --workbench / --stats ------------------------------------
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The economy's options of ``convo context``."""
-    parser.add_argument(
-        "--policy",
-        choices=list(POLICIES),
-        help="the context economy: none (as recorded), live (what a running agent "
-        "sends: spill at entry), resume (each request as an agent resumed before that "
-        "call sends it: expiry, denial pruning, interruption repair and retry debris too)",
-    )
-    parser.add_argument(
-        "--workbench",
-        metavar="DIR",
-        help="the workbench: spill files are written to DIR/spill, and its index of "
-        "DIR/scripts and DIR/artifacts leads each request as a system message",
-    )
-    parser.add_argument(
-        "--stats",
-        action="store_true",
-        help="print the economy's figures (JSON) instead of requests",
-    )
-
-
-def wanted(args: argparse.Namespace) -> bool:
-    """Whether the command line asks for the economy (any of its options)."""
-    return args.policy is not None or args.workbench is not None or args.stats
-
-
-def command(nodes: Iterable[Node], args: argparse.Namespace) -> str:
-    """What ``convo context`` prints under the economy's options: the request before
-    every model call (``--calls``, JSON Lines) or after the log, or the figures
-    (``--stats``). Each validator problem is reported on stderr."""
-    target = gateway(args.provider)
-    talk = conversation(nodes)
-    policy = args.policy or "none"
-    bench = Workbench(args.workbench) if args.workbench is not None else None
-    calls, seconds = timed(
-        requests(talk, target, POLICIES[policy](), workbench=bench, model=args.model)
-    )
-    before = calls[:-1]  # the request before every model call; the last follows the log
-    if args.stats:
-        figures = measure(before)
-        tenth = max(1, len(before) // 10)
-        first, last = seconds[: len(before)][:tenth], seconds[: len(before)][-tenth:]
-        baseline = (
-            figures
-            if policy == "none"
-            else measure(list(requests(talk, target, Economy.none(), model=args.model))[:-1])
-        )
-        out = {
-            "provider": target.name,
-            "policy": policy,
-            **figures.as_dict(),
-            "chars_none": baseline.total,
-            "reduction": round(1 - figures.total / baseline.total, 4) if baseline.total else 0.0,
-            "ms_per_call_first_tenth": round(1000 * sum(first) / len(first), 3) if first else 0,
-            "ms_per_call_last_tenth": round(1000 * sum(last) / len(last), 3) if last else 0,
-            "sizes": list(figures.sizes),
-        }
-        return msgspec.json.encode(out).decode() + "\n"
-    from ._context import warn  # the command's own reporting (it imports this module)
-
-    shown = before if args.calls else calls[-1:]
-    for call in shown:
-        warn(call.call, call.problems)
-    if args.calls:
-        return "".join(msgspec.json.encode(c.payload).decode() + "\n" for c in shown)
-    return msgspec.json.format(msgspec.json.encode(shown[0].payload), indent=2).decode() + "\n"

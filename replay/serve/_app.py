@@ -35,12 +35,12 @@ to its limit: memory per client is constant and a stalled client costs nothing
 until it reads again. Stalled sockets are cut by the send timeout, vanished ones
 by disconnect detection and the keep-alive ping.
 
-Live tail: ``replay._serve_engines.follow_store`` reads the store's change hints
+Live tail: ``replay.serve._engines.follow_store`` reads the store's change hints
 (SQLite: a ``PRAGMA data_version`` poll every ``poll_interval``; PostgreSQL: a
 notification per append from any process or server) and the open conversations
 whose length grew read their new events (in a worker thread) and fold them.
 In-process appends also wake the SQLite poller at once. Which conversations are
-open, and when one is evicted, is ``replay._serve_engines.Engines``'s business.
+open, and when one is evicted, is ``replay.serve._engines.Engines``'s business.
 """
 
 from __future__ import annotations
@@ -75,13 +75,16 @@ from engine import (
     create_conversation_engine,
 )
 
-from ._detect import SCAN, DefinitionSet, detect_protocol, protocol_definitions
-from ._errors import ConcurrencyError, RenderError, StoreBusyError, UnstorableEventError
-from ._feed import event_feed
-from ._postgres import PostgresEventStore
-from ._render_html import HtmlRenderer
-from ._serve_engines import Engines, Hook, follow_store
-from ._serve_security import (
+from .._errors import ConcurrencyError, RenderError, StoreBusyError, UnstorableEventError
+from ..protocols._detect import SCAN, DefinitionSet, detect_protocol, protocol_definitions
+from ..protocols._feed import event_feed
+from ..protocols._unclaimed import unclaimed_note
+from ..render._html import HtmlRenderer
+from ..stores._open import open_store
+from ..stores._postgres import PostgresEventStore
+from ..stores._sqlite import EventStore
+from ._engines import Engines, Hook, follow_store
+from ._security import (
     BodyError,
     ReadTokenMiddleware,
     allowed_hosts,
@@ -91,15 +94,12 @@ from ._serve_security import (
     parse_events,
     read_body,
 )
-from ._store import EventStore
-from ._stores import open_store
-from ._unclaimed import unclaimed_note
 
 __all__ = ["CSP", "Live", "create_app", "parse_events"]
 
 log = logging.getLogger("replay.serve")
 
-STATIC = Path(__file__).parent / "static"
+STATIC = Path(__file__).parents[1] / "static"
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -488,7 +488,7 @@ def create_app(
     lifetime.
     ``app.state.live`` is the ``Live`` registry.
 
-    Safety (``replay._serve_security``): only requests whose ``Host`` is in ``hosts``
+    Safety (``replay.serve._security``): only requests whose ``Host`` is in ``hosts``
     are answered (loopback names by default; ``["*"]`` for any); with ``read_token``
     every page and stream needs it too (the same value as ``token`` is fine); tokens
     shorter than 16 characters are a ``ValueError``. Ingested events must be JSON

@@ -31,8 +31,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from ._errors import ConcurrencyError, StoreBusyError, StoreError, UnstorableEventError
-from ._log import Entry
+from .._errors import ConcurrencyError, StoreBusyError, StoreError, UnstorableEventError
+from ..logs._jsonl import Entry
 
 __all__ = [
     "EventStore",

@@ -17,9 +17,9 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterable
 from typing import Any, Protocol
 
-from ._log import Entry
+from ..logs._jsonl import Entry
 from ._postgres import PostgresEventStore, StoreChange
-from ._store import EventStore, StoreMode
+from ._sqlite import EventStore, StoreMode
 
 __all__ = ["Store", "changes", "is_postgres", "open_store"]
 

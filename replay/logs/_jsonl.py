@@ -41,7 +41,7 @@ from typing import IO, Any, BinaryIO, Generic, Literal, TypeVar, overload
 import attrs
 import msgspec
 
-from ._errors import LogError
+from .._errors import LogError
 
 __all__ = [
     "Entry",
@@ -77,7 +77,7 @@ _any_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 _entry_decoder = msgspec.json.Decoder(Entry[Any])
 _lazy_decoder = msgspec.json.Decoder(Entry[msgspec.Raw])
 # A recording's events are JSON objects: these decoders refuse anything else in C, so the
-# rule costs no Python per event (see parse_log's objects and replay._formats).
+# rule costs no Python per event (see parse_log's objects and replay.logs._formats).
 object_decoder = msgspec.json.Decoder(dict[str, Any])
 _object_entry_decoder = msgspec.json.Decoder(Entry[dict[str, Any]])
 _encoder = msgspec.json.Encoder()
