@@ -72,6 +72,7 @@ _RESPONSE_HEADERS: Final = frozenset(
         "request-id",
         "x-request-id",
         "x-amzn-requestid",
+        "x-amzn-errortype",
         "openai-processing-ms",
         "openai-version",
         "retry-after",
