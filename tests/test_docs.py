@@ -8,7 +8,9 @@ rendered page) runs another way:
 - ``<!-- test: pytest -->``: it is a test module of a user's project; pytester runs
   it twice (the first run may write snapshots), and both runs pass;
 - ``<!-- test: by NAME -->``: a named test of this suite runs it with what it needs
-  (a server, a thread); the marker is checked to name a test that exists.
+  (a server, a thread); the marker is checked to name a test that exists;
+- ``<!-- test: excerpt of PATH -->``: it is a piece of a test module of this suite,
+  line for line (checked here), so it runs where it comes from.
 
 Nothing else is exempt: an example a user may copy is an example that runs.
 """
@@ -53,6 +55,9 @@ BLOCKS = blocks()
 PLAIN = [(page, line, code) for page, line, mark, code in BLOCKS if not mark]
 PYTEST = [(page, line, code) for page, line, mark, code in BLOCKS if mark == "pytest"]
 NAMED = [(page, line, mark) for page, line, mark, _ in BLOCKS if mark.startswith("by ")]
+EXCERPTS = [
+    (page, line, mark, code) for page, line, mark, code in BLOCKS if mark.startswith("excerpt of ")
+]
 UNKNOWN = [(page, line, mark) for page, line, mark, _ in BLOCKS if mark]
 
 
@@ -94,7 +99,8 @@ def test_every_marker_is_known_and_names_a_test() -> None:
     """A marker is ``pytest`` or ``by NAME``, NAME a test function of this suite."""
     sources = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests").rglob("test_*.py"))
     for page, line, mark in UNKNOWN:
-        assert mark == "pytest" or mark.startswith("by "), f"{page}:{line}: marker {mark!r}"
+        known = mark == "pytest" or mark.startswith(("by ", "excerpt of "))
+        assert known, f"{page}:{line}: marker {mark!r}"
     for page, line, mark in NAMED:
         name = mark.removeprefix("by ").strip()
         assert f"def {name}(" in sources, f"{page}:{line} names {name}, which is no test"
@@ -131,3 +137,14 @@ def test_the_cli_page_names_every_command_and_option() -> None:
         for action in parser._actions:
             for option in action.option_strings:
                 assert option in text, f"{name} {option} is not on docs/cli.md"
+
+
+@pytest.mark.parametrize(
+    ("page", "line", "mark", "code"), EXCERPTS, ids=[f"{p}:{n}" for p, n, _, _ in EXCERPTS]
+)
+def test_an_excerpt_is_the_test_it_names(page: str, line: int, mark: str, code: str) -> None:
+    """Every line of the block stands in the named test module, in the same order."""
+    source = (ROOT / mark.removeprefix("excerpt of ").strip()).read_text(encoding="utf-8")
+    lines = iter(source.splitlines())
+    for wanted in (text for text in code.splitlines() if text.strip()):
+        assert any(text == wanted for text in lines), f"{page}:{line}: {wanted!r} is not there"

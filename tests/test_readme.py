@@ -50,14 +50,6 @@ def test_the_model_context_example_collects_the_sub_task(
     )
 
 
-def test_the_plugin_example_passes(pytester: pytest.Pytester) -> None:
-    example = next(code for lang, code in BLOCKS if lang == "python" and "convo_snapshot" in code)
-    pytester.makepyfile(test_session=example)
-    # Twice: the first run writes the snapshot, the second compares with it.
-    pytester.runpytest_inprocess("-p", "no:hypothesispytest").assert_outcomes(passed=2)
-    pytester.runpytest_inprocess("-p", "no:hypothesispytest").assert_outcomes(passed=2)
-
-
 def test_the_starlette_example_streams_a_live_conversation_and_ends() -> None:
     """The asyncio example: at most 15 lines, and a client reading /live gets the
     conversation as it grows, pushed from another thread, until the producer closes."""
