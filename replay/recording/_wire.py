@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import msgspec
 
 from definitions._eventstream import EventStreamDecoder, encode_frame
+from definitions.recorded import api_of_url
 
 __all__ = [
     "API_NAMES",
@@ -110,20 +111,10 @@ def safe_url(url: str) -> str:
 
 
 def api_of(provider: str, path: str) -> str:
-    """The model API a request path names (one of ``API_NAMES``), or ``"<provider>.other"``
-    for any other endpoint of the provider (listing models, counting tokens, ...)."""
-    path = path.rstrip("/")
-    if path.endswith("/messages"):
-        return "anthropic.messages"
-    if path.endswith("/chat/completions"):
-        return "openai.chat"
-    if path.endswith("/responses"):
-        return "openai.responses"
-    if path.endswith((":generateContent", ":streamGenerateContent")):
-        return "gemini.generate_content"
-    if path.endswith(("/converse", "/converse-stream")):
-        return "bedrock.converse"
-    return f"{provider}.other"
+    """The model API a request path names (``definitions.recorded.api_of_url``, the one
+    rule readers use too), or ``"<provider>.other"`` for any other endpoint of the
+    provider (listing models, counting tokens, ...)."""
+    return api_of_url(path) or f"{provider}.other"
 
 
 def is_stream(path: str, body: Any) -> bool:
