@@ -132,14 +132,52 @@ def swe_agent_reference() -> float | None:
     return sum(shares) / len(shares) if shares else None
 
 
+CHART_SESSION = "claude-code/37f83ec9-f2ea-42a9-925e-0d5c105cb6e8.jsonl"
+
+
+def chart(path: str) -> int:
+    """Request size before every model call of one real session, per policy."""
+    from _charts import line_chart
+
+    session = TRANSCRIPTS / CHART_SESSION
+    transcript = read_transcript(session.read_bytes(), path=str(session))
+    assert transcript is not None
+    events = transcript.threads[0].events
+    series = {}
+    for policy in ("none", "live", "resume", "wide", "ceiling"):
+        with tempfile.TemporaryDirectory() as folder:
+            calls, _ = run(events, "anthropic", POLICIES[policy], Path(folder), safepoints=False)
+        sizes = measure(calls).sizes
+        series[policy] = (list(range(1, len(sizes) + 1)), [size / 1000 for size in sizes])
+        print(f"{policy}: {len(sizes)} calls, {sum(sizes):,} chars in all")
+    line_chart(
+        path,
+        title="Request size before each model call (Claude Code session 37f83ec9)",
+        x_label="model call",
+        y_label="request size (thousand chars)",
+        series=series,
+        note="python benchmarks/bench_economy.py --chart docs/charts/economy.svg",
+    )
+    print(f"wrote {path}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gateway", default="all", choices=["all", *GATEWAYS])
     parser.add_argument("--json", action="store_true", help="one JSON object per row")
+    parser.add_argument(
+        "--chart",
+        metavar="SVG",
+        help="draw request size per call, one line per policy, on the largest Claude "
+        "Code session (Anthropic gateway) to SVG, instead of the table",
+    )
     args = parser.parse_args()
     if not TRANSCRIPTS.is_dir():
         print(f"{TRANSCRIPTS} is absent: nothing to measure", file=sys.stderr)
         return 2
+    if args.chart:
+        return chart(args.chart)
     gateways = list(GATEWAYS) if args.gateway == "all" else [args.gateway]
     count = tokens_counter()
     rng = random.Random(0)

@@ -82,6 +82,7 @@ __all__ = [
     "InCall",
     "Recorder",
     "RequestState",
+    "api_of_url",
     "calls",
     "conversation",
     "detect",

@@ -3,13 +3,13 @@
 ``create_conversation_engine(definitions=[...])`` registers independent per-kind
 state machines (any objects with ``kind``, ``match``, ``start``, ``update``);
 ``push`` events, read ``nodes()``, ``subscribe`` to coalesced notifications.
-No I/O, no clock, no asyncio requirement; see DESIGN.md for the rules.
+No I/O, no clock, no asyncio requirement; docs/concepts.md states the rules.
 ``engine.testing.check_definition`` checks a definition of your own against the
 contract the engine relies on.
 
 The second projection, the model context: generic ``Message`` values, a
 ``Context`` of provider-native items, and ``CoopContext``, which builds the next
-request from cooperating areas (see CONTEXT.md).
+request from cooperating areas (docs/context.md states its rules).
 """
 
 from ._context import AreaAppend as AreaAppend

@@ -1,6 +1,6 @@
 """The cooperative model context: areas, effect ranges, collection at safepoints.
 
-Theory of operation (CONTEXT.md rules 1-7; seed 000):
+Theory of operation (docs/context.md, rules 1-7; seed 000):
 
 - ``Context`` is an append-only list of provider-native items (rule 1). A gateway
   turns each generic ``Message`` into its items; ``gateway=None`` keeps the
@@ -322,7 +322,7 @@ class CoopContext:
 
     ``register(area)`` adds an area to the end of the ring; ``extend(messages)``
     queues what the log added since the last call; ``render()`` is the safepoint
-    and one unfold pass (CONTEXT.md rules 2-6) and returns the ``Context``.
+    and one unfold pass (docs/context.md, rules 2-6) and returns the ``Context``.
     ``records`` holds one ``RenderRecord`` per render (rule 7).
     """
 

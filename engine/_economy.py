@@ -1,6 +1,6 @@
 """The context economy: what of the conversation the model gets, decided purely.
 
-Theory of operation (CONTEXT.md "The economy"; seed 004). Policies are options of
+Theory of operation (docs/economy.md; seed 004). Policies are options of
 the model-context projection, never edits of the log: each takes the
 conversation as generic ``Message``\\ s and returns the messages to send, plus
 the spill files a workbench must hold. No I/O, no clock: the caller (``replay``'s

@@ -1,6 +1,6 @@
 """The fold: how events become nodes.
 
-Where each rule of DESIGN.md ("Semantics") is implemented:
+Where each rule of the contract (docs/concepts.md, "The rules") is implemented:
 
 ====  ==========================================  ====================================
 rule  what                                        where

@@ -13,6 +13,8 @@ import; nothing imports upwards):
   ``protocol_definitions``, ``load_definitions``);
 - ``context``: the model request before each call, and the context economy;
 - ``serve``: the live server (the ``serve`` extra);
+- ``recording``: official SDK clients' model calls recorded as they happen
+  (``record``) and answered from the recording with no network (``playback``);
 - at the top: ``replay`` (fold a log to its final view), the determinism checker
   (``check_determinism``), the errors, the pytest plugin and the ``convo`` CLI.
 """
@@ -46,6 +48,12 @@ from .protocols._detect import Detection as Detection
 from .protocols._detect import detect_protocol as detect_protocol
 from .protocols._detect import load_definitions as load_definitions
 from .protocols._detect import protocol_definitions as protocol_definitions
+from .recording import PlaybackMismatchError as PlaybackMismatchError
+from .recording import RecordingError as RecordingError
+from .recording import RecordingLostWarning as RecordingLostWarning
+from .recording import UnsupportedClientError as UnsupportedClientError
+from .recording import playback as playback
+from .recording import record as record
 from .render._common import render_json as render_json
 from .render._html import HtmlRenderer as HtmlRenderer
 from .render._html import render_html as render_html
@@ -78,7 +86,10 @@ __all__ = [
     "Log",
     "LogError",
     "LogWriter",
+    "PlaybackMismatchError",
     "PostgresEventStore",
+    "RecordingError",
+    "RecordingLostWarning",
     "RenderError",
     "ReplayError",
     "Report",
@@ -87,14 +98,17 @@ __all__ = [
     "StoreChange",
     "StoreError",
     "UnstorableEventError",
+    "UnsupportedClientError",
     "assert_deterministic",
     "check_determinism",
     "detect_protocol",
     "load_definitions",
     "load_events",
     "open_store",
+    "playback",
     "protocol_definitions",
     "read_log",
+    "record",
     "render_html",
     "render_json",
     "render_text",

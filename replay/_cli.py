@@ -4,7 +4,8 @@ Subcommands: ``replay`` (render the view of a log), ``check`` (the determinism
 checker), ``bench`` (decode and fold speed), ``store`` (move logs in and out of an
 event store, SQLite or PostgreSQL), ``context`` (the next model request,
 ``replay.context._requests``), ``worker`` (projection workers publishing views from
-PostgreSQL) and ``serve`` (the live server, an optional extra).
+PostgreSQL), ``record`` (run a program, recording its SDK clients' model calls,
+``replay.recording``) and ``serve`` (the live server, an optional extra).
 
 Without ``--definitions`` a log is replayed with the definition set of the protocol
 its events speak (``replay.protocols._detect``), through that protocol's pre-pass. ``replay``,
@@ -609,6 +610,19 @@ def build_parser() -> argparse.ArgumentParser:
     _worker.add_arguments(worker)
     worker.set_defaults(handler=_worker.run)
 
+    record = commands.add_parser(
+        "record",
+        help="run a program, recording every model call its SDK clients make",
+        description="Run COMMAND with every anthropic, openai, google-genai and boto3 "
+        "bedrock-runtime client it creates recorded (no change to its code). Its output and "
+        "exit status are its own.",
+    )
+    record.add_argument("-o", "--output", metavar="LOG", help="the JSON Lines log to append to")
+    record.add_argument("--store", metavar="STORE", help=f"record into a store: {_STORE_HELP}")
+    record.add_argument("--conversation", metavar="ID", help="the store's conversation")
+    record.add_argument("program", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
+    record.set_defaults(handler=_cmd_record)
+
     serve = commands.add_parser(
         "serve", help="serve a live view (the [serve] extra)", description="Serve a live view."
     )
@@ -619,6 +633,30 @@ def build_parser() -> argparse.ArgumentParser:
         serve.epilog = SERVE_HINT
     serve.set_defaults(handler=_cmd_serve)
     return parser
+
+
+def _cmd_record(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from .recording import _auto
+
+    program = args.program[1:] if args.program[:1] == ["--"] else args.program
+    if not program:
+        raise _Failure("convo record: no COMMAND given (convo record -o LOG -- COMMAND...)")
+    if (args.output is None) == (args.store is None):
+        raise _Failure("convo record: give -o LOG or --store STORE (with --conversation)")
+    if args.store is not None and args.conversation is None:
+        raise _Failure("convo record: --store needs --conversation")
+    env = _auto.environment(
+        dict(os.environ),
+        log=None if args.output is None else os.path.abspath(args.output),
+        store=args.store,
+        conversation=args.conversation,
+    )
+    try:
+        return _auto.run(program, env, subprocess.call)
+    except FileNotFoundError as exc:
+        raise _Failure(f"convo record: cannot run {program[0]!r}: {exc.strerror}") from exc
 
 
 # -- entry point -----------------------------------------------------------------------

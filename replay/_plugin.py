@@ -10,6 +10,10 @@ Fixtures:
   --convo-update-snapshots`` rewrites them.
 - ``convo_assert_deterministic``: ``assert_deterministic`` with the seed of
   ``--convo-seed`` (default 0): fails with the first divergence.
+- ``convo_recorder``: ``convo_recorder.wrap(client)`` records an official SDK client's
+  calls to ``recordings/<module>/<test>.jsonl`` beside the test, or plays them back
+  from it, by ``--convo-record-mode`` (``none``, the default, only plays back; ``once``,
+  ``new_episodes``, ``all``, ``rewrite`` as pytest-recording defines them).
 
 Both take ``definitions=``: omitted, the protocol is detected from the events as
 ``convo replay`` does; a protocol module (``definitions.anthropic``), its
@@ -26,7 +30,7 @@ import difflib
 import os
 import re
 import sys
-from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -54,6 +58,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="rewrite the convo_snapshot files with the views replayed now",
+    )
+    group.addoption(
+        "--convo-record-mode",
+        default="none",
+        choices=("none", "once", "new_episodes", "all", "rewrite"),
+        help="convo_recorder: record model calls or play them back (default none: play back)",
     )
     group.addoption(
         "--convo-seed",
@@ -226,3 +236,19 @@ def convo_assert_deterministic(request: pytest.FixtureRequest) -> Callable[..., 
         )
 
     return check
+
+
+@pytest.fixture
+def convo_recorder(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Record a test's model calls beside it, or play them back, by ``--convo-record-mode``:
+    ``convo_recorder.wrap(client)`` returns the instrumented client, ``.path`` is the
+    recording, ``.recording`` says whether calls go to the network."""
+    from .recording._pytest import ConvoRecorder  # here: the plugin loads without it
+
+    module = Path(str(request.node.path))
+    path = module.parent / "recordings" / module.stem / f"{_safe(request.node.name)}.jsonl"
+    recorder = ConvoRecorder(path, str(request.config.getoption("--convo-record-mode")))
+    try:
+        yield recorder
+    finally:
+        recorder.close()

@@ -24,6 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "context": {"_errors", "logs", "protocols", "context"},
     "_determinism": {"_errors", "_replay", "logs", "render", "protocols", "context"},
     "serve": {"_errors", "logs", "render", "stores", "protocols", "serve"},
+    "recording": {"_errors", "logs", "stores", "recording"},
 }
 
 

@@ -1,4 +1,6 @@
-"""The README's examples run, and its set-up commands are the ones CI runs."""
+"""The README's set-up commands are the ones CI runs, and the examples of the README
+and the docs print what their text says (tests/test_docs.py runs every one of them;
+these check their output)."""
 
 from __future__ import annotations
 
@@ -9,13 +11,18 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-BLOCKS = re.findall(r"```(\w+)\n(.*?)```", README, flags=re.S)
+PAGES = [README, *(p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").rglob("*.md")))]
+BLOCKS = [block for page in PAGES for block in re.findall(r"```(\w+)\n(.*?)```", page, flags=re.S)]
 
 pytest_plugins = ["pytester"]
 
 
 def test_readme_opens_with_the_two_setup_commands() -> None:
-    shell = [code.strip() for lang, code in BLOCKS if lang == "sh"]
+    shell = [
+        code.strip()
+        for lang, code in re.findall(r"```(\w+)\n(.*?)```", README, flags=re.S)
+        if lang == "sh"
+    ]
     main_job, tests = shell[0], shell[1]
     assert "pip install -e ." in main_job
     assert "convo replay replay/examples/" in main_job
@@ -41,14 +48,6 @@ def test_the_model_context_example_collects_the_sub_task(
         "You are a careful coding agent. ['Fix the failing test.', "
         "'Sub-task result: a UTC offset bug.', 'It is the UTC offset.']\n"
     )
-
-
-def test_the_plugin_example_passes(pytester: pytest.Pytester) -> None:
-    example = next(code for lang, code in BLOCKS if lang == "python" and "convo_snapshot" in code)
-    pytester.makepyfile(test_session=example)
-    # Twice: the first run writes the snapshot, the second compares with it.
-    pytester.runpytest_inprocess("-p", "no:hypothesispytest").assert_outcomes(passed=2)
-    pytester.runpytest_inprocess("-p", "no:hypothesispytest").assert_outcomes(passed=2)
 
 
 def test_the_starlette_example_streams_a_live_conversation_and_ends() -> None:

@@ -9,7 +9,7 @@ Theory of operation
    ``definitions.conversation.conversation_messages`` reads them as generic
    messages.
 2. A ``Feeder`` hands a ``CoopContext`` what the conversation added since the
-   previous call (CONTEXT.md rule 4), closing calls the log moved past without a
+   previous call (docs/context.md, rule 4), closing calls the log moved past without a
    result (``answer_unanswered``, on by default: ``ContextOptions``).
 3. Each model turn of the log is a call: before it, ``render()`` runs and the
    gateway builds the request from the context. The last request (``final``) is

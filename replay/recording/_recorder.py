@@ -1,0 +1,360 @@
+"""The recorder: numbers a client's calls and appends their records to a log or a store.
+
+Theory of operation
+-------------------
+``Recorder.begin`` starts call ``n`` (0-based, after the calls the log or conversation
+already holds) and writes its ``recording/request``; the ``Call`` it returns is told
+what happens next by the instrumented transport: ``response`` (the head),
+``chunk`` (each piece of the body, as it arrives: the events it completes are written
+at once, stamped with their arrival time) and ``finish`` (read to the end, or cut:
+``recording/end`` with ``complete`` false and the error). A call's methods never raise:
+a record that cannot be written (disk full, store down) is counted in ``lost`` and
+warned about (``RecordingLostWarning``), and the SDK carries on unchanged.
+
+Writes are serialised by a lock, so a client used from several threads (or an async
+client's concurrent calls) interleaves whole records, each naming its call.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from ..logs._jsonl import Entry, LogWriter, read_log
+from ..stores._open import open_store
+from ._errors import RecordingError, RecordingLostWarning
+from ._wire import BodyParser, api_of, harmless_headers, is_stream, request_body, safe_url
+
+__all__ = ["Call", "Log", "Recorder", "open_sink"]
+
+Log = str | os.PathLike[str] | Any
+"""Where a recording goes: a path of our JSON Lines log, a store (``open_store``'s
+name when given with ``conversation``), or an open store object."""
+
+
+_encoder = msgspec.json.Encoder()
+
+
+class _Sink:
+    """Appends one record with its time; raises what the medium raises."""
+
+    path: str
+
+    def append(self, record: dict[str, Any], at: float) -> None:
+        raise NotImplementedError
+
+    def extend(self, batches: list[tuple[float, list[dict[str, Any]]]]) -> None:
+        """Append each batch's records, stamped with the batch's time."""
+        for at, records in batches:
+            for record in records:
+                self.append(record, at)
+
+    def existing(self) -> list[Any]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class _LogSink(_Sink):
+    def __init__(self, path: str | os.PathLike[str], conversation: str | None) -> None:
+        self.path = os.fspath(path)
+        self._now = 0.0
+        self._writer = LogWriter(self.path, conversation=conversation, time=self._clock)
+
+    def _clock(self) -> float:
+        return self._now
+
+    def append(self, record: dict[str, Any], at: float) -> None:
+        self._now = at
+        self._writer.append(record)
+
+    def extend(self, batches: list[tuple[float, list[dict[str, Any]]]]) -> None:
+        # One write for many stream events: a write and flush per event would cost the
+        # recorder more than the SDK spends on the event. LogWriter appends one line at a
+        # time, so its file and position are driven directly here.
+        writer = self._writer
+        position, conversation = writer.position, writer.conversation
+        entries = []
+        for at, records in batches:
+            for record in records:
+                entries.append(Entry(position, record, conversation, at))
+                position += 1
+        writer._file.write(_encoder.encode_lines(entries))
+        writer._file.flush()
+        writer.position = position
+
+    def existing(self) -> list[Any]:
+        return read_log(self.path, lenient=True).events()
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+class _StoreSink(_Sink):
+    def __init__(self, store: Any, conversation: str, *, owned: bool) -> None:
+        self.path = str(store.path)
+        self._store = store
+        self._conversation = conversation
+        self._owned = owned
+
+    def append(self, record: dict[str, Any], at: float) -> None:
+        # A stream event is kept as its JSON bytes (msgspec.Raw): a store takes objects.
+        self._store.append(self._conversation, [_objects(record)], time=at)
+
+    def existing(self) -> list[Any]:
+        return list(self._store.read(self._conversation))
+
+    def close(self) -> None:
+        if self._owned:
+            self._store.close()
+
+
+def _objects(record: dict[str, Any]) -> dict[str, Any]:
+    event = record.get("event")
+    if type(event) is msgspec.Raw:
+        return {**record, "event": msgspec.json.decode(event)}
+    return record
+
+
+def open_sink(log: Log, conversation: str | None, *, store: bool = False) -> _Sink:
+    """The sink for ``log``: an object with ``append``/``read`` is a store; a path is our
+    JSON Lines log, or a store when ``store`` is true (``open_store`` names it)."""
+    if hasattr(log, "append") and hasattr(log, "read"):
+        if conversation is None:
+            raise RecordingError("recording into a store needs conversation=")
+        return _StoreSink(log, conversation, owned=False)
+    try:
+        if store:
+            if conversation is None:
+                raise RecordingError("recording into a store needs conversation=")
+            return _StoreSink(open_store(log), conversation, owned=True)
+        return _LogSink(log, conversation)
+    except OSError as exc:
+        raise RecordingError(f"cannot record into {os.fsdecode(log)!r}: {exc}") from exc
+
+
+def recorded_calls(events: Iterable[Any]) -> int:
+    """How many calls the recording ``events`` holds (one more than the highest number)."""
+    highest = -1
+    for event in events:
+        if isinstance(event, dict) and str(event.get("type", "")).startswith("recording/"):
+            call = event.get("call")
+            if isinstance(call, int) and call > highest:
+                highest = call
+    return highest + 1
+
+
+class Recorder:
+    """Writes the records of one instrumented client's calls.
+
+    ``path`` is where they go, ``calls`` the number of the next call, ``lost`` how many
+    records could not be written (each loss is also warned about with
+    ``RecordingLostWarning``).
+    """
+
+    def __init__(self, sink: _Sink) -> None:
+        self._sink = sink
+        self.path = sink.path
+        self.lost = 0
+        self._lock = threading.Lock()
+        self.calls = recorded_calls(sink.existing())
+
+    def begin(
+        self,
+        provider: str,
+        method: str,
+        url: str,
+        headers: Iterable[tuple[str, str]],
+        content: bytes | None,
+        path: str,
+    ) -> Call:
+        """Start the next call: write its request and return its ``Call``."""
+        with self._lock:
+            n = self.calls
+            self.calls += 1
+        body = request_body(content)
+        call = Call(self, n)
+        call.write(
+            {
+                "type": "recording/request",
+                "call": n,
+                "api": api_of(provider, path),
+                "method": method,
+                "url": safe_url(url),
+                "headers": harmless_headers(headers, response=False),
+                "body": body,
+                "stream": is_stream(path, body),
+            },
+            time.time(),
+        )
+        return call
+
+    def write(self, record: dict[str, Any], at: float) -> bool:
+        """Append ``record`` stamped ``at``; on failure count it lost and return false."""
+        try:
+            with self._lock:
+                self._sink.append(record, at)
+        except Exception:
+            with self._lock:
+                self.lost += 1
+            return False
+        return True
+
+    def write_many(self, batches: list[tuple[float, list[dict[str, Any]]]]) -> bool:
+        """Append each batch's records, stamped with its time, at once; on failure count
+        them lost."""
+        try:
+            with self._lock:
+                self._sink.extend(batches)
+        except Exception:
+            with self._lock:
+                self.lost += sum(len(records) for _, records in batches)
+            return False
+        return True
+
+    def close(self) -> None:
+        """Close the log (or the store this recorder opened)."""
+        with self._lock:
+            self._sink.close()
+
+
+class Call:
+    """One call being recorded: told the response head, each body chunk, and the end."""
+
+    __slots__ = (
+        "_done",
+        "_drained",
+        "_expected",
+        "_failed",
+        "_parser",
+        "_pending",
+        "_problem",
+        "_received",
+        "n",
+        "recorder",
+    )
+
+    def __init__(self, recorder: Recorder, n: int) -> None:
+        self.recorder = recorder
+        self.n = n
+        self._parser: BodyParser | None = None
+        self._problem: str | None = None
+        self._failed = False  # a loss was warned about: once per call is enough
+        self._done = False
+        self._received = 0
+        self._pending: list[tuple[bytes, float]] = []
+        self._drained = 0.0
+        self._expected: int | None = None  # the content-length, when the server gave one
+
+    def write(self, record: dict[str, Any], at: float) -> None:
+        if not self.recorder.write(record, at):
+            self._lost(record)
+
+    def response(self, status: int, headers: Iterable[tuple[str, str]]) -> None:
+        """The response head arrived."""
+        pairs = list(headers)
+        lower = {name.lower(): value for name, value in pairs}
+        self._parser = BodyParser(
+            self.n, lower.get("content-type", ""), lower.get("content-encoding", "")
+        )
+        length = lower.get("content-length", "")
+        self._expected = int(length) if length.isdigit() else None
+        self.write(
+            {
+                "type": "recording/response",
+                "call": self.n,
+                "status": status,
+                "headers": harmless_headers(pairs, response=True),
+            },
+            time.time(),
+        )
+
+    def chunk(self, data: bytes) -> None:
+        """A piece of the body arrived (now: its events' time). Its events are written
+        with those of the pieces before it, at most ``BATCH`` seconds after it came."""
+        if self._parser is None or self._problem is not None or self._done:
+            return
+        at = time.time()
+        self._received += len(data)
+        self._pending.append((data, at))
+        if at - self._drained >= BATCH:
+            self._drain(at)
+
+    def _drain(self, now: float) -> None:
+        parser, pending = self._parser, self._pending
+        self._pending, self._drained = [], now
+        if parser is None or not pending:
+            return
+        batches: list[tuple[float, list[dict[str, Any]]]] = []
+        for data, at in pending:
+            try:
+                records = parser.feed(data)
+            except Exception as exc:
+                self._problem = f"{type(exc).__name__}: {exc}"
+                break
+            if records:
+                batches.append((at, records))
+        if batches and not self.recorder.write_many(batches):
+            self._lost(batches[0][1][0])
+
+    def _lost(self, record: dict[str, Any]) -> None:
+        if self._failed:
+            return
+        self._failed = True
+        warnings.warn(
+            RecordingLostWarning(
+                f"call {self.n}: a {record.get('type')} record could not be written to "
+                f"{self.recorder.path}; the SDK's call goes on unrecorded there "
+                f"({self.recorder.lost} records lost so far)"
+            ),
+            stacklevel=4,
+        )
+
+    def finish(self, error: BaseException | str | None = None) -> None:
+        """The body was read to its end (``error`` None) or cut by ``error``; idempotent."""
+        if self._done:
+            return
+        self._drain(time.time())
+        self._done = True
+        parser, self._parser = self._parser, None
+        if error == CLOSED_EARLY and parser is not None and self._at_end(parser):
+            error = None  # closed once everything had arrived: the SDK had its answer
+        elif error is None and self._expected is not None and self._received < self._expected:
+            # The transport saw no error, but the body is shorter than announced (urllib3
+            # under botocore does not check): cut, though the SDK raised nothing.
+            error = f"{INCOMPLETE}: {self._received} of {self._expected} bytes arrived"
+        at = time.time()
+        if parser is not None and self._problem is None:
+            try:
+                for record in parser.close():
+                    self.write(record, at)
+            except Exception as exc:
+                self._problem = f"{type(exc).__name__}: {exc}"
+        end: dict[str, Any] = {"type": "recording/end", "call": self.n, "complete": True}
+        if error is not None or self._problem is not None:
+            end["complete"] = False
+            if isinstance(error, BaseException):
+                end["error"] = f"{type(error).__name__}: {error}"
+            else:
+                end["error"] = error or f"the body could not be parsed: {self._problem}"
+        self.write(end, at)
+
+    def _at_end(self, parser: BodyParser) -> bool:
+        return parser.done or (self._expected is not None and self._received >= self._expected)
+
+
+BATCH = 0.05
+"""Seconds a stream event may wait to be written with the ones after it: one write per
+batch instead of one per event keeps the recorder's cost a few percent of the SDK's."""
+
+CLOSED_EARLY = "ClosedEarly: the client closed the response before its end"
+INCOMPLETE = "IncompleteBody"
+"""The error name of a body cut short that the transport did not raise about: playback
+ends it there without raising, as the transport did."""

@@ -1,0 +1,149 @@
+"""The recording's wire rules: the SSE and event-stream parsers give the same events
+however the body is split into chunks, playback's framing parses back to the same
+records, and nothing secret survives in a URL or the headers kept."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from typing import Any
+
+import msgspec
+from hypothesis import given
+from hypothesis import strategies as st
+
+from definitions._eventstream import encode_frame
+from replay.recording._wire import BodyParser, frames, harmless_headers, safe_url
+
+SSE = "text/event-stream"
+EVENTSTREAM = "application/vnd.amazon.eventstream"
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+events = st.lists(
+    st.tuples(st.sampled_from(["", "message_start", "delta"]), json_values), max_size=8
+)
+
+
+def parse(content_type: str, body: bytes, cuts: list[int], encoding: str = "") -> list[Any]:
+    parser = BodyParser(0, content_type, encoding)
+    out: list[Any] = []
+    at = 0
+    for cut in [*sorted({c % (len(body) + 1) for c in cuts}), len(body)]:
+        out += parser.feed(body[at:cut])
+        at = cut
+    out += parser.close()
+    return msgspec.json.decode(msgspec.json.encode(out))  # Raw events as objects
+
+
+def sse_body(items: list[tuple[str, Any]], newline: str) -> bytes:
+    text = "".join(
+        (f"event: {name}{newline}" if name else "") + f"data: {json.dumps(value)}{newline * 2}"
+        for name, value in items
+    )
+    return (": a comment" + newline * 2 + text + "data: [DONE]" + newline * 2).encode()
+
+
+def expected(items: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for name, value in items:
+        record: dict[str, Any] = {"type": "recording/event", "call": 0, "event": value}
+        if name:
+            record["sse"] = name
+        out.append(record)
+    return [*out, {"type": "recording/event", "call": 0, "done": True}]
+
+
+@given(
+    events, st.lists(st.integers(min_value=0), max_size=6), st.sampled_from(["\n", "\r\n", "\r"])
+)
+def test_sse_events_do_not_depend_on_the_chunking(
+    items: list[tuple[str, Any]], cuts: list[int], newline: str
+) -> None:
+    assert parse(SSE, sse_body(items, newline), cuts) == expected(items)
+
+
+@given(events, st.lists(st.integers(min_value=0), max_size=6))
+def test_a_gzipped_stream_is_recorded_decoded(
+    items: list[tuple[str, Any]], cuts: list[int]
+) -> None:
+    body = gzip.compress(sse_body(items, "\n"))
+    assert parse(SSE, body, cuts, "gzip") == expected(items)
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["messageStart", "contentBlockDelta"]), json_values), max_size=6
+    ),
+    st.lists(st.integers(min_value=0), max_size=6),
+)
+def test_eventstream_frames_do_not_depend_on_the_chunking(
+    items: list[tuple[str, Any]], cuts: list[int]
+) -> None:
+    body = b"".join(
+        encode_frame({":message-type": "event", ":event-type": name}, json.dumps(value).encode())
+        for name, value in items
+    )
+    records = parse(EVENTSTREAM, body, cuts)
+    assert records == [
+        {"type": "recording/event", "call": 0, "event": {name: value}} for name, value in items
+    ]
+
+
+@given(events)
+def test_playback_framing_parses_back_to_the_records(items: list[tuple[str, Any]]) -> None:
+    records = expected(items)
+    for content_type in (SSE, EVENTSTREAM):
+        if content_type == EVENTSTREAM:
+            records = [
+                {"type": "recording/event", "call": 0, "event": {name or "x": value}}
+                for name, value in items
+            ]
+        body = b"".join(frames(content_type, records))
+        assert parse(content_type, body, []) == records
+
+
+def test_a_body_that_is_not_json_is_kept_as_text() -> None:
+    assert parse("text/plain", b"Bad Gateway", [3]) == [
+        {"type": "recording/body", "call": 0, "text": "Bad Gateway"}
+    ]
+
+
+def test_urls_lose_userinfo_and_secret_parameters() -> None:
+    url = (
+        "https://user:pw@generativelanguage.googleapis.com/v1beta/models/g:streamGenerateContent"
+        "?alt=sse&key=AIzaSECRET&X-Amz-Signature=abc&X-Amz-Credential=AKIA&api_key=k"
+    )
+    assert safe_url(url) == (
+        "https://generativelanguage.googleapis.com/v1beta/models/g:streamGenerateContent?alt=sse"
+    )
+
+
+def test_only_harmless_headers_are_kept() -> None:
+    sent = [
+        ("Authorization", "Bearer sk"),
+        ("x-api-key", "sk-ant"),
+        ("api-key", "azure"),
+        ("x-goog-api-key", "AIza"),
+        ("Cookie", "c"),
+        ("Proxy-Authorization", "p"),
+        ("X-Amz-Date", "20260101T000000Z"),
+        ("X-Amz-Security-Token", "tok"),
+        ("x-amz-content-sha256", "abc"),
+        ("anthropic-version", "2023-06-01"),
+        ("Content-Type", "application/json"),
+    ]
+    assert harmless_headers(sent, response=False) == {
+        "anthropic-version": "2023-06-01",
+        "content-type": "application/json",
+    }
+    received = [("set-cookie", "s"), ("request-id", "req_1"), ("x-amzn-RequestId", "r")]
+    assert harmless_headers(received, response=True) == {
+        "request-id": "req_1",
+        "x-amzn-requestid": "r",
+    }
