@@ -11,14 +11,18 @@ conversation over loopback (raw sockets, so the client costs little); a writer
 process appends one token delta to every conversation per round, ``--rate`` rounds a
 second, as many agents streaming at once would, and notes when each append returned.
 
-Printed per size and target: server CPU per event (user + system of the server
-process while the events flow, over the events appended), the latency from an
-append's return to the follower's receipt of a message that includes it (p50, p99),
-and the ratios of ``convo serve`` to the relay: CPU per event and p99 latency at each
-size, and each target's CPU per event at the largest size over the smallest
-(flatness). Then the capacity: conversations one core serves at 20 tokens per second
-each, ``1 / (CPU per event x 20)`` at the largest size. Runs alternate relay, serve,
-relay, ... so both see the same machine load; ``--repeat`` keeps the median.
+Printed per size and target: server CPU per event (the CPU time of the server
+process's threads while the events flow, over the events appended), the latency
+from an append's return to the follower's receipt of a message that includes it
+(p50, p99), and the ratios of ``convo serve`` to the relay: CPU per event and
+latency at each size, and each target's CPU per event at the largest size over the
+smallest (flatness). Then a floor for ``convo serve``: the relay's CPU per event
+plus the work an update needs that the relay skips (fold, notify, render the patch,
+encode the message), measured in this process with no server; a lower bound, since
+this process's heap is small and its caches warm. Then the capacity: conversations
+one core serves at 20 tokens per second each, ``1 / (CPU per event x 20)`` at the
+largest size. Runs alternate relay, serve, relay, ... so both see the same machine
+load; ``--repeat`` keeps the median of each figure.
 
     python benchmarks/bench_serve.py [--sizes 100,300,1000] [--rounds 20] [--rate 4]
         [--repeat 1] [--chart docs/charts/serving.svg]
@@ -238,11 +242,47 @@ async def run(target: str, count: int, rounds: int, rate: float) -> dict[str, fl
 # -- report -------------------------------------------------------------------------
 
 
+def update_work(rounds: int, count: int = 200) -> float:
+    """CPU seconds per event of what only ``convo serve`` does with an update, measured in
+    this process with no server: fold the event, notify, render the patch and encode the
+    message, once per conversation as the server does, for ``count`` conversations fed
+    one delta a round as the writer feeds them. Best of 3."""
+    from engine import ManualScheduler, Registration
+    from replay.protocols._detect import detect_protocol, protocol_definitions
+    from replay.serve._app import _Conversation
+
+    events: list[dict[str, Any]] = [{"type": "message.start", "id": "m", "role": "ai"}]
+    events += [{"type": "message.delta", "id": "m", "text": f"tok{r} "} for r in range(rounds)]
+    events.append({"type": "message.end", "id": "m"})
+    chosen = protocol_definitions(detect_protocol(events).protocol)
+    registration = Registration(chosen.definitions, event_type=chosen.event_type)
+    best = float("inf")
+    for _ in range(3):
+        clock = ManualScheduler()
+        hubs = [
+            _Conversation(f"c{i}", registration, clock, chosen, events[:1]) for i in range(count)
+        ]
+        for hub in hubs:
+            hub.fold(events[:1], 0)
+        clock.fire()
+        for hub in hubs:
+            hub.frame_since(0)
+        started = time.process_time()
+        for position in range(1, len(events)):
+            for hub in hubs:
+                hub.fold(events[position : position + 1], position)
+            clock.fire()
+            for hub in hubs:
+                hub.frame_since(position)  # the shared message: patch rendered, encoded
+        best = min(best, (time.process_time() - started) / (count * (len(events) - 1)))
+    return best
+
+
 def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
 
 
-def report(results: dict[tuple[str, int], dict[str, float]], sizes: list[int]) -> None:
+def report(results: dict[tuple[str, int], dict[str, float]], sizes: list[int], work: float) -> None:
     print(f"{'':14}{'CPU/event':>11}{'p50':>9}{'p99':>9}{'msgs/stream':>13}{'core':>7}")
     for count in sizes:
         for target in TARGETS:
@@ -261,6 +301,14 @@ def report(results: dict[tuple[str, int], dict[str, float]], sizes: list[int]) -
             f" p50 {serve['p50'] / relay['p50']:.2f}x,"
             f" p99 {serve['p99'] / relay['p99']:.2f}x (target <= 1.5x)"
         )
+    print(
+        f"the floor for serve: the relay + the update's own work in process, no server"
+        f" (fold, notify, render the patch, encode: {1e6 * work:.1f} us/event):"
+    )
+    for count in sizes:
+        relay = results["relay", count]["cpu_per_event"]
+        floor = relay + work
+        print(f"  at {count:>5}: {1e6 * floor:.1f} us/event, {floor / relay:.2f}x the relay")
     small, large = sizes[0], sizes[-1]
     for target in TARGETS:
         flat = results[target, large]["cpu_per_event"] / results[target, small]["cpu_per_event"]
@@ -273,7 +321,11 @@ def report(results: dict[tuple[str, int], dict[str, float]], sizes: list[int]) -
 
 
 def chart(
-    results: dict[tuple[str, int], dict[str, float]], sizes: list[int], path: str, command: str
+    results: dict[tuple[str, int], dict[str, float]],
+    sizes: list[int],
+    work: float,
+    path: str,
+    command: str,
 ) -> None:
     """The figures as an SVG: CPU per event, and p50/p99 latency, by conversations."""
     import matplotlib
@@ -308,6 +360,13 @@ def chart(
             color=colours[target],
             label=f"{names[target]} p99",
         )
+    cpu_axes.plot(
+        sizes,
+        [1e6 * (results["relay", count]["cpu_per_event"] + work) for count in sizes],
+        ":",
+        color="tab:blue",
+        label="floor: relay + fold, render, encode",
+    )
     cpu_axes.set(
         title="Server CPU per event",
         xlabel="conversations streaming",
@@ -354,10 +413,11 @@ async def main(args: argparse.Namespace) -> None:
         f"{args.rounds} rounds of one delta per conversation, {args.rate:g} rounds/s, "
         f"median of {args.repeat}"
     )
-    report(results, sizes)
+    work = update_work(args.rounds)
+    report(results, sizes, work)
     if args.chart:
         command = "python benchmarks/bench_serve.py " + " ".join(sys.argv[1:])
-        chart(results, sizes, args.chart, command)
+        chart(results, sizes, work, args.chart, command)
 
 
 if __name__ == "__main__":

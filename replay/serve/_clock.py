@@ -9,8 +9,8 @@ one timer, every request made before it fires joins it, and the tick fires them 
 in one loop step. A conversation still notifies at most once per ``interval`` (its
 engine requests one frame at a time, and a request made after a tick waits a whole
 interval for the next); a frame may fire sooner than ``interval`` after its own
-request, never later. Imports nothing of ``replay``; runs on the loop that first
-requests a frame, and must be used from that loop's thread only.
+request, never later. Imports nothing of ``replay``; runs on the loop that requests
+frames, and must be used from that loop's thread only (one loop at a time).
 """
 
 from __future__ import annotations
@@ -37,14 +37,19 @@ class FrameClock:
         self._pending: dict[int, Callable[[], object]] = {}
         self._next = 0
         self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def request_frame(self, callback: Callable[[], object], /) -> Callable[[], object]:
         """Fire ``callback`` at the next tick; return the function that cancels it."""
         token = self._next
         self._next += 1
         self._pending[token] = callback
-        if self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self.interval, self._tick)
+        loop = asyncio.get_running_loop()
+        # A server's app may be run by one loop after another (tests do): a timer left
+        # on a loop that stopped would never fire, so a new loop arms its own.
+        if self._timer is None or self._loop is not loop:
+            self._loop = loop
+            self._timer = loop.call_later(self.interval, self._tick)
         # Tokens are never reused, so a cancel after its frame fired removes nothing.
         return functools.partial(self._pending.pop, token, None)
 

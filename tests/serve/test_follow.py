@@ -155,6 +155,24 @@ class TestFrameClock:
         assert asyncio.run(scenario()) == ["after"]
         assert "a frame callback failed" in caplog.text
 
+    def test_a_clock_outlives_its_loop(self) -> None:
+        # An app may be served by one loop after another: frames still fire on the next.
+        clock = FrameClock(3600.0)
+        fired: list[int] = []
+
+        async def abandon() -> None:
+            clock.request_frame(lambda: fired.append(1))
+
+        asyncio.run(abandon())  # its timer dies with the loop
+        clock.interval = 0.0
+
+        async def again() -> None:
+            clock.request_frame(lambda: fired.append(2))
+            await asyncio.sleep(0.01)
+
+        asyncio.run(again())
+        assert fired == [1, 2]
+
     def test_a_negative_interval_is_refused(self) -> None:
         with pytest.raises(ValueError, match="interval must be >= 0"):
             FrameClock(-1.0)
