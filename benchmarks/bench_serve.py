@@ -334,6 +334,7 @@ def chart(
     import matplotlib.pyplot as plt
 
     matplotlib.rcParams["svg.hashsalt"] = "bench_serve"
+    matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: small, diffable
     figure, (cpu_axes, latency_axes) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
     colours = {"serve": "tab:blue", "relay": "tab:grey"}
     names = {"serve": "convo serve", "relay": "relay (the stack's floor)"}
