@@ -19,6 +19,9 @@ sets, in log order:
 - ``ag_ui``: user, system and developer messages are caller turns, assistant
   messages (with ``toolCalls``) model turns, ``tool`` messages results.
 
+- ``recorded`` (a recording of model calls, ``definitions.recorded``): read whole by
+  that set, since its calls hold the provider sets' nodes and its own.
+
 Gemini and Bedrock sets are not read here (they are being written elsewhere).
 """
 
@@ -31,7 +34,7 @@ import msgspec
 
 from engine import Message, Native, Node, Part, Reasoning, Role, Text, ToolCall, ToolResult
 
-from . import ag_ui, ai_sdk, anthropic, openai_chat, openai_responses
+from . import ag_ui, ai_sdk, anthropic, openai_chat, openai_responses, recorded
 from ._gateways import DENIED, AnthropicGateway, OpenAIChatGateway, OpenAIResponsesGateway
 
 __all__ = ["answer_unanswered", "calls_of", "conversation_messages"]
@@ -53,7 +56,14 @@ def _text(value: Any) -> str:
 
 
 def _family(kind: str) -> str:
-    for prefix in ("anthropic_", "openai_chat_", "openai_response", "ai_sdk_", "ag_ui_"):
+    for prefix in (
+        "recorded_",
+        "anthropic_",
+        "openai_chat_",
+        "openai_response",
+        "ai_sdk_",
+        "ag_ui_",
+    ):
         if kind.startswith(prefix):
             return prefix
     return "builtin"
@@ -66,9 +76,12 @@ def conversation_messages(nodes: Iterable[Node]) -> list[Message]:
     one log mixes families, each family's messages follow in the order the family
     first appears.
     """
+    nodes = tuple(nodes)
     families: dict[str, list[Node]] = {}
     for node in nodes:
         families.setdefault(_family(node.kind), []).append(node)
+    if "recorded_" in families:  # a recording: its calls hold every kind, read whole
+        return recorded.conversation(nodes)
     out: list[Message] = []
     for family, members in families.items():
         out.extend(_READERS[family](members))

@@ -604,7 +604,8 @@ class OpenAIResponsesGateway:
                 and len(content) == 1
                 and content[0].get("type") == "output_text"
                 and content[0].get("annotations") == []
-                and set(content[0]) <= _OUTPUT_TEXT_KEYS
+                and {k for k, v in content[0].items() if k != "parsed" or v is not None}
+                <= _OUTPUT_TEXT_KEYS  # the SDK's rebuild adds "parsed": null
                 and content[0].get("text")
                 and "id" in present
             ):

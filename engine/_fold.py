@@ -34,7 +34,8 @@ single claim needs nothing undone; given an ``_Undo`` it logs the change first. 
 event offered to several definitions (``Fold._event``) is matched by every one of
 them first (``match`` is pure, so when it is called is not observable); one claim
 is folded as it is, several with an ``_Undo`` reverted if a later one raises. The
-hook path (``apply_one``) always passes an ``_Undo``: its log names the changed keys.
+hook path (``apply_event`` asked for ``keys``) passes an ``_Undo`` to ``_event``: its
+log names the changed keys.
 
 Records are never removed, so the list of records *is* the seq order and ``seq``
 is the index. ``start`` gets a ``_Reader`` bound to the starting node's ``seq``.
@@ -701,16 +702,45 @@ class Fold:
 
     # -- hooks and reads -----------------------------------------------------------
 
-    def apply_event(self, event: object, undo: _Undo | None = None) -> None:
+    def apply_event(self, event: object, keys: bool = False) -> tuple[str, ...]:
         """Fold one event as ``apply`` does, without the batch's machinery (a run needs
-        two events of one batch): ``push()`` of one event. ``undo``, when given, logs
-        every change (``apply_one`` reads the changed keys off it)."""
+        two events of one batch): ``push()`` of one event, and each event a push hook
+        sees. The route and a one-slot route's ``match`` are taken here as in
+        ``_loop``; the claims are folded by ``_claim`` and ``_event``, as there.
+        Returns the keys of the nodes the event changed when ``keys`` (push hooks'
+        ``ctx.changed``), else ``()``."""
         position = self.position
         failure: BaseException | None = None
         level = NOT_ACCEPTED
+        changed: tuple[str, ...] = ()
         self.busy = True
         try:
-            level = self._event(self.registration._route_all or self._route(event), event, undo)
+            route = self.registration._route_all
+            if route is None:
+                try:
+                    route = self.registration._routes[self.event_type(event)]  # type: ignore[misc]
+                except Exception:  # a new type, or a failing event_type: see _route
+                    route = self._route(event)
+            slot = route.single
+            if slot is None:
+                if keys:  # the undo log names the changed nodes
+                    undo = _Undo(self)
+                    level = self._event(route, event, undo)
+                    changed = undo.keys()
+                else:
+                    level = self._event(route, event)
+            else:
+                match = slot.match
+                try:
+                    claim = match(event)
+                except Exception as exc:
+                    raise _Failed(exc, slot, "match") from None
+                if claim is None:
+                    self.unclaimed += 1
+                else:
+                    level = self._claim(slot, claim, event, None)
+                    if keys and level >= 0:  # the claimed node changed, and is open
+                        changed = (self.opens[slot.index][claim.id].key,)
         except BaseException as exc:
             failure = exc
         finally:
@@ -723,13 +753,7 @@ class Fold:
             self.cached = None
             if level > self.level:
                 self.level = level
-
-    def apply_one(self, event: object) -> tuple[str, ...]:
-        """``apply_event``, returning the keys of the nodes the event changed (for push
-        hooks' ``ctx.changed``)."""
-        undo = _Undo(self)
-        self.apply_event(event, undo)
-        return undo.keys()
+        return changed
 
     def nodes(self) -> tuple[Node, ...]:
         cached = self.cached

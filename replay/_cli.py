@@ -36,9 +36,11 @@ import msgspec
 
 from engine import ConversationError, Node, Registration, create_conversation_engine
 
-from ._determinism import check_determinism
+from ._determinism import check_determinism, steps
 from ._errors import DefinitionSpecError, LogError, StoreError
+from ._progress import Progress
 from .context import _command as _context
+from .context._recorded import describe_requests
 from .logs._formats import Loaded, Recording, load_events, parse_piece
 from .protocols._detect import (
     DefinitionSet,
@@ -58,9 +60,7 @@ from .stores._sqlite import EventStore
 __all__ = ["main"]
 
 SERVE_HINT = "install the server extra: pip install -e '.[serve]'"
-PROGRESS_MIN = 4_000_000
-"""Replays of logs of at least this many bytes show a progress bar when stderr is a
-terminal."""
+_SLICE = 4096  # events folded between two updates of a progress bar
 BENCH_RUN = 0.2
 """``convo bench`` times runs of at least this many seconds (timeit's autorange target)."""
 
@@ -87,7 +87,7 @@ class _Events:
         recording: Recording,
         lenient: bool,
         types: Any = None,
-        progress: _Bar | None = None,
+        progress: Progress | None = None,
         head: tuple[list[Any], list[LogError]] | None = None,
     ) -> None:
         self.recording = recording
@@ -120,10 +120,16 @@ class _Events:
             for problem in problems:
                 _warn(f"skipped: {problem}")
             self.count += len(events)
-            yield from events
+            if self.progress is None:
+                yield from events
+            else:
+                # A piece may be a whole file (an agent session, a JSON array): its
+                # events are told in slices, so a long fold of one piece moves the bar.
+                for start in range(0, len(events), _SLICE):
+                    yield from events[start : start + _SLICE]
+                    share = min(len(events), start + _SLICE) / len(events)
+                    self.progress.update(done + int(len(data) * share))
             done += len(data)
-            if self.progress is not None:
-                self.progress.update(done)
 
 
 def _recording(log: str) -> Recording:
@@ -182,38 +188,6 @@ def _chosen_events(log: str, lenient: bool, specs: Sequence[str] | None) -> _Cho
     return _Chosen(events, chosen, note)
 
 
-class _Bar:
-    """A plain progress bar on a terminal stream: one rewritten line, cleared at the end.
-    It counts the bytes of the log read and folded."""
-
-    def __init__(self, stream: TextIO, total: int, label: str = "folding") -> None:
-        self.stream = stream
-        self.total = max(total, 1)
-        self.label = label
-
-    def update(self, done: int) -> None:
-        done = min(done, self.total)
-        width = 30
-        filled = width * done // self.total
-        self.stream.write(
-            f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
-            f"{100 * done // self.total:3d}% {done:,}/{self.total:,} bytes"
-        )
-        self.stream.flush()
-
-    def close(self) -> None:
-        self.stream.write("\r\x1b[K")
-        self.stream.flush()
-
-
-def _progress_stream(count: int) -> TextIO | None:
-    stream = sys.stderr
-    isatty = getattr(stream, "isatty", None)
-    if count >= PROGRESS_MIN and isatty is not None and isatty():
-        return stream
-    return None
-
-
 def fold(chosen: DefinitionSet, events: Iterable[Any]) -> tuple[tuple[Node, ...], int]:
     """The view after ``events``, folded through ``chosen`` (read as they are folded),
     and how many events no definition claimed."""
@@ -244,15 +218,10 @@ def _write(text: str | Iterable[str], output: str | None) -> None:
 def _cmd_replay(args: argparse.Namespace) -> int:
     with _recording(args.log) as recording:
         chosen, note, head = _choose(recording, args.log, args.definitions)
-        stream = _progress_stream(recording.size or 0)
-        bar = None if stream is None else _Bar(stream, recording.size or 0)
-        events = _Events(recording, args.lenient, chosen.vocabulary, bar, head)
-        source: Iterable[Any] = events if args.at is None else islice(events, args.at)
-        try:
+        with Progress("folding", recording.size, unit="bytes") as bar:
+            events = _Events(recording, args.lenient, chosen.vocabulary, bar, head)
+            source: Iterable[Any] = events if args.at is None else islice(events, args.at)
             nodes, unclaimed = fold(chosen, source)
-        finally:
-            if bar is not None:
-                bar.close()
         if head is None and unclaimed:  # the first events, to name the set to try
             head = _head(recording)
     if note is not None:  # once the log was read: a bad line is the error to see first
@@ -291,7 +260,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 def _cmd_context(args: argparse.Namespace) -> int:
     try:
-        text = _context.command(_load(args.log, args.lenient).events, args)
+        events = _load(args.log, args.lenient).events
+        with Progress("building requests", None, unit="requests") as bar:
+            text = _context.command(events, args, bar.advance)
     except ValueError as exc:
         raise _Failure(f"{args.log}: {exc}") from exc
     _write(text, None)
@@ -309,29 +280,41 @@ def _cmd_check(args: argparse.Namespace) -> int:
     # The raw events and the set's pre-pass, not the wrapped events: each window is cut
     # from the raw log and wrapped afresh, as a paginated reader would (a pre-pass
     # must cope with a stream that starts in the middle of a message).
-    report = check_determinism(
-        log.events,
-        chosen.definitions,
-        seed=args.seed,
-        rounds=args.rounds,
-        event_type=chosen.event_type,
-        prepare=chosen.prepare,
-    )
+    with Progress("checking", steps(rounds=args.rounds), unit="ways") as bar:
+        report = check_determinism(
+            log.events,
+            chosen.definitions,
+            seed=args.seed,
+            rounds=args.rounds,
+            event_type=chosen.event_type,
+            prepare=chosen.prepare,
+            progress=bar.advance,
+        )
     print(f"{args.log}: {report.describe()}")
+    if chosen.protocol is not None and chosen.protocol.name == "recorded":
+        said = describe_requests(log.events)  # informational: never the exit status
+        if said is not None:
+            print(said)
     return 0 if report.ok else 1
 
 
 # -- bench -------------------------------------------------------------------------------
 
 
-def _best(action: Callable[[], object], repeat: int) -> float:
+def _best(action: Callable[[], object], repeat: int, progress: Callable[[], None]) -> float:
     """Seconds per call of ``action``: the best of ``repeat`` runs, each of as many calls
-    as take ``BENCH_RUN`` seconds (one call at least), as ``timeit`` does."""
+    as take ``BENCH_RUN`` seconds (one call at least), as ``timeit`` does; ``progress``
+    is called after each run."""
     timer = timeit.Timer(action)
     number = 1
     while (elapsed := timer.timeit(number)) < BENCH_RUN and number < 1 << 30:
         number *= 2 if elapsed <= 0 else max(2, min(10, int(BENCH_RUN / elapsed) + 1))
-    return min([elapsed, *timer.repeat(repeat=repeat - 1, number=number)]) / number
+    progress()
+    runs = [elapsed]
+    for _ in range(repeat - 1):
+        runs.append(timer.timeit(number))
+        progress()
+    return min(runs) / number
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -364,9 +347,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         return engine.nodes()
 
     count = len(events)
-    print(f"{args.log}: {count:,} events, {len(data):,} bytes, {chosen.name}")
+    print(f"{args.log}: {count:,} events, {len(data):,} bytes, {chosen.name}", flush=True)
     for label, action in (("decode", decode), ("fold", fold_only), ("decode+fold", both)):
-        seconds = _best(action, args.repeat)
+        with Progress(f"timing {label}", args.repeat, unit="runs") as bar:
+            seconds = _best(action, args.repeat, bar.advance)
         print(
             f"  {label:<12} {count / seconds:>14,.0f} events/s"
             f"  ({seconds * 1e3:.3f} ms per pass, best of {args.repeat})"
@@ -394,8 +378,9 @@ def _cmd_store_import(args: argparse.Namespace) -> int:
                 "nothing was imported (--append adds to it, --conversation ID names another)"
             )
         # Stored as decoded, in one transaction: a bad line (strict) imports nothing.
-        events = _Events(recording, args.lenient)
-        length = store.append(conversation, events, expected_position=expected)
+        with Progress("importing", recording.size, unit="bytes") as bar:
+            events = _Events(recording, args.lenient, progress=bar)
+            length = store.append(conversation, events, expected_position=expected)
     print(f"imported {events.count} events into {conversation!r} ({length} in all)")
     return 0
 

@@ -85,6 +85,7 @@ __all__ = [
     "Report",
     "assert_deterministic",
     "check_determinism",
+    "steps",
 ]
 
 WAYS: tuple[str, ...] = ("whole", "one", "twice", "batches", "frames", "windows")
@@ -386,8 +387,10 @@ class _Check:
         seed: int,
         rounds: int,
         samples: int,
+        progress: Callable[[], None],
     ) -> None:
         self.raw = raw
+        self.progress = progress
         self.definitions = definitions
         self.event_type = event_type
         self.prepare = prepare
@@ -451,9 +454,11 @@ class _Check:
         self.tried.append("whole")
         fed = self.feed(0, len(self.raw))
         baseline = self.whole(fed)  # errors here are the log's own: they propagate
+        self.progress()
         try:
             if "one" in ways:
                 self.one(self.feed(0, len(self.raw)), "", baseline)
+                self.progress()
             if "twice" in ways:
                 self.tried.append("twice")
                 again = self.whole(self.feed(0, len(self.raw)))
@@ -464,14 +469,18 @@ class _Check:
                     fed.last,
                     ("twice", "whole"),
                 )
+                self.progress()
             for round in range(self.rounds):
                 if "batches" in ways:
                     self.batches(self.feed(0, len(self.raw)), f"batches#{round}", baseline)
+                    self.progress()
             for round in range(self.rounds):
                 if "frames" in ways:
                     self.frames(self.feed(0, len(self.raw)), f"frames#{round}", baseline)
+                    self.progress()
             if "windows" in ways:
                 self.windows()
+                self.progress()
         except _Diverged as diverged:
             return diverged.divergence
         return None
@@ -803,6 +812,16 @@ class _Check:
             )
 
 
+def _nothing() -> None:
+    pass
+
+
+def steps(ways: Collection[str] = WAYS, rounds: int = 3) -> int:
+    """How many times ``check_determinism`` calls ``progress`` (without ``context``)."""
+    rounded = sum(way in ways for way in ("batches", "frames"))
+    return 1 + sum(way in ways for way in ("one", "twice", "windows")) + rounds * rounded
+
+
 def check_determinism(
     events: Iterable[Any],
     definitions: Iterable[Any],
@@ -814,6 +833,7 @@ def check_determinism(
     prepare: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
     samples: int = SAMPLES,
     context: str | None = None,
+    progress: Callable[[], None] | None = None,
 ) -> Report:
     """Replay ``events`` through ``definitions`` in many ways and report whether the
     views agree (see the module docstring for the ways and what each checks).
@@ -824,7 +844,9 @@ def check_determinism(
 
     ``ways`` selects among ``WAYS`` (``whole`` always runs: it is the baseline);
     ``rounds`` is how many random variants of ``batches`` and ``frames`` run, and how
-    many random windows; ``seed`` fixes every random choice. ``prepare`` is the
+    many random windows; ``seed`` fixes every random choice. ``progress`` is called
+    after each way (and each round of one) finishes: ``steps(ways, rounds)`` of them,
+    one more with ``context``. ``prepare`` is the
     protocol's pre-pass (``DefinitionSet.prepare``): ``events`` are then the raw
     events, and every way (each window too) feeds a fresh run of ``prepare`` over its
     raw events; positions in the report are positions in ``events``. ``samples``
@@ -847,11 +869,21 @@ def check_determinism(
         raise ValueError(f"rounds must be >= 0, not {rounds!r}")
     if samples < 1:
         raise ValueError(f"samples must be >= 1, not {samples!r}")
-    check = _Check(tuple(events), tuple(definitions), event_type, prepare, seed, rounds, samples)
+    check = _Check(
+        tuple(events),
+        tuple(definitions),
+        event_type,
+        prepare,
+        seed,
+        rounds,
+        samples,
+        progress or _nothing,
+    )
     divergence = check.run(ways)
     if divergence is None and context is not None:
         reason = check_requests(check.raw, context, seed=seed, rounds=rounds)
         check.tried.append("context")
+        check.progress()
         if reason is not None:
             divergence = Divergence(
                 position=-1,

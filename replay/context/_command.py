@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -18,7 +18,7 @@ import msgspec
 from definitions.gateways import GATEWAYS, Problem, gateway
 from engine import Economy, Node
 
-from ._economy import POLICIES, conversation, measure, timed
+from ._economy import POLICIES, CallRequest, conversation, measure, timed
 from ._economy import requests as economy_requests
 from ._requests import ContextOptions, definition_set_of, is_record, request_bytes, requests
 from ._workbench import Workbench
@@ -67,17 +67,20 @@ def warn(index: int, problems: Iterable[Problem]) -> None:
         )
 
 
-def command(events: Sequence[Any], args: argparse.Namespace) -> str:
+def command(
+    events: Sequence[Any], args: argparse.Namespace, progress: Callable[[], None] | None = None
+) -> str:
     """What ``convo context`` prints for ``events``; each validator problem is reported
-    on stderr. ``ValueError`` for bad input (an ``--at`` past the end, a bad record)."""
+    on stderr; ``progress`` is called as each request is built. ``ValueError`` for bad
+    input (an ``--at`` past the end, a bad record)."""
     if args.at is not None:
         if args.at > len(events):
             raise ValueError(f"--at {args.at}: the log has only {len(events)} events")
         events = events[: args.at]
     if _economy_wanted(args):
         plain = [e for e in events if not is_record(e)]
-        return _economy_command(definition_set_of(plain).replay(plain), args)
-    calls = requests(events, args.provider, options=options_from(args))
+        return _economy_command(definition_set_of(plain).replay(plain), args, progress)
+    calls = requests(events, args.provider, options=options_from(args), progress=progress)
     shown = calls[:-1] if args.calls else calls[-1:]
     for call in shown:
         warn(call.index, call.problems)
@@ -116,7 +119,9 @@ def _economy_wanted(args: argparse.Namespace) -> bool:
     return args.policy is not None or args.workbench is not None or args.stats
 
 
-def _economy_command(nodes: Iterable[Node], args: argparse.Namespace) -> str:
+def _economy_command(
+    nodes: Iterable[Node], args: argparse.Namespace, progress: Callable[[], None] | None
+) -> str:
     """What ``convo context`` prints under the economy's options: the request before
     every model call (``--calls``, JSON Lines) or after the log, or the figures
     (``--stats``). Each validator problem is reported on stderr."""
@@ -125,7 +130,10 @@ def _economy_command(nodes: Iterable[Node], args: argparse.Namespace) -> str:
     policy = args.policy or "none"
     bench = Workbench(args.workbench) if args.workbench is not None else None
     calls, seconds = timed(
-        economy_requests(talk, target, POLICIES[policy](), workbench=bench, model=args.model)
+        _told(
+            economy_requests(talk, target, POLICIES[policy](), workbench=bench, model=args.model),
+            progress,
+        )
     )
     before = calls[:-1]  # the request before every model call; the last follows the log
     if args.stats:
@@ -156,3 +164,13 @@ def _economy_command(nodes: Iterable[Node], args: argparse.Namespace) -> str:
     if args.calls:
         return "".join(msgspec.json.encode(c.payload).decode() + "\n" for c in shown)
     return msgspec.json.format(msgspec.json.encode(shown[0].payload), indent=2).decode() + "\n"
+
+
+def _told(
+    calls: Iterator[CallRequest], progress: Callable[[], None] | None
+) -> Iterator[CallRequest]:
+    """``calls`` as they come, calling ``progress`` after each."""
+    for call in calls:
+        yield call
+        if progress is not None:
+            progress()

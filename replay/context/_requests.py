@@ -166,6 +166,7 @@ def requests(
     *,
     options: ContextOptions | None = None,
     prefix: Prefix | None = None,
+    progress: Callable[[], None] | None = None,
 ) -> list[Call]:
     """The request before every model call of the log, then the one after it.
 
@@ -175,8 +176,8 @@ def requests(
     record's context plus the conversation since, before any area renders).
     ``prefix`` folds the log's (non-record) events as they come; the default is a
     live engine of the log's own definition set (``check_requests`` passes other
-    folds). ``ValueError`` for an unknown provider or a record that does not fit
-    the log.
+    folds). ``progress`` is called as each request is built. ``ValueError`` for an
+    unknown provider or a record that does not fit the log.
     """
     listed = list(events)
     target = gateway(provider)
@@ -185,8 +186,12 @@ def requests(
     if prefix is None:
         prefix = Prefix(definition_set_of(plain))
     if any(is_record(e) for e in listed):
-        return _replayed(listed, target, options, prefix)
-    return _projected(prefix.extend(plain), target, options)
+        return _replayed(listed, target, options, prefix, progress or _nothing)
+    return _projected(prefix.extend(plain), target, options, progress or _nothing)
+
+
+def _nothing() -> None:
+    pass
 
 
 class Prefix:
@@ -220,7 +225,9 @@ class Prefix:
         return self._engine.nodes()
 
 
-def _projected(nodes: tuple[Node, ...], target: Gateway, options: ContextOptions) -> list[Call]:
+def _projected(
+    nodes: tuple[Node, ...], target: Gateway, options: ContextOptions, progress: Callable[[], None]
+) -> list[Call]:
     conversation = conversation_messages(nodes)
     coop = CoopContext(Context(target))
     feeder = Feeder(options)
@@ -230,6 +237,7 @@ def _projected(nodes: tuple[Node, ...], target: Gateway, options: ContextOptions
             coop.extend(feeder.feed(conversation, index))
             coop.render()
             calls.append(_call(len(calls), None, target, coop.context, options))
+            progress()
     coop.extend(feeder.feed(conversation))
     coop.render()
     calls.append(_call(len(calls), None, target, coop.context, options))
@@ -237,7 +245,11 @@ def _projected(nodes: tuple[Node, ...], target: Gateway, options: ContextOptions
 
 
 def _replayed(
-    listed: Sequence[Any], target: Gateway, options: ContextOptions, prefix: Prefix
+    listed: Sequence[Any],
+    target: Gateway,
+    options: ContextOptions,
+    prefix: Prefix,
+    progress: Callable[[], None],
 ) -> list[Call]:
     context = Context(target)
     feeder = Feeder(options)
@@ -264,6 +276,7 @@ def _replayed(
         except ValueError as exc:
             raise ValueError(f"event #{position}: {exc}") from exc
         calls.append(_call(len(calls), position, target, context, options))
+        progress()
     # After the log: what the next render would append before any area speaks.
     nodes = prefix.extend(new) if new else nodes
     for message in feeder.feed(conversation_messages(nodes)):

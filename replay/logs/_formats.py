@@ -17,6 +17,15 @@ built-in events of its primary conversation (``replay.logs.sessions``):
 - an event-stream body (binary frames; detected by a first frame whose prelude CRC
   holds): the ConverseStream events its frames carry
   (``definitions.bedrock.events_from_eventstream``); a bad frame always raises.
+- a VCR.py or pytest-recording cassette (YAML, or the JSON serializer's object; an
+  ``interactions`` list): each interaction with a model API (its URL's path:
+  ``definitions._requests_read.api_of_url``; others are left out) is one call of a
+  recording (``definitions.recorded``): ``recording/request`` (the body decoded, the
+  URL without key parameters, only harmless headers), ``recording/response``, the
+  body's SSE frames, event-stream frames or JSON array elements as
+  ``recording/event``s, or the whole JSON body as ``recording/body``, then
+  ``recording/end``. YAML needs PyYAML (the ``test`` extra): without it, a
+  ``LogError`` says what to install. A cassette is read whole.
 
 One deliberate difference from the SDKs: a last SSE frame with no blank line after
 it is kept when its data is complete JSON. A live stream must discard it (the
@@ -48,12 +57,13 @@ import io
 import json
 import os
 import re
-from collections.abc import Iterator
-from typing import IO, Any, Literal, cast, get_args
+from collections.abc import Callable, Iterator
+from typing import IO, Any, Final, Literal, cast, get_args
 
 import attrs
 import msgspec
 
+from definitions._requests_read import api_of_url
 from definitions.bedrock import EventStreamError, events_from_eventstream, is_eventstream
 
 from .._errors import LogError
@@ -72,7 +82,7 @@ from .sessions import detect as detect_session
 
 __all__ = ["Format", "Loaded", "Recording", "load_events", "parse_piece"]
 
-Format = Literal["log", "sse", "json", "jsonl", "eventstream"]
+Format = Literal["log", "sse", "json", "jsonl", "eventstream", "cassette"]
 _SESSIONS: frozenset[str] = frozenset(get_args(TranscriptFormat))
 
 _BOM = b"\xef\xbb\xbf"
@@ -147,6 +157,8 @@ def parse_piece(
     ``final`` is false for a piece that more of the file follows."""
     if fmt == "eventstream":  # binary frames: read whole (Recording cuts no pieces)
         return _load_eventstream(data, path), []
+    if fmt == "cassette":  # one document: read whole (Recording cuts no pieces)
+        return _load_cassette(data, path), []
     typed = None if types is None else event_types(types)
     if fmt in _SESSIONS:  # an agent session file, imported whole (replay.logs.sessions._thread)
         session = read_transcript(data, path=path, lenient=lenient, format=cast(Any, fmt))
@@ -265,7 +277,7 @@ class Recording:
     def _cut(self, buffer: bytes) -> int:
         # The first boundary from the chunk size on, so that pieces stay near it.
         start = max(0, self._chunk - 4)
-        if self.format in ("json", "eventstream") or self.format in _SESSIONS:
+        if self.format in ("json", "eventstream", "cassette") or self.format in _SESSIONS:
             return 0  # one value, binary frames or a session (its chains): one piece
         if self.format == "sse":
             # After a blank line ending in LF (a CR-only file is read as one piece).
@@ -295,7 +307,7 @@ def _one_value(data: bytes) -> bool:
     if is_eventstream(data):
         return False
     start = data.lstrip()
-    if start.startswith(b"["):
+    if start.startswith(b"[") or _is_cassette(data):
         return True
     if not start.startswith(b"{"):
         return False
@@ -307,7 +319,10 @@ def _one_value(data: bytes) -> bool:
 
 
 def _detect(data: bytes) -> Format | TranscriptFormat:
-    # Our own log first; an agent session (its records) before a plain stream.
+    # A cassette first (a YAML one is no other format); then our own log; an agent
+    # session (its records) before a plain stream.
+    if _is_cassette(data):
+        return "cassette"
     fmt = _detect_stream(data)
     if fmt != "log":
         return detect_session(data) or fmt
@@ -494,3 +509,185 @@ def _load_sse(
         # more follows ends after a blank line: never here.)
         dispatch(first_line + len(lines) - 1, truncated=final)
     return events, problems
+
+
+# -- VCR cassettes --------------------------------------------------------------------
+
+_YAML_CASSETTE = re.compile(rb"\A(?:\s*(?:#[^\n]*)?\n)*(?:---\s*\n)?interactions:")
+_JSON_CASSETTE = re.compile(rb'\A\s*\{\s*"(?:interactions|version)"')
+# Headers a recording keeps: none can carry a secret (an allow-list, so a new
+# credential header is left out by default).
+_KEPT_HEADERS = frozenset(
+    {"content-type", "accept", "anthropic-version", "anthropic-beta", "openai-beta", "user-agent"}
+)
+_SECRET_QUERY = re.compile(r"^(?:key|api_key|api-key|x-amz-.*)$", re.IGNORECASE)
+
+
+def _is_cassette(data: bytes) -> bool:
+    """Whether ``data`` opens a VCR cassette: YAML whose first key is
+    ``interactions``, or the JSON serializer's object (which pytest-recording writes
+    with ``interactions`` and ``version``)."""
+    head = data[:_DETECT]
+    if _YAML_CASSETTE.match(head):
+        return True
+    return bool(_JSON_CASSETTE.match(head)) and b'"interactions"' in data
+
+
+def _cassette(data: bytes, path: str | None) -> Any:
+    where = path or "<bytes>"
+    if data.lstrip().startswith(b"{"):
+        try:
+            return _any_decoder.decode(data)
+        except msgspec.DecodeError as exc:
+            raise line_error(exc, data, path=path, line=1, what="JSON cassette") from exc
+    try:
+        import yaml  # type: ignore[import-untyped, unused-ignore]
+    except ImportError:  # optional: only the test extra installs it
+        raise LogError(
+            f"{where}: reading a YAML cassette needs PyYAML: pip install pyyaml "
+            "(or the test extra: pip install 'convo-engine[test]')",
+            path=path,
+            line=1,
+            column=1,
+        ) from None
+    try:
+        return yaml.safe_load(data)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        raise LogError(
+            f"{where}:{line}: not a YAML cassette: {exc}", path=path, line=line, column=1
+        ) from exc
+
+
+def _load_cassette(data: bytes, path: str | None) -> list[Any]:
+    """The recording events of a cassette's model calls (see the module docstring)."""
+    document = _cassette(data, path)
+    interactions = document.get("interactions") if isinstance(document, dict) else None
+    if not isinstance(interactions, list):
+        where = path or "<bytes>"
+        raise LogError(
+            f"{where}: a cassette needs an 'interactions' list", path=path, line=1, column=1
+        )
+    events: list[Any] = []
+    for interaction in interactions:
+        if isinstance(interaction, dict):
+            events.extend(
+                _interaction(interaction, sum(e["type"] == "recording/request" for e in events))
+            )
+    return events
+
+
+def _str(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def _headers(headers: Any, kept: Callable[[str], bool]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if not isinstance(headers, dict):
+        return out
+    for name, value in headers.items():
+        key = _str(name).lower()
+        if kept(key):
+            out[key] = ", ".join(_str(v) for v in value) if isinstance(value, list) else _str(value)
+    return out
+
+
+def _request_header(name: str) -> bool:
+    return name in _KEPT_HEADERS or name.startswith("x-stainless-")
+
+
+def _response_header(name: str) -> bool:
+    return name == "content-type" or name.endswith(("request-id", "requestid"))
+
+
+def _clean_url(url: str) -> str:
+    """``url`` without the query parameters that carry a key or a signature."""
+    base, _, query = url.partition("?")
+    if not query:
+        return url
+    kept = [p for p in query.split("&") if not _SECRET_QUERY.match(p.split("=", 1)[0])]
+    return f"{base}?{'&'.join(kept)}" if kept else base
+
+
+def _bytes(body: Any) -> bytes:
+    """A cassette body (a string, bytes, or ``{"string": ...}``) as bytes, gunzipped."""
+    if isinstance(body, dict):
+        body = body.get("string", body.get("base64_string"))
+    if body is None:
+        return b""
+    raw = body if isinstance(body, bytes) else str(body).encode()
+    if raw.startswith(b"\x1f\x8b"):
+        import gzip
+
+        raw = gzip.decompress(raw)
+    return raw
+
+
+def _decoded(raw: bytes) -> Any:
+    try:
+        return _any_decoder.decode(raw) if raw.strip() else None
+    except msgspec.DecodeError:
+        return _NOT_JSON
+
+
+_NOT_JSON: Final = object()
+
+
+def _interaction(interaction: dict[str, Any], call: int) -> list[dict[str, Any]]:
+    request = interaction.get("request") or {}
+    response = interaction.get("response") or {}
+    url = _str(request.get("uri") or request.get("url") or "")
+    api = api_of_url(url)
+    if api is None:
+        return []  # not a model call (a token fetch, a file upload)
+    body = request.get("parsed_body")
+    if body is None:
+        decoded = _decoded(_bytes(request.get("body")))
+        body = None if decoded is _NOT_JSON else decoded
+    stream = bool(isinstance(body, dict) and body.get("stream")) or url.split("?")[0].endswith(
+        (":streamGenerateContent", "/converse-stream")
+    )
+    out: list[dict[str, Any]] = [
+        {
+            "type": "recording/request",
+            "call": call,
+            "api": api,
+            "method": _str(request.get("method") or "POST"),
+            "url": _clean_url(url),
+            "headers": _headers(request.get("headers"), _request_header),
+            "body": body,
+            "stream": stream,
+        }
+    ]
+    status = response.get("status") or {}
+    code = status.get("code") if isinstance(status, dict) else status
+    headers = _headers(response.get("headers"), _response_header)
+    out.append({"type": "recording/response", "call": call, "status": code, "headers": headers})
+    raw = _bytes(response.get("body"))
+    kind = headers.get("content-type", "")
+    if "event-stream" in kind and not raw.lstrip().startswith((b"{", b"[")):
+        frames, _ = _load_sse(raw, None, True, None)
+        out += [{"type": "recording/event", "call": call, "event": e} for e in frames]
+    elif is_eventstream(raw):
+        try:
+            frames = events_from_eventstream(raw)
+        except EventStreamError as exc:  # the call shows as cut there, not the file as bad
+            error = f"EventStreamError: {exc}"
+            out.append({"type": "recording/end", "call": call, "complete": False, "error": error})
+            return out
+        out += [{"type": "recording/event", "call": call, "event": e} for e in frames]
+    else:
+        decoded = _decoded(raw)
+        if decoded is _NOT_JSON:
+            out.append(
+                {"type": "recording/body", "call": call, "text": raw.decode("utf-8", "replace")}
+            )
+        elif isinstance(decoded, list) and stream and (code or 200) < 400:
+            out += [{"type": "recording/event", "call": call, "event": e} for e in decoded]
+        elif decoded is not None:
+            out.append({"type": "recording/body", "call": call, "body": decoded})
+    out.append({"type": "recording/end", "call": call, "complete": True})
+    return out

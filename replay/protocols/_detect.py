@@ -76,6 +76,7 @@ PROTOCOLS: Final[Mapping[str, tuple[str, str]]] = {
     "ai_sdk": ("AI SDK UI message stream", "definitions.ai_sdk"),
     "gemini": ("Gemini generateContent", "definitions.gemini"),
     "bedrock": ("AWS Bedrock ConverseStream", "definitions.bedrock"),
+    "recorded": ("Recorded model calls", "definitions.recorded"),
 }
 """Every protocol ``detect_protocol`` knows: name -> (title, definition module)."""
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine import (
     DefinitionError,
@@ -16,7 +19,7 @@ from engine import (
     create_conversation_engine,
 )
 
-from .harness import ev, tallies
+from .harness import ev, route_to, routed_tallies, tallies
 
 
 @attrs.define
@@ -209,3 +212,95 @@ class TestHookValidation:
         with pytest.raises(RegistrationError, match="create_conversation_engine\\(hooks="):
             engine.push(ev("a", "start", "1"), hooks=[Recorder("X", [])])
         assert engine.nodes() == ()
+
+
+_EVENTS = st.lists(
+    st.builds(
+        ev,
+        to=st.sampled_from(["a", "b", "c", "*"]),
+        op=st.sampled_from(["start", "update", "noise"]),
+        id=st.sampled_from(["1", "2"]),
+        v=st.sampled_from([0, 1, 2, 13]),
+    ),
+    max_size=20,
+)
+
+
+class TestChangedKeys:
+    """``ctx.changed`` names exactly the nodes an event started, reopened or changed,
+    on the one-slot path of a routed engine as on the general path."""
+
+    @given(events=_EVENTS, routed=st.booleans())
+    def test_changed_is_the_nodes_whose_frozen_form_changed(
+        self, events: list[dict[str, Any]], routed: bool
+    ) -> None:
+        seen: list[tuple[str, ...]] = []
+
+        class End:
+            def on_push_end(self, ctx: PushContext) -> None:
+                seen.append(ctx.changed)
+
+        engine = (
+            create_conversation_engine(routed_tallies(), hooks=[End()], event_type=route_to)
+            if routed
+            else create_conversation_engine(tallies(), hooks=[End()])
+        )
+        for event in events:
+            before = {node.key: node for node in engine.nodes()}
+            with contextlib.suppress(DefinitionError):
+                engine.push(event)
+            after = engine.nodes()
+            expected = tuple(node.key for node in after if before.get(node.key) is not node)
+            assert sorted(seen[-1]) == sorted(expected)
+
+
+class TestHooksThatRunNothingPerEvent:
+    """An engine whose hooks have no per-event member pushes as one without hooks."""
+
+    def test_an_on_publish_only_hook_still_hears_every_notification(self) -> None:
+        published: list[int] = []
+
+        class Publish:
+            def on_publish(self, nodes: tuple[Node, ...]) -> None:
+                published.append(len(nodes))
+
+        engine = create_conversation_engine(tallies(), hooks=[Publish()])
+        engine.push(ev("a", "start", "1"))
+        engine.push(ev("b", "start", "1"))
+        engine.push_many([ev("a", "update", "1"), ev("c", "start", "1")])
+        assert published == [1, 2, 3]
+
+    def test_per_call_hooks_run_on_an_engine_whose_hooks_run_nothing_per_event(self) -> None:
+        log: list[tuple[str, str, Any]] = []
+        engine = create_conversation_engine(tallies(), hooks=[])
+        engine.push(ev("a", "start", "1"), hooks=[_WithoutPublish(Recorder("C", log))])
+        assert log == [("C", "start", 0), ("C", "end", (("a:1",), False))]
+
+    def test_elapsed_ms_is_read_only_for_end_hooks(self) -> None:
+        reads: list[float] = []
+        kept: list[PushContext] = []
+
+        def clock() -> float:
+            reads.append(1.0)
+            return 1.0
+
+        class Start:
+            def on_push_start(self, ctx: PushContext) -> None:
+                kept.append(ctx)
+
+        engine = create_conversation_engine(tallies(), hooks=[Start()], clock=clock)
+        engine.push(ev("a", "start", "1"))
+        assert (reads, kept[0].elapsed_ms) == ([], 0.0)
+
+
+class TestPushContext:
+    """The context is a mutable keyword-only value."""
+
+    def test_fields_defaults_and_skip(self) -> None:
+        ctx = PushContext(event={"x": 1}, position=3)
+        assert (ctx.skipped, ctx.changed, ctx.error, ctx.elapsed_ms) == (False, (), None, 0.0)
+        ctx.event = {"x": 2}
+        ctx.skip()
+        assert ctx == PushContext(event={"x": 2}, position=3, skipped=True)
+        with pytest.raises(TypeError):
+            PushContext({"x": 1}, 3)  # type: ignore[misc]

@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import replay._cli as cli
+import replay._progress as progress
 from definitions import builtin, event_type
 from engine import Claim, Node, Reader
 from replay import load_events, read_log, render_json, replay
@@ -480,32 +481,85 @@ class _Terminal(io.StringIO):
 
 
 class TestProgress:
-    """A bar on stderr for long replays, when stderr is a terminal; never on stdout."""
+    """A bar on stderr for long commands once DELAY has passed, when stderr is a
+    terminal; never on stdout, never when piped, cleared at the end."""
 
+    @pytest.fixture
+    def plain(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The plain bar (rich hidden), shown from the first update."""
+        monkeypatch.setitem(sys.modules, "rich.progress", None)
+        monkeypatch.setattr(progress, "DELAY", 0.0)
+
+    @pytest.mark.usefixtures("plain")
     def test_bar_on_a_terminal(
         self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        _, plain, _ = run(capsys, "replay", EXAMPLE, "-f", "json")
+        _, before, _ = run(capsys, "replay", EXAMPLE, "-f", "json")
         terminal = _Terminal()
-        monkeypatch.setattr(cli, "PROGRESS_MIN", 100)
         monkeypatch.setattr(sys, "stderr", terminal)
         status = main(["replay", str(EXAMPLE), "-f", "json"])
         out, _ = capsys.readouterr()
-        assert (status, out) == (0, plain)  # same view, batches or not
+        assert (status, out) == (0, before)  # same view, told in slices or not
         bar = terminal.getvalue()
         size = EXAMPLE.stat().st_size
         assert f"100% {size:,}/{size:,} bytes" in bar  # the bytes read and folded
         assert bar.endswith("\r\x1b[K")  # the line is cleared
 
-    def test_no_bar_when_short_or_not_a_terminal(
+    @pytest.mark.usefixtures("plain")
+    @pytest.mark.parametrize(
+        ("argv", "label"),
+        [
+            (["check", EXAMPLE, "--rounds", "1"], "checking"),
+            (["context", EXAMPLE, "-p", "anthropic", "--calls"], "building requests"),
+            (["context", EXAMPLE, "-p", "anthropic", "--calls", "--policy", "live"], "building"),
+            (["bench", EXAMPLE, "--repeat", "1"], "timing decode"),
+            (["store", "import", EXAMPLE], "importing"),
+        ],
+        ids=["check", "context", "context-economy", "bench", "store-import"],
+    )
+    def test_every_long_command(
+        self,
+        argv: list[Any],
+        label: str,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        if argv[0] == "store":
+            argv = ["store", "import", tmp_path / "s.sqlite3", *argv[2:]]
+        terminal = _Terminal()
+        monkeypatch.setattr(sys, "stderr", terminal)
+        assert main([str(arg) for arg in argv]) == 0
+        bar = terminal.getvalue()
+        assert bar.startswith(f"\r{label}"), bar[:80]
+        assert bar.endswith("\r\x1b[K")
+        assert label not in capsys.readouterr().out
+
+    def test_nothing_when_piped_or_quick(
         self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        monkeypatch.setattr(sys, "stderr", _Terminal())
-        assert cli._progress_stream(25_000) is None  # below PROGRESS_MIN bytes
-        monkeypatch.setattr(cli, "PROGRESS_MIN", 100)
-        assert cli._progress_stream(25_000) is sys.stderr
-        monkeypatch.setattr(sys, "stderr", io.StringIO())
-        assert cli._progress_stream(10**9) is None
+        monkeypatch.setattr(progress, "DELAY", 0.0)
+        assert run(capsys, "check", EXAMPLE, "--rounds", "1")[2] == ""  # piped: nothing
+        terminal = _Terminal()
+        monkeypatch.setattr(sys, "stderr", terminal)
+        monkeypatch.setattr(progress, "DELAY", 3600.0)  # a run shorter than the delay
+        assert main(["check", str(EXAMPLE), "--rounds", "1"]) == 0
+        assert terminal.getvalue() == ""
+
+    def test_rich_bar_is_removed_at_the_end(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        pytest.importorskip("rich.progress")
+        terminal = _Terminal()
+        with progress.Progress("folding", 10, unit="bytes", stream=terminal, delay=0) as bar:
+            for done in range(11):
+                bar.update(done)
+        assert "folding" in terminal.getvalue()
+
+    def test_unknown_total_counts(self, plain: None) -> None:
+        terminal = _Terminal()
+        with progress.Progress("building", None, unit="requests", stream=terminal) as bar:
+            bar.advance()
+            bar.advance(2)
+        assert "\rbuilding 3 requests" in terminal.getvalue()
 
 
 # -- check -------------------------------------------------------------------------------

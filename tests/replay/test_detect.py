@@ -116,6 +116,7 @@ SAMPLES: dict[str, list[dict[str, Any]]] = {
     "ai_sdk": [{"type": "start"}, {"type": "tool-input-delta"}],
     "gemini": [{"candidates": [{"content": {"parts": [{"text": "x"}]}}]}, {"usageMetadata": {}}],
     "bedrock": [{"messageStart": {"role": "assistant"}}, {"contentBlockStop": {}}],
+    "recorded": [{"type": "recording/request", "call": 0}, {"type": "recording/end", "call": 0}],
 }
 
 

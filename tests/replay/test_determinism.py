@@ -22,6 +22,7 @@ from replay._determinism import (
     DeterminismError,
     assert_deterministic,
     check_determinism,
+    steps,
 )
 from replay.protocols._detect import protocol_definitions
 
@@ -425,3 +426,18 @@ class TestPrepare:
         )
         assert report.ok, report.describe()
         assert report.events == len(events)
+
+
+@given(
+    ways=st.sets(st.sampled_from(WAYS)),
+    rounds=st.integers(0, 3),
+)
+@settings(max_examples=30, deadline=None)
+def test_progress_is_called_once_per_step(ways: set[str], rounds: int) -> None:
+    """``steps`` (the bar's total in ``convo check``) counts exactly the calls made."""
+    calls: list[None] = []
+    report = check_determinism(
+        conversation()[:30], kinds(), ways=ways, rounds=rounds, progress=lambda: calls.append(None)
+    )
+    assert report.ok
+    assert len(calls) == steps(ways, rounds)

@@ -9,13 +9,16 @@ Needs the Debian ``chromium`` package and the ``serve-test`` extra::
 skip, naming those commands; under ``CI=true`` (``tests._shared.require``) or with
 ``CONVO_REQUIRE_BROWSER=1`` they fail instead.
 
-The README's screenshots, docs/screenshot-static.png (``convo replay --format html``)
+The docs' screenshots, docs/screenshot-static.png (``convo replay --format html``)
 and docs/screenshot-live.png (``convo serve``), are taken here from the bundled
-example on every run, so they never go stale.
+example on every run and compared with the checked-in ones, so they never go stale
+unnoticed; a run leaves the tree as it found it. ``CONVO_UPDATE_SCREENSHOTS=1``
+writes them instead.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -332,11 +335,65 @@ def test_hostile_content_stays_text_in_the_dom(browser: Browser, tmp_path: Path)
         server.stop()
 
 
+UPDATE_SCREENSHOTS = os.environ.get("CONVO_UPDATE_SCREENSHOTS", "") not in ("", "0")
+
+# Share of pixels that may differ (by more than 48 in a channel) before a screenshot
+# counts as changed: fonts and anti-aliasing move a few edges between machines; a
+# changed layout, colour or text moves far more.
+_DIFFERENT_PIXELS = 0.03
+
+_COMPARE = """async ([a, b]) => {
+    const load = (src) => new Promise((done, fail) => {
+        const image = new Image(); image.onload = () => done(image); image.onerror = fail;
+        image.src = src;
+    });
+    const [x, y] = await Promise.all([load(a), load(b)]);
+    if (x.width !== y.width || x.height !== y.height)
+        return {size: [x.width, x.height, y.width, y.height], different: 1};
+    const pixels = (image) => {
+        const canvas = document.createElement('canvas');
+        canvas.width = image.width; canvas.height = image.height;
+        const context = canvas.getContext('2d');
+        context.drawImage(image, 0, 0);
+        return context.getImageData(0, 0, image.width, image.height).data;
+    };
+    const [p, q] = [pixels(x), pixels(y)];
+    let different = 0;
+    for (let i = 0; i < p.length; i += 4) {
+        if (Math.abs(p[i] - q[i]) > 48 || Math.abs(p[i + 1] - q[i + 1]) > 48
+            || Math.abs(p[i + 2] - q[i + 2]) > 48) different++;
+    }
+    return {size: [x.width, x.height], different: different / (p.length / 4)};
+}"""
+
+
 def screenshot(page: Page, destination: Path) -> None:
-    """A full-page screenshot at ``destination`` (the README's, under docs/)."""
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(destination), full_page=True)
-    assert destination.stat().st_size > 10_000
+    """A full-page screenshot compared with the checked-in ``destination`` (under
+    docs/), or written there with ``CONVO_UPDATE_SCREENSHOTS=1``."""
+    taken = page.screenshot(full_page=True)
+    assert len(taken) > 10_000
+    if UPDATE_SCREENSHOTS or not destination.exists():
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        destination.write_bytes(taken)
+        return
+    uri = "data:image/png;base64,"
+    browser = page.context.browser
+    assert browser is not None
+    checker = browser.new_page()
+    try:
+        found = checker.evaluate(
+            _COMPARE,
+            [
+                uri + base64.b64encode(destination.read_bytes()).decode(),
+                uri + base64.b64encode(taken).decode(),
+            ],
+        )
+    finally:
+        checker.close()
+    assert found["different"] <= _DIFFERENT_PIXELS, (
+        f"{destination.name} changed ({found}): look at the page, then rewrite the "
+        "screenshot with CONVO_UPDATE_SCREENSHOTS=1"
+    )
 
 
 def test_static_page_screenshot(browser: Browser, tmp_path: Path) -> None:

@@ -1,0 +1,849 @@
+"""Recorded model calls: a recording (``replay.record``, a VCR cassette) as a conversation.
+
+Theory of operation
+-------------------
+A recording holds, per model call ``n``, the request the agent sent (its whole
+input, every time), the response head, the stream events or the whole body, and
+the end (see ``docs/recorded-conversations.md`` for the format)::
+
+    {"type": "recording/request", "call": 0, "api": "anthropic.messages", "body": {...}}
+    {"type": "recording/response", "call": 0, "status": 200, "headers": {...}}
+    {"type": "recording/event", "call": 0, "event": {"type": "message_start", ...}}
+    {"type": "recording/end", "call": 0, "complete": true}
+
+The view shows each request's new input once, then the answer. The pre-pass
+(``Recorder``, one per stream; ``prepare`` maps a whole stream through one) does
+what no pure ``match`` can, remembering the previous request:
+
+- a ``recording/request`` is read as generic messages (``definitions._requests_read``,
+  the inverse of the gateways) and compared with the previous request's: the
+  request that continues the conversation repeats it, then sends the previous
+  answer back (read in place of that echo: the answer as the model gave it), then
+  the new input (the user's turn, tool results). Its envelope carries only that new
+  input: one ``recorded_request`` node per call (id ``call-<n>``). A request that
+  does not continue the conversation (the agent rewrote its history: compaction,
+  pruned thinking, a changed system prompt) carries what follows the part it kept,
+  and how much it kept (``kept``), which the view shows;
+- a ``recording/event`` goes through the pre-pass of the call's own protocol set
+  (``anthropic``, ``openai_chat``, ``openai_responses``, ``gemini``, ``bedrock``: one
+  per call, made at its first event) and is folded by that set's definitions,
+  registered here wrapped (``InCall``): each claim's node id is scoped by the call
+  (``call-<n>/<id>``), since a provider's message ids may repeat across calls and
+  Gemini's and Bedrock's count from 0 in every stream;
+- a non-streamed ``recording/body`` is one ``recorded_answer`` node, read by the
+  provider's gateway (``message(output)``): a whole answer needs no folding;
+- an HTTP error status, an error body or stream event, or a ``recording/end`` with
+  ``complete: false`` is a ``recorded_error`` row after what the call streamed.
+
+``conversation(nodes)`` reads the nodes back as generic messages
+(``definitions.conversation.conversation_messages`` dispatches here): the
+conversation as the last request had it, then the last answer, so a recording is
+continued with any gateway (``convo context --provider P``). A failed call's
+partial answer is left out: an agent retrying it would not send it back.
+
+Events of a call whose request is not in view (a window cut mid-call) are
+dropped. Bad input (a call that is not an int, a second request for one call, an API no
+set reads) raises ``engine.EventError`` naming the event's position in the stream.
+
+Imports only ``engine`` and the other definitions modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, Final
+
+import msgspec
+
+from engine import (
+    Claim,
+    EventError,
+    Message,
+    Native,
+    Node,
+    Reader,
+    Reasoning,
+    Role,
+    Text,
+    ToolCall,
+    ToolResult,
+)
+
+from . import anthropic, bedrock, gemini, openai_chat, openai_responses
+from ._protocol import ProtocolSet, not_routed
+from ._requests_read import APIS, answer_message, api_of_url, continues_previous, request_messages
+
+__all__ = [
+    "DEFINITIONS",
+    "PROTOCOL",
+    "TYPES",
+    "AnswerState",
+    "ErrorState",
+    "InCall",
+    "Recorder",
+    "RequestState",
+    "calls",
+    "conversation",
+    "detect",
+    "event_type",
+    "prepare",
+]
+
+TYPES: Final = frozenset(
+    {
+        "recording/request",
+        "recording/response",
+        "recording/event",
+        "recording/body",
+        "recording/end",
+    }
+)
+"""The event types of a recording."""
+
+_SETS: Final[Mapping[str, ProtocolSet]] = {
+    s.name: s
+    for s in (
+        anthropic.PROTOCOL,
+        openai_chat.PROTOCOL,
+        openai_responses.PROTOCOL,
+        gemini.PROTOCOL,
+        bedrock.PROTOCOL,
+    )
+}
+
+
+# -- states ---------------------------------------------------------------------------
+
+
+class RequestState(msgspec.Struct, frozen=True, gc=False):
+    """One call's request: what is new in it (``messages``) and how it relates to
+    the conversation before it.
+
+    ``echoes`` is the call whose answer this request sent back, ``echo`` that answer
+    as the request sent it (not shown: the view shows the answer as the model gave it;
+    the conversation reads it as sent, since a client may add to it, such as the ids
+    it gives Gemini's calls);
+    ``kept`` is ``None`` when the request continues the conversation, else how many
+    of its messages it kept (the agent rewrote the rest); ``continued`` marks a
+    request carrying only the new input (a provider keeps the rest:
+    ``previous_response_id``). ``failed`` says why the call failed, when it did.
+    """
+
+    call: int
+    api: str
+    model: str = ""
+    stream: bool = False
+    messages: tuple[Message, ...] = ()
+    echoes: int | None = None
+    kept: int | None = None
+    continued: bool = False
+    failed: str | None = None
+    echo: Message | None = None
+
+
+class AnswerState(msgspec.Struct, frozen=True, gc=False):
+    """A non-streamed answer: its body, and the body read as a generic message."""
+
+    call: int
+    api: str
+    body: Any
+    message: Message
+
+
+class ErrorState(msgspec.Struct, frozen=True, gc=False):
+    """Why a call failed: an HTTP status and the error's message, or the cut."""
+
+    call: int
+    text: str
+
+
+# -- envelopes ------------------------------------------------------------------------
+
+
+class _Envelope(msgspec.Struct, frozen=True, gc=False):
+    """What the pre-pass hands the definitions; ``route`` is the engine's key."""
+
+
+class InCall(_Envelope, frozen=True, array_like=True):
+    """A provider set's envelope (``inner``) within call ``prefix`` (``"call-<n>/"``);
+    ``route`` is ``(set name, the set's own routing key of inner)``."""
+
+    prefix: str
+    route: tuple[str, Hashable]
+    inner: Any
+
+
+class _Request(_Envelope, frozen=True):
+    route: ClassVar = "recorded/request"
+    id: str
+    state: RequestState
+
+
+class _Answer(_Envelope, frozen=True):
+    route: ClassVar = "recorded/answer"
+    id: str
+    state: AnswerState
+
+
+class _Failure(_Envelope, frozen=True):
+    route: ClassVar = "recorded/failure"
+    request: str  # the request node's id
+    id: str  # the error row's id
+    state: ErrorState
+
+
+_NOT_PREPARED: Final = (
+    "recorded definitions fold the recorded pre-pass's envelopes, not raw recording "
+    "events: use recorded.PROTOCOL.engine() (its push takes raw events), or push "
+    "recorded.prepare(events) / recorded.Recorder()(event)"
+)
+
+
+def event_type(event: object) -> Hashable:
+    """Routing key for ``create_conversation_engine(event_type=...)``; ``TypeError``
+    naming the fix for a raw event pushed without the pre-pass."""
+    try:
+        return event.route  # type: ignore[attr-defined, no-any-return]
+    except AttributeError:
+        raise not_routed(_NOT_PREPARED, event) from None
+
+
+def detect(event: Mapping[str, Any]) -> bool:
+    """Whether a plain event dict is a recording's (``recording/*``)."""
+    return event.get("type") in TYPES
+
+
+# -- the pre-pass ---------------------------------------------------------------------
+
+
+class _Answered(msgspec.Struct, frozen=True):
+    """The place of call ``call``'s answer in the conversation the pre-pass keeps:
+    the next request sends it back as an assistant message, whatever its bytes."""
+
+    call: int
+
+
+class _Call:
+    """What the pre-pass knows of one call."""
+
+    __slots__ = ("answered", "api", "failed", "number", "prefix", "scoper", "set", "status")
+
+    def __init__(self, number: int, api: str) -> None:
+        self.number = number
+        self.api = api
+        self.set = _SETS[APIS[api]]
+        self.prefix = f"call-{number}/"
+        self.scoper: Callable[[Any], Any] | None = None
+        self.status: int | None = None
+        self.answered = False
+        self.failed = False
+
+
+class Recorder:
+    """The recorded pre-pass of one stream: each raw recording event in order, its
+    envelope out (``None``: nothing to fold). See the module docstring."""
+
+    def __init__(self) -> None:
+        self._position = -1
+        self._calls: dict[int, _Call] = {}
+        self._last: _Call | None = None  # the call requested last
+        # The conversation as the last request had it, an answer's place as _Answered.
+        self._history: list[Message | _Answered] = []
+
+    def __call__(self, event: Any) -> _Envelope | None:
+        """The envelope of ``event`` (a dict, or a mapping), or ``None``."""
+        self._position += 1
+        if not isinstance(event, dict):
+            event = PROTOCOL.plain(event)
+            if event is None:
+                return None
+        kind = event.get("type")
+        if kind == "recording/event":
+            return self._event(event)
+        if kind == "recording/request":
+            return self._request(event)
+        if kind == "recording/response":
+            call = self._call(event)
+            if call is None:
+                return None
+            status = event.get("status")
+            call.status = status if type(status) is int else None
+            return None
+        if kind == "recording/body":
+            return self._body(event)
+        if kind == "recording/end":
+            return self._end(event)
+        if isinstance(kind, str) and kind.startswith("recording/"):
+            raise self._error(f"unknown recording event type {kind!r}")
+        return None  # not a recording's: nothing of the conversation
+
+    def _error(self, problem: str) -> EventError:
+        return EventError(f"recording event #{self._position}: {problem}", position=self._position)
+
+    def _call(self, event: dict[str, Any]) -> _Call | None:
+        """The call ``event`` belongs to; ``None`` for one whose request is not in view
+        (a window cut mid-call: nothing of it is shown, as the other sets do)."""
+        number = event.get("call")
+        if type(number) is not int:
+            raise self._error(f"{event.get('type')} needs a 'call' int, got {number!r}")
+        return self._calls.get(number)
+
+    def _request(self, event: dict[str, Any]) -> _Request:
+        number = event.get("call")
+        if type(number) is not int or number < 0:
+            raise self._error(f"recording/request needs a 'call' int >= 0, got {number!r}")
+        if number in self._calls:
+            raise self._error(f"a second recording/request for call {number}")
+        api = event.get("api")
+        if api is None and isinstance(event.get("url"), str):
+            api = api_of_url(event["url"])
+        if not isinstance(api, str) or api not in APIS:
+            raise self._error(
+                f"call {number}: unknown api {api!r}; expected one of {', '.join(APIS)}"
+            )
+        body = event.get("body")
+        messages = request_messages(api, body)
+        previous = self._last
+        history = list(self._history)
+        if previous is not None and previous.answered and not previous.failed:
+            history.append(_Answered(previous.number))
+        echoes: int | None = None
+        echo: Message | None = None
+        kept: int | None = None
+        continued = continues_previous(api, body)
+        if continued:
+            new = messages
+            echoes = history[-1].call if history and isinstance(history[-1], _Answered) else None
+            self._history = [*history, *messages]
+        else:
+            same = _common(history, messages)
+            if same == len(history):
+                last = history[-1] if history else None
+                if isinstance(last, _Answered):
+                    echoes, echo = last.call, messages[same - 1]
+            else:
+                kept = same
+            new = messages[same:]
+            self._history = list(messages)
+        call = self._calls[number] = _Call(number, api)
+        self._last = call
+        model = body.get("model") if isinstance(body, dict) else None
+        state = RequestState(
+            call=number,
+            api=api,
+            model=model if isinstance(model, str) else "",
+            stream=bool(event.get("stream")),
+            messages=tuple(new),
+            echoes=echoes,
+            kept=kept,
+            continued=continued,
+            echo=echo,
+        )
+        return _Request(f"call-{number}", state)
+
+    def _event(self, event: dict[str, Any]) -> _Envelope | None:
+        call = self._call(event)
+        if call is None:
+            return None
+        if event.get("done"):
+            return None
+        raw = event.get("event")
+        if not isinstance(raw, dict):
+            raise self._error(f"call {call.number}: recording/event needs an 'event' object")
+        problem = _stream_error(call.set.name, raw)
+        if problem is not None:
+            return self._failure(call, problem)
+        call.answered = True
+        scoper = call.scoper
+        if scoper is None:
+            scoper = call.scoper = call.set.pre_pass()
+        inner = scoper(raw)
+        if inner is None:
+            return None
+        return InCall(call.prefix, (call.set.name, call.set.event_type(inner)), inner)
+
+    def _body(self, event: dict[str, Any]) -> _Envelope | None:
+        call = self._call(event)
+        if call is None:
+            return None
+        body = event.get("body")
+        if call.status is not None and call.status >= 400:
+            return self._failure(call, _http_error(call.status, body, event.get("text")))
+        if isinstance(body, dict) and "error" in body and not _answer_shaped(body):
+            return self._failure(call, _http_error(call.status, body, None))
+        if isinstance(body, list):  # a stream read whole (Gemini without alt=sse)
+            outputs = call.set.fold(body)
+        elif isinstance(body, dict):
+            outputs = [body]
+        else:
+            text = event.get("text")
+            return self._failure(call, f"a body that is not JSON: {_short(text)}")
+        call.answered = True
+        message = answer_message(call.api, outputs)
+        state = AnswerState(call.number, call.api, body, message)
+        return _Answer(f"{call.prefix}answer", state)
+
+    def _end(self, event: dict[str, Any]) -> _Envelope | None:
+        call = self._call(event)
+        if call is None:
+            return None
+        if event.get("complete") is False:
+            return self._failure(call, str(event.get("error") or "the response was cut short"))
+        if call.status is not None and call.status >= 400 and not call.failed:
+            return self._failure(call, _http_error(call.status, None, None))
+        return None
+
+    def _failure(self, call: _Call, text: str) -> _Failure:
+        call.failed = True
+        state = ErrorState(call.number, text)
+        return _Failure(f"call-{call.number}", f"{call.prefix}error", state)
+
+
+def _same(kept: Message | _Answered, sent: Message) -> bool:
+    if isinstance(kept, _Answered):  # the answer, sent back however the client wrote it
+        return sent.role is Role.assistant
+    return kept == sent
+
+
+def _common(history: Sequence[Message | _Answered], messages: Sequence[Message]) -> int:
+    """How many leading messages of ``messages`` continue ``history``."""
+    count = 0
+    for kept, sent in zip(history, messages, strict=False):
+        if not _same(kept, sent):
+            break
+        count += 1
+    return count
+
+
+def _answer_shaped(body: dict[str, Any]) -> bool:
+    """Whether a body holding an ``error`` key is still an answer (a Responses object
+    carries ``"error": null``)."""
+    return body.get("error") is None
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _error_message(body: Any) -> str:
+    """What an error body says: its ``error.message`` (every provider nests one),
+    a top-level ``message`` (Bedrock), else the body itself."""
+    if isinstance(body, list) and body:  # Gemini wraps its error in an array
+        body = body[0]
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            kind = error.get("type") or error.get("status") or error.get("code")
+            message = error.get("message")
+            if message is not None:
+                return f"{kind}: {message}" if kind else str(message)
+        if isinstance(error, str):
+            return error
+        if isinstance(body.get("message"), str):
+            return str(body["message"])
+    return _short(body)
+
+
+def _http_error(status: int | None, body: Any, text: Any) -> str:
+    head = f"HTTP {status}" if status is not None else "error"
+    said = _error_message(body) if body is not None else (_short(text) if text else "")
+    return f"{head}: {said}" if said else head
+
+
+def _stream_error(name: str, raw: dict[str, Any]) -> str | None:
+    """The message of a stream's error event that its set does not fold (Anthropic's
+    ``error`` event, an error object in a Chat or Gemini stream), else ``None``."""
+    if name == "anthropic" and raw.get("type") == "error":
+        return f"stream error: {_error_message(raw)}"
+    shaped = "choices" in raw or "candidates" in raw  # an answer's chunk carrying an error
+    if name in ("openai_chat", "gemini") and "error" in raw and not shaped:
+        return f"stream error: {_error_message(raw)}"
+    return None
+
+
+def prepare(events: Iterable[Any]) -> Iterator[_Envelope]:
+    """The batch pre-pass: one stream's raw events through one ``Recorder``."""
+    recorder = Recorder()
+    for event in events:
+        envelope = recorder(event)
+        if envelope is not None:
+            yield envelope
+
+
+# -- definitions ----------------------------------------------------------------------
+
+
+class RequestDefinition:
+    """Kind ``recorded_request``: one node per call (id ``call-<n>``), the request's
+    new input; a failure of the call marks it."""
+
+    kind = "recorded_request"
+    event_types = frozenset({_Request.route, _Failure.route})
+    publication = "immediate"
+
+    def match(self, event: _Request | _Failure) -> Claim | None:
+        """Start on the request; update on the call's failure."""
+        if type(event) is _Request:
+            return Claim(event.id, "start")
+        if type(event) is _Failure:
+            return Claim(event.request, "update")
+        return None
+
+    def start(self, event: _Request, reader: Reader) -> RequestState:
+        """The request as the pre-pass read it."""
+        return event.state
+
+    def update(self, state: RequestState, event: _Failure) -> RequestState:
+        """The call failed: say why."""
+        return msgspec.structs.replace(state, failed=event.state.text)
+
+    def render_text(self, node: Node) -> str:
+        """The history note, then each new message (``user: ...``, tool results)."""
+        state: RequestState = node.state
+        lines = [] if state.kept is None else [_rewritten(state)]
+        lines.extend(_message_text(m) for m in state.messages)
+        return "\n\n".join(line for line in lines if line)
+
+    def render_html(self, node: Node) -> str:
+        """The history note as a row, then each new message as a bubble or a card."""
+        from ._render import line
+
+        state: RequestState = node.state
+        out = []
+        if state.kept is not None:
+            out.append(line("status", ("label", _rewritten(state)), status="rewritten"))
+        out.extend(_message_html(m) for m in state.messages)
+        return "".join(out)
+
+
+def _rewritten(state: RequestState) -> str:
+    return (
+        f"[history] call {state.call}'s request rewrote the conversation: "
+        f"it kept the first {state.kept} messages"
+    )
+
+
+class AnswerDefinition:
+    """Kind ``recorded_answer``: a non-streamed answer (id ``call-<n>/answer``)."""
+
+    kind = "recorded_answer"
+    event_types = frozenset({_Answer.route})
+    publication = "immediate"
+
+    def match(self, event: _Answer) -> Claim | None:
+        """Start on the answer."""
+        return Claim(event.id, "start") if type(event) is _Answer else None
+
+    def start(self, event: _Answer, reader: Reader) -> AnswerState:
+        """The answer as its gateway read it."""
+        return event.state
+
+    def update(self, state: AnswerState, event: object) -> AnswerState:
+        """Never called: an answer is whole."""
+        return state
+
+    def render_text(self, node: Node) -> str:
+        """The answer as the streamed ones read: text, thinking, tool calls."""
+        state: AnswerState = node.state
+        return _message_text(state.message)
+
+    def render_html(self, node: Node) -> str:
+        """The answer as a bubble, thinking folded, calls as cards."""
+        state: AnswerState = node.state
+        return _message_html(state.message)
+
+    def render_json(self, node: Node) -> dict[str, Any]:
+        """The call, the API and the body as recorded."""
+        state: AnswerState = node.state
+        return {"call": state.call, "api": state.api, "body": state.body}
+
+
+class ErrorDefinition:
+    """Kind ``recorded_error``: why a call failed (id ``call-<n>/error``), after
+    what it streamed."""
+
+    kind = "recorded_error"
+    event_types = frozenset({_Failure.route})
+    publication = "immediate"
+
+    def match(self, event: _Failure) -> Claim | None:
+        """Start (or restart, with the later word) on the call's failure."""
+        return Claim(event.id, "start") if type(event) is _Failure else None
+
+    def start(self, event: _Failure, reader: Reader) -> ErrorState:
+        """The failure as the pre-pass worded it."""
+        return event.state
+
+    def update(self, state: ErrorState, event: object) -> ErrorState:
+        """Never called: every failure is a start."""
+        return state
+
+    def render_text(self, node: Node) -> str:
+        """``[failed] call n: why``."""
+        state: ErrorState = node.state
+        return f"[failed] call {state.call}: {state.text}"
+
+    def render_html(self, node: Node) -> str:
+        """A failed status row."""
+        from ._render import line
+
+        state: ErrorState = node.state
+        return line(
+            "status",
+            ("decision", "failed"),
+            ("label", f"call {state.call}: {state.text}"),
+            status="failed",
+        )
+
+
+class _InCallDefinition:
+    """A provider set's definition folding ``InCall`` envelopes: same kind, state and
+    rendering; its claims' ids scoped by the call (``call-<n>/<id>``)."""
+
+    def __init__(self, name: str, inner: Any) -> None:
+        self.kind: str = inner.kind
+        self._match = inner.match
+        self._start = inner.start
+        self._update = inner.update
+        self.event_types = frozenset(
+            (name, t)
+            for t in inner.event_types
+            if t is not dict  # raw dicts: event_type's
+        )
+        publication = getattr(inner, "publication", None)
+        if isinstance(publication, Mapping):
+            self.publication: Any = {(name, key): level for key, level in publication.items()}
+        elif callable(publication):
+            self.publication = lambda event: publication(event.inner)
+        else:
+            self.publication = publication or "immediate"
+        many = getattr(inner, "update_many", None)
+        if many is not None:
+            self.update_many = lambda state, events: many(state, [e.inner for e in events])
+        for member in ("render_text", "render_html", "render_json"):
+            render = getattr(inner, member, None)
+            if render is not None:
+                setattr(self, member, render)
+
+    def match(self, event: InCall) -> Claim | None:
+        """The inner claim, its id scoped by the call."""
+        claim = self._match(event.inner)
+        if claim is None:
+            return None
+        return Claim(event.prefix + claim.id, claim.role)
+
+    def start(self, event: InCall, reader: Reader) -> Any:
+        """The inner start."""
+        return self._start(event.inner, reader)
+
+    def update(self, state: Any, event: InCall) -> Any:
+        """The inner update."""
+        return self._update(state, event.inner)
+
+
+REQUEST: Final = RequestDefinition()
+ANSWER: Final = AnswerDefinition()
+ERROR: Final = ErrorDefinition()
+DEFINITIONS: Final = (
+    REQUEST,
+    ANSWER,
+    *(
+        _InCallDefinition(name, inner)
+        for name, protocol in _SETS.items()
+        for inner in protocol.definitions
+        if not getattr(inner, "fallback", False) or inner.event_types - {dict}
+    ),
+    ERROR,
+)
+"""The recorded definitions: requests, non-streamed answers, every provider set's
+definitions scoped by call, and failures."""
+
+
+# -- rendering a generic message -------------------------------------------------------
+
+
+def _message_text(message: Message) -> str:
+    role = message.role.value
+    if isinstance(message.content, str):
+        return f"{role}: {message.content}"
+    lines: list[str] = []
+    said: list[str] = []
+    for part in message.parts:
+        if isinstance(part, Text):
+            said.append(part.text)
+        elif isinstance(part, Reasoning):
+            if part.text:
+                lines.append(f"[thinking] {part.text}")
+        elif isinstance(part, ToolCall):
+            lines.append(f"tool_use {part.name}({part.arguments})")
+        elif isinstance(part, ToolResult):
+            lines.append(_result_text(part))
+        elif isinstance(part, Native):
+            call = part.call
+            if call is not None:
+                lines.append(f"tool_use {call.name}({call.arguments})")
+            elif part.text:
+                said.append(part.text)
+        else:
+            lines.append(f"[{type(part).__name__.lower()}]")
+    if said:
+        lines.insert(0, f"{role}: {''.join(said)}")
+    return "\n".join(lines)
+
+
+def _result_text(result: ToolResult) -> str:
+    content = result.content
+    if not isinstance(content, str):
+        content = "".join(p.text if isinstance(p, Text) else f"[{p.media_type}]" for p in content)
+    name = f" {result.name}" if result.name else ""
+    status = "failed" if result.is_error else "done"
+    return f"tool result{name} [{result.call_id}] {status}\n{content}"
+
+
+def _message_html(message: Message) -> str:
+    from ._render import bubble, folded, markdown, plain, tool_card
+
+    role = message.role.value
+    if isinstance(message.content, str):
+        return bubble(role, markdown(message.content)) if message.content else ""
+    out: list[str] = []
+    said: list[str] = []
+
+    def flush() -> None:
+        if said:
+            out.append(bubble(role, markdown("".join(said))))
+            said.clear()
+
+    for part in message.parts:
+        if isinstance(part, Text):
+            said.append(part.text)
+            continue
+        if isinstance(part, Native) and part.call is None:
+            if part.text:
+                said.append(part.text)
+            continue
+        flush()
+        if isinstance(part, Reasoning):
+            if part.text:
+                out.append(folded("thinking", plain(part.text), cls="thinking"))
+        elif isinstance(part, ToolCall | Native):
+            call = part if isinstance(part, ToolCall) else part.call
+            assert call is not None
+            out.append(tool_card(call.name, "called", arguments=call.arguments))
+        elif isinstance(part, ToolResult):
+            status = "failed" if part.is_error else "done"
+            content = part.content if isinstance(part.content, str) else _result_text(part)
+            if part.is_error:
+                out.append(
+                    tool_card(
+                        part.name or part.call_id, status, error=content, preview=part.call_id
+                    )
+                )
+            else:
+                out.append(
+                    tool_card(
+                        part.name or part.call_id, status, result=content, preview=part.call_id
+                    )
+                )
+    flush()
+    return "".join(out)
+
+
+# -- reading back -----------------------------------------------------------------------
+
+
+def _call_of(node_id: str) -> int | None:
+    """The call number of a node id ``call-<n>/...``."""
+    if not node_id.startswith("call-"):
+        return None
+    number, _, _rest = node_id[5:].partition("/")
+    return int(number) if number.isdigit() else None
+
+
+def calls(nodes: Iterable[Node]) -> list[dict[str, Any]]:
+    """One dict per call, in request order: ``call``, ``api``, ``model``, the new
+    ``input`` (generic messages), ``output`` (the provider's final objects, as its
+    set rebuilds them, or the non-streamed body), ``failed`` (why, or ``None``)."""
+    requests: dict[int, RequestState] = {}
+    streamed: dict[int, list[Node]] = {}
+    bodies: dict[int, list[Any]] = {}
+    for node in nodes:
+        kind = node.kind
+        if kind == "recorded_request":
+            requests[node.state.call] = node.state
+        elif kind == "recorded_answer":
+            bodies.setdefault(node.state.call, []).append(node.state.body)
+        elif kind != "recorded_error":
+            number = _call_of(node.id)
+            if number is not None:
+                streamed.setdefault(number, []).append(node)
+    out = []
+    for number, state in requests.items():
+        outputs = list(bodies.get(number, ()))
+        members = streamed.get(number)
+        if members:
+            prefix = len(f"call-{number}/")
+            unscoped = [
+                msgspec.structs.replace(n, id=n.id[prefix:], key=f"{n.kind}:{n.id[prefix:]}")
+                for n in members
+            ]
+            outputs.extend(_SETS[APIS[state.api]].rebuild(unscoped))
+        out.append(
+            {
+                "call": number,
+                "api": state.api,
+                "model": state.model,
+                "input": list(state.messages),
+                "output": outputs,
+                "failed": state.failed,
+            }
+        )
+    return out
+
+
+def conversation(nodes: Iterable[Node]) -> list[Message]:
+    """The conversation the nodes hold as generic messages: as the last request had
+    it (earlier answers as it sent them back), then the last answer (a failed call's
+    left out). See the module docstring."""
+    nodes = tuple(nodes)
+    history: list[Message] = []
+    answers: dict[int, Message] = {}
+    for call in calls(nodes):
+        answers[call["call"]] = answer_message(call["api"], call["output"])
+    last: dict[str, Any] | None = None
+    for node in nodes:
+        if node.kind != "recorded_request":
+            continue
+        state: RequestState = node.state
+        if state.kept is not None:
+            del history[state.kept :]
+        elif state.echo is not None:
+            history.append(state.echo)
+        elif state.echoes is not None:  # a continued request: the answer is not in it
+            history.append(answers.get(state.echoes, _EMPTY_ANSWER))
+        history.extend(state.messages)
+        last = {"call": state.call, "failed": state.failed}
+    if last is not None and last["failed"] is None:
+        history.append(answers.get(last["call"], _EMPTY_ANSWER))
+    return [m for m in history if m.content]
+
+
+_EMPTY_ANSWER: Final = Message(role=Role.assistant, content=())
+
+
+def _rebuild(nodes: Sequence[Node]) -> list[dict[str, Any]]:
+    return calls(nodes)
+
+
+PROTOCOL: Final = ProtocolSet(
+    name="recorded",
+    title="Recorded model calls",
+    detect=detect,
+    definitions=DEFINITIONS,
+    prepare=prepare,
+    pre_pass=Recorder,
+    event_type=event_type,
+    rebuild=_rebuild,
+)
+"""The recorded-calls protocol set (``definitions.ProtocolSet``)."""
