@@ -76,6 +76,7 @@ from engine import (
     ConversationError,
     Node,
     Registration,
+    Scheduler,
     create_conversation_engine,
 )
 
@@ -139,7 +140,7 @@ class _Conversation:
         self,
         conversation: str,
         registration: Registration,
-        clock: FrameClock,
+        clock: Scheduler,
         chosen: DefinitionSet | None = None,
         first_events: Sequence[Any] = (),
     ):
