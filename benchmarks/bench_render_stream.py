@@ -31,6 +31,7 @@ from definitions._render import markdown
 from engine import Registration
 from replay import HtmlRenderer
 from replay.serve._app import _Conversation, _encode
+from replay.serve._clock import FrameClock
 
 
 def corpus(chars: int, seed: int = 7) -> str:
@@ -77,7 +78,7 @@ def run(chars: int, frame: int) -> tuple[list[float], list[bytes], float, str]:
 
     async def stream() -> tuple[list[float], list[bytes], float]:
         registration = Registration(builtin.DEFINITIONS, event_type=event_type)
-        hub = _Conversation("c", registration, frame_interval=3600.0)
+        hub = _Conversation("c", registration, FrameClock(3600.0))
         hub.fold([{"type": "message.start", "id": "m", "role": "assistant"}], 0)
         hub.engine.flush()
         message = hub.frame_since(0, first=True)

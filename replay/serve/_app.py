@@ -2,13 +2,14 @@
 
 Theory of operation
 -------------------
-One ``_Conversation`` per open conversation owns an engine (frames from an
-``AsyncioScheduler`` on the server's loop), an ``HtmlRenderer`` (fragments cached by
-state identity) and ``position``: how many of the conversation's store events it
-has folded. Events are pushed one by one, ``position`` set before each push, so a
-notification always knows exactly which prefix of the log it shows. The engine's
-coalescing is the only rate limit: per-token deltas arrive at most once a frame,
-discrete facts (a tool result, an approval) at once.
+One ``_Conversation`` per open conversation owns an engine (frames from the server's
+one ``FrameClock``, so conversations that change together notify together), an
+``HtmlRenderer`` (fragments cached by state identity) and ``position``: how many of
+the conversation's store events it has folded. Events are pushed one by one,
+``position`` set before each push, so a notification always knows exactly which
+prefix of the log it shows. The engine's coalescing is the only rate limit:
+per-token deltas arrive at most once a frame, discrete facts (a tool result, an
+approval) at once.
 
 The engine's listener diffs the notified nodes against the last ones by state
 identity (states are immutable, so "same object" means "unchanged") and stamps
@@ -30,16 +31,20 @@ Clients hold no queue: each has a cursor (its last id) and a wake-up flag. The
 listener sets the flags and returns; it never waits for a socket. A client that
 keeps up is sent the shared, pre-encoded message of the latest notification; one
 that fell behind (a slow network, a paused tab) is sent one merged catch-up
-computed from the stamps, which is the "drop to resync" of a bounded queue taken
-to its limit: memory per client is constant and a stalled client costs nothing
-until it reads again. Stalled sockets are cut by the send timeout, vanished ones
-by disconnect detection and the keep-alive ping.
+computed from the stamps (encoded once for every client at that cursor), which is
+the "drop to resync" of a bounded queue taken to its limit: memory per client is
+constant and a stalled client costs nothing until it reads again. Stalled sockets
+are cut by the send timeout, vanished ones by disconnect detection and the
+keep-alive ping.
 
 Live tail: ``replay.serve._engines.follow_store`` reads the store's change hints
 (SQLite: a ``PRAGMA data_version`` poll every ``poll_interval``; PostgreSQL: a
-notification per append from any process or server) and the open conversations
-whose length grew read their new events (in a worker thread) and fold them.
-In-process appends also wake the SQLite poller at once. Which conversations are
+notification per append from any process or server); the new events of every open
+conversation are read in one query (in a worker thread) and folded.
+In-process appends also wake the SQLite poller at once. So an update costs one
+share of a poll's read, its fold, one render and one encoding for its conversation,
+and for each follower the writing of those bytes (``benchmarks/bench_serve.py``
+measures it against a relay that only writes bytes). Which conversations are
 open, and when one is evicted, is ``replay.serve._engines.Engines``'s business.
 """
 
@@ -68,10 +73,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from definitions import builtin
 from engine import (
-    AsyncioScheduler,
     ConversationError,
     Node,
     Registration,
+    Scheduler,
     create_conversation_engine,
 )
 
@@ -83,7 +88,8 @@ from ..render._html import HtmlRenderer
 from ..stores._open import open_store
 from ..stores._postgres import PostgresEventStore
 from ..stores._sqlite import EventStore
-from ._engines import Engines, Hook, follow_store
+from ._clock import FrameClock
+from ._engines import BATCH, Engines, Hook, follow_store
 from ._security import (
     BodyError,
     ReadTokenMiddleware,
@@ -114,7 +120,6 @@ _SECURITY_HEADERS = [
     (b"referrer-policy", b"no-referrer"),
 ]
 
-_BATCH = 2000  # events read per store query: bounds one fold step between awaits
 _MAX_BODY = 8 * 1024 * 1024
 _IDLE_GRACE = 30.0  # seconds a clientless hub is kept whatever the idle limit
 _encode = msgspec.json.Encoder().encode
@@ -135,7 +140,7 @@ class _Conversation:
         self,
         conversation: str,
         registration: Registration,
-        frame_interval: float,
+        clock: Scheduler,
         chosen: DefinitionSet | None = None,
         first_events: Sequence[Any] = (),
     ):
@@ -156,9 +161,12 @@ class _Conversation:
         # previous position, position, the nodes changed with their versions before
         self._latest: tuple[int, int, list[tuple[Node, tuple[object, int] | None]]] | None = None
         self._latest_frame: bytes | None = None
+        # Catch-ups since the latest notification by cursor: lagging clients at one
+        # cursor (a burst outran them all) share one encoding too.
+        self._catch_ups: dict[int, bytes] = {}
         self._renderer = HtmlRenderer(registration.definitions, title=conversation)
         self._first_events = first_events  # what detection looked at, for the note
-        self.engine = create_conversation_engine(registration, AsyncioScheduler(frame_interval))
+        self.engine = create_conversation_engine(registration, clock)
         self.engine.subscribe(self._on_nodes)
 
     # -- folding -------------------------------------------------------------------
@@ -168,9 +176,9 @@ class _Conversation:
         async with self.lock:
             while True:
                 start = self.position
-                rows = await asyncio.to_thread(store.read, self.id, start, start + _BATCH)
+                rows = await asyncio.to_thread(store.read, self.id, start, start + BATCH)
                 self.fold(rows, start)
-                if len(rows) < _BATCH:
+                if len(rows) < BATCH:
                     return
 
     def fold(self, events: Sequence[Any], start: int) -> None:
@@ -205,6 +213,7 @@ class _Conversation:
             return
         self._latest = (self.notified, position, changed)
         self._latest_frame = None
+        self._catch_ups.clear()
         self.notified = position
         for client in self.clients:
             client.wake.set()
@@ -231,8 +240,9 @@ class _Conversation:
         ``None`` when the client has everything. Shared and encoded once (with block
         patches) for clients that saw the notification before the latest; merged
         from the stamps, with whole nodes, for the others and for a stream's
-        ``first`` message (a client that opens or resumes rebuilds its nodes whole);
-        a ``reset`` with every node for a cursor beyond ``notified``.
+        ``first`` message (a client that opens or resumes rebuilds its nodes whole),
+        encoded once per cursor; a ``reset`` with every node for a cursor beyond
+        ``notified``.
         """
         if cursor == self.notified:
             return None
@@ -241,12 +251,16 @@ class _Conversation:
             if self._latest_frame is None:
                 self._latest_frame = self._encode(latest[2], latest[1], reset=False)
             return self._latest_frame, latest[1]
-        if cursor > self.notified:
-            whole = [(node, None) for node in self.nodes]
-            return self._encode(whole, self.notified, reset=True), self.notified
-        changed_at = self.changed_at
-        nodes = [(node, None) for node in self.nodes if changed_at[node.key] > cursor]
-        return self._encode(nodes, self.notified, reset=False), self.notified
+        frame = self._catch_ups.get(cursor)
+        if frame is None:
+            if cursor > self.notified:
+                nodes = [(node, None) for node in self.nodes]
+            else:
+                changed_at = self.changed_at
+                nodes = [(node, None) for node in self.nodes if changed_at[node.key] > cursor]
+            frame = self._encode(nodes, self.notified, reset=cursor > self.notified)
+            self._catch_ups[cursor] = frame
+        return frame, self.notified
 
     def _encode(
         self, nodes: Sequence[tuple[Node, tuple[object, int] | None]], position: int, *, reset: bool
@@ -315,7 +329,7 @@ class Live:
         if self.fixed is not None:
             self._registration(self.fixed)
         self.poll_interval = poll_interval
-        self.frame_interval = frame_interval
+        self.clock = FrameClock(frame_interval)
         self.store = open_store(store)
         self.path = self.store.path
         self.writer = open_store(store)  # appends never wait behind a long read
@@ -383,7 +397,7 @@ class Live:
         if chosen is None:
             chosen = protocol_definitions(detect_protocol(first).protocol)
         chosen, registration = self._registration(chosen)
-        return _Conversation(conversation, registration, self.frame_interval, chosen, first)
+        return _Conversation(conversation, registration, self.clock, chosen, first)
 
     async def append(
         self, conversation: str, events: Sequence[Any], expected_position: int | None

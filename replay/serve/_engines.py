@@ -16,10 +16,11 @@ back into the registry (open another conversation, unload one) without deadlock,
 and one load that both evicts and builds runs ``on_evict`` first.
 
 ``follow_store`` is the live tail: it reads a store's change hints
-(``replay.stores._open.changes``) and makes the loaded hubs catch up, for SQLite a poll,
-for PostgreSQL a notification per append from any server or process. A hint is
-never trusted for content: a hub always reads from its own position to the
-store's end, so a lost or repeated hint loses or duplicates nothing.
+(``replay.stores._open.changes``), for SQLite a poll, for PostgreSQL a notification
+per append from any server or process, and reads the new events of every loaded hub
+the hint concerns in one query, which the hubs fold in turn. A hint is never
+trusted for content: a hub always reads from its own position to the store's end,
+so a lost or repeated hint loses or duplicates nothing.
 """
 
 from __future__ import annotations
@@ -146,10 +147,17 @@ async def _run(hooks: Sequence[Hook], which: str, conversation: str) -> None:
             log.exception("%s hook %r failed for conversation %r", which, hook, conversation)
 
 
+BATCH = 2000
+"""Events read per conversation per query: bounds one fold step between awaits."""
+
+
 class _Follower(Protocol):
     position: int
+    lock: asyncio.Lock
 
     async def catch_up(self, store: Any) -> None: ...
+
+    def fold(self, events: Sequence[Any], start: int) -> None: ...
 
 
 async def follow_store(
@@ -163,8 +171,10 @@ async def follow_store(
     """Keep the loaded ``hubs`` caught up with ``store``, forever (cancel to stop).
 
     A hint for one conversation catches up that hub if it is loaded and behind; a
-    look-at-everything hint compares every loaded hub with the store's lengths. A
-    broken feed (the database went away) is logged and reopened after ``retry`` s.
+    look-at-everything hint reads the new events of every loaded hub in one query
+    (``read_many``), so a poll costs one worker-thread hop and one statement however
+    many conversations changed. A broken feed (the database went away) is logged and
+    reopened after ``retry`` s.
     """
     while True:
         try:
@@ -180,16 +190,23 @@ async def _apply(
 ) -> None:
     if change.conversation is not None:
         hub = hubs.get(change.conversation)
-        if hub is not None and (change.length is None or change.length > hub.position):
-            await hub.catch_up(store)
-        return
-    loaded = list(hubs.items())
-    if not loaded:
-        return
-
-    def lengths() -> list[int]:
-        return [store.length(cid) for cid, _ in loaded]
-
-    for (_, hub), length in zip(loaded, await asyncio.to_thread(lengths), strict=True):
-        if length > hub.position:
-            await hub.catch_up(store)
+        if hub is None or (change.length is not None and change.length <= hub.position):
+            return
+        scope = [(change.conversation, hub)]
+    else:
+        scope = list(hubs.items())
+    # A hub whose lock is held is catching up by itself (a load, a page): reading for
+    # it here would fold its events twice. It reads to the end once the lock is free.
+    starts = {cid: hub.position for cid, hub in scope if not hub.lock.locked()}
+    found = await asyncio.to_thread(store.read_many, starts, BATCH) if starts else {}
+    rest = []
+    for cid, hub in scope:
+        events = found.get(cid)
+        if events is not None and hub.position == starts[cid] and not hub.lock.locked():
+            hub.fold(events, starts[cid])
+            if len(events) < BATCH:
+                continue
+        if events is not None or cid not in starts:
+            rest.append(hub)
+    for hub in rest:
+        await hub.catch_up(store)

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any, Protocol
 
 from ..logs._jsonl import Entry
@@ -45,6 +45,10 @@ class Store(Protocol):
     def read_entries(
         self, conversation: str, start: int = 0, stop: int | None = None
     ) -> list[Entry[Any]]: ...
+
+    def read_many(
+        self, starts: Mapping[str, int], limit: int | None = None
+    ) -> dict[str, list[Any]]: ...
 
     def length(self, conversation: str) -> int: ...
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import uuid
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -127,6 +127,7 @@ _HAS_SCHEMA = (
 _SCHEMA_LOCK = 0x636F6E766F  # an advisory lock id: creating the schema, one process at a time
 _APPEND = "SELECT convo_append(%s, %s, %s, %s, %s)"
 _NO_STOP = 2**63 - 1
+_NO_LIMIT = 2**62  # start + _NO_LIMIT stays a bigint
 
 _decode = msgspec.json.Decoder().decode
 
@@ -321,6 +322,31 @@ class PostgresEventStore:
             (conversation, start, _NO_STOP if stop is None else stop),
         )
         return [Entry(position, _decode(blob), conversation, t) for position, t, blob in rows]
+
+    def read_many(
+        self, starts: Mapping[str, int], limit: int | None = None
+    ) -> dict[str, list[Any]]:
+        """For each conversation of ``starts``, its events from that position on (at most
+        ``limit`` of them), decoded, in one query; conversations with none are left out."""
+        for start in starts.values():
+            _check_window(start, None)
+        if not starts:
+            return {}
+        rows = self._query(
+            "SELECT e.conversation, e.event"
+            " FROM unnest(%s::text[], %s::bigint[]) WITH ORDINALITY AS w(conversation, start, n)"
+            " JOIN convo_events AS e ON e.conversation = w.conversation"
+            " AND e.position >= w.start AND e.position < w.start + %s"
+            " ORDER BY w.n, e.position",
+            (list(starts), list(starts.values()), _NO_LIMIT if limit is None else limit),
+        )
+        found: dict[str, list[Any]] = {}
+        for conversation, blob in rows:
+            events = found.get(conversation)
+            if events is None:
+                events = found[conversation] = []
+            events.append(_decode(blob))
+        return found
 
     def length(self, conversation: str) -> int:
         """How many events ``conversation`` has (its next position); 0 if unknown."""

@@ -25,7 +25,7 @@ import math
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -64,6 +64,7 @@ _SCHEMA = (
 _TABLES = frozenset({"events", "conversations"})
 _CREATE_TIMEOUT = 30.0  # seconds to wait for the write lock when creating the tables
 
+_NO_LIMIT = 2**62  # start + _NO_LIMIT stays a 64-bit integer
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 
@@ -215,6 +216,35 @@ class EventStore:
             Entry(position, _decode(blob), conversation, time)
             for position, time, blob in self._rows(conversation, start, stop)
         ]
+
+    def read_many(
+        self, starts: Mapping[str, int], limit: int | None = None
+    ) -> dict[str, list[Any]]:
+        """For each conversation of ``starts``, its events from that position on (at most
+        ``limit`` of them), decoded, in one query; conversations with none are left out.
+        What a live view of many conversations reads per change: one statement, not one
+        per conversation (each costs an index seek, the unchanged ones nothing more)."""
+        for start in starts.values():
+            _check_window(start, None)
+        if not starts:
+            return {}
+        wanted = _encode(list(starts.items()))
+        found: dict[str, list[Any]] = {}
+        with self._lock, self._guard("cannot read"):
+            # One statement: a consistent snapshot even while others append.
+            rows = self._db.execute(
+                "SELECT e.conversation, e.event FROM json_each(?) AS w"
+                " JOIN events AS e ON e.conversation = w.value ->> 0"
+                " AND e.position >= w.value ->> 1 AND e.position < (w.value ->> 1) + ?"
+                " ORDER BY w.key, e.position",
+                (wanted, _NO_LIMIT if limit is None else limit),
+            ).fetchall()
+        for conversation, blob in rows:
+            events = found.get(conversation)
+            if events is None:
+                events = found[conversation] = []
+            events.append(_decode(blob))
+        return found
 
     def length(self, conversation: str) -> int:
         """How many events ``conversation`` has (its next position); 0 if unknown."""

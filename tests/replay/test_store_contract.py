@@ -168,6 +168,33 @@ class TestRead:
             store.read("a", start, stop)
         with pytest.raises(ValueError, match=f"start={start}, stop={stop}"):
             store.read_entries("a", start, stop)
+        with pytest.raises(ValueError, match="start=-1"):
+            store.read_many({"a": 0, "b": -1})
+
+    @given(
+        st.lists(st.integers(0, 6), min_size=1, max_size=5),
+        st.dictionaries(st.integers(0, 6), st.integers(0, 8), max_size=7),
+        st.none() | st.integers(1, 4),
+    )
+    @settings(
+        suppress_health_check=[HealthCheck.function_scoped_fixture],
+        max_examples=20,
+        deadline=None,
+    )
+    def test_read_many_is_each_read_at_once(
+        self, store: Any, lengths: list[int], starts: dict[int, int], limit: int | None
+    ) -> None:
+        """read_many(starts, limit) is read(c, start, start + limit) of each conversation
+        (unknown ones included), those with none left out."""
+        prefix = uuid.uuid4().hex
+        for index, length in enumerate(lengths):
+            store.append(f"{prefix}{index}", [{"i": index, "n": n} for n in range(length)])
+        wanted = {f"{prefix}{index}": start for index, start in starts.items()}
+        expected = {
+            c: store.read(c, start, None if limit is None else start + limit)
+            for c, start in wanted.items()
+        }
+        assert store.read_many(wanted, limit) == {c: e for c, e in expected.items() if e}
 
 
 class TestConversations:
