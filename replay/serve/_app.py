@@ -188,8 +188,11 @@ class _Conversation:
         for offset, event in enumerate(events):
             self.position = start + offset + 1
             try:
-                # The protocol's pre-pass may refuse an odd event too (a bare error).
-                push(event if feed is None else feed(event))
+                # The protocol's pre-pass may refuse an odd event too (a bare error),
+                # and gives None for an event its set skips (nothing to fold).
+                envelope = event if feed is None else feed(event)
+                if envelope is not None:
+                    push(envelope)
             except (ConversationError, ValueError, TypeError, KeyError) as exc:
                 # A bad event must not stop the view: the engine left no trace of it.
                 self.failures += 1

@@ -216,3 +216,22 @@ def test_convo_replay_context_and_check_read_a_recording(tmp_path: Path) -> None
     assert [c["role"] for c in request["contents"]] == ["user", "model", "user", "model"]
     checked = _convo("check", str(WEATHER))
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_the_server_folds_a_recording_without_skipping_an_event(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A recording's response heads and ends give the live pre-pass nothing to fold
+    (None): the server passes over them, folding the rest to the replayed view."""
+    from engine import ManualScheduler, Registration
+    from replay import protocol_definitions
+    from replay.serve._app import _Conversation
+
+    events = load_events(Path(__file__).parent / "weather.jsonl").events
+    chosen = protocol_definitions(detect_protocol(events).protocol)
+    registration = Registration(chosen.definitions, event_type=chosen.event_type)
+    hub = _Conversation("c", registration, ManualScheduler(), chosen)
+    hub.fold(events, 0)
+    assert hub.failures == 0
+    assert "skipped" not in caplog.text
+    assert [n.state for n in hub.engine.nodes()] == [n.state for n in chosen.replay(events)]
