@@ -21,15 +21,23 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgspec
 
-from ..logs._jsonl import Entry, LogWriter, read_log
+from ..logs._jsonl import LogWriter, read_log
 from ..stores._open import open_store
 from ._errors import RecordingError, RecordingLostWarning
-from ._wire import BodyParser, api_of, harmless_headers, is_stream, request_body, safe_url
+from ._wire import (
+    BodyParser,
+    StreamEvent,
+    api_of,
+    harmless_headers,
+    is_stream,
+    request_body,
+    safe_url,
+)
 
 __all__ = ["Call", "Log", "Recorder", "open_sink"]
 
@@ -37,6 +45,10 @@ Log = str | os.PathLike[str] | Any
 """Where a recording goes: a path of our JSON Lines log, a store (``open_store``'s
 name when given with ``conversation``), or an open store object."""
 
+
+Record = dict[str, Any] | StreamEvent
+"""One record as written: a stream event, or any other record as a dict."""
+Batches = list[tuple[float, Sequence[Record]]]
 
 _encoder = msgspec.json.Encoder()
 
@@ -46,10 +58,10 @@ class _Sink:
 
     path: str
 
-    def append(self, record: dict[str, Any], at: float) -> None:
+    def append(self, record: Record, at: float) -> None:
         raise NotImplementedError
 
-    def extend(self, batches: list[tuple[float, list[dict[str, Any]]]]) -> None:
+    def extend(self, batches: Batches) -> None:
         """Append each batch's records, stamped with the batch's time."""
         for at, records in batches:
             for record in records:
@@ -71,24 +83,14 @@ class _LogSink(_Sink):
     def _clock(self) -> float:
         return self._now
 
-    def append(self, record: dict[str, Any], at: float) -> None:
+    def append(self, record: Record, at: float) -> None:
         self._now = at
         self._writer.append(record)
 
-    def extend(self, batches: list[tuple[float, list[dict[str, Any]]]]) -> None:
+    def extend(self, batches: Batches) -> None:
         # One write for many stream events: a write and flush per event would cost the
-        # recorder more than the SDK spends on the event. LogWriter appends one line at a
-        # time, so its file and position are driven directly here.
-        writer = self._writer
-        position, conversation = writer.position, writer.conversation
-        entries = []
-        for at, records in batches:
-            for record in records:
-                entries.append(Entry(position, record, conversation, at))
-                position += 1
-        writer._file.write(_encoder.encode_lines(entries))
-        writer._file.flush()
-        writer.position = position
+        # recorder more than the SDK spends on the event.
+        self._writer.extend(batches)
 
     def existing(self) -> list[Any]:
         return read_log(self.path, lenient=True).events()
@@ -104,7 +106,7 @@ class _StoreSink(_Sink):
         self._conversation = conversation
         self._owned = owned
 
-    def append(self, record: dict[str, Any], at: float) -> None:
+    def append(self, record: Record, at: float) -> None:
         # A stream event is kept as its JSON bytes (msgspec.Raw): a store takes objects.
         self._store.append(self._conversation, [_objects(record)], time=at)
 
@@ -116,10 +118,10 @@ class _StoreSink(_Sink):
             self._store.close()
 
 
-def _objects(record: dict[str, Any]) -> dict[str, Any]:
-    event = record.get("event")
-    if type(event) is msgspec.Raw:
-        return {**record, "event": msgspec.json.decode(event)}
+def _objects(record: Record) -> dict[str, Any]:
+    if isinstance(record, StreamEvent):
+        objects: dict[str, Any] = msgspec.json.decode(_encoder.encode(record))
+        return objects
     return record
 
 
@@ -196,7 +198,7 @@ class Recorder:
         )
         return call
 
-    def write(self, record: dict[str, Any], at: float) -> bool:
+    def write(self, record: Record, at: float) -> bool:
         """Append ``record`` stamped ``at``; on failure count it lost and return false."""
         try:
             with self._lock:
@@ -207,7 +209,7 @@ class Recorder:
             return False
         return True
 
-    def write_many(self, batches: list[tuple[float, list[dict[str, Any]]]]) -> bool:
+    def write_many(self, batches: Batches) -> bool:
         """Append each batch's records, stamped with its time, at once; on failure count
         them lost."""
         try:
@@ -253,9 +255,9 @@ class Call:
         self._drained = 0.0
         self._expected: int | None = None  # the content-length, when the server gave one
 
-    def write(self, record: dict[str, Any], at: float) -> None:
+    def write(self, record: Record, at: float) -> None:
         if not self.recorder.write(record, at):
-            self._lost(record)
+            self._lost(record["type"] if isinstance(record, dict) else "recording/event")
 
     def response(self, status: int, headers: Iterable[tuple[str, str]]) -> None:
         """The response head arrived."""
@@ -292,7 +294,7 @@ class Call:
         self._pending, self._drained = [], now
         if parser is None or not pending:
             return
-        batches: list[tuple[float, list[dict[str, Any]]]] = []
+        batches: Batches = []
         for data, at in pending:
             try:
                 records = parser.feed(data)
@@ -302,15 +304,15 @@ class Call:
             if records:
                 batches.append((at, records))
         if batches and not self.recorder.write_many(batches):
-            self._lost(batches[0][1][0])
+            self._lost("recording/event")
 
-    def _lost(self, record: dict[str, Any]) -> None:
+    def _lost(self, kind: str) -> None:
         if self._failed:
             return
         self._failed = True
         warnings.warn(
             RecordingLostWarning(
-                f"call {self.n}: a {record.get('type')} record could not be written to "
+                f"call {self.n}: a {kind} record could not be written to "
                 f"{self.recorder.path}; the SDK's call goes on unrecorded there "
                 f"({self.recorder.lost} records lost so far)"
             ),

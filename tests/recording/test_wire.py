@@ -147,3 +147,59 @@ def test_only_harmless_headers_are_kept() -> None:
         "request-id": "req_1",
         "x-amzn-requestid": "r",
     }
+
+
+def reference_sse(body: bytes) -> list[dict[str, Any]]:
+    """The SSE records of ``body`` read line by line, as the SSE specification reads a
+    stream: the model the parser's frame-at-a-time reading is held to."""
+    out: list[dict[str, Any]] = []
+    name, data = "", []
+    lines = body.decode().replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    for line in [*lines, ""]:
+        if not line:
+            if data:
+                record: dict[str, Any] = {"type": "recording/event", "call": 0}
+                text = "\n".join(data)
+                if text == "[DONE]":
+                    record["done"] = True
+                else:
+                    if name:
+                        record["sse"] = name
+                    try:
+                        record["event"] = json.loads(text)
+                    except ValueError:
+                        record["text"] = text
+                out.append(record)
+            name, data = "", []
+            continue
+        field, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if field == "data":
+            data.append(value)
+        elif field == "event":
+            name = value
+    return out
+
+
+sse_lines = st.lists(
+    st.one_of(
+        st.builds(lambda n: f"event: {n}", st.sampled_from(["", "a", "delta"])),
+        st.builds(lambda n: f"event:{n}", st.sampled_from(["a", "delta"])),
+        st.builds(lambda v: f"data: {json.dumps(v)}", json_values),
+        st.builds(lambda v: f"data:{json.dumps(v)}", json_values),
+        st.sampled_from(["data: [DONE]", "data: not json", "data: ", ": a comment", "id: 7"]),
+        st.just(""),
+    ),
+    max_size=24,
+)
+
+
+@given(sse_lines, st.lists(st.integers(min_value=0), max_size=6), st.sampled_from(["\n", "\r\n"]))
+def test_any_sse_stream_reads_as_the_specification_reads_it(
+    lines: list[str], cuts: list[int], newline: str
+) -> None:
+    """Frames of any shape (names with or without a space, several data lines, comments,
+    other fields, stray blank lines), cut anywhere, give what reading line by line
+    gives."""
+    body = newline.join(lines).encode()
+    assert parse(SSE, body, cuts) == reference_sse(body)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -239,6 +240,31 @@ class TestLogWriter:
             writer.append({"n": 1})
             assert read_log(path).events() == [{"n": 0}, {"n": 1}]
         assert written == Entry(0, {"n": 0}, "c")
+
+    @given(
+        st.lists(
+            st.tuples(st.none() | st.floats(0, 2e9), st.lists(st.integers() | st.text(max_size=4))),
+            max_size=5,
+        ),
+        st.booleans(),
+    )
+    def test_extend_writes_what_one_append_per_event_writes(
+        self, runs: list[tuple[float | None, list[Any]]], first: bool
+    ) -> None:
+        """``extend``'s runs are the lines appending their events one by one would give,
+        each stamped with its run's time, positions continuing."""
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "log.jsonl"
+            with LogWriter(path, conversation="c") as writer:
+                if first:
+                    writer.append("before")
+                writer.extend(runs)
+                writer.append("after")
+            want = [Entry(0, "before", "c")] if first else []
+            for at, events in runs:
+                want += [Entry(n, event, "c", at) for n, event in enumerate(events, len(want))]
+            want.append(Entry(len(want), "after", "c"))
+            assert read_log(path).entries == want
 
     def test_continues_positions_of_an_existing_log(self, tmp_path: Path) -> None:
         path = tmp_path / "log.jsonl"
