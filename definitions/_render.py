@@ -193,13 +193,32 @@ def markdown(text: object, cls: str = "text") -> str:
     md = _markdown_it()
     if md is None:
         return plain(text, cls)
-    blocks = _blocks(text, md.render)
+    blocks = _blocks(text, functools.partial(_render_block, md))
     opening = f'<div class="md {cls}" dir="auto" data-blocks>'
     captured = _CAPTURE.get()
     if captured is None:
         return f"{opening}{blocks.html()}</div>"
     captured.append(blocks)
     return f"{opening}<\x00{len(captured) - 1}\x00></div>"
+
+
+# A one-line block of prose that opens no Markdown syntax: it starts with a letter (no
+# heading, quote, list, code or table marker can begin it), holds none of the
+# characters inline syntax begins with (or GFM's tables and strikethrough), no control
+# character, and ends in no whitespace but spaces. markdown-it renders it as one escaped
+# paragraph, which is built here directly: a streamed answer re-renders its last
+# paragraph at every frame, and the parser's fixed cost per call and its Python loop
+# per character were most of a live server's work per update. Held to markdown-it's
+# output by a property test (tests/definitions/test_render_plain_blocks.py).
+_PROSE: Final = re.compile(r"[^\W\d_][^\x00-\x1f\x7f\\`*_\[\]!<>&~|]*(?<!\s)")
+
+
+def _render_block(md: Any, block: str) -> str:
+    prose = block.rstrip(" ")  # a paragraph's last spaces are not its text
+    if _PROSE.fullmatch(prose):
+        return f"<p>{md.utils.escapeHtml(prose)}</p>\n"
+    rendered: str = md.render(block)
+    return rendered
 
 
 BLOCK_MARK: Final = "<!--b-->"
