@@ -3,7 +3,8 @@
 It serves ``GET /conversations/{id}/stream`` on the stack ``convo serve`` uses
 (Starlette, sse-starlette with the same ping and send timeout, uvicorn) from the same
 SQLite ``EventStore``, read through its public API only, and follows the store the
-same way (``PRAGMA data_version`` on a connection of its own, every 50 ms). On a
+same way (``PRAGMA data_version`` on a connection of its own, every 50 ms), with the
+same collector threshold (``COLLECTOR_THRESHOLD``). On a
 change it reads every length at once (``conversations()``), then, in one worker
 thread, the new events of each followed conversation that grew, and sends each
 follower the new text HTML-escaped, with the store length as the message id. No
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import sqlite3
 from collections.abc import AsyncIterator
 from html import escape
@@ -33,6 +35,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from replay import EventStore
+from replay.serve._command import COLLECTOR_THRESHOLD
 
 POLL = 0.05
 
@@ -156,4 +159,8 @@ if __name__ == "__main__":
     parser.add_argument("--store", required=True)
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
+    # The collector as convo serve sets it: the floor differs from the server in its
+    # work, not in its collector (with CPython's default, full passes over 1,000
+    # streams' objects set the relay's own p99).
+    gc.set_threshold(COLLECTOR_THRESHOLD, *gc.get_threshold()[1:])
     asyncio.run(serve(args.store, args.port))

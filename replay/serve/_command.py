@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import ipaddress
 import os
 import sys
@@ -32,10 +33,26 @@ from ..protocols._unclaimed import unclaimed_note
 if TYPE_CHECKING:
     from ._app import Live
 
-__all__ = ["EXAMPLE", "add_arguments", "demo_delay", "demo_writer", "main", "run"]
+__all__ = [
+    "COLLECTOR_THRESHOLD",
+    "EXAMPLE",
+    "add_arguments",
+    "demo_delay",
+    "demo_writer",
+    "main",
+    "run",
+]
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "agent_session.jsonl"
 """The bundled example log that ``--demo`` replays."""
+
+COLLECTOR_THRESHOLD = 50_000
+"""The collector's young-generation threshold while ``convo serve`` runs (CPython's
+default is 700). A server holds every stream's state, and each young pass promotes
+the states alive at that moment; enough promotions set off a pass over the whole heap
+(about 120 ms with 1,000 streams open, all of it a pause of the event loop: that was
+the p99 latency). Fewer young passes promote less. An application serving
+``create_app`` from its own process decides this for itself (docs/serving.md)."""
 
 _INSTALL = "convo serve needs the serve extra: pip install 'convo-engine[serve]'"
 
@@ -254,7 +271,12 @@ def run(args: argparse.Namespace) -> int:
                 app, host=args.host, port=args.port, log_level="warning", lifespan="on"
             )
             server = _server(uvicorn, config, app.state.live)
-            asyncio.run(_serve(server, args))
+            before = gc.get_threshold()
+            gc.set_threshold(COLLECTOR_THRESHOLD, *before[1:])
+            try:
+                asyncio.run(_serve(server, args))
+            finally:
+                gc.set_threshold(*before)
     except (DefinitionSpecError, RegistrationError) as exc:
         print(f"convo serve: {exc}", file=sys.stderr)
         return 2
