@@ -49,6 +49,7 @@ __all__ = ["ConvoSnapshot"]
 
 _UPDATE = "--convo-update-snapshots"
 _written_key = pytest.StashKey[list[Path]]()
+_passed_key = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -75,6 +76,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_written_key] = []
+    config.addinivalue_line(
+        "markers",
+        "convo_recording(allow_unused=False): convo_recorder options; allow_unused lets "
+        "the test pass with recorded calls it did not make",
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
+    # The outcome of the test's own call, for fixtures' teardown: convo_recorder
+    # reports a stale recording only for a test that passed (a failure says more).
+    report = yield
+    if report.when == "call":
+        item.stash[_passed_key] = report.passed
+    return report
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -242,7 +258,9 @@ def convo_assert_deterministic(request: pytest.FixtureRequest) -> Callable[..., 
 def convo_recorder(request: pytest.FixtureRequest) -> Iterator[Any]:
     """Record a test's model calls beside it, or play them back, by ``--convo-record-mode``:
     ``convo_recorder.wrap(client)`` returns the instrumented client, ``.path`` is the
-    recording, ``.recording`` says whether calls go to the network."""
+    recording, ``.recording`` says whether calls go to the network. A test that passes
+    without making every recorded call fails at teardown (a stale recording) unless
+    marked ``@pytest.mark.convo_recording(allow_unused=True)``."""
     from .recording._pytest import ConvoRecorder  # here: the plugin loads without it
 
     module = Path(str(request.node.path))
@@ -252,3 +270,8 @@ def convo_recorder(request: pytest.FixtureRequest) -> Iterator[Any]:
         yield recorder
     finally:
         recorder.close()
+    marker = request.node.get_closest_marker("convo_recording")
+    allowed = marker is not None and marker.kwargs.get("allow_unused", False)
+    stale = recorder.unused()
+    if stale is not None and not allowed and request.node.stash.get(_passed_key, False):
+        pytest.fail(stale, pytrace=False)

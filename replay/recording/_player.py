@@ -133,6 +133,13 @@ class Player:
         """How many recorded calls have not been served yet."""
         return len(self._calls) - self._next
 
+    @property
+    def unused(self) -> tuple[RecordedCall, ...]:
+        """The recorded calls not served yet, in order: a test that ends with some left
+        made fewer calls than it recorded, and its recording is stale."""
+        with self._lock:
+            return tuple(self._calls[self._next :])
+
     def take(
         self,
         provider: str,

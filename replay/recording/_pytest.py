@@ -9,6 +9,10 @@ The record modes are pytest-recording's (VCR.py's, plus ``rewrite``):
 - ``new_episodes``: play back the recorded calls, record the calls beyond them;
 - ``all``: record every call, never play back (appending to the recording);
 - ``rewrite``: delete the recording, then record every call.
+
+A test that passes with recorded calls it never made fails at teardown (``unused``
+says why): its recording is stale. ``@pytest.mark.convo_recording(allow_unused=True)``
+allows it, for a test whose calls depend on something outside it.
 """
 
 from __future__ import annotations
@@ -73,6 +77,26 @@ class ConvoRecorder:
         if self._records:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._recorder = Recorder(open_sink(self.path, None))
+
+    def unused(self) -> str | None:
+        """Why the recording is stale, or ``None``: the recorded calls this test did not
+        make (played back, none of them made again), the first named by number, API and
+        model."""
+        if self._player is None:
+            return None
+        left = self._player.unused
+        if not left:
+            return None
+        first = left[0].request
+        body = first.get("body")
+        model = body.get("model") if isinstance(body, dict) else None
+        what = f"call {left[0].n} ({first.get('api', 'unknown API')}, model {model!r})"
+        return (
+            f"{self.path}: {len(left)} recorded call(s) were not made by the test, the "
+            f"first {what}; the recording is stale: re-record it with "
+            "pytest --convo-record-mode=rewrite, or allow it with "
+            "@pytest.mark.convo_recording(allow_unused=True)"
+        )
 
     @property
     def lost(self) -> int:

@@ -108,3 +108,70 @@ def test_the_fixture_records_beside_the_test_and_plays_back(pytester: pytest.Pyt
     recording = pytester.path / "recordings" / "test_agent" / "test_hello.jsonl"
     assert requests_in(recording) == 1
     pytester.runpytest_inprocess(*args).assert_outcomes(passed=1)  # offline
+
+
+def test_a_stale_recording_fails_the_test_that_no_longer_makes_its_calls(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A passing test that made fewer calls than its recording holds fails at teardown,
+    naming the first call it did not make; the marker allows it; a failing test reports
+    its own failure, not this one."""
+    with _server.serving() as server:
+        base = server.root(_server.anthropic_message())
+        pytester.makepyfile(
+            test_agent=f"""
+            import os
+
+            import anthropic
+            import pytest
+
+            def ask(convo_recorder, times):
+                client = convo_recorder.wrap(
+                    anthropic.Anthropic(api_key="k", base_url="{base}", max_retries=0)
+                )
+                for _ in range(times):
+                    client.messages.create(
+                        model="m", max_tokens=8, messages=[{{"role": "user", "content": "hi"}}]
+                    )
+
+            def test_hello(convo_recorder):
+                ask(convo_recorder, int(os.environ["CALLS"]))
+
+            @pytest.mark.convo_recording(allow_unused=True)
+            def test_allowed(convo_recorder):
+                ask(convo_recorder, int(os.environ["CALLS"]))
+
+            def test_failing(convo_recorder):
+                ask(convo_recorder, int(os.environ["CALLS"]))
+                assert os.environ["CALLS"] == "2", "the test's own failure"
+            """
+        )
+        args = ("-p", "no:hypothesispytest", "-p", "no:cacheprovider")
+        monkeypatch.setenv("CALLS", "2")
+        pytester.runpytest_inprocess(*args, "--convo-record-mode=once").assert_outcomes(passed=3)
+    monkeypatch.setenv("CALLS", "2")
+    pytester.runpytest_inprocess(*args).assert_outcomes(passed=3)  # every call made
+    monkeypatch.setenv("CALLS", "1")
+    result = pytester.runpytest_inprocess(*args)
+    result.assert_outcomes(passed=2, failed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_hello.jsonl: 1 recorded call(s) were not made by the test, the first call 1 "
+            "(anthropic.messages, model 'm'); the recording is stale*",
+            "*the test's own failure*",
+        ]
+    )
+    assert "test_allowed.jsonl" not in result.stdout.str()
+    assert "test_failing.jsonl: 1 recorded" not in result.stdout.str()
+
+
+def test_playback_outside_pytest_says_which_calls_were_not_made(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    with _server.serving() as server:
+        base = server.base(_server.anthropic_message())
+        run(path, "once", base, 3)
+    client = replay.playback(_sdks.client("anthropic", base, False), path)  # server gone
+    client.messages.create(**_sdks.ARGS)
+    player = replay.recording.recorder_of(client)
+    assert isinstance(player, replay.recording.Player)
+    assert (player.remaining, [call.n for call in player.unused]) == (2, [1, 2])
