@@ -21,11 +21,12 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
 
+from .._errors import ConcurrencyError
 from ..logs._jsonl import LogWriter, read_log
 from ..stores._open import open_store
 from ._errors import RecordingError, RecordingLostWarning
@@ -67,7 +68,21 @@ class _Sink:
             for record in records:
                 self.append(record, at)
 
-    def existing(self) -> list[Any]:
+    def look(self) -> None:
+        """Read the records the log or conversation holds, for ``calls``."""
+        raise NotImplementedError
+
+    # One more than the highest call number among the records this sink has seen, its
+    # own and those other processes appended to the same log or conversation.
+    calls = 0
+
+    def _note(self, events: Iterable[Any]) -> None:
+        self.calls = max(self.calls, recorded_calls(events))
+
+    def begin(self, build: Callable[[int], dict[str, Any]], at: float) -> dict[str, Any]:
+        """Append the record ``build`` makes from ``calls`` as it is after every record
+        other processes appended so far, with nothing appended in between: how a call's
+        number follows every number another process gave. Returns the record."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -84,16 +99,28 @@ class _LogSink(_Sink):
         return self._now
 
     def append(self, record: Record, at: float) -> None:
-        self._now = at
-        self._writer.append(record)
+        with self._writer.exclusive() as others:
+            self._note(entry.event for entry in others)
+            self._now = at
+            self._writer.append(record)
 
     def extend(self, batches: Batches) -> None:
         # One write for many stream events: a write and flush per event would cost the
         # recorder more than the SDK spends on the event.
-        self._writer.extend(batches)
+        with self._writer.exclusive() as others:
+            self._note(entry.event for entry in others)
+            self._writer.extend(batches)
 
-    def existing(self) -> list[Any]:
-        return read_log(self.path, lenient=True).events()
+    def look(self) -> None:
+        self._note(read_log(self.path, lenient=True).events())
+
+    def begin(self, build: Callable[[int], dict[str, Any]], at: float) -> dict[str, Any]:
+        # The writer's hold on the file spans reading the others' records and writing.
+        with self._writer.exclusive() as others:
+            self._note(entry.event for entry in others)
+            record = build(self.calls)
+            self.append(record, at)
+        return record
 
     def close(self) -> None:
         self._writer.close()
@@ -105,13 +132,31 @@ class _StoreSink(_Sink):
         self._store = store
         self._conversation = conversation
         self._owned = owned
+        self._seen = 0  # how many of the conversation's events this sink has looked at
 
     def append(self, record: Record, at: float) -> None:
         # A stream event is kept as its JSON bytes (msgspec.Raw): a store takes objects.
         self._store.append(self._conversation, [_objects(record)], time=at)
 
-    def existing(self) -> list[Any]:
-        return list(self._store.read(self._conversation))
+    def look(self) -> None:
+        events = self._store.read(self._conversation)
+        self._seen = len(events)
+        self._note(events)
+
+    def begin(self, build: Callable[[int], dict[str, Any]], at: float) -> dict[str, Any]:
+        # Optimistic: append only if nobody appended since the look; else look again.
+        store, conversation = self._store, self._conversation
+        while True:
+            length = store.length(conversation)
+            self._note(store.read(conversation, self._seen, length))
+            self._seen = length
+            record = build(self.calls)
+            try:
+                store.append(conversation, [record], time=at, expected_position=length)
+            except ConcurrencyError:
+                continue
+            self._seen = length + 1
+            return record
 
     def close(self) -> None:
         if self._owned:
@@ -166,7 +211,8 @@ class Recorder:
         self.path = sink.path
         self.lost = 0
         self._lock = threading.Lock()
-        self.calls = recorded_calls(sink.existing())
+        sink.look()
+        self.calls = sink.calls
 
     def begin(
         self,
@@ -177,25 +223,35 @@ class Recorder:
         content: bytes | None,
         path: str,
     ) -> Call:
-        """Start the next call: write its request and return its ``Call``."""
+        """Start the next call: write its request and return its ``Call``. Its number
+        follows every call in the log, those other processes recorded into it too."""
+        body = request_body(content)
+        request: dict[str, Any] = {
+            "type": "recording/request",
+            "call": -1,
+            "api": api_of(provider, path),
+            "method": method,
+            "url": safe_url(url),
+            "headers": harmless_headers(headers, response=False),
+            "body": body,
+            "stream": is_stream(path, body),
+        }
+
+        def numbered(in_log: int) -> dict[str, Any]:
+            self.calls = max(self.calls, in_log)
+            return {**request, "call": self.calls}
+
         with self._lock:
+            try:
+                written = self._sink.begin(numbered, time.time())
+            except Exception:
+                written = None
+                self.lost += 1
             n = self.calls
             self.calls += 1
-        body = request_body(content)
         call = Call(self, n)
-        call.write(
-            {
-                "type": "recording/request",
-                "call": n,
-                "api": api_of(provider, path),
-                "method": method,
-                "url": safe_url(url),
-                "headers": harmless_headers(headers, response=False),
-                "body": body,
-                "stream": is_stream(path, body),
-            },
-            time.time(),
-        )
+        if written is None:
+            call._lost("recording/request")
         return call
 
     def write(self, record: Record, at: float) -> bool:

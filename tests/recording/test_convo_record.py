@@ -95,3 +95,48 @@ def test_convo_record_refuses_a_missing_command() -> None:
     done = convo("record", "-o", "x.jsonl", env=dict(os.environ))
     assert done.returncode == 2
     assert "no COMMAND" in done.stderr
+
+
+def test_convo_record_records_the_child_processes_into_the_same_log(tmp_path: Path) -> None:
+    """A program that starts another Python program: both are recorded, into one log,
+    their calls numbered in one sequence."""
+    child = tmp_path / "child.py"
+    child.write_text(
+        textwrap.dedent(
+            """
+            import os
+            import anthropic
+
+            client = anthropic.Anthropic(api_key="k", base_url=os.environ["LOOPBACK"])
+            ask = dict(model="child", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+            print(client.messages.create(**ask).content[0].text)
+            """
+        )
+    )
+    parent = tmp_path / "parent.py"
+    parent.write_text(
+        textwrap.dedent(
+            f"""
+            import os, subprocess, sys
+            import anthropic
+
+            client = anthropic.Anthropic(api_key="k", base_url=os.environ["LOOPBACK"])
+            ask = dict(model="parent", max_tokens=8, messages=[{{"role": "user", "content": "hi"}}])
+            print(client.messages.create(**ask).content[0].text)
+            subprocess.run([sys.executable, {str(child)!r}], check=True)
+            print(client.messages.create(**ask).content[0].text)
+            """
+        )
+    )
+    log = tmp_path / "calls.jsonl"
+    with _server.serving() as server:
+        env = {**os.environ, "LOOPBACK": server.root(_server.anthropic_message())}
+        done = convo("record", "-o", str(log), "--", sys.executable, str(parent), env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["Hello there."] * 3
+    requests = [r for r in replay.read_log(log).events() if r["type"] == "recording/request"]
+    assert [(r["call"], r["body"]["model"]) for r in requests] == [
+        (0, "parent"),
+        (1, "child"),
+        (2, "parent"),
+    ]

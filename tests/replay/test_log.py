@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 import tempfile
+import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -229,6 +234,9 @@ class TestWriteLog:
         assert not path.exists()
 
 
+ROUNDS = 2000
+
+
 class TestLogWriter:
     """LogWriter appends line by line and heals a torn tail."""
 
@@ -265,6 +273,42 @@ class TestLogWriter:
                 want += [Entry(n, event, "c", at) for n, event in enumerate(events, len(want))]
             want.append(Entry(len(want), "after", "c"))
             assert read_log(path).entries == want
+
+    def test_processes_appending_at_once_keep_positions_unique_and_gapless(
+        self, tmp_path: Path
+    ) -> None:
+        """Several processes' writers on one log: each write holds the file and first
+        reads what the others appended, so no two lines share a position."""
+        path = tmp_path / "log.jsonl"
+        program = textwrap.dedent(
+            """
+            import sys, time
+            from replay import LogWriter
+
+            path, name, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
+            with LogWriter(path) as writer:
+                time.sleep(max(0.0, start - time.time()))  # all at once
+                for i in range(ROUNDS):
+                    writer.append({"writer": name, "i": i})
+                    run = [{"writer": name, "i": i} for _ in range(2)]
+                    writer.extend([(None, run)])
+            """
+        ).replace("ROUNDS", str(ROUNDS))
+        start = time.time() + 1.5
+        workers = [
+            subprocess.Popen(
+                [sys.executable, "-c", program, str(path), str(n), str(start)],
+                env={**os.environ, "PYTHONPATH": os.getcwd()},
+            )
+            for n in range(4)
+        ]
+        assert [worker.wait(timeout=120) for worker in workers] == [0] * 4
+        entries = read_log(path).entries
+        assert [entry.position for entry in entries] == list(range(4 * ROUNDS * 3))
+        for n in range(4):
+            mine = [e.event["i"] for e in entries if e.event["writer"] == str(n)]
+            assert mine == sorted(mine)
+            assert len(mine) == ROUNDS * 3
 
     def test_continues_positions_of_an_existing_log(self, tmp_path: Path) -> None:
         path = tmp_path / "log.jsonl"
