@@ -101,27 +101,87 @@ class Kit:
         return cls(playback, recording, player)
 
 
+class _Recording:
+    """What a recording transport does either way (sync or async), around the call."""
+
+    stream: type[Any]  # the library's recording byte stream, sync or async
+
+    def __init__(self, inner: Any, recorder: Recorder, provider: str = "http") -> None:
+        self.inner = inner
+        self.recorder = recorder
+        self.provider = provider
+
+    def _recorded(self, call: Call, response: Any) -> Any:
+        call.response(response.status_code, response.headers.multi_items())
+        response.stream = self.stream(response.stream, call)
+        return response
+
+
+class _Playback:
+    """What a playback transport does either way: the recorded answer as a response."""
+
+    library: ModuleType  # httpx or httpx2
+    stream: type[Any]  # the library's playback byte stream, sync or async
+
+    def __init__(
+        self,
+        player: Player,
+        provider: str = "http",
+        error: type[PlaybackMismatchError] = PlaybackMismatchError,
+    ) -> None:
+        self.player = player
+        self.provider = provider
+        self.error = error
+
+    def _answer(self, request: Any) -> Any:
+        player, http = self.player, self.library
+        recorded = player.take(
+            self.provider, request.method, str(request.url), _content(request), self.error
+        )
+        if recorded.status is None:
+            raise _failure(http, recorded.error, request)
+        stream = self.stream(recorded, player.speed, request)
+        return http.Response(recorded.status, headers=_response_headers(recorded), stream=stream)
+
+
+class _Dispatch:
+    """Plays back while recorded calls remain, then records."""
+
+    def __init__(self, playback: Any, recording: Any, player: Player) -> None:
+        self.playback = playback
+        self.recording = recording
+        self.player = player
+
+    def _target(self) -> Any:
+        return self.playback if self.player.remaining else self.recording
+
+
+def _ending(exc: BaseException) -> BaseException | str:
+    """What ends a recorded body that ``exc`` interrupted: the client closing it early
+    (``GeneratorExit``), or the error."""
+    return CLOSED_EARLY if isinstance(exc, GeneratorExit) else exc
+
+
 @functools.cache
 def kit(library: str) -> Kit:
-    """The transports for ``library`` (``"httpx"`` or ``"httpx2"``)."""
+    """The transports for ``library`` (``"httpx"`` or ``"httpx2"``). Its sync and async
+    base classes differ, so each transport is two small classes over one shared base."""
     http = importlib.import_module(library)
 
-    class RecordingStream(http.SyncByteStream):  # type: ignore[name-defined,misc]
+    class RecordingStreamBase:
         def __init__(self, inner: Any, call: Call) -> None:
             self._inner = inner
             self._call = call
 
+    class RecordingStream(RecordingStreamBase, http.SyncByteStream):  # type: ignore[name-defined,misc]
         def __iter__(self) -> Iterator[bytes]:
             call = self._call
             try:
                 for chunk in self._inner:
                     call.chunk(chunk)
                     yield chunk
-            except GeneratorExit:
-                call.finish(CLOSED_EARLY)
-                raise
             except BaseException as exc:
-                call.finish(exc)
+                call.finish(_ending(exc))
                 raise
             call.finish()
 
@@ -129,22 +189,15 @@ def kit(library: str) -> Kit:
             self._call.finish(CLOSED_EARLY)
             self._inner.close()
 
-    class AsyncRecordingStream(http.AsyncByteStream):  # type: ignore[name-defined,misc]
-        def __init__(self, inner: Any, call: Call) -> None:
-            self._inner = inner
-            self._call = call
-
+    class AsyncRecordingStream(RecordingStreamBase, http.AsyncByteStream):  # type: ignore[name-defined,misc]
         async def __aiter__(self) -> AsyncIterator[bytes]:
             call = self._call
             try:
                 async for chunk in self._inner:
                     call.chunk(chunk)
                     yield chunk
-            except GeneratorExit:
-                call.finish(CLOSED_EARLY)
-                raise
             except BaseException as exc:
-                call.finish(exc)
+                call.finish(_ending(exc))
                 raise
             call.finish()
 
@@ -152,13 +205,10 @@ def kit(library: str) -> Kit:
             self._call.finish(CLOSED_EARLY)
             await self._inner.aclose()
 
-    class RecordingTransport(http.BaseTransport):  # type: ignore[name-defined,misc]
+    class RecordingTransport(_Recording, http.BaseTransport):  # type: ignore[name-defined,misc]
         """Records every call through ``inner`` (an ``http`` transport)."""
 
-        def __init__(self, inner: Any, recorder: Recorder, provider: str = "http") -> None:
-            self.inner = inner
-            self.recorder = recorder
-            self.provider = provider
+        stream = RecordingStream
 
         def handle_request(self, request: Any) -> Any:
             call = _begin(self.recorder, self.provider, request)
@@ -167,9 +217,7 @@ def kit(library: str) -> Kit:
             except BaseException as exc:
                 call.finish(exc)
                 raise
-            call.response(response.status_code, response.headers.multi_items())
-            response.stream = RecordingStream(response.stream, call)
-            return response
+            return self._recorded(call, response)
 
         def close(self) -> None:
             self.inner.close()
@@ -181,13 +229,10 @@ def kit(library: str) -> Kit:
         def __exit__(self, *exc_info: Any) -> None:
             self.inner.__exit__(*exc_info)
 
-    class AsyncRecordingTransport(http.AsyncBaseTransport):  # type: ignore[name-defined,misc]
+    class AsyncRecordingTransport(_Recording, http.AsyncBaseTransport):  # type: ignore[name-defined,misc]
         """Records every call through ``inner`` (an ``http`` async transport)."""
 
-        def __init__(self, inner: Any, recorder: Recorder, provider: str = "http") -> None:
-            self.inner = inner
-            self.recorder = recorder
-            self.provider = provider
+        stream = AsyncRecordingStream
 
         async def handle_async_request(self, request: Any) -> Any:
             call = _begin(self.recorder, self.provider, request)
@@ -196,9 +241,7 @@ def kit(library: str) -> Kit:
             except BaseException as exc:
                 call.finish(exc)
                 raise
-            call.response(response.status_code, response.headers.multi_items())
-            response.stream = AsyncRecordingStream(response.stream, call)
-            return response
+            return self._recorded(call, response)
 
         async def aclose(self) -> None:
             await self.inner.aclose()
@@ -210,121 +253,63 @@ def kit(library: str) -> Kit:
         async def __aexit__(self, *exc_info: Any) -> None:
             await self.inner.__aexit__(*exc_info)
 
-    class PlaybackStream(http.SyncByteStream):  # type: ignore[name-defined,misc]
+    class PlaybackStreamBase:
         def __init__(self, recorded: RecordedCall, speed: float | None, request: Any) -> None:
             self._recorded = recorded
             self._speed = speed
             self._request = request
 
+        def _end(self) -> None:
+            if self._recorded.raises:
+                raise _failure(http, self._recorded.error, self._request)
+
+    class PlaybackStream(PlaybackStreamBase, http.SyncByteStream):  # type: ignore[name-defined,misc]
         def __iter__(self) -> Iterator[bytes]:
             for chunk, delay in self._recorded.chunks(self._speed):
                 if delay:
                     time.sleep(delay)
                 yield chunk
-            if self._recorded.raises:
-                raise _failure(http, self._recorded.error, self._request)
+            self._end()
 
-    class AsyncPlaybackStream(http.AsyncByteStream):  # type: ignore[name-defined,misc]
-        def __init__(self, recorded: RecordedCall, speed: float | None, request: Any) -> None:
-            self._recorded = recorded
-            self._speed = speed
-            self._request = request
-
+    class AsyncPlaybackStream(PlaybackStreamBase, http.AsyncByteStream):  # type: ignore[name-defined,misc]
         async def __aiter__(self) -> AsyncIterator[bytes]:
             for chunk, delay in self._recorded.chunks(self._speed):
                 if delay:
                     await asyncio.sleep(delay)
                 yield chunk
-            if self._recorded.raises:
-                raise _failure(http, self._recorded.error, self._request)
+            self._end()
 
-    def answer(player: Player, provider: str, error: Any, request: Any) -> RecordedCall:
-        recorded = player.take(provider, request.method, str(request.url), _content(request), error)
-        if recorded.status is None:
-            raise _failure(http, recorded.error, request)
-        return recorded
-
-    class PlaybackTransport(http.BaseTransport):  # type: ignore[name-defined,misc]
+    class PlaybackTransport(_Playback, http.BaseTransport):  # type: ignore[name-defined,misc]
         """Answers every call from a recording, in order, with no network."""
 
-        def __init__(
-            self,
-            player: Player,
-            provider: str = "http",
-            error: type[PlaybackMismatchError] = PlaybackMismatchError,
-        ) -> None:
-            self.player = player
-            self.provider = provider
-            self.error = error
+        library, stream = http, PlaybackStream
 
         def handle_request(self, request: Any) -> Any:
-            recorded = answer(self.player, self.provider, self.error, request)
-            stream = PlaybackStream(recorded, self.player.speed, request)
-            return http.Response(
-                recorded.status, headers=_response_headers(recorded), stream=stream
-            )
+            return self._answer(request)
 
-    class AsyncPlaybackTransport(http.AsyncBaseTransport):  # type: ignore[name-defined,misc]
+    class AsyncPlaybackTransport(_Playback, http.AsyncBaseTransport):  # type: ignore[name-defined,misc]
         """Answers every call from a recording, in order, with no network."""
 
-        def __init__(
-            self,
-            player: Player,
-            provider: str = "http",
-            error: type[PlaybackMismatchError] = PlaybackMismatchError,
-        ) -> None:
-            self.player = player
-            self.provider = provider
-            self.error = error
+        library, stream = http, AsyncPlaybackStream
 
         async def handle_async_request(self, request: Any) -> Any:
-            recorded = answer(self.player, self.provider, self.error, request)
-            stream = AsyncPlaybackStream(recorded, self.player.speed, request)
-            return http.Response(
-                recorded.status, headers=_response_headers(recorded), stream=stream
-            )
+            return self._answer(request)
 
-    class Dispatch(http.BaseTransport):  # type: ignore[name-defined,misc]
-        """Plays back while recorded calls remain, then records."""
-
-        def __init__(self, playback: Any, recording: Any, player: Player) -> None:
-            self.playback = playback
-            self.recording = recording
-            self.player = player
-
+    class Dispatch(_Dispatch, http.BaseTransport):  # type: ignore[name-defined,misc]
         def handle_request(self, request: Any) -> Any:
-            target = self.playback if self.player.remaining else self.recording
-            return target.handle_request(request)
+            return self._target().handle_request(request)
 
         def close(self) -> None:
             self.recording.close()
 
-    class AsyncDispatch(http.AsyncBaseTransport):  # type: ignore[name-defined,misc]
-        """Plays back while recorded calls remain, then records."""
-
-        def __init__(self, playback: Any, recording: Any, player: Player) -> None:
-            self.playback = playback
-            self.recording = recording
-            self.player = player
-
+    class AsyncDispatch(_Dispatch, http.AsyncBaseTransport):  # type: ignore[name-defined,misc]
         async def handle_async_request(self, request: Any) -> Any:
-            target = self.playback if self.player.remaining else self.recording
-            return await target.handle_async_request(request)
+            return await self._target().handle_async_request(request)
 
         async def aclose(self) -> None:
             await self.recording.aclose()
 
-    for cls in (
-        RecordingTransport,
-        AsyncRecordingTransport,
-        PlaybackTransport,
-        AsyncPlaybackTransport,
-        Dispatch,
-        AsyncDispatch,
-    ):
-        cls.convo_instrumented = True
-    return Kit(
-        http,
+    transports = (
         RecordingTransport,
         AsyncRecordingTransport,
         PlaybackTransport,
@@ -332,6 +317,9 @@ def kit(library: str) -> Kit:
         Dispatch,
         AsyncDispatch,
     )
+    for cls in transports:
+        cls.convo_instrumented = True
+    return Kit(http, *transports)
 
 
 def library_of(obj: Any) -> str | None:
