@@ -10,7 +10,10 @@ adds, and whether a long conversation stays flat (issue #27, items 3 to 5):
   (each declares its two event types, ``event_type=itemgetter("type")``), one
   ``push()`` per event with a subscriber and a frame every 64 events, less the same
   definitions' own calls without any engine (target <= 4x). Its anchor, the floor of
-  a push, is the engine's own batch path: the same run as ``push_many`` of 64;
+  a push, is the engine's own batch path: the same run as ``push_many`` of 64. Split
+  beside it: the fold of one event by itself (``Fold.apply_event``, where each rule
+  is one function: route, match, claim), and what push() adds around it (the lock,
+  the publication check, its own call);
 - **no-op hook**: the same push() run with one engine-level hook whose
   ``on_push_end`` does nothing, less the run without it (target <= 0.5x). Its
   anchor, the floor of a hook, is one plain Python function call per event; beside
@@ -100,6 +103,17 @@ def live(events: list[Event], hooks: Any = None, batch: int = 1) -> Any:
     return engine
 
 
+def fold_alone(events: list[Event]) -> None:
+    """The fold of one event at a time by itself (``Fold.apply_event``): push() less
+    its lock, its publication check and its own call; no subscriber is told."""
+    engine = create_conversation_engine(
+        seed_definitions(routed=True), scheduler=ManualScheduler(), event_type=ROUTER
+    )
+    apply_event = engine._fold.apply_event
+    for event in events:
+        apply_event(event)
+
+
 def _noop(event: object) -> None:
     pass
 
@@ -134,6 +148,7 @@ def runs(events: list[Event]) -> dict[str, Callable[[], object]]:
         "definitions alone, routed": lambda: definitions_alone(events, routed=True),
         "push() per event": lambda: live(events),
         "push_many(64)": lambda: live(events, batch=64),
+        "the fold of one event alone": lambda: fold_alone(events),
         "push(), no-op on_push_end hook": lambda: live(events, hooks=[NoOpEnd()]),
         "push(), hooks=[]": lambda: live(events, hooks=[]),
         "push(), an on_publish-only hook": lambda: live(events, hooks=[PublishOnly()]),
@@ -228,6 +243,16 @@ def report(
         "  anchor: engine share of push_many(64), the batch path",
         ratio(costs["push_many(64)"] - alone),
         "(the floor of a push)",
+    )
+    line(
+        "  of which the fold of one event (Fold.apply_event alone)",
+        ratio(costs["the fold of one event alone"] - alone),
+        "(one rule per function)",
+    )
+    line(
+        "  of which the lock, the publication check and the call",
+        ratio(push - costs["the fold of one event alone"]),
+        "",
     )
     line(
         "no-op on_push_end hook, added per event",
