@@ -11,9 +11,11 @@ prefix of the log it shows. The engine's coalescing is the only rate limit:
 per-token deltas arrive at most once a frame, discrete facts (a tool result, an
 approval) at once.
 
-The engine's listener diffs the notified nodes against the last ones by state
-identity (states are immutable, so "same object" means "unchanged") and stamps
-each changed key with the notification's position (``changed_at``). That stamp
+The engine's listener diffs the notified nodes against the last ones by identity
+(the engine hands out the same frozen ``Node`` until that node changes, and a node
+keeps its place: index = seq), in C, so a long conversation's unchanged nodes cost
+next to nothing per notification; it stamps each changed key with the notification's
+position (``changed_at``). That stamp
 is the whole protocol: an SSE message with ``id: P`` carries every node whose
 stamp is above the client's last id, keyed by ``node.key``, as ``append`` if the
 client has never seen the key and ``replace`` otherwise (the client tells which).
@@ -57,6 +59,8 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from html import escape
+from itertools import compress
+from operator import is_not
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -157,7 +161,6 @@ class _Conversation:
         self.closed = False  # the server is stopping: streams end (Live.close_streams)
         self.lock = asyncio.Lock()  # one catch-up at a time
         self.last_used = time.monotonic()
-        self._seen: dict[str, tuple[object, int]] = {}
         # previous position, position, the nodes changed with their versions before
         self._latest: tuple[int, int, list[tuple[Node, tuple[object, int] | None]]] | None = None
         self._latest_frame: bytes | None = None
@@ -202,15 +205,18 @@ class _Conversation:
 
     def _on_nodes(self, nodes: tuple[Node, ...]) -> None:
         position = self.position
-        seen = self._seen
+        previous = self.nodes
         changed_at = self.changed_at
         changed: list[tuple[Node, tuple[object, int] | None]] = []
-        for node in nodes:
-            last = seen.get(node.key)
-            if last is None or last[0] is not node.state or last[1] != node.seq:
-                seen[node.key] = (node.state, node.seq)
-                changed_at[node.key] = position
-                changed.append((node, last))
+        # The nodes that are not the object they were (map and compress run in C),
+        # then the new ones after them.
+        for i in compress(range(len(previous)), map(is_not, nodes, previous)):
+            node, last = nodes[i], previous[i]
+            changed_at[node.key] = position
+            changed.append((node, (last.state, last.seq)))
+        for node in nodes[len(previous) :]:
+            changed_at[node.key] = position
+            changed.append((node, None))
         self.nodes = nodes
         if not changed:
             return
