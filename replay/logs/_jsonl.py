@@ -31,6 +31,7 @@ message names the field (``- at `$.event.text```).
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 import re
@@ -48,6 +49,9 @@ try:
     import fcntl
 except ImportError:  # Windows: one writer per log (see LogWriter)
     fcntl = None  # type: ignore[assignment]
+
+# What flock raises where the file system has no locks: writing goes on unlocked.
+_NO_LOCKS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL})
 
 __all__ = [
     "Entry",
@@ -198,8 +202,9 @@ class LogWriter:
     Several processes may append to one log (``convo record`` of a program that starts
     others): each write holds an exclusive ``flock`` on the file and, when another
     writer appended since this one last wrote, reads what it wrote first, so positions
-    stay unique and gapless. Without ``fcntl`` (Windows) there is no such lock: one
-    writer per log there.
+    stay unique and gapless. Without ``fcntl`` (Windows), or on a file system that
+    has no locks (some network mounts), there is no such lock: one writer per log
+    there.
     """
 
     def __init__(
@@ -217,6 +222,7 @@ class LogWriter:
         self._end = 0  # where this writer's view of the file ends, in bytes
         self._lines = 0  # the lines before _end, to number a bad line read later
         self._held = False
+        self._lockable = fcntl is not None
         self._file: IO[bytes] = open(self.path, "a+b")  # noqa: SIM115 (closed in close())
         try:
             with self.exclusive():
@@ -241,8 +247,13 @@ class LogWriter:
             self._release()
 
     def _hold(self) -> list[Entry[Any]]:
-        if fcntl is not None:
-            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX)
+        if self._lockable:
+            try:
+                fcntl.flock(self._file.fileno(), fcntl.LOCK_EX)
+            except OSError as exc:
+                if exc.errno not in _NO_LOCKS:
+                    raise
+                self._lockable = False  # a file system without locks: one writer there
         self._held = True
         try:
             return self._catch_up()
@@ -252,7 +263,7 @@ class LogWriter:
 
     def _release(self) -> None:
         self._held = False
-        if fcntl is not None:
+        if self._lockable:
             fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
 
     def _catch_up(self) -> list[Entry[Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import subprocess
@@ -309,6 +310,35 @@ class TestLogWriter:
             mine = [e.event["i"] for e in entries if e.event["writer"] == str(n)]
             assert mine == sorted(mine)
             assert len(mine) == ROUNDS * 3
+
+    def test_a_file_system_without_locks_still_takes_writes(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Where flock says the file system has no locks (ENOLCK: some network
+        mounts), a writer writes unlocked, one writer per log, as before locks; any
+        other failure of the lock is raised."""
+        from replay.logs import _jsonl
+
+        def no_locks(fd: int, operation: int) -> None:
+            raise OSError(errno.ENOLCK, "No locks available")
+
+        monkeypatch.setattr(_jsonl.fcntl, "flock", no_locks)
+        path = tmp_path / "log.jsonl"
+        with LogWriter(path) as writer:
+            writer.append("a")
+            writer.extend([(1.0, ["b", "c"])])
+        assert [(e.position, e.event) for e in read_log(path).entries] == [
+            (0, "a"),
+            (1, "b"),
+            (2, "c"),
+        ]
+
+        def broken(fd: int, operation: int) -> None:
+            raise OSError(errno.EBADF, "Bad file descriptor")
+
+        monkeypatch.setattr(_jsonl.fcntl, "flock", broken)
+        with pytest.raises(OSError, match="Bad file descriptor"):
+            LogWriter(path)
 
     def test_continues_positions_of_an_existing_log(self, tmp_path: Path) -> None:
         path = tmp_path / "log.jsonl"
