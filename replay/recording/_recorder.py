@@ -58,6 +58,9 @@ class _Sink:
     """Appends one record with its time; raises what the medium raises."""
 
     path: str
+    # One more than the highest call number among the records this sink has seen, its
+    # own and those other processes appended to the same log or conversation.
+    calls = 0
 
     def append(self, record: Record, at: float) -> None:
         raise NotImplementedError
@@ -71,10 +74,6 @@ class _Sink:
     def look(self) -> None:
         """Read the records the log or conversation holds, for ``calls``."""
         raise NotImplementedError
-
-    # One more than the highest call number among the records this sink has seen, its
-    # own and those other processes appended to the same log or conversation.
-    calls = 0
 
     def _note(self, events: Iterable[Any]) -> None:
         self.calls = max(self.calls, recorded_calls(events))
