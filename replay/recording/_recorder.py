@@ -306,7 +306,7 @@ class Call:
         self._failed = False  # a loss was warned about: once per call is enough
         self._done = False
         self._received = 0
-        self._pending: list[tuple[bytes, float]] = []
+        self._pending: Batches = []
         self._drained = 0.0
         self._expected: int | None = None  # the content-length, when the server gave one
 
@@ -340,24 +340,21 @@ class Call:
             return
         at = time.time()
         self._received += len(data)
-        self._pending.append((data, at))
+        # Parsed now, while the SDK's bytes are still in the processor's caches; written
+        # with the events before it.
+        try:
+            records = self._parser.feed(data)
+        except Exception as exc:
+            self._problem = f"{type(exc).__name__}: {exc}"
+            return
+        if records:
+            self._pending.append((at, records))
         if at - self._drained >= BATCH:
             self._drain(at)
 
     def _drain(self, now: float) -> None:
-        parser, pending = self._parser, self._pending
+        batches = self._pending
         self._pending, self._drained = [], now
-        if parser is None or not pending:
-            return
-        batches: Batches = []
-        for data, at in pending:
-            try:
-                records = parser.feed(data)
-            except Exception as exc:
-                self._problem = f"{type(exc).__name__}: {exc}"
-                break
-            if records:
-                batches.append((at, records))
         if batches and not self.recorder.write_many(batches):
             self._lost("recording/event")
 
