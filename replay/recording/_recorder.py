@@ -2,11 +2,12 @@
 
 Theory of operation
 -------------------
-``Recorder.begin`` starts call ``n`` (0-based, after the calls the log or conversation
-already holds) and writes its ``recording/request``; the ``Call`` it returns is told
-what happens next by the instrumented transport: ``response`` (the head),
-``chunk`` (each piece of the body, as it arrives: the events it completes are written
-at once, stamped with their arrival time) and ``finish`` (read to the end, or cut:
+``Recorder.begin`` starts call ``n`` (0-based, after every call the log or
+conversation holds, other processes' included) and writes its ``recording/request``;
+the ``Call`` it returns is told what happens next by the instrumented transport:
+``response`` (the head), ``chunk`` (each piece of the body, as it arrives: the events
+it completes are parsed then, stamped with their arrival time, and written in one
+batch at most ``BATCH`` seconds later) and ``finish`` (read to the end, or cut:
 ``recording/end`` with ``complete`` false and the error). A call's methods never raise:
 a record that cannot be written (disk full, store down) is counted in ``lost`` and
 warned about (``RecordingLostWarning``), and the SDK carries on unchanged.
