@@ -7,21 +7,12 @@ No I/O, no clock, no asyncio requirement; docs/concepts.md states the rules.
 ``engine.testing.check_definition`` checks a definition of your own against the
 contract the engine relies on.
 
-The second projection, the model context: generic ``Message`` values, a
-``Context`` of provider-native items, and ``CoopContext``, which builds the next
-request from cooperating areas (docs/context.md states its rules).
+The second projection, the model context, lives in its own room,
+``engine.context`` (re-exported here): generic ``Message`` values, a ``Context``
+of provider-native items, ``CoopContext``, which builds the next request from
+cooperating areas, and the economy (docs/context.md states its rules).
 """
 
-from ._context import AreaAppend as AreaAppend
-from ._context import AreaError as AreaError
-from ._context import AreaFlowState as AreaFlowState
-from ._context import AreaLifeState as AreaLifeState
-from ._context import Collection as Collection
-from ._context import Context as Context
-from ._context import ContextAreaImplementation as ContextAreaImplementation
-from ._context import CoopContext as CoopContext
-from ._context import Gateway as Gateway
-from ._context import RenderRecord as RenderRecord
 from ._engine import ConversationEngine as ConversationEngine
 from ._engine import create_conversation_engine as create_conversation_engine
 from ._errors import ConversationError as ConversationError
@@ -32,16 +23,6 @@ from ._errors import ListenerError as ListenerError
 from ._errors import RegistrationError as RegistrationError
 from ._errors import UsageError as UsageError
 from ._fold import Registration as Registration
-from ._message import File as File
-from ._message import Image as Image
-from ._message import Message as Message
-from ._message import Native as Native
-from ._message import Part as Part
-from ._message import Reasoning as Reasoning
-from ._message import Role as Role
-from ._message import Text as Text
-from ._message import ToolCall as ToolCall
-from ._message import ToolResult as ToolResult
 from ._scheduler import AsyncioScheduler as AsyncioScheduler
 from ._scheduler import ManualScheduler as ManualScheduler
 from ._snapshots import SnapshotStream as SnapshotStream
@@ -56,6 +37,26 @@ from ._types import PushHook as PushHook
 from ._types import Reader as Reader
 from ._types import Scheduler as Scheduler
 from ._types import Statistics as Statistics
+from .context import AreaAppend as AreaAppend
+from .context import AreaError as AreaError
+from .context import AreaFlowState as AreaFlowState
+from .context import AreaLifeState as AreaLifeState
+from .context import Collection as Collection
+from .context import Context as Context
+from .context import ContextAreaImplementation as ContextAreaImplementation
+from .context import CoopContext as CoopContext
+from .context import File as File
+from .context import Gateway as Gateway
+from .context import Image as Image
+from .context import Message as Message
+from .context import Native as Native
+from .context import Part as Part
+from .context import Reasoning as Reasoning
+from .context import RenderRecord as RenderRecord
+from .context import Role as Role
+from .context import Text as Text
+from .context import ToolCall as ToolCall
+from .context import ToolResult as ToolResult
 
 __all__ = [
     "AreaAppend",
@@ -104,17 +105,17 @@ __all__ = [
     "create_conversation_engine",
 ]
 
-# The context economy: policies of the model context, decided purely (engine._economy).
-from ._economy import INTERRUPTED as INTERRUPTED
-from ._economy import Economist as Economist
-from ._economy import Economized as Economized
-from ._economy import Economy as Economy
-from ._economy import Marks as Marks
-from ._economy import Spill as Spill
-from ._economy import command_of as command_of
-from ._economy import economize as economize
-from ._economy import is_ephemeral as is_ephemeral
-from ._economy import spill_name as spill_name
+# The context economy: policies of the model context, decided purely (engine.context).
+from .context import INTERRUPTED as INTERRUPTED
+from .context import Economist as Economist
+from .context import Economized as Economized
+from .context import Economy as Economy
+from .context import Marks as Marks
+from .context import Spill as Spill
+from .context import command_of as command_of
+from .context import economize as economize
+from .context import is_ephemeral as is_ephemeral
+from .context import spill_name as spill_name
 
 __all__ += [
     "INTERRUPTED",

@@ -82,7 +82,7 @@ def test_an_effect_range_view_indexes_as_its_slice_of_the_items(
     start: int, length: int, index: int | slice
 ) -> None:
     # What an area's observe() is handed: a window on the context's items, made in O(1).
-    from engine._context import _RangeView
+    from engine.context._context import _RangeView
 
     items = [f"item {i}" for i in range(30)]  # the window always lies within them
     view, window = _RangeView(items, start, start + length), items[start : start + length]

@@ -34,7 +34,7 @@ from typing import Any, Protocol, overload
 import attrs
 import msgspec
 
-from ._errors import ConversationError, RegistrationError, UsageError
+from .._errors import ConversationError, RegistrationError, UsageError
 from ._message import Message
 
 __all__ = [
