@@ -43,7 +43,7 @@ from typing import Any, Final, TypeAlias
 import attrs
 import msgspec
 
-from engine import Cursor, Node, Registration
+from engine import ConversationError, Cursor, Node, Registration
 
 __all__ = [
     "MAIN",
@@ -99,10 +99,11 @@ _STRUCTS: Final[dict[type, str]] = {
 }
 
 
-class BranchError(ValueError):
-    """A branch event that cannot be placed: names the event's position and why."""
+class BranchError(ConversationError, ValueError):
+    """A branch event that cannot be placed, or a branch that does not exist: says
+    why, and the event's log ``position`` (``None`` for a branch asked for)."""
 
-    def __init__(self, message: str, *, position: int) -> None:
+    def __init__(self, message: str, *, position: int | None) -> None:
         super().__init__(message)
         self.position = position
 
@@ -227,13 +228,14 @@ class Tree:
         self._children: dict[int, list[int]] | None = None
 
     def tip(self, branch: str | None = None) -> int:
-        """The tip of ``branch`` (default: the active one). Raises ``KeyError``
+        """The tip of ``branch`` (default: the active one). Raises ``BranchError``
         naming the known branches when there is no such branch."""
         name = self.active if branch is None else branch
         try:
             return self.tips[name]
         except KeyError:
-            raise KeyError(f"no branch {name!r} (branches: {', '.join(self.tips)})") from None
+            known = ", ".join(self.tips)
+            raise BranchError(f"no branch {name!r} (branches: {known})", position=None) from None
 
     def path(self, branch: str | None = None) -> list[int]:
         """The log positions on the path to ``branch``'s tip, in log order."""

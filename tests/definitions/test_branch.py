@@ -241,5 +241,5 @@ class TestBuiltIn:
         assert f"#{len(chat())}" in str(caught.value)
 
     def test_an_unknown_branch_is_named(self) -> None:
-        with pytest.raises(KeyError, match="no branch 'x'"):
+        with pytest.raises(branch.BranchError, match="no branch 'x'"):
             branch.Branches(chat(), builtin.DEFINITIONS).show("x")
