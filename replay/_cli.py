@@ -503,6 +503,14 @@ def _cmd_store_ls(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_store_fork(args: argparse.Namespace) -> int:
+    with open_store(args.store, mode="rw") as store:
+        prefix = store.length(args.source) if args.at is None else args.at
+        store.fork(args.source, args.conversation, prefix)
+    print(f"forked {args.conversation!r} from the first {prefix} events of {args.source!r}")
+    return 0
+
+
 def _cmd_store_append(args: argparse.Namespace) -> int:
     with _recording("-") as recording, open_store(args.store) as store:
         length = store.append(
@@ -685,6 +693,16 @@ def build_parser() -> argparse.ArgumentParser:
     ls = actions.add_parser("ls", help="list conversations and their lengths")
     ls.add_argument("store", metavar="STORE")
     ls.set_defaults(handler=_cmd_store_ls)
+    fork = actions.add_parser(
+        "fork", help="start a conversation from another's first events (none copied)"
+    )
+    fork.add_argument("store", metavar="STORE", help=_STORE_HELP)
+    fork.add_argument("source", metavar="SOURCE", help="the conversation to fork")
+    fork.add_argument("conversation", metavar="ID", help="the new conversation")
+    fork.add_argument(
+        "--at", type=_non_negative, metavar="P", help="its first P events (default: all)"
+    )
+    fork.set_defaults(handler=_cmd_store_fork)
     app = actions.add_parser(
         "append",
         help="append events read from stdin (JSON Lines); prints the new length",
