@@ -58,6 +58,7 @@ __all__ = [
     "Tree",
     "Version",
     "is_branch_event",
+    "join_paths",
     "path_events",
     "starts_of",
 ]
@@ -310,6 +311,75 @@ def path_events(events: Sequence[Any], tree: Tree, branch: str | None = None) ->
     """The linear log of ``branch``'s path (default: the active one): what folds to
     its view, by the one rule."""
     return [events[at] for at in tree.path(branch)]
+
+
+def _common(left: Sequence[Any], right: Sequence[Any]) -> int:
+    n = 0
+    for a, b in zip(left, right, strict=False):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
+def join_paths(
+    paths: Sequence[tuple[str, Sequence[Any]]],
+    starts: Callable[[Any], Iterable[str]],
+    *,
+    active: str | None = None,
+) -> list[Any]:
+    """One log whose branches are ``paths`` (``(name, events)``, oldest first; the
+    first is ``main`` whatever its name): how an importer keeps the versions a
+    product stored as a tree. Each later path shares the longest prefix it has with
+    an earlier one and branches at the last node start within it (``branch.edit``
+    when that node is a user message, else ``branch.regenerate``); a path that is a
+    prefix of an earlier one adds nothing. ``active`` (default: the last path) is
+    chosen at the end. By the one rule, the path of each branch is its events."""
+    if not paths:
+        return []
+    first = list(paths[0][1])
+    log = list(first)
+    built: list[tuple[str, list[Any]]] = [(MAIN, first)]
+    names = {paths[0][0]: MAIN}
+    current = MAIN
+    for name, events in paths[1:]:
+        events = list(events)
+        shared, base = max(
+            ((_common(other, events), other_name) for other_name, other in built),
+            key=lambda found: (found[0], found[1] == current),  # a tie: no choose
+        )
+        other = dict(built)[base]
+        if shared == len(events):
+            names[name] = base
+            continue
+        if current != base:
+            log.append({"type": "branch.choose", "id": base})
+        if shared == len(other):  # it goes on from where the other ends
+            log.extend(events[shared:])
+            current = base
+            names[name] = base
+            built = [(n, events if n == base else e) for n, e in built]
+            continue
+        at = shared
+        while at >= 0 and not (keys := list(starts(other[at]))):
+            at -= 1
+        if at < 0:
+            raise ValueError(f"path {name!r} shares no node start with an earlier path")
+        first_event = events[at]
+        user = (
+            type(first_event) is dict
+            and first_event.get("type") == "message.start"
+            and first_event.get("role") == "user"
+        )
+        tag = "branch.edit" if user else "branch.regenerate"
+        log.append({"type": tag, "id": name, "of": keys[0]})
+        log.extend(events[at:])
+        built.append((name, events))
+        names[name] = current = name
+    wanted = names.get(active, active) if active is not None else current
+    if wanted != current:
+        log.append({"type": "branch.choose", "id": wanted})
+    return log
 
 
 class Branches:
