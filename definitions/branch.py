@@ -280,8 +280,9 @@ class Tree:
             found.append(Leaf(branch, self.depth(tip), tip))
         return found
 
-    def _latest_leaf(self) -> dict[int, str]:
-        """For each position under a leaf: the leaf with the greatest tip below it."""
+    def latest_leaves(self) -> dict[int, str]:
+        """For each event of the tree: the leaf with the greatest tip below it (the
+        version a switch to that event shows)."""
         best: dict[int, str] = {}
         for leaf in sorted(self.leaves(), key=lambda leaf: leaf.tip, reverse=True):
             at = leaf.tip
@@ -289,6 +290,12 @@ class Tree:
                 best[at] = leaf.id
                 at = self._parents[at]
         return best
+
+    def branch_points(self) -> list[tuple[int, list[int]]]:
+        """Every event with more than one child (-1: the root), and its children."""
+        self.children(-1)
+        assert self._children is not None
+        return [(p, kids) for p, kids in sorted(self._children.items()) if len(kids) > 1]
 
     def versions(self, branch: str | None = None) -> dict[int, Version]:
         """The events of ``branch``'s path that have siblings, by position."""
@@ -298,7 +305,7 @@ class Tree:
             siblings = self.children(self._parents[position])
             if len(siblings) > 1:
                 if latest is None:
-                    latest = self._latest_leaf()
+                    latest = self.latest_leaves()
                 found[position] = Version(
                     siblings.index(position) + 1,
                     len(siblings),

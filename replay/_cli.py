@@ -43,7 +43,7 @@ from ._errors import DefinitionSpecError, LogError, StoreError
 from ._progress import Progress
 from .context import _command as _context
 from .context._recorded import describe_requests
-from .context._requests import definition_set_of, is_record
+from .context._requests import definition_set_of
 from .logs._formats import Loaded, Recording, load_events, parse_piece
 from .logs._jsonl import read_source
 from .logs.sessions import read_transcript
@@ -339,10 +339,6 @@ def _cmd_context(args: argparse.Namespace) -> int:
             events = _conversation(args.log, args.lenient, args.conversation)
         else:
             events = _load(args.log, args.lenient).events
-        if args.leaf is not None or _branches.has_branches(events):
-            plain = [e for e in events if not _branches.is_branch_event(e)]
-            chosen = definition_set_of([e for e in plain if not is_record(e)])
-            events = _branches.BranchedLog(events, chosen).path(args.leaf)
         with Progress("building requests", None, unit="requests") as bar:
             text = _context.command(events, args, bar.advance)
     except ValueError as exc:

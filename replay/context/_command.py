@@ -15,12 +15,14 @@ from typing import Any
 
 import msgspec
 
+from definitions.branch import Branches, is_branch_event, path_events
 from definitions.gateways import GATEWAYS, Problem, gateway
 from engine import Economy, Node
 
 from ._economy import POLICIES, CallRequest, conversation, measure, timed
 from ._economy import requests as economy_requests
 from ._requests import ContextOptions, definition_set_of, is_record, request_bytes, requests
+from ._siblings import SiblingPrefix, sibling_prefixes
 from ._workbench import Workbench
 
 __all__ = ["add_arguments", "command", "options_from"]
@@ -73,13 +75,24 @@ def command(
     """What ``convo context`` prints for ``events``; each validator problem is reported
     on stderr; ``progress`` is called as each request is built. ``ValueError`` for bad
     input (an ``--at`` past the end, a bad record)."""
+    siblings: list[SiblingPrefix] = []
+    leaf = getattr(args, "leaf", None)
+    if leaf is not None or any(map(is_branch_event, events)):
+        # One branch's path is its log (definitions.branch); --stats adds what each
+        # version's request shares with its sibling's.
+        plain = [e for e in events if not is_record(e) and not is_branch_event(e)]
+        chosen = definition_set_of(plain)
+        branches = Branches(events, chosen.definitions, event_type=chosen.event_type)
+        if args.stats:
+            siblings = sibling_prefixes(events, chosen, gateway(args.provider))
+        events = path_events(events, branches.tree, leaf)
     if args.at is not None:
         if args.at > len(events):
             raise ValueError(f"--at {args.at}: the log has only {len(events)} events")
         events = events[: args.at]
     if _economy_wanted(args):
         plain = [e for e in events if not is_record(e)]
-        return _economy_command(definition_set_of(plain).replay(plain), args, progress)
+        return _economy_command(definition_set_of(plain).replay(plain), args, progress, siblings)
     calls = requests(events, args.provider, options=options_from(args), progress=progress)
     shown = calls[:-1] if args.calls else calls[-1:]
     for call in shown:
@@ -120,7 +133,10 @@ def _economy_wanted(args: argparse.Namespace) -> bool:
 
 
 def _economy_command(
-    nodes: Iterable[Node], args: argparse.Namespace, progress: Callable[[], None] | None
+    nodes: Iterable[Node],
+    args: argparse.Namespace,
+    progress: Callable[[], None] | None,
+    siblings: Sequence[SiblingPrefix] = (),
 ) -> str:
     """What ``convo context`` prints under the economy's options: the request before
     every model call (``--calls``, JSON Lines) or after the log, or the figures
@@ -157,6 +173,8 @@ def _economy_command(
             "ms_per_call_last_tenth": round(1000 * sum(last) / len(last), 3) if last else 0,
             "sizes": list(figures.sizes),
         }
+        if siblings:
+            out["siblings"] = [sibling.as_dict() for sibling in siblings]
         return msgspec.json.encode(out).decode() + "\n"
     shown = before if args.calls else calls[-1:]
     for call in shown:

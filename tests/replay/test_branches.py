@@ -168,3 +168,18 @@ def test_text_notes_are_stripped_of_controls() -> None:
         shown.show(), builtin.DEFINITIONS, color=False, notes={"message:u1": "v\x1b[31m2"}
     )
     assert "\x1b" not in text
+
+
+def test_stats_report_what_each_version_shares_with_its_sibling(
+    capsys: pytest.CaptureFixture[str], chat: Path
+) -> None:
+    """A regeneration's request is its sibling's whole (all cached); an edit's shares
+    what precedes the edited question."""
+    status, out, _ = run(capsys, "context", chat, "-p", "anthropic", "--stats")
+    assert status == 0
+    siblings = {s["at"]: s for s in json.loads(out)["siblings"]}
+    regenerated, edited = siblings[5], siblings[8]  # the log positions of the versions
+    assert (regenerated["version"], regenerated["of"], regenerated["shared"]) == (2, 2, 1.0)
+    assert 0 < edited["shared_bytes"] < edited["bytes"]
+    # What the request opens with (the model, the token limit) is shared; the question is not.
+    assert edited["shared"] < 1.0
