@@ -16,7 +16,13 @@ from typing import Any
 
 from .._errors import StoreError
 
-__all__ = ["check_fork", "read_many", "windows"]
+__all__ = ["check_fork", "check_window", "read_many", "windows"]
+
+
+def check_window(start: int, stop: int | None) -> None:
+    """A read's window is of positions, never negative (both stores)."""
+    if start < 0 or (stop is not None and stop < 0):
+        raise ValueError(f"positions are >= 0, got start={start}, stop={stop}")
 
 
 def windows(
@@ -75,7 +81,12 @@ def read_many(
     """A store's ``read_many``: a fork read from below its prefix (``prefixes``: the
     forks among some conversations, one statement) is read alone (``read``, through
     its windows), every other conversation by the store's one statement over its own
-    rows (``read_own``); in the order of ``starts``."""
+    rows (``read_own``); in the order of ``starts``. ``ValueError`` for a negative
+    start."""
+    for start in starts.values():
+        check_window(start, None)
+    if not starts:
+        return {}
     found: dict[str, list[Any]] = {}
     rest = dict(starts)
     forks = prefixes(list(starts))

@@ -35,6 +35,7 @@ from .._errors import ConcurrencyError, StoreBusyError, StoreError, UnstorableEv
 from ..logs._jsonl import Entry
 from . import _forks
 from ._forks import check_fork, windows
+from ._forks import check_window as _check_window
 
 __all__ = [
     "EventStore",
@@ -291,10 +292,6 @@ class EventStore:
         ``limit`` of them), decoded, in one query; conversations with none are left out.
         What a live view of many conversations reads per change: one statement, not one
         per conversation (each costs an index seek, the unchanged ones nothing more)."""
-        for start in starts.values():
-            _check_window(start, None)
-        if not starts:
-            return {}
         return _forks.read_many(
             starts,
             limit,
@@ -467,9 +464,3 @@ def _non_finite(value: Any) -> bool:
     if type(value) is list:
         return any(_non_finite(item) for item in value)
     return False
-
-
-def _check_window(start: int, stop: int | None) -> None:
-    """A read's window is of positions, never negative (both stores)."""
-    if start < 0 or (stop is not None and stop < 0):
-        raise ValueError(f"positions are >= 0, got start={start}, stop={stop}")

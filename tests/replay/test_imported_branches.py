@@ -189,3 +189,19 @@ class TestCodex:
         events = transcript.events
         assert texts(events)[1:] == ["one", "1", "deux", "2!"]
         assert texts(events, "main")[1:] == ["one", "1", "two", "2"]
+
+
+def test_a_conversation_without_its_tree_is_named(tmp_path: Path) -> None:
+    bad = tmp_path / "conversations.json"
+    bad.write_text(
+        json.dumps(
+            [{"mapping": {}, "current_node": None}, {"title": "x", "current_node": 1, "mapping": 3}]
+        )
+    )
+    assert detect(bad.read_bytes()) == "chatgpt"
+    with pytest.raises(Exception, match="conversation #1 has no 'mapping' dict"):
+        read_transcript(bad.read_bytes(), path=str(bad))
+    lenient = read_transcript(bad.read_bytes(), path=str(bad), lenient=True)
+    assert lenient is not None
+    assert len(lenient.threads) == 1
+    assert len(lenient.problems) == 1

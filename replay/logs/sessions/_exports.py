@@ -46,6 +46,25 @@ def _conversations(data: bytes, path: str | None) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
+def _each(
+    data: bytes,
+    path: str | None,
+    lenient: bool,
+    field: str,
+    kind: type,
+    problems: list[LogError],
+) -> Iterator[tuple[int, dict[str, Any], Any]]:
+    """Each conversation of an export with its ``field`` (of type ``kind``); one
+    without it is refused (``lenient``: listed in ``problems`` and skipped)."""
+    for index, conversation in enumerate(_conversations(data, path)):
+        value = conversation.get(field) if isinstance(conversation, dict) else None
+        if not isinstance(value, kind):
+            error = bad_record(path, 1, f"conversation #{index} has no {field!r} {kind.__name__}")
+            reject(error, problems, lenient=lenient)
+            continue
+        yield index, conversation, value
+
+
 def _leaf_paths(
     root: str | None, children: Callable[[str | None], list[str]]
 ) -> Iterator[list[str]]:
@@ -111,15 +130,7 @@ def read_chatgpt(
     """The conversations of a ChatGPT export, in the export's order."""
     threads: list[Thread] = []
     problems: list[LogError] = []
-    for index, conversation in enumerate(_conversations(data, path)):
-        mapping = conversation.get("mapping") if isinstance(conversation, dict) else None
-        if not isinstance(mapping, dict):
-            reject(
-                bad_record(path, 1, f"conversation #{index} has no 'mapping'"),
-                problems,
-                lenient=lenient,
-            )
-            continue
+    for index, conversation, mapping in _each(data, path, lenient, "mapping", dict, problems):
         name = str(conversation.get("id") or conversation.get("conversation_id") or index)
 
         def children(node: str | None, mapping: dict[str, Any] = mapping) -> list[str]:
@@ -171,15 +182,9 @@ def read_claude_ai(
     """The conversations of a Claude.ai export, in the export's order."""
     threads: list[Thread] = []
     problems: list[LogError] = []
-    for index, conversation in enumerate(_conversations(data, path)):
-        messages = conversation.get("chat_messages") if isinstance(conversation, dict) else None
-        if not isinstance(messages, list):
-            reject(
-                bad_record(path, 1, f"conversation #{index} has no 'chat_messages'"),
-                problems,
-                lenient=lenient,
-            )
-            continue
+    for index, conversation, messages in _each(
+        data, path, lenient, "chat_messages", list, problems
+    ):
         name = str(conversation.get("uuid") or index)
         by_id = {str(m.get("uuid")): m for m in messages if isinstance(m, dict)}
         order = list(by_id)
