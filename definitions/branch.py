@@ -43,7 +43,7 @@ from typing import Any, Final, TypeAlias
 import attrs
 import msgspec
 
-from engine import ConversationError, Cursor, Node, Registration
+from engine import ConversationError, Cursor, DefinitionError, Node, Registration
 
 __all__ = [
     "MAIN",
@@ -389,6 +389,15 @@ def join_paths(
     return log
 
 
+def _in_log(error: DefinitionError, position: int, branch: str | None) -> DefinitionError:
+    """``error``, raised on a branch's path, naming the event's log position."""
+    path = f"event #{error.position} of branch {branch or 'the active one'!r}'s path"
+    message = str(error).replace(f" at event #{error.position}", f" at event #{position} ({path})")
+    return DefinitionError(
+        message, kind=error.kind, method=error.method, position=position, key=error.key
+    )
+
+
 class Branches:
     """Every branch of one log, shown one at a time.
 
@@ -440,8 +449,11 @@ class Branches:
         forward.reverse()
         try:
             cursor.forward(events[p] for p in forward)
-        except BaseException:  # stand on the shared point again, whole
-            cursor.back(len(cursor) - tree.depth(at))
+        except BaseException as exc:  # stand on the shared point again, whole
+            failed = len(cursor)  # the failing event's index on the path
+            cursor.back(failed - tree.depth(at))
+            if isinstance(exc, DefinitionError) and exc.position == failed:
+                raise _in_log(exc, forward[failed - tree.depth(at)], branch) from exc.__cause__
             raise
         self._on = target
         return cursor.nodes()

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from definitions import branch, builtin
-from engine import Cursor, ManualScheduler, create_conversation_engine
+from engine import Cursor, DefinitionError, ManualScheduler, create_conversation_engine
 from tests.engine.harness import as_tuples, model_fold, route_to, routed_tallies, tallies
 
 LOOSE = settings(max_examples=80, deadline=None)
@@ -300,3 +300,16 @@ class TestJoinPaths:
             {"type": "branch.regenerate", "id": "y", "of": "message:a"},
             {"type": "branch.edit", "id": "z", "of": "message:q"},
         ]
+
+
+def test_a_failing_event_is_named_by_its_log_position() -> None:
+    log = [
+        *chat(),
+        {"type": "branch.choose", "id": "r1"},
+        {"type": "message.end", "id": "a1"},
+        {"type": "message.delta", "id": "a1", "text": "x"},  # after a1's end: refused
+    ]
+    shown = branch.Branches(log, builtin.DEFINITIONS)
+    with pytest.raises(DefinitionError, match=r"at event #9 \(event #3 of branch 'r1'"):
+        shown.show("r1")
+    assert texts(shown.show("main")) == ["2+2?", "5"]  # still usable, from where it stood
