@@ -510,6 +510,8 @@ def _cmd_store_import(args: argparse.Namespace) -> int:
     with _recording(args.log) as recording, open_store(args.store) as store:
         if recording.format in _EXPORTS:
             return _import_export(args, store)
+        if args.fork_of is not None:
+            return _import_fork(args, recording, store, conversation)
         expected = None if args.append else 0
         if expected is not None and (existing := store.length(conversation)):
             raise _Failure(
@@ -521,6 +523,31 @@ def _cmd_store_import(args: argparse.Namespace) -> int:
             events = _Events(recording, args.lenient, progress=bar)
             length = store.append(conversation, events, expected_position=expected)
     print(f"imported {events.count} events into {conversation!r} ({length} in all)")
+    return 0
+
+
+def _import_fork(
+    args: argparse.Namespace,
+    recording: Recording,
+    store: EventStore | PostgresEventStore,
+    conversation: str,
+) -> int:
+    """Import a log that continues another conversation (a forked session): a fork of
+    the prefix it shares with ``--fork-of`` (none of it copied), then its own events."""
+    events = list(_Events(recording, args.lenient))
+    source = store.read(args.fork_of)
+    if not source:
+        raise _Failure(f"{args.store}: no conversation {args.fork_of!r} to fork")
+    shared = next(
+        (n for n, (a, b) in enumerate(zip(source, events, strict=False)) if a != b),
+        min(len(source), len(events)),
+    )
+    store.fork(args.fork_of, conversation, shared)
+    length = store.append(conversation, events[shared:], expected_position=shared)
+    print(
+        f"imported {len(events)} events into {conversation!r} ({length} in all): "
+        f"the first {shared} are {args.fork_of!r}'s, not copied"
+    )
     return 0
 
 
@@ -754,6 +781,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     imp.add_argument(
         "--append", action="store_true", help="append to the conversation if it exists"
+    )
+    imp.add_argument(
+        "--fork-of",
+        metavar="SOURCE",
+        help="the log continues conversation SOURCE (a forked session): store the prefix "
+        "they share as a fork of it, none of it copied",
     )
     imp.set_defaults(handler=_cmd_store_import)
     exp = actions.add_parser("export", help="write a conversation as a JSON Lines log")

@@ -4,6 +4,7 @@ copied; reading it gives the source's prefix, then its own events."""
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -147,3 +148,29 @@ def test_cli_fork(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     status, _, err = run(capsys, "store", "fork", path, "a", "b")
     assert status == 2
     assert_one_line_error(err, "already has 2 events")
+
+
+def test_import_a_forked_log_shares_its_prefix(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    lines = [
+        {"type": "message.start", "id": f"m{n}", "role": "user", "text": str(n)} for n in range(4)
+    ]
+    source, forked = tmp_path / "source.jsonl", tmp_path / "forked.jsonl"
+    source.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    forked.write_text(
+        "".join(json.dumps(e) + "\n" for e in [*lines[:3], {**lines[3], "text": "new"}])
+    )
+    path = str(tmp_path / "s.db")
+    assert run(capsys, "store", "import", path, source)[0] == 0
+    status, out, _ = run(capsys, "store", "import", path, forked, "--fork-of", "source")
+    assert (status, out) == (
+        0,
+        "imported 4 events into 'forked' (4 in all): the first 3 are 'source''s, not copied\n",
+    )
+    with open_store(path) as s:
+        assert s.read("forked") == [*lines[:3], {**lines[3], "text": "new"}]
+        assert (
+            s._db.execute("SELECT count(*) FROM events WHERE conversation = 'forked'").fetchone()[0]
+            == 1
+        )
