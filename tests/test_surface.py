@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["engine", "engine.testing", "definitions", "replay"]
+PACKAGES = ["engine", "engine.testing", "definitions", "replay", "replay.serve"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)
