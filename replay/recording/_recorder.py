@@ -29,16 +29,15 @@ import msgspec
 
 from .._errors import ConcurrencyError
 from ..logs._jsonl import LogWriter, read_log
+from ..logs._secrets import kept_headers, kept_url, scrub, withheld
 from ..stores._open import open_store
 from ._errors import RecordingError, RecordingLostWarning
 from ._wire import (
     BodyParser,
     StreamEvent,
     api_of,
-    harmless_headers,
     is_stream,
     request_body,
-    safe_url,
 )
 
 __all__ = ["Call", "Log", "Recorder", "open_sink"]
@@ -226,13 +225,14 @@ class Recorder:
         """Start the next call: write its request and return its ``Call``. Its number
         follows every call in the log, those other processes recorded into it too."""
         body = request_body(content)
+        pairs = list(headers)
         request: dict[str, Any] = {
             "type": "recording/request",
             "call": -1,
             "api": api_of(provider, path),
             "method": method,
-            "url": safe_url(url),
-            "headers": harmless_headers(headers, response=False),
+            "url": kept_url(url),
+            "headers": kept_headers(pairs, response=False),
             "body": body,
             "stream": is_stream(path, body),
         }
@@ -249,7 +249,7 @@ class Recorder:
                 self.lost += 1
             n = self.calls
             self.calls += 1
-        call = Call(self, n)
+        call = Call(self, n, withheld(url, pairs))
         if written is None:
             call._lost("recording/request")
         return call
@@ -295,13 +295,17 @@ class Call:
         "_pending",
         "_problem",
         "_received",
+        "_withheld",
         "n",
         "recorder",
     )
 
-    def __init__(self, recorder: Recorder, n: int) -> None:
+    def __init__(self, recorder: Recorder, n: int, secrets: Sequence[str] = ()) -> None:
         self.recorder = recorder
         self.n = n
+        # What the request's recorded form left out (keys, tokens): an error text that
+        # quotes one (httpx names a header value it refuses) is written without it.
+        self._withheld = secrets
         self._parser: BodyParser | None = None
         self._problem: str | None = None
         self._failed = False  # a loss was warned about: once per call is enough
@@ -329,7 +333,7 @@ class Call:
                 "type": "recording/response",
                 "call": self.n,
                 "status": status,
-                "headers": harmless_headers(pairs, response=True),
+                "headers": kept_headers(pairs, response=True),
             },
             time.time(),
         )
@@ -396,9 +400,10 @@ class Call:
         if error is not None or self._problem is not None:
             end["complete"] = False
             if isinstance(error, BaseException):
-                end["error"] = f"{type(error).__name__}: {error}"
+                text = f"{type(error).__name__}: {error}"
             else:
-                end["error"] = error or f"the body could not be parsed: {self._problem}"
+                text = error or f"the body could not be parsed: {self._problem}"
+            end["error"] = scrub(text, self._withheld)
         self.write(end, at)
 
     def _at_end(self, parser: BodyParser) -> bool:
