@@ -13,7 +13,7 @@ import io
 import re
 import shutil
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from definitions._render import clean
@@ -68,6 +68,7 @@ def render_text(
     *,
     color: bool | None = None,
     keys: bool = False,
+    notes: Mapping[str, str] | None = None,
 ) -> str:
     """The view as text to read: each node's body, a blank line between nodes.
 
@@ -89,10 +90,11 @@ def text_pieces(
     *,
     color: bool | None = None,
     keys: bool = False,
+    notes: Mapping[str, str] | None = None,
 ) -> Iterator[str]:
     """``render_text``'s text in pieces, in order: a view of any size is written from
     them without a second copy of it (a long message is never indented into a copy)."""
-    parts = _parts(nodes, members(definitions, "render_text"), keys)
+    parts = _parts(nodes, members(definitions, "render_text"), keys, notes or {})
     if _use_color(color):
         shown = [(header, _indent(body) if keys else body) for header, body in parts]
         styled = _render_rich(shown)
@@ -112,11 +114,16 @@ def text_pieces(
         yield "\n"
 
 
-def _parts(nodes: Iterable[Node], render: dict[str, Any], keys: bool) -> Iterator[tuple[str, str]]:
+def _parts(
+    nodes: Iterable[Node], render: dict[str, Any], keys: bool, notes: Mapping[str, str]
+) -> Iterator[tuple[str, str]]:
     # (header, body) per node shown: with keys every node under its key, else the
     # nodes with something to say (a step or an empty container says nothing).
     for node in nodes:
         body = strip_controls(_body(node, render))
+        note = notes.get(node.key) if notes else None
+        if note is not None:
+            body = f"{body.rstrip(chr(10))}\n({strip_controls(note)})"
         if keys:
             yield strip_controls(f"#{node.seq} {node.key}"), body
         elif body.strip():
