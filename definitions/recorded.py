@@ -12,7 +12,7 @@ the end (see ``docs/recorded-conversations.md`` for the format)::
     {"type": "recording/end", "call": 0, "complete": true}
 
 The view shows each request's new input once, then the answer. The pre-pass
-(``Recorder``, one per stream; ``prepare`` maps a whole stream through one) does
+(``Preparer``, one per stream; ``prepare`` maps a whole stream through one) does
 what no pure ``match`` can, remembering the previous request:
 
 - a ``recording/request`` is read as generic messages (``definitions._requests_read``,
@@ -68,6 +68,7 @@ from engine import (
     ToolCall,
     ToolResult,
 )
+from engine._deprecation import renamed
 
 from . import anthropic, bedrock, gemini, openai_chat, openai_responses
 from ._protocol import ProtocolSet, not_routed
@@ -78,9 +79,10 @@ __all__ = [
     "PROTOCOL",
     "TYPES",
     "AnswerState",
+    "Envelope",
     "ErrorState",
     "InCall",
-    "Recorder",
+    "Preparer",
     "RequestState",
     "api_of_url",
     "calls",
@@ -161,11 +163,11 @@ class ErrorState(msgspec.Struct, frozen=True, gc=False):
 # -- envelopes ------------------------------------------------------------------------
 
 
-class _Envelope(msgspec.Struct, frozen=True, gc=False):
+class Envelope(msgspec.Struct, frozen=True, gc=False):
     """What the pre-pass hands the definitions; ``route`` is the engine's key."""
 
 
-class InCall(_Envelope, frozen=True, array_like=True):
+class InCall(Envelope, frozen=True, array_like=True):
     """A provider set's envelope (``inner``) within call ``prefix`` (``"call-<n>/"``);
     ``route`` is ``(set name, the set's own routing key of inner)``."""
 
@@ -174,19 +176,19 @@ class InCall(_Envelope, frozen=True, array_like=True):
     inner: Any
 
 
-class _Request(_Envelope, frozen=True):
+class _Request(Envelope, frozen=True):
     route: ClassVar = "recorded/request"
     id: str
     state: RequestState
 
 
-class _Answer(_Envelope, frozen=True):
+class _Answer(Envelope, frozen=True):
     route: ClassVar = "recorded/answer"
     id: str
     state: AnswerState
 
 
-class _Failure(_Envelope, frozen=True):
+class _Failure(Envelope, frozen=True):
     route: ClassVar = "recorded/failure"
     request: str  # the request node's id
     id: str  # the error row's id
@@ -196,7 +198,7 @@ class _Failure(_Envelope, frozen=True):
 _NOT_PREPARED: Final = (
     "recorded definitions fold the recorded pre-pass's envelopes, not raw recording "
     "events: use recorded.PROTOCOL.engine() (its push takes raw events), or push "
-    "recorded.prepare(events) / recorded.Recorder()(event)"
+    "recorded.prepare(events) / recorded.Preparer()(event)"
 )
 
 
@@ -240,7 +242,7 @@ class _Call:
         self.failed = False
 
 
-class Recorder:
+class Preparer:
     """The recorded pre-pass of one stream: each raw recording event in order, its
     envelope out (``None``: nothing to fold). See the module docstring."""
 
@@ -251,7 +253,7 @@ class Recorder:
         # The conversation as the last request had it, an answer's place as _Answered.
         self._history: list[Message | _Answered] = []
 
-    def __call__(self, event: Any) -> _Envelope | None:
+    def __call__(self, event: Any) -> Envelope | None:
         """The envelope of ``event`` (a dict, or a mapping), or ``None``."""
         self._position += 1
         if not isinstance(event, dict):
@@ -342,7 +344,7 @@ class Recorder:
         )
         return _Request(f"call-{number}", state)
 
-    def _event(self, event: dict[str, Any]) -> _Envelope | None:
+    def _event(self, event: dict[str, Any]) -> Envelope | None:
         call = self._call(event)
         if call is None:
             return None
@@ -363,7 +365,7 @@ class Recorder:
             return None
         return InCall(call.prefix, (call.set.name, call.set.event_type(inner)), inner)
 
-    def _body(self, event: dict[str, Any]) -> _Envelope | None:
+    def _body(self, event: dict[str, Any]) -> Envelope | None:
         call = self._call(event)
         if call is None:
             return None
@@ -384,7 +386,7 @@ class Recorder:
         state = AnswerState(call.number, call.api, body, message)
         return _Answer(f"{call.prefix}answer", state)
 
-    def _end(self, event: dict[str, Any]) -> _Envelope | None:
+    def _end(self, event: dict[str, Any]) -> Envelope | None:
         call = self._call(event)
         if call is None:
             return None
@@ -463,8 +465,8 @@ def _stream_error(name: str, raw: dict[str, Any]) -> str | None:
     return None
 
 
-def prepare(events: Iterable[Any]) -> Iterator[_Envelope]:
-    """The batch pre-pass: one stream's raw events through one ``Recorder`` (counted,
+def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
+    """The batch pre-pass: one stream's raw events through one ``Preparer`` (counted,
     ``PROTOCOL.pre_pass()``: an event it cannot read is an ``EventError``)."""
     recorder = PROTOCOL.pre_pass()
     for event in events:
@@ -844,8 +846,12 @@ PROTOCOL: Final = ProtocolSet(
     detect=detect,
     definitions=DEFINITIONS,
     prepare=prepare,
-    pre_pass=Recorder,
+    pre_pass=Preparer,
     event_type=event_type,
     rebuild=_rebuild,
 )
 """The recorded-calls protocol set (``definitions.ProtocolSet``)."""
+
+
+# The names of one release ago (every set now says prepare, Preparer, Envelope).
+__getattr__ = renamed(__name__, globals(), {"Recorder": "Preparer"})
