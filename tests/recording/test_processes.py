@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 import attrs
+import pytest
 
 import replay
 from replay.recording._player import RecordedCall, read_calls
@@ -43,6 +44,8 @@ WORKER = textwrap.dedent(
         list(client.messages.create(**ask, stream=True))
     """
 )
+
+pytestmark = pytest.mark.slow  # three SDK processes each, paced streams
 
 
 def record_at_once(tmp_path: Path, log: Path, kind: str) -> None:

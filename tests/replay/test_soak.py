@@ -26,6 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from definitions import builtin, event_type
 from replay import (
     AppendUnknownError,
@@ -35,6 +37,8 @@ from replay import (
     replay,
 )
 from tests._postgres import Server
+
+pytestmark = pytest.mark.slow  # about 20 s: processes racing for a bounded time
 
 SEED = int(os.environ.get("CONVO_SOAK_SEED", "20261201"))
 CONVERSATIONS = 120
