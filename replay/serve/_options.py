@@ -19,7 +19,6 @@ from ._security import allowed_hosts, check_token
 
 if TYPE_CHECKING:
     from ..protocols._detect import DefinitionSet
-    from ._app import Live
 
 __all__ = ["ServeOptions"]
 
@@ -57,7 +56,8 @@ class ServeOptions:
     ping_interval: float = 15.0
     send_timeout: float = 30.0
     max_loaded: int = 64
-    background: tuple[Callable[[Live], Coroutine[Any, Any, None]], ...] = attrs.field(
+    # Each called with the app's ``Live`` (typed Any: _app imports this module).
+    background: tuple[Callable[[Any], Coroutine[Any, Any, None]], ...] = attrs.field(
         default=(), converter=_tuple
     )
 
