@@ -90,7 +90,7 @@ from .._errors import ConcurrencyError, RenderError, StoreBusyError, UnstorableE
 from ..protocols._detect import DefinitionSet, detect_protocol, protocol_definitions
 from ..protocols._feed import event_feed
 from ..protocols._unclaimed import unclaimed_note
-from ..render._html import HtmlRenderer
+from ..render._html import HtmlRenderer, kind_stylesheets
 from ..stores._open import open_store
 from ..stores._postgres import PostgresEventStore
 from ..stores._sqlite import EventStore
@@ -441,7 +441,7 @@ class Live:
         # Validated and routed once per set for every conversation's engine (bad
         # definitions fail here, before the server serves anything).
         self._registrations: dict[str, tuple[DefinitionSet, Registration]] = {}
-        self._styles: dict[str, None] = dict.fromkeys(options.stylesheets)
+        self._styles: dict[str, None] = dict.fromkeys(options.stylesheets)  # ordered, once
         if self.fixed is not None:
             self._registration(self.fixed)
         self.clock = FrameClock(options.frame_interval)
@@ -571,10 +571,7 @@ class Live:
         if found is None:
             registration = Registration(chosen.definitions, event_type=chosen.event_type)
             found = self._registrations[chosen.name] = (chosen, registration)
-            for definition in chosen.definitions:
-                css = getattr(definition, "stylesheet", None)
-                if isinstance(css, str):
-                    self._styles.setdefault(css)
+            self._styles.update(dict.fromkeys(kind_stylesheets(chosen.definitions)))
         return found
 
 
