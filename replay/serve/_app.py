@@ -679,12 +679,13 @@ async def conversation_html(app: Starlette, conversation: str, *, at: str = "") 
     stream = escape(_href(at, conversation, "/stream"), quote=True)
     note = hub.unclaimed_note()
     unclaimed = "" if note is None else f'<p class="note unclaimed">{escape(note)}</p>\n'
-    waiting = "" if nodes else '<p class="note waiting">No events yet: waiting for the first.</p>\n'
+    # Nothing between the tags when there are no nodes: the stylesheet says
+    # "waiting" on an :empty section (without the script too).
     return (
         f"{unclaimed}"
         f'<section class="conversation" data-stream="{stream}" '
-        f'data-position="{hub.notified}" data-live="off">\n'
-        f"{fragments}</section>\n{waiting}"
+        f'data-position="{hub.notified}" data-live="off">'
+        f"{fragments}</section>\n"
     )
 
 

@@ -149,7 +149,7 @@ class TestPage:
                 assert response.status_code == 200
                 assert 'data-stream="/conversations/later/stream"' in response.text
                 assert 'data-position="0"' in response.text
-                assert "No events yet" in response.text
+                assert 'data-position="0" data-live="off"></section>' in response.text
                 async with SseStream(app, "/conversations/later/stream?after=0") as stream:
                     await stream.ready()
                     with EventStore(store) as other:
