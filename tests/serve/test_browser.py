@@ -630,3 +630,32 @@ def test_updates_keep_the_readers_place_and_announce_each_message_once(
         page.close()
     finally:
         server.stop()
+
+
+def test_a_page_opened_before_its_first_event_and_the_index_go_live(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """A conversation's page opened before it has any event waits, and shows the
+    events when they come; an open index lists conversations as they appear and grow."""
+    store = tmp_path / "events.sqlite"
+    with EventStore(store) as writer:
+        writer.append("old", [{"type": "reasoning.start", "id": "r"}])
+    server = Server(store)
+    try:
+        index = browser.new_page()
+        index.goto(f"{server.url}/")
+        index.wait_for_selector('ul.conversations[data-live="open"]', timeout=GUARD_MS)
+        waiting = browser.new_page()
+        waiting.goto(f"{server.url}/conversations/new")
+        wait_live(waiting)
+        assert keys(waiting) == []
+        start = {"type": "message.start", "id": "m", "role": "user", "text": "first words"}
+        append_elsewhere(store, "new", [start], chunks=1)
+        wait_position(waiting, 1)
+        assert keys(waiting) == ["message:m"]
+        assert "first words" in waiting.inner_text("section.conversation")
+        index.wait_for_selector('ul.conversations a[href="/conversations/new"]', timeout=GUARD_MS)
+        index.close()
+        waiting.close()
+    finally:
+        server.stop()
