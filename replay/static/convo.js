@@ -107,9 +107,9 @@
       const key = element.dataset.key;
       if (announced.has(key) || element.hidden || !complete(element)) return;
       announced.add(key);
-      const message = element.querySelector(".msg");
-      const who = message.querySelector(".who");
-      const said = [...message.childNodes].filter((part) => part !== who);
+      const turn = element.querySelector(".msg");
+      const who = turn.querySelector(".who");
+      const said = [...turn.childNodes].filter((part) => part !== who);
       const line = document.createElement("p");
       line.textContent = (who ? `${who.textContent}: ` : "")
         + said.map((part) => part.textContent).join("").trim();
