@@ -90,7 +90,7 @@ from .._errors import ConcurrencyError, RenderError, StoreBusyError, UnstorableE
 from ..protocols._detect import DefinitionSet, detect_protocol, protocol_definitions
 from ..protocols._feed import event_feed
 from ..protocols._unclaimed import unclaimed_note
-from ..render._html import HtmlRenderer
+from ..render._html import HtmlRenderer, kind_stylesheets
 from ..stores._open import open_store
 from ..stores._postgres import PostgresEventStore
 from ..stores._sqlite import EventStore
@@ -441,7 +441,7 @@ class Live:
         # Validated and routed once per set for every conversation's engine (bad
         # definitions fail here, before the server serves anything).
         self._registrations: dict[str, tuple[DefinitionSet, Registration]] = {}
-        self._styles: dict[str, None] = dict.fromkeys(options.stylesheets)
+        self._styles: dict[str, None] = dict.fromkeys(options.stylesheets)  # ordered, once
         if self.fixed is not None:
             self._registration(self.fixed)
         self.clock = FrameClock(options.frame_interval)
@@ -449,6 +449,7 @@ class Live:
         self.store: Store | None = None
         self.writer: Store | None = None
         self._owned: list[Store] = []
+        self.closed = False  # the server is stopping (close_streams)
         if isinstance(source, Mapping):
             self.engines = source
         elif isinstance(source, EventStore | PostgresEventStore):
@@ -466,6 +467,11 @@ class Live:
         )
         self._kick: asyncio.Event | None = None
         self._follower: asyncio.Task[None] | None = None
+        # The index's followers: a version bumped at each store hint, one listing
+        # read and encoded per version however many pages show it.
+        self.index_version = 0
+        self.index_clients: set[_Client] = set()
+        self._index_frame: tuple[int, bytes] | None = None
 
     def start(self) -> None:
         """Start following the store on the running loop; idempotent."""
@@ -479,6 +485,7 @@ class Live:
                     self.conversations,
                     poll_interval=self.options.poll_interval,
                     kick=self._kick,
+                    on_change=self._store_changed,
                 )
             )
 
@@ -496,10 +503,27 @@ class Live:
 
     def close_streams(self) -> None:
         """End every open stream with a complete response (the server is stopping)."""
+        self.closed = True
+        for client in self.index_clients:
+            client.wake.set()
         for hub in self.conversations.values():
             hub.closed = True
             for client in hub.clients:
                 client.wake.set()
+
+    def _store_changed(self, change: object) -> None:
+        self.index_version += 1
+        for client in self.index_clients:
+            client.wake.set()
+
+    async def index_frame(self, root: str) -> tuple[int, bytes]:
+        """The SSE message of the index as of now, and its version (shared per version)."""
+        version = self.index_version
+        if self._index_frame is None or self._index_frame[0] != version:
+            html = _listing(root, await self.listing())
+            data = _encode({"html": html})
+            self._index_frame = (version, b"event: index\ndata: %s\n\n" % data)
+        return self._index_frame
 
     def kick(self) -> None:
         """Make the poller check the store now instead of at its next tick."""
@@ -571,10 +595,7 @@ class Live:
         if found is None:
             registration = Registration(chosen.definitions, event_type=chosen.event_type)
             found = self._registrations[chosen.name] = (chosen, registration)
-            for definition in chosen.definitions:
-                css = getattr(definition, "stylesheet", None)
-                if isinstance(css, str):
-                    self._styles.setdefault(css)
+            self._styles.update(dict.fromkeys(kind_stylesheets(chosen.definitions)))
         return found
 
 
@@ -682,12 +703,13 @@ async def conversation_html(app: Starlette, conversation: str, *, at: str = "") 
     stream = escape(_href(at, conversation, "/stream"), quote=True)
     note = hub.unclaimed_note()
     unclaimed = "" if note is None else f'<p class="note unclaimed">{escape(note)}</p>\n'
-    waiting = "" if nodes else '<p class="note waiting">No events yet: waiting for the first.</p>\n'
+    # Nothing between the tags when there are no nodes: the stylesheet says
+    # "waiting" on an :empty section (without the script too).
     return (
         f"{unclaimed}"
         f'<section class="conversation" data-stream="{stream}" '
-        f'data-position="{hub.notified}" data-live="off">\n'
-        f"{fragments}</section>\n{waiting}"
+        f'data-position="{hub.notified}" data-live="off">'
+        f"{fragments}</section>\n"
     )
 
 
@@ -712,21 +734,47 @@ def _live(request: Request) -> Live:
     return live
 
 
+def _listing(root: str, conversations: Mapping[str, int]) -> str:
+    """The index's list, which the script keeps current from ``{root}/index/stream``
+    (the stylesheet says when it is empty)."""
+    rows = "".join(
+        f'<li><a href="{escape(_href(root, cid), quote=True)}">'
+        f'{escape(cid, quote=True)}</a> <span class="count">{length} events</span></li>\n'
+        for cid, length in conversations.items()
+    )
+    stream = escape(f"{root}/index/stream", quote=True)
+    return f'<ul class="conversations" data-stream="{stream}">{rows}</ul>\n'
+
+
 async def _index(request: Request) -> Response:
+    listing = _listing(_root(request), await _live(request).listing())
+    return HTMLResponse(_page(request, "Conversations", f"<h1>Conversations</h1>\n{listing}"))
+
+
+async def _index_stream(request: Request) -> Response:
     live = _live(request)
-    conversations = await live.listing()
-    root = _root(request)
-    if conversations:
-        rows = "".join(
-            f'<li><a href="{escape(_href(root, cid), quote=True)}">'
-            f'{escape(cid, quote=True)}</a> <span class="count">{length} events</span></li>\n'
-            for cid, length in conversations.items()
-        )
-        listing = f'<ul class="conversations">\n{rows}</ul>\n'
-    else:
-        listing = '<p class="note">No conversations in this store yet.</p>\n'
-    body = f"<h1>Conversations</h1>\n{listing}"
-    return HTMLResponse(_page(request, "Conversations", body))
+    options = live.options
+    return EventSourceResponse(
+        _index_frames(live, _root(request)),
+        ping=options.ping_interval,
+        send_timeout=options.send_timeout,
+        sep="\n",
+    )
+
+
+async def _index_frames(live: Live, root: str) -> AsyncIterator[bytes]:
+    """The index's SSE body: the listing now, then again after each store change."""
+    client = _Client()
+    live.index_clients.add(client)
+    try:
+        yield b"retry: 1000\n\n"
+        while not live.closed:
+            client.wake.clear()
+            _, frame = await live.index_frame(root)
+            yield frame
+            await client.wake.wait()
+    finally:
+        live.index_clients.discard(client)
 
 
 async def _conversation_page(request: Request) -> Response:
@@ -847,6 +895,7 @@ class _SecurityHeaders:
 _ROUTES = [
     Route("/", _index),
     Route("/kinds.css", _kinds_css),
+    Route("/index/stream", _index_stream),
     # The suffixed routes first: a conversation id may contain "/".
     Route("/conversations/{conversation:path}/stream", _stream),
     Route("/conversations/{conversation:path}/events", _ingest, methods=["POST"]),

@@ -56,7 +56,7 @@ class ServeOptions:
     ping_interval: float = 15.0
     send_timeout: float = 30.0
     max_loaded: int = 64
-    # Each task is given the app's ``Live`` (typed Any: the options sit below _app).
+    # Each called with the app's ``Live`` (typed Any: _app imports this module).
     background: tuple[Callable[[Any], Coroutine[Any, Any, None]], ...] = attrs.field(
         default=(), converter=_tuple
     )

@@ -109,7 +109,34 @@ class TestIndex:
         async def scenario() -> None:
             async with running(app_for(tmp_path / "empty.sqlite")) as client:
                 response = await client.get("/")
-                assert "No conversations" in response.text
+                # The stylesheet says "No conversations" on an empty list.
+                assert '<ul class="conversations" data-stream="/index/stream"></ul>' in (
+                    response.text
+                )
+
+        asyncio.run(scenario())
+
+    def test_the_index_follows_the_store(self, tmp_path: Path) -> None:
+        """The index's stream sends the listing, then again as conversations appear
+        and grow (written by another connection, as another process would)."""
+        path = make_store(tmp_path / "s.sqlite", {"a": [{"type": "reasoning.start", "id": "r"}]})
+        start = {"type": "message.start", "id": "m", "role": "user"}
+
+        async def scenario() -> None:
+            app = app_for(path)
+            async with running(app), SseStream(app, "/index/stream") as stream:
+                await stream.ready()
+                first = await stream.message()
+                assert first["event"] == "index"
+                assert json.loads(first["data"])["html"].count("<li>") == 1
+                with EventStore(path) as other:
+                    other.append("b", [start])
+                    other.append("a", [start])
+                html = ""
+                while "2 events" not in html or 'href="/conversations/b"' not in html:
+                    html = json.loads((await stream.message())["data"])["html"]
+                problems, _ = markup_problems(html)
+                assert problems == []
 
         asyncio.run(scenario())
 
@@ -149,7 +176,7 @@ class TestPage:
                 assert response.status_code == 200
                 assert 'data-stream="/conversations/later/stream"' in response.text
                 assert 'data-position="0"' in response.text
-                assert "No events yet" in response.text
+                assert 'data-position="0" data-live="off"></section>' in response.text
                 async with SseStream(app, "/conversations/later/stream?after=0") as stream:
                     await stream.ready()
                     with EventStore(store) as other:

@@ -136,3 +136,48 @@ def test_engines_serve_no_ingest_and_unknown_ids_are_404() -> None:
             assert "engines" in posted.json()["error"]
 
     asyncio.run(scenario())
+
+
+class Styled:
+    """A kind with a stylesheet that tries to end the static page's <style>."""
+
+    kind = "styled"
+    stylesheet = ".styled{color:red}</style><script>alert(1)</script>"
+
+    def match(self, event: Any) -> None:
+        return None
+
+    def start(self, event: Any, reader: Any) -> None:
+        return None
+
+    def update(self, state: Any, event: Any) -> None:
+        return None
+
+
+def test_stylesheets_are_served_under_the_policy_and_inlined_inertly(tmp_path: Path) -> None:
+    """The options' and the definitions' CSS, each once, as kinds.css with the
+    page's CSP (no link when there is none); the static page inlines the same CSS,
+    unable to close its <style> element."""
+    from replay import render_html
+    from replay.serve._app import CSP
+
+    definitions = [*builtin.DEFINITIONS, Styled()]
+    mine = [".mine{margin:0}", Styled.stylesheet]  # given twice: served once
+    options = ServeOptions(definitions=definitions, stylesheets=mine)
+    plain = create_app(tmp_path / "a.sqlite")
+    app = create_app(tmp_path / "b.sqlite", options)
+
+    async def scenario() -> None:
+        async with running(plain) as client:
+            assert "kinds.css" not in (await client.get("/")).text
+        async with running(app) as client:
+            assert '<link rel="stylesheet" href="/kinds.css">' in (await client.get("/")).text
+            css = await client.get("/kinds.css")
+            assert css.text == f".mine{{margin:0}}\n{Styled.stylesheet}"
+            assert css.headers["content-security-policy"] == CSP
+
+    asyncio.run(scenario())
+    page = render_html([], definitions)
+    assert page.count(".styled{color:red}") == 1
+    assert page.count("</style>") == 1  # the kind's CSS cannot end the element
+    assert "<script" not in page.split("</style>")[1]  # in the style's raw text, inert
