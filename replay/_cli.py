@@ -25,6 +25,7 @@ import importlib
 import io
 import os
 import sys
+import tempfile
 import timeit
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
@@ -746,16 +747,28 @@ def _cmd_record(args: argparse.Namespace) -> int:
         raise _Failure("convo record: give -o LOG or --store STORE (with --conversation)")
     if args.store is not None and args.conversation is None:
         raise _Failure("convo record: --store needs --conversation")
+    log = None if args.output is None else os.path.abspath(args.output)
     env = _auto.environment(
-        dict(os.environ),
-        log=None if args.output is None else os.path.abspath(args.output),
-        store=args.store,
-        conversation=args.conversation,
+        dict(os.environ), log=log, store=args.store, conversation=args.conversation
     )
-    try:
-        return _auto.run(program, env, subprocess.call)
-    except FileNotFoundError as exc:
-        raise _Failure(f"convo record: cannot run {program[0]!r}: {exc.strerror}") from exc
+    before = _auto.calls_in(log, args.store, args.conversation)
+    with tempfile.TemporaryDirectory(prefix="convo-record-") as directory:
+        report = os.path.join(directory, "report")
+        with open(report, "wb"):
+            pass
+        env[_auto.ENV_REPORT] = report
+        try:
+            status = _auto.run(program, env, subprocess.call)
+        except FileNotFoundError as exc:
+            raise _Failure(f"convo record: cannot run {program[0]!r}: {exc.strerror}") from exc
+        if _auto.calls_in(log, args.store, args.conversation) <= before:
+            with open(report, encoding="utf-8", errors="replace") as f:
+                why = _auto.nothing_recorded(f.read())
+            print(
+                f"convo record: 0 calls recorded into {args.output or describe(args.store)}: {why}",
+                file=sys.stderr,
+            )
+    return status
 
 
 # -- entry point -----------------------------------------------------------------------
