@@ -35,6 +35,7 @@ from typing import Any, TextIO
 import attrs
 import msgspec
 
+from definitions._render import FOLD_CHARS, FOLD_LINES
 from engine import ConversationError, Node, Registration, create_conversation_engine
 
 from ._determinism import check_determinism, steps
@@ -248,7 +249,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     else:
         to_terminal = args.output in (None, "-")
         color = {"always": True, "never": False}.get(args.color, None if to_terminal else False)
-        text = text_pieces(nodes, definitions, color=color, keys=args.keys)
+        text = text_pieces(nodes, definitions, color=color, keys=args.keys, full=args.full)
         if not nodes:
             # Say so rather than print nothing: an empty view is a finding, not a failure.
             text = f"(no nodes after {count} events)\n"
@@ -520,6 +521,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--keys",
         action="store_true",
         help="text: head each node with its #seq and key (as --format nodes names them)",
+    )
+    replay.add_argument(
+        "--full",
+        action="store_true",
+        help=f"text: show long content whole (else each message text or tool output "
+        f"is folded after {FOLD_LINES} lines or {FOLD_CHARS:,} characters)",
     )
     replay.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
     replay.add_argument(
