@@ -47,6 +47,7 @@ __all__ = [
     "cite_link",
     "clean",
     "code",
+    "collapsed",
     "folded",
     "folding",
     "inline_markdown",
@@ -138,8 +139,23 @@ def _esc(text: object) -> str:
 
 
 def plain(text: object, cls: str = "text") -> str:
-    """``text`` escaped in a block that keeps its line breaks."""
-    return f'<div class="plain {cls}" dir="auto">{_esc(text)}</div>'
+    """``text`` escaped in a block that keeps its line breaks (collapsed when long:
+    ``collapsed``)."""
+    return collapsed(text, f'<div class="plain {cls}" dir="auto">{_esc(text)}</div>')
+
+
+HTML_FOLD_CHARS: Final = 20_000
+"""A text longer than this is collapsed in HTML (``collapsed``)."""
+
+
+def collapsed(text: object, html: str) -> str:
+    """``html`` (the rendering of ``text``) as it is, or, when ``text`` is longer than
+    ``HTML_FOLD_CHARS``, collapsed under its first line and its length."""
+    size = len(text) if isinstance(text, str | StreamedText) else len(str(text))
+    if size <= HTML_FOLD_CHARS:
+        return html
+    head = str(text)[:200].strip().split("\n", 1)[0][:80]
+    return folded(f"{head} … ({size:,} characters)", html, cls="long")
 
 
 _SAFE_SCHEMES: Final = ("http://", "https://", "mailto:")
@@ -214,9 +230,9 @@ def markdown(text: object, cls: str = "text") -> str:
     opening = f'<div class="md {cls}" dir="auto" data-blocks>'
     captured = _CAPTURE.get()
     if captured is None:
-        return f"{opening}{blocks.html()}</div>"
+        return collapsed(text, f"{opening}{blocks.html()}</div>")
     captured.append(blocks)
-    return f"{opening}<\x00{len(captured) - 1}\x00></div>"
+    return collapsed(text, f"{opening}<\x00{len(captured) - 1}\x00></div>")
 
 
 # A one-line block of prose that opens no Markdown syntax: it starts with a letter (no
