@@ -64,6 +64,7 @@ __all__ = [
     "render_blocks",
     "safe_url",
     "sources",
+    "text_follows",
     "tool_card",
     "tool_text",
     "trailing_marker",
@@ -87,6 +88,15 @@ def trailing_marker(text: str) -> str:
     """The list marker ``text`` ends with on a line of its own (``"- "``), or ""."""
     last = text.rpartition("\n")[2]
     return f"{last.strip()} " if _MARKER_ONLY.fullmatch(last) else ""
+
+
+def text_follows(previous: str) -> tuple[str, bool]:
+    """How a text block reads after the text block ``previous`` of its message: the
+    list marker it takes (``previous`` ends with a marker alone on its line: a
+    citation split the list item off) and whether it goes on ``previous``'s line
+    (``previous`` ended mid-line: a citation split the sentence)."""
+    marker = trailing_marker(previous)
+    return marker, not marker and bool(previous) and not previous.endswith("\n")
 
 
 def list_item_text(text: str, marker: str) -> str:

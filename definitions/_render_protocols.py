@@ -27,6 +27,7 @@ from ._render import (
     payload,
     plain,
     sources,
+    text_follows,
     tool_card,
     tool_text,
 )
@@ -440,11 +441,40 @@ def _maps(value: object) -> list[Mapping[str, Any]]:
 # -- Anthropic, a whole message ----------------------------------------------------------
 
 
+def joined_text(pieces: Iterable[tuple[str, bool]]) -> str:
+    """Pieces of an answer, ``(text, on the line before)`` each, as the terminal view
+    shows nodes: each without its own leading and trailing line breaks, those with
+    nothing to show left out, a blank line between them unless one goes on the line
+    before it."""
+    out: list[str] = []
+    for text, on_line in pieces:
+        if not text.strip():
+            continue
+        if out:
+            out.append("" if on_line else "\n\n")
+        out.append(text.strip("\n"))
+    return "".join(out)
+
+
 def anthropic_text(message: Mapping[str, Any]) -> str:
-    """A whole ``Message``: its heading, then its blocks in order."""
-    blocks = [anthropic_block_text(block) for block in _maps(message.get("content"))]
+    """A whole ``Message``: its heading, then its blocks in order, read as the
+    streamed blocks are (a text block on the line of the text before it, or carrying
+    its list marker: ``text_follows``)."""
     head = heading_text(message.get("role"), message.get("model"), message.get("stop_reason"))
-    return "\n\n".join([head, *(b for b in blocks if b)])
+    pieces = [(head, False)]
+    previous: str | None = None  # the text of the block before, when it is a text block
+    for block in _maps(message.get("content")):
+        marker, on_line = "", False
+        if block.get("type") == "text":
+            if previous is not None:
+                marker, on_line = text_follows(previous)
+                # A cited block takes it (as a streamed one: its start declares them).
+                marker = marker if block.get("citations") else ""
+            previous = str(block.get("text", ""))
+        else:
+            previous = None
+        pieces.append((anthropic_block_text(block, marker), on_line))
+    return joined_text(pieces)
 
 
 def anthropic_html(message: Mapping[str, Any]) -> str:
@@ -513,8 +543,8 @@ def responses_heading(response: Mapping[str, Any]) -> str:
 
 def responses_text(response: Mapping[str, Any]) -> str:
     """A whole ``Response``: its heading, then its output items in order."""
-    items = [responses_item_text(item) for item in _maps(response.get("output"))]
-    return "\n\n".join([responses_heading(response), *(i for i in items if i)])
+    items = [(responses_item_text(item), False) for item in _maps(response.get("output"))]
+    return joined_text([(responses_heading(response), False), *items])
 
 
 def responses_html(response: Mapping[str, Any]) -> str:

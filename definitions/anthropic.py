@@ -58,7 +58,7 @@ from engine import Claim, Node, Publication, Reader
 
 from ._partial_json import PartialJSONError, parse_partial_json
 from ._protocol import UNREADABLE, ProtocolSet, not_routed
-from ._render import trailing_marker
+from ._render import text_follows
 from ._runs import fold_run
 from ._text import StreamedText
 
@@ -440,9 +440,7 @@ def _after_text(previous: Node | None, message_id: str, index: int) -> tuple[str
         return "", False
     if state.block.get("type") != "text":
         return "", False
-    text = str(state.block.get("text", "")) + str(state.text)
-    marker = trailing_marker(text)
-    return marker, not marker and bool(text) and not text.endswith("\n")
+    return text_follows(str(state.block.get("text", "")) + str(state.text))
 
 
 class BlockDefinition:
