@@ -36,6 +36,7 @@ from typing import Any, TextIO
 import attrs
 import msgspec
 
+from definitions._render import FOLD_CHARS, FOLD_LINES
 from engine import ConversationError, Node, Registration, create_conversation_engine
 
 from . import _branches
@@ -298,7 +299,9 @@ def _rendered(
     else:
         to_terminal = args.output in (None, "-")
         color = {"always": True, "never": False}.get(args.color, None if to_terminal else False)
-        text = text_pieces(nodes, definitions, color=color, keys=args.keys, notes=notes)
+        text = text_pieces(
+            nodes, definitions, color=color, keys=args.keys, notes=notes, full=args.full
+        )
         if not nodes:
             # Say so rather than print nothing: an empty view is a finding, not a failure.
             text = f"(no nodes after {count} events)\n"
@@ -616,6 +619,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--keys",
         action="store_true",
         help="text: head each node with its #seq and key (as --format nodes names them)",
+    )
+    replay.add_argument(
+        "--full",
+        action="store_true",
+        help=f"text: show long content whole (else each message text or tool output "
+        f"is folded after {FOLD_LINES} lines or {FOLD_CHARS:,} characters)",
     )
     replay.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
     _add_branch_options(replay)
