@@ -114,9 +114,7 @@ from .context import Economized as Economized
 from .context import Economy as Economy
 from .context import Marks as Marks
 from .context import Spill as Spill
-from .context import command_of as command_of
 from .context import economize as economize
-from .context import is_ephemeral as is_ephemeral
 from .context import spill_name as spill_name
 
 __all__ += [
@@ -126,8 +124,6 @@ __all__ += [
     "Economy",
     "Marks",
     "Spill",
-    "command_of",
     "economize",
-    "is_ephemeral",
     "spill_name",
 ]

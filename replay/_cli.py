@@ -25,6 +25,7 @@ import importlib
 import io
 import os
 import sys
+import tempfile
 import timeit
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
@@ -35,6 +36,7 @@ from typing import Any, TextIO
 import attrs
 import msgspec
 
+from definitions._render import FOLD_CHARS, FOLD_LINES
 from engine import ConversationError, Node, Registration, create_conversation_engine
 
 from . import _branches
@@ -323,7 +325,9 @@ def _rendered(
     else:
         to_terminal = args.output in (None, "-")
         color = {"always": True, "never": False}.get(args.color, None if to_terminal else False)
-        text = text_pieces(nodes, definitions, color=color, keys=args.keys, notes=notes)
+        text = text_pieces(
+            nodes, definitions, color=color, keys=args.keys, notes=notes, full=args.full
+        )
         if not nodes:
             # Say so rather than print nothing: an empty view is a finding, not a failure.
             text = f"(no nodes after {count} events)\n"
@@ -715,6 +719,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="text: head each node with its #seq and key (as --format nodes names them)",
     )
+    replay.add_argument(
+        "--full",
+        action="store_true",
+        help=f"text: show long content whole (else each message text or tool output "
+        f"is folded after {FOLD_LINES} lines or {FOLD_CHARS:,} characters)",
+    )
     replay.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
     _add_branch_options(replay)
     _add_conversation(replay)
@@ -868,16 +878,28 @@ def _cmd_record(args: argparse.Namespace) -> int:
         raise _Failure("convo record: give -o LOG or --store STORE (with --conversation)")
     if args.store is not None and args.conversation is None:
         raise _Failure("convo record: --store needs --conversation")
+    log = None if args.output is None else os.path.abspath(args.output)
     env = _auto.environment(
-        dict(os.environ),
-        log=None if args.output is None else os.path.abspath(args.output),
-        store=args.store,
-        conversation=args.conversation,
+        dict(os.environ), log=log, store=args.store, conversation=args.conversation
     )
-    try:
-        return _auto.run(program, env, subprocess.call)
-    except FileNotFoundError as exc:
-        raise _Failure(f"convo record: cannot run {program[0]!r}: {exc.strerror}") from exc
+    before = _auto.calls_in(log, args.store, args.conversation)
+    with tempfile.TemporaryDirectory(prefix="convo-record-") as directory:
+        report = os.path.join(directory, "report")
+        with open(report, "wb"):
+            pass
+        env[_auto.ENV_REPORT] = report
+        try:
+            status = _auto.run(program, env, subprocess.call)
+        except FileNotFoundError as exc:
+            raise _Failure(f"convo record: cannot run {program[0]!r}: {exc.strerror}") from exc
+        if _auto.calls_in(log, args.store, args.conversation) <= before:
+            with open(report, encoding="utf-8", errors="replace") as f:
+                why = _auto.nothing_recorded(f.read())
+            print(
+                f"convo record: 0 calls recorded into {args.output or describe(args.store)}: {why}",
+                file=sys.stderr,
+            )
+    return status
 
 
 # -- entry point -----------------------------------------------------------------------
