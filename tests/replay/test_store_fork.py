@@ -172,3 +172,42 @@ def test_import_a_forked_log_shares_its_prefix(
         assert s.read("forked") == [*lines[:3], {**lines[3], "text": "new"}]
         own = s._db.execute("SELECT count(*) FROM events WHERE conversation = 'forked'")
         assert own.fetchall() == [(1,)]  # only its own event is stored
+
+
+def test_a_codex_fork_is_stored_as_a_fork_of_its_source(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``session_meta.forked_from_id`` names the source session: found in the store by
+    the id its rollout's file name ends with, the shared prefix is forked, not copied."""
+
+    def rollout(session: str, forked_from: str | None, texts: list[str]) -> list[Any]:
+        meta: dict[str, Any] = {"id": session, "cwd": "/w"}
+        if forked_from is not None:
+            meta["forked_from_id"] = forked_from
+        items = [
+            {
+                "type": "response_item",
+                "payload": {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": t}],
+                },
+            }
+            for t in texts
+        ]
+        return [{"type": "session_meta", "payload": meta}, *items]
+
+    source = tmp_path / "rollout-2025-01-01T00-00-00-aaaa.jsonl"
+    fork = tmp_path / "rollout-2025-01-02T00-00-00-bbbb.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rollout("aaaa", None, ["one", "two"])))
+    fork.write_text("".join(json.dumps(r) + "\n" for r in rollout("bbbb", "aaaa", ["one", "deux"])))
+    path = str(tmp_path / "s.db")
+    assert run(capsys, "store", "import", path, source)[0] == 0
+    status, out, _ = run(capsys, "store", "import", path, fork)
+    assert status == 0
+    assert f"the first 2 are '{source.stem}''s, not copied" in out
+    with open_store(path) as s:
+        assert [e["text"] for e in s.read(fork.stem) if e["type"] == "message.start"] == [
+            "one",
+            "deux",
+        ]
