@@ -3,6 +3,7 @@ copied; reading it gives the source's prefix, then its own events."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replay import StoreError, open_store
+from replay import PostgresEventStore, StoreError, open_store
 from replay.stores._forks import windows
 
 from . import test_store_contract as contract
@@ -22,6 +23,7 @@ from .test_store_contract import Backend
 # The contract's fixtures: each test runs on SQLite and on a throwaway PostgreSQL.
 backend = contract.backend
 store = contract.store
+pg = contract.pg
 _names = itertools.count()
 
 
@@ -211,3 +213,20 @@ def test_a_codex_fork_is_stored_as_a_fork_of_its_source(
             "one",
             "deux",
         ]
+
+
+def test_a_fork_is_hinted_to_followers_like_an_append(pg: str) -> None:
+    """A follower (the live page) hears of a fork as of any conversation's growth."""
+    from replay import StoreChange
+
+    async def scenario() -> list[Any]:
+        with PostgresEventStore(pg) as reader, open_store(pg) as writer:
+            hints = reader.follow(quiet=30)
+            seen = [await anext(hints)]
+            await asyncio.to_thread(writer.append, "a", ["x", "y"])
+            await asyncio.to_thread(writer.fork, "a", "b", 1)
+            seen += [await anext(hints), await anext(hints)]
+            await hints.aclose()
+            return seen
+
+    assert asyncio.run(scenario()) == [StoreChange(None), StoreChange("a", 2), StoreChange("b", 1)]
