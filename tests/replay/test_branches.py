@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 
 from definitions import builtin
-from definitions.branch import Branches
+from definitions.branch import BranchError, Branches
 from replay import replay
 from replay._branches import BranchedLog
 from replay.protocols._detect import protocol_definitions
@@ -251,3 +251,14 @@ def test_each_section_of_the_page_is_its_leafs_view(plan: list[Any]) -> None:
         leaf.id: [row[0] for row in model_fold(tallies(), paths[leaf.id])]
         for leaf in shown.tree.leaves()
     }
+
+
+def test_check_determinism_proves_a_branch_along_its_path() -> None:
+    from replay import assert_deterministic, check_determinism
+
+    report = check_determinism(CHAT, builtin.DEFINITIONS, rounds=1)
+    assert report.ok
+    assert (report.events, len(CHAT)) == (4, 12)  # the active path's events, not the log's
+    assert assert_deterministic(CHAT, builtin.DEFINITIONS, rounds=1, leaf="main").ok
+    with pytest.raises(BranchError, match="no branch 'nope'"):
+        check_determinism(CHAT, builtin.DEFINITIONS, rounds=1, leaf="nope")
