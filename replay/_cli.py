@@ -35,7 +35,8 @@ from typing import Any, TextIO
 import attrs
 import msgspec
 
-from engine import ConversationError, Node, Registration, create_conversation_engine
+from definitions import ProtocolSet
+from engine import ConversationError
 
 from ._determinism import check_determinism, steps
 from ._errors import DefinitionSpecError, LogError, StoreError
@@ -43,12 +44,7 @@ from ._progress import Progress
 from .context import _command as _context
 from .context._recorded import describe_requests
 from .logs._formats import Loaded, Recording, load_events, parse_piece
-from .protocols._detect import (
-    DefinitionSet,
-    detect_protocol,
-    load_definitions,
-    protocol_definitions,
-)
+from .protocols._detect import detect_protocol, load_definitions, protocol_definitions
 from .protocols._unclaimed import unclaimed_note
 from .render._common import encode, render_json
 from .render._html import render_html
@@ -146,7 +142,7 @@ def _head(recording: Recording) -> tuple[list[Any], list[LogError]]:
 
 def _choose(
     recording: Recording, log: str, specs: Sequence[str] | None
-) -> tuple[DefinitionSet, str | None, tuple[list[Any], list[LogError]] | None]:
+) -> tuple[ProtocolSet, str | None, tuple[list[Any], list[LogError]] | None]:
     """The set named by ``specs``, else the one detected from the recording's first
     piece; a doubt about the detection to warn of; the first piece decoded plain."""
     if specs:
@@ -175,7 +171,7 @@ class _Chosen:
     """A whole log and the set that folds it."""
 
     events: list[Any]
-    definitions: DefinitionSet
+    definitions: ProtocolSet
     note: str | None  # a doubt about the detection, to warn of
 
 
@@ -187,14 +183,6 @@ def _chosen_events(log: str, lenient: bool, specs: Sequence[str] | None) -> _Cho
         chosen, note, head = _choose(recording, log, specs)
         events = list(_Events(recording, lenient, chosen.vocabulary, head=head))
     return _Chosen(events, chosen, note)
-
-
-def fold(chosen: DefinitionSet, events: Iterable[Any]) -> tuple[tuple[Node, ...], int]:
-    """The view after ``events``, folded through ``chosen`` (read as they are folded),
-    and how many events no definition claimed."""
-    engine = create_conversation_engine(chosen.definitions, event_type=chosen.event_type)
-    engine.push_many(chosen.feed(events))
-    return engine.nodes(), engine.statistics().events_unclaimed
 
 
 _WRITE = 1 << 20  # characters encoded at a time: a view is written without a copy of it
@@ -222,7 +210,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         with Progress("folding", recording.size, unit="bytes") as bar:
             events = _Events(recording, args.lenient, chosen.vocabulary, bar, head)
             source: Iterable[Any] = events if args.at is None else islice(events, args.at)
-            nodes, unclaimed = fold(chosen, source)
+            engine = chosen.folded(source)  # the events read as they are folded
+            nodes, unclaimed = engine.nodes(), engine.statistics().events_unclaimed
         if head is None and unclaimed:  # the first events, to name the set to try
             head = _head(recording)
     if note is not None:  # once the log was read: a bad line is the error to see first
@@ -230,15 +219,15 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.at is not None and events.count < args.at:
         raise _Failure(f"--at {args.at}: the log has only {events.count} events")
     count = events.count if args.at is None else min(events.count, args.at)
-    unclaimed_warning = unclaimed_note(unclaimed, count, head[0] if head else [], chosen.name)
+    unclaimed_warning = unclaimed_note(unclaimed, count, head[0] if head else [], chosen.label)
     if unclaimed_warning is not None:
         _warn(unclaimed_warning)
     definitions = chosen.definitions
     text: str | Iterable[str]
-    if args.format == "json" and chosen.protocol is not None:
+    if args.format == "json" and chosen.rebuilds:
         # The protocol's own final objects, as its fold() returns them: the rebuild of
         # the nodes just folded (the same definitions, pre-pass and routing).
-        rebuilt = chosen.protocol.rebuild(nodes)
+        rebuilt = chosen.rebuild(nodes)
         text = msgspec.json.format(encode(rebuilt), indent=2).decode() + "\n"
     elif args.format in ("json", "nodes"):
         text = render_json(nodes, definitions, indent=2).decode() + "\n"
@@ -292,7 +281,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
             progress=bar.advance,
         )
     print(f"{args.log}: {report.describe()}")
-    if chosen.protocol is not None and chosen.protocol.name == "recorded":
+    if chosen.name == "recorded" and chosen.rebuilds:
         said = describe_requests(log.events)  # informational: never the exit status
         if said is not None:
             print(said)
@@ -334,21 +323,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         # Exactly the decode replay does: typed when the set declares a vocabulary.
         return load_events(io.BytesIO(data), lenient=args.lenient, types=types).events
 
-    # Registered once, as an application folding many logs would: a pass measures the fold.
-    registration = Registration(chosen.definitions, event_type=chosen.event_type)
-
+    # The set's registration is made once, with it, as an application folding many logs
+    # would have it: a pass measures the fold.
     def fold_only() -> object:
-        engine = create_conversation_engine(registration)
-        engine.push_many(chosen.feed(events))
-        return engine.nodes()
+        return chosen.folded(events).nodes()
 
     def both() -> object:
-        engine = create_conversation_engine(registration)
-        engine.push_many(chosen.feed(decode()))
-        return engine.nodes()
+        return chosen.folded(decode()).nodes()
 
     count = len(events)
-    print(f"{args.log}: {count:,} events, {len(data):,} bytes, {chosen.name}", flush=True)
+    print(f"{args.log}: {count:,} events, {len(data):,} bytes, {chosen.label}", flush=True)
     for label, action in (("decode", decode), ("fold", fold_only), ("decode+fold", both)):
         with Progress(f"timing {label}", args.repeat, unit="runs") as bar:
             seconds = _best(action, args.repeat, bar.advance)

@@ -75,7 +75,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from definitions import builtin
+from definitions import ProtocolSet, builtin
 from engine import (
     ConversationError,
     Node,
@@ -85,8 +85,7 @@ from engine import (
 )
 
 from .._errors import ConcurrencyError, RenderError, StoreBusyError, UnstorableEventError
-from ..protocols._detect import SCAN, DefinitionSet, detect_protocol, protocol_definitions
-from ..protocols._feed import event_feed
+from ..protocols._detect import SCAN, detect_protocol, protocol_definitions
 from ..protocols._unclaimed import unclaimed_note
 from ..render._html import HtmlRenderer
 from ..stores._open import open_store
@@ -145,13 +144,13 @@ class _Conversation:
         conversation: str,
         registration: Registration,
         clock: Scheduler,
-        chosen: DefinitionSet | None = None,
+        chosen: ProtocolSet | None = None,
         first_events: Sequence[Any] = (),
     ):
         self.id = conversation
         # The set's pre-pass as a function of one event (None: events go in as they are).
         self.chosen = chosen
-        self._feed = None if chosen is None else event_feed(chosen)
+        self._feed = None if chosen is None else chosen.pre_pass()
         self.position = 0  # events folded: the next store position to read
         self.notified = 0  # position of the latest notification
         self.failures = 0  # events a definition rejected (logged, skipped)
@@ -296,7 +295,7 @@ class _Conversation:
         unclaimed = self.engine.statistics().events_unclaimed
         if unclaimed <= 0:
             return None
-        name = "the given definitions" if self.chosen is None else self.chosen.name
+        name = "the given definitions" if self.chosen is None else self.chosen.label
         return unclaimed_note(unclaimed, self.position, self._first_events, name)
 
     def page_body(self) -> str:
@@ -318,7 +317,7 @@ class Live:
     def __init__(
         self,
         store: str | os.PathLike[str],
-        definitions: Iterable[Any] | DefinitionSet | None = None,
+        definitions: Iterable[Any] | ProtocolSet | None = None,
         *,
         poll_interval: float = 0.05,
         frame_interval: float = 0.016,
@@ -327,14 +326,14 @@ class Live:
         on_evict: Sequence[Hook] = (),
     ) -> None:
         # None: each conversation's protocol is detected from its first events, as
-        # `convo replay` does; a DefinitionSet or definitions: every conversation's.
-        if definitions is None or isinstance(definitions, DefinitionSet):
+        # `convo replay` does; a ProtocolSet or definitions: every conversation's.
+        if definitions is None or isinstance(definitions, ProtocolSet):
             self.fixed = definitions
         else:
-            self.fixed = DefinitionSet(name="the given definitions", definitions=tuple(definitions))
+            self.fixed = ProtocolSet(name="the given definitions", definitions=definitions)
         # Validated and routed once per set for every conversation's engine (bad
         # definitions fail here, before the server serves anything).
-        self._registrations: dict[str, tuple[DefinitionSet, Registration]] = {}
+        self._registrations: dict[str, tuple[ProtocolSet, Registration]] = {}
         if self.fixed is not None:
             self._registration(self.fixed)
         self.poll_interval = poll_interval
@@ -422,11 +421,11 @@ class Live:
         self.kick()
         return length
 
-    def _registration(self, chosen: DefinitionSet) -> tuple[DefinitionSet, Registration]:
+    def _registration(self, chosen: ProtocolSet) -> tuple[ProtocolSet, Registration]:
+        # A set's registration is made once, with it: routed once for every engine.
         found = self._registrations.get(chosen.name)
         if found is None:
-            registration = Registration(chosen.definitions, event_type=chosen.event_type)
-            found = self._registrations[chosen.name] = (chosen, registration)
+            found = self._registrations[chosen.name] = (chosen, chosen.registration)
         return found
 
 
@@ -483,7 +482,7 @@ class _SecurityHeaders:
 def create_app(
     store: str | os.PathLike[str],
     *,
-    definitions: Iterable[Any] | DefinitionSet | None = None,
+    definitions: Iterable[Any] | ProtocolSet | None = None,
     token: str | None = None,
     read_token: str | None = None,
     hosts: Sequence[str] = allowed_hosts("127.0.0.1"),
@@ -505,7 +504,7 @@ def create_app(
     ``?after=``); ``POST /conversations/{id}/events`` appends JSON or JSON Lines
     events, only when ``token`` is set and given as ``Authorization: Bearer``, with
     optimistic concurrency through ``X-Expected-Position`` or ``?expected_position=``.
-    ``definitions`` is every conversation's set (definitions or a ``DefinitionSet``);
+    ``definitions`` is every conversation's set (definitions or a ``ProtocolSet``);
     ``None`` detects each conversation's protocol from its first events, as ``convo
     replay`` does. ``background`` coroutines (e.g. the demo writer) run for the app's
     lifetime.

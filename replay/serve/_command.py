@@ -18,16 +18,11 @@ from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from definitions import builtin
-from engine import RegistrationError, create_conversation_engine
+from definitions import ProtocolSet, builtin
+from engine import RegistrationError
 
 from .._errors import DefinitionSpecError
-from ..protocols._detect import (
-    DefinitionSet,
-    detect_protocol,
-    load_definitions,
-    protocol_definitions,
-)
+from ..protocols._detect import detect_protocol, load_definitions, protocol_definitions
 from ..protocols._unclaimed import unclaimed_note
 
 if TYPE_CHECKING:
@@ -306,16 +301,14 @@ def _server(uvicorn: Any, config: Any, live: Live) -> Any:
     return Server(config)
 
 
-def _chosen(specs: Sequence[str] | None, events: Sequence[Any]) -> DefinitionSet | None:
+def _chosen(specs: Sequence[str] | None, events: Sequence[Any]) -> ProtocolSet | None:
     """The set named by ``-d`` (``None``: detect per conversation); says on stderr when
     the LOG's events go to no definition of the set that will fold them."""
     chosen = None if not specs else load_definitions(specs)
     if events:
         folding = chosen or protocol_definitions(detect_protocol(events).protocol)
-        engine = create_conversation_engine(folding.definitions, event_type=folding.event_type)
-        engine.push_many(folding.feed(events))
-        unclaimed = engine.statistics().events_unclaimed
-        note = unclaimed_note(unclaimed, len(events), events, folding.name)
+        unclaimed = folding.folded(events).statistics().events_unclaimed
+        note = unclaimed_note(unclaimed, len(events), events, folding.label)
         if note is not None:
             print(f"convo serve: warning: {note}", file=sys.stderr)
     return chosen
