@@ -65,9 +65,9 @@ from .stores._open import Store as Store
 from .stores._open import open_store as open_store
 from .stores._postgres import AppendUnknownError as AppendUnknownError
 from .stores._postgres import Landed as Landed
-from .stores._postgres import PostgresEventStore as PostgresEventStore
+from .stores._postgres import PostgresStore as PostgresStore
 from .stores._postgres import StoreChange as StoreChange
-from .stores._sqlite import EventStore as EventStore
+from .stores._sqlite import SQLiteStore as SQLiteStore
 
 __all__ = [
     "PROTOCOLS",
@@ -79,7 +79,6 @@ __all__ = [
     "DeterminismError",
     "Divergence",
     "Entry",
-    "EventStore",
     "Format",
     "HtmlRenderer",
     "Landed",
@@ -88,12 +87,13 @@ __all__ = [
     "LogError",
     "LogWriter",
     "PlaybackMismatchError",
-    "PostgresEventStore",
+    "PostgresStore",
     "RecordingError",
     "RecordingLostWarning",
     "RenderError",
     "ReplayError",
     "Report",
+    "SQLiteStore",
     "Store",
     "StoreBusyError",
     "StoreChange",
@@ -119,4 +119,12 @@ __all__ = [
 ]
 
 # The names of one release ago.
-__getattr__ = renamed(__name__, globals(), {"DefinitionSet": "definitions.ProtocolSet"})
+__getattr__ = renamed(
+    __name__,
+    globals(),
+    {
+        "DefinitionSet": "definitions.ProtocolSet",
+        "EventStore": "SQLiteStore",
+        "PostgresEventStore": "PostgresStore",
+    },
+)

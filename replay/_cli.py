@@ -51,8 +51,8 @@ from .render._html import render_html
 from .render._text import text_pieces
 from .stores import _worker
 from .stores._open import open_store
-from .stores._postgres import PostgresEventStore, describe
-from .stores._sqlite import EventStore
+from .stores._postgres import PostgresStore, describe
+from .stores._sqlite import SQLiteStore
 
 __all__ = ["main"]
 
@@ -348,7 +348,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 _STORE_HELP = "a SQLite file (created when missing) or a postgresql:// URL"
 
 
-def _existing_store(path: str) -> EventStore | PostgresEventStore:
+def _existing_store(path: str) -> SQLiteStore | PostgresStore:
     # Read-only: a reading command changes no file, and refuses one that is not a store.
     return open_store(path, mode="ro")
 

@@ -89,8 +89,8 @@ from ..protocols._detect import SCAN, detect_protocol, protocol_definitions
 from ..protocols._unclaimed import unclaimed_note
 from ..render._html import HtmlRenderer
 from ..stores._open import open_store
-from ..stores._postgres import PostgresEventStore
-from ..stores._sqlite import EventStore
+from ..stores._postgres import PostgresStore
+from ..stores._sqlite import SQLiteStore
 from ._clock import FrameClock
 from ._engines import BATCH, Engines, Hook, follow_store
 from ._security import (
@@ -173,7 +173,7 @@ class _Conversation:
 
     # -- folding -------------------------------------------------------------------
 
-    async def catch_up(self, store: EventStore | PostgresEventStore) -> None:
+    async def catch_up(self, store: SQLiteStore | PostgresStore) -> None:
         """Fold every event the store has beyond ``position``."""
         async with self.lock:
             while True:

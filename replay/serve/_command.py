@@ -211,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
     from .._errors import StoreError
     from ..logs._formats import load_events
     from ..stores._open import open_store
-    from ..stores._sqlite import EventStore
+    from ..stores._sqlite import SQLiteStore
     from ._security import allowed_hosts, check_token
 
     if args.log is None and args.store is None and not args.demo:
@@ -243,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with _store_path(args) as (path, events):
             if events:
-                with EventStore(path) as store:
+                with SQLiteStore(path) as store:
                     store.append(Path(args.log).stem, events)
             background = []
             if args.demo:

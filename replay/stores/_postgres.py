@@ -42,6 +42,8 @@ from urllib.parse import urlsplit
 import attrs
 import msgspec
 
+from engine._deprecation import renamed
+
 from .._errors import ConcurrencyError, StoreError
 from ..logs._jsonl import Entry
 from ._sqlite import StoreMode, _blob, _check_window
@@ -49,7 +51,7 @@ from ._sqlite import StoreMode, _blob, _check_window
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["AppendUnknownError", "Landed", "PostgresEventStore", "StoreChange"]
+__all__ = ["AppendUnknownError", "Landed", "PostgresStore", "StoreChange"]
 
 CHANNEL = "convo_events"
 """The NOTIFY channel every append signals on."""
@@ -160,7 +162,7 @@ class AppendUnknownError(StoreError):
 
     ``append_id`` names it. Appending the same events again with
     ``append_id=error.append_id`` settles it: an append id lands at most once.
-    ``PostgresEventStore.landed(append_id)`` says where it landed, if it has.
+    ``PostgresStore.landed(append_id)`` says where it landed, if it has.
     ``__cause__`` is psycopg's error.
     """
 
@@ -192,10 +194,10 @@ def describe(dsn: str) -> str:
     return parts._replace(netloc=netloc).geturl()
 
 
-class PostgresEventStore:
+class PostgresStore:
     """An append-only event store in a PostgreSQL database, shared by many machines.
 
-    The same contract as ``EventStore``: per-conversation positions 0, 1, ...,
+    The same contract as ``SQLiteStore``: per-conversation positions 0, 1, ...,
     gapless; all-or-nothing appends; ``ConcurrencyError`` on a stale
     ``expected_position``. What a network store adds: ``AppendUnknownError`` when
     the connection is lost mid-append and ``landed()`` to resolve it; ``follow()``
@@ -206,7 +208,7 @@ class PostgresEventStore:
     def __init__(self, dsn: str, *, mode: StoreMode = "rwc", connect_timeout: float = 10.0) -> None:
         """Connect to ``dsn`` (a ``postgresql://`` URL or libpq string).
 
-        ``mode`` as for ``EventStore``: ``"rwc"`` creates the tables and function
+        ``mode`` as for ``SQLiteStore``: ``"rwc"`` creates the tables and function
         when missing, ``"rw"`` refuses a database without them, ``"ro"`` too and
         makes the session read-only. A connection attempt gives up after
         ``connect_timeout`` seconds. ``StoreError`` naming the server (never the
@@ -249,7 +251,7 @@ class PostgresEventStore:
     ) -> int:
         """Append ``events`` to ``conversation`` in one transaction; returns its new length.
 
-        As ``EventStore.append`` (``UnstorableEventError`` for an event with no JSON
+        As ``SQLiteStore.append`` (``UnstorableEventError`` for an event with no JSON
         form; ``events`` is encoded whole before anything is sent); besides,
         ``AppendUnknownError`` when the connection was lost after sending, and
         ``StoreError`` for a refused append (nothing written). ``append_id`` (a new
@@ -393,7 +395,7 @@ class PostgresEventStore:
             self._closed = True
             self._db.close()
 
-    def __enter__(self) -> PostgresEventStore:
+    def __enter__(self) -> PostgresStore:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -448,3 +450,8 @@ def parse_hint(payload: str) -> StoreChange:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+# The name of one release ago (the SQLite store and the PostgreSQL one, apart from the
+# ``Store`` protocol both follow).
+__getattr__ = renamed(__name__, globals(), {"PostgresEventStore": "PostgresStore"})

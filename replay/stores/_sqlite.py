@@ -31,11 +31,13 @@ from typing import Any, Literal
 
 import msgspec
 
+from engine._deprecation import renamed
+
 from .._errors import ConcurrencyError, StoreBusyError, StoreError, UnstorableEventError
 from ..logs._jsonl import Entry
 
 __all__ = [
-    "EventStore",
+    "SQLiteStore",
     "StoreMode",
 ]
 
@@ -69,10 +71,10 @@ _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 
 
-class EventStore:
+class SQLiteStore:
     """An append-only event store in one SQLite file, per-conversation positions 0, 1, ...
 
-    Several processes (and several ``EventStore`` objects) may append to one file at
+    Several processes (and several ``SQLiteStore`` objects) may append to one file at
     once: every append is atomic and positions stay gapless and unique. One object
     may be shared by threads: it has one connection and serializes its calls with a
     lock (open one store per thread to read in parallel). Use it as a context
@@ -266,7 +268,7 @@ class EventStore:
             self._closed = True
             self._db.close()
 
-    def __enter__(self) -> EventStore:
+    def __enter__(self) -> SQLiteStore:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -393,3 +395,8 @@ def _check_window(start: int, stop: int | None) -> None:
     """A read's window is of positions, never negative (both stores)."""
     if start < 0 or (stop is not None and stop < 0):
         raise ValueError(f"positions are >= 0, got start={start}, stop={stop}")
+
+
+# The name of one release ago (the SQLite store and the PostgreSQL one, apart from the
+# ``Store`` protocol both follow).
+__getattr__ = renamed(__name__, globals(), {"EventStore": "SQLiteStore"})

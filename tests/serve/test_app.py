@@ -20,7 +20,7 @@ from tests._shared import require_serve
 require_serve()
 
 from definitions import builtin, event_type  # noqa: E402
-from replay import EventStore, HtmlRenderer, replay  # noqa: E402
+from replay import HtmlRenderer, SQLiteStore, replay  # noqa: E402
 from replay.serve._app import CSP, create_app, parse_events  # noqa: E402
 from tests.serve._helpers import (  # noqa: E402
     PAYLOADS,
@@ -49,7 +49,7 @@ TOKEN = "s3cret-s3cret-s3cret"  # tokens are at least 16 characters
 
 
 def make_store(path: Path, conversations: dict[str, list[Any]]) -> Path:
-    with EventStore(path) as store:
+    with SQLiteStore(path) as store:
         for conversation, events in conversations.items():
             store.append(conversation, events)
     return path
@@ -216,7 +216,7 @@ class TestStream:
             app = app_for(path)
             async with running(app), SseStream(app, "/conversations/c/stream?after=1") as stream:
                 # Another writer (a separate connection, as another process would be).
-                with EventStore(path) as other:
+                with SQLiteStore(path) as other:
                     other.append("c", deltas)
                 patch = await stream.patch()
                 # 500 animation-frame deltas folded in one poll: one frame, one message.
@@ -233,8 +233,8 @@ class TestStream:
             tmp_path / "s.sqlite", {"c": [{"type": "message.start", "id": "m", "role": "user"}]}
         )
         writer = (
-            "import sys; from replay import EventStore\n"
-            "with EventStore(sys.argv[1]) as s:\n"
+            "import sys; from replay import SQLiteStore\n"
+            "with SQLiteStore(sys.argv[1]) as s:\n"
             "    s.append('c', [{'type': 'message.delta', 'id': 'm', 'text': 'from afar'},"
             " {'type': 'message.end', 'id': 'm'}], expected_position=1)\n"
         )
@@ -388,7 +388,7 @@ class TestIngest:
                 )
                 assert response.status_code == 401
                 assert response.headers["www-authenticate"] == "Bearer"
-                with EventStore(store) as check:
+                with SQLiteStore(store) as check:
                     assert check.length("x") == 0
 
         asyncio.run(scenario())
@@ -438,7 +438,7 @@ class TestIngest:
                 assert response.status_code == 409
                 assert response.json()["expected"] == 3
                 assert response.json()["actual"] == length
-                with EventStore(store) as check:
+                with SQLiteStore(store) as check:
                     assert check.length("session") == length
 
         asyncio.run(scenario())

@@ -21,7 +21,7 @@ from tests._shared import require_serve
 require_serve()
 
 from definitions import builtin  # noqa: E402
-from replay import EventStore, LogError, load_events  # noqa: E402
+from replay import LogError, SQLiteStore, load_events  # noqa: E402
 from replay.serve._app import create_app, parse_events  # noqa: E402
 from replay.serve._command import main  # noqa: E402
 from replay.serve._security import allowed_hosts  # noqa: E402
@@ -36,7 +36,7 @@ ROOT = Path(__file__).parents[2]
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
     path = tmp_path / "events.sqlite"
-    with EventStore(path) as s:
+    with SQLiteStore(path) as s:
         s.append("c", [EVENT])
     return path
 
@@ -245,7 +245,7 @@ class TestBodies:
                 response = await self.post(client, body)
                 assert response.status_code == 400
                 assert problem in response.json()["error"]
-            with EventStore(store) as check:
+            with SQLiteStore(store) as check:
                 assert check.length("c") == 1
 
         run(scenario)
@@ -268,7 +268,7 @@ class TestBodies:
                 response = await self.post(client, json.dumps(EVENT).encode(), conversation)
                 assert response.status_code == 400
                 assert problem in response.json()["error"]
-            with EventStore(store) as check:
+            with SQLiteStore(store) as check:
                 assert check.conversations() == {"c": 1}
 
         run(scenario)
@@ -366,7 +366,7 @@ def test_stopping_the_server_ends_streams_cleanly(tmp_path: Path) -> None:
     import httpx
 
     store = tmp_path / "events.sqlite"
-    with EventStore(store) as s:
+    with SQLiteStore(store) as s:
         s.append("c", [EVENT])
     server = subprocess.Popen(
         [sys.executable, "-m", "replay", "serve", "--store", str(store), "--port", "0"],
