@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import attrs
+import msgspec
 
 import replay
 from replay.recording._player import RecordedCall, read_calls
@@ -70,7 +71,8 @@ def check_calls(calls: list[RecordedCall]) -> None:
     for call in calls:
         assert call.complete
         assert call.status == 200
-        assert [record["event"] for record, _ in call.records] == [e["event"] for e in expected]
+        events = [msgspec.json.decode(record.event) for record, _ in call.records]
+        assert events == [e["event"] for e in expected]
 
 
 def test_processes_recording_into_one_log(tmp_path: Path) -> None:
