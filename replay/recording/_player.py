@@ -38,6 +38,9 @@ from ._wire import Recorded, api_of, frame, is_stream, kind, recorded, request_b
 __all__ = ["Player", "RecordedCall", "mismatch_class", "read_calls"]
 
 _MISSING = object()
+GAP_MAX = 60.0
+"""The longest wait between two chunks when pacing: a recording's times are input (a gap
+of 1e9 s would hang playback), and no stream pauses longer than this."""
 _encode = msgspec.json.Encoder().encode
 
 
@@ -87,7 +90,7 @@ class RecordedCall:
 
     def chunks(self, speed: float | None) -> Iterator[tuple[bytes, float]]:
         """The body's chunks, each with the seconds to wait before it (0 unless
-        ``speed`` asks for pacing by the recorded times)."""
+        ``speed`` asks for pacing by the recorded times; at most ``GAP_MAX``)."""
         if not speed:
             for chunk, _ in self.body:
                 yield chunk, 0.0
@@ -96,7 +99,7 @@ class RecordedCall:
         for chunk, at in self.body:
             delay = 0.0
             if at is not None and previous is not None:
-                delay = max(0.0, (at - previous) / speed)
+                delay = min(GAP_MAX, max(0.0, (at - previous) / speed))
             if at is not None:
                 previous = at
             yield chunk, delay
@@ -194,7 +197,10 @@ def _needs(conversation: str | None) -> str:
 
 
 class Player:
-    """Serves a recording's calls, in order, to the requests that match them."""
+    """Serves a recording's calls to the requests that match them: in order, or with
+    ``any_order`` each request answered by the first recorded call it matches, as often
+    as it is made (VCR.py's ``allow_playback_repeats``; a server several examples or
+    agents share in whatever order they run)."""
 
     def __init__(
         self,
@@ -204,84 +210,132 @@ class Player:
         path: str,
         hint: str = "",
         strict: bool = False,
+        any_order: bool = False,
     ) -> None:
         self._calls = calls
         self.strict = strict
+        self.any_order = any_order
         self._hint = hint
         self._next = 0
+        self._served: set[int] = set()
         self._lock = threading.Lock()
         self.speed = speed
         self.path = path
 
     @property
+    def calls(self) -> int:
+        """How many calls the recording holds."""
+        return len(self._calls)
+
+    @property
     def remaining(self) -> int:
         """How many recorded calls have not been served yet."""
-        return len(self._calls) - self._next
+        return len(self.unused)
 
     @property
     def unused(self) -> tuple[RecordedCall, ...]:
         """The recorded calls not served yet, in order: a test that ends with some left
         made fewer calls than it recorded, and its recording is stale."""
         with self._lock:
+            if self.any_order:
+                return tuple(c for i, c in enumerate(self._calls) if i not in self._served)
             return tuple(self._calls[self._next :])
 
     def take(
         self,
-        provider: str,
+        provider: str | None,
         method: str,
         url: str,
         content: bytes | None,
         error: type[PlaybackMismatchError] = PlaybackMismatchError,
     ) -> RecordedCall:
         """The recorded call for this request; ``error`` (a ``PlaybackMismatchError``)
-        when the request differs from it or the recording has no call left."""
+        when the request differs from it or the recording has no call left. ``provider``
+        names the API of an endpoint that is not a model call (``"anthropic"`` for
+        ``anthropic.other``); ``None`` takes the recorded call's."""
+        path = urlsplit(url).path
+        body = request_body(content)
         with self._lock:
-            n = self._next
-            if n >= len(self._calls):
+            if self.any_order:
+                candidates = range(len(self._calls))
+            else:
+                candidates = range(self._next, min(self._next + 1, len(self._calls)))
+            nearest: tuple[int, tuple[str, Any, Any]] | None = None
+            best = (-1, 0)
+            for n in candidates:
+                difference = self._difference(self._calls[n], provider, method, path, body)
+                if difference is None:
+                    self._next += 1
+                    self._served.add(n)
+                    return self._calls[n]
+                score = _likeness(self._calls[n].request.get("body"), body, difference)
+                if score > best:  # the first of those most like the request
+                    nearest, best = (n, difference), score
+            if nearest is None:
+                n = self._next
                 raise error(
                     f"call {n} is beyond the recording {self.path} (it holds {len(self._calls)} "
                     f"calls); nothing was sent to the network{self._hint}",
                     call=n,
                     field="call",
                 )
+            n, (field, was, value) = nearest
             recorded = self._calls[n]
-            path = urlsplit(url).path
-            body = request_body(content)
-            sent = {
-                "api": api_of(provider, path),
-                "method": method,
-                "path": path,
-                "stream": is_stream(path, body),
-            }
-            for field, value in sent.items():
-                was = (
-                    urlsplit(recorded.request.get("url", "")).path
-                    if field == "path"
-                    else recorded.request.get(field)
+            if self.any_order:
+                what = f"no call of the recording {self.path} matches: the nearest, call {n}"
+                differs = "differs"
+            else:
+                what, differs = f"call {n}", f"differs from the recording {self.path}"
+            if field in _HEAD:
+                message = f"{what} {differs}: {field}: {was!r} != {value!r} (recorded != sent)"
+            else:
+                at = f" - at $.{field}" if field else ""
+                message = (
+                    f"{what} ({recorded.request.get('api')}) {differs}: {field or 'body'}: "
+                    f"{_show(was)} != {_show(value)} (recorded != sent){at}"
                 )
-                if was != value:
-                    raise error(
-                        f"call {n} differs from the recording {self.path}: "
-                        f"{field}: {was!r} != {value!r} (recorded != sent)",
-                        call=n,
-                        field=field,
-                        recorded=was,
-                        sent=value,
-                    )
-            difference = first_difference(recorded.request.get("body"), body, strict=self.strict)
-            if difference is not None:
-                where, was, value = difference
-                at = f" - at $.{where}" if where else ""
-                raise error(
-                    f"call {n} ({sent['api']}) differs from the recording {self.path}: "
-                    f"{where or 'body'}: {_show(was)} != {_show(value)} (recorded != sent){at}",
-                    call=n,
-                    field=where or "body",
-                    recorded=None if was is _MISSING else was,
-                    sent=None if value is _MISSING else value,
-                )
-            self._next += 1
-            return recorded
+            raise error(
+                message,
+                call=n,
+                field=field or "body",
+                recorded=None if was is _MISSING else was,
+                sent=None if value is _MISSING else value,
+            )
+
+    def _difference(
+        self, recorded: RecordedCall, provider: str | None, method: str, path: str, body: Any
+    ) -> tuple[str, Any, Any] | None:
+        """The first difference of this request from ``recorded``'s: a field of its head
+        (``_HEAD``) or the path into the JSON body, with both values; ``None`` if none."""
+        request = recorded.request
+        api = str(request.get("api") or "")
+        sent = {
+            "api": api_of(provider or api.partition(".")[0] or "http", path),
+            "method": method,
+            "path": path,
+            "stream": is_stream(path, body),
+        }
+        for field, value in sent.items():
+            was = urlsplit(request.get("url", "")).path if field == "path" else request.get(field)
+            if was != value:
+                return field, was, value
+        return first_difference(request.get("body"), body, strict=self.strict)
+
+
+_HEAD = ("api", "method", "path", "stream")
+
+
+def _likeness(recorded: Any, sent: Any, difference: tuple[str, Any, Any]) -> tuple[int, int]:
+    """How like the request a recorded call that differs from it is, for naming the
+    nearest: another endpoint least, else by how many more of the top-level members of
+    either body are equal than differ."""
+    if difference[0] in _HEAD:
+        return (0, 0)
+    if not (isinstance(recorded, dict) and isinstance(sent, dict)):
+        return (1, 0)
+    keys = recorded.keys() | sent.keys()
+    equal = sum(recorded.get(k, _MISSING) == sent.get(k, _MISSING) for k in keys)
+    return (1, 2 * equal - len(keys))
 
 
 def _show(value: Any) -> str:

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import replay
-from replay.recording._player import read_calls
+from replay.recording._player import GAP_MAX, read_calls
 
 # JSON texts as a server may write them: odd spacing, escapes, key order kept.
 texts = st.sampled_from(
@@ -78,3 +78,22 @@ def test_a_recorded_stream_plays_back_to_a_plain_client(tmp_path: Path) -> None:
     client = httpx.Client(transport=replay.recording.playback_transport(log))
     response = client.post("https://api.openai.com/v1/chat/completions", json={"stream": True})
     assert response.content == b'data: {"a":1}\n\ndata: two\ndata: lines\n\ndata: [DONE]\n\n'
+
+
+def test_pacing_waits_at_most_gap_max(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    times = iter([0.0, 0.0, 1e9, 1e9 + 0.5])
+    replay.write_log(
+        log,
+        [
+            {"type": "recording/response", "call": 0, "status": 200,
+             "headers": {"content-type": "text/event-stream"}},
+            {"type": "recording/event", "call": 0, "event": {"a": 1}},
+            {"type": "recording/event", "call": 0, "event": {"a": 2}},
+            {"type": "recording/event", "call": 0, "event": {"a": 3}},
+        ],
+        time=lambda: next(times),
+    )  # fmt: skip
+    [call] = read_calls(log)
+    assert [delay for _, delay in call.chunks(1.0)] == [0.0, GAP_MAX, 0.5]
+    assert [delay for _, delay in call.chunks(2.0)] == [0.0, GAP_MAX, 0.25]
