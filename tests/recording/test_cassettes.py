@@ -27,6 +27,8 @@ from tests._shared import SHARED
 
 from ._sdks import require_sdk
 
+pytest_plugins = ["pytester"]
+
 yaml = pytest.importorskip("yaml")
 # The recorded model names are old: the SDK warns about them; not our concern here.
 pytestmark = pytest.mark.filterwarnings("ignore:The model:DeprecationWarning")
@@ -148,6 +150,41 @@ def test_the_fixture_plays_back_a_pytest_recording_cassette(tmp_path: Path) -> N
         assert stream.get_final_message().stop_reason == "end_turn"
     assert recorder.unused() is None
     assert not ours.exists()
+
+
+def test_the_fixture_finds_the_cassette_where_pytest_recording_keeps_it(
+    pytester: pytest.Pytester,
+) -> None:
+    require_sdk("anthropic")
+    folder = pytester.path / "cassettes" / "test_agent"
+    folder.mkdir(parents=True)
+    (folder / "TestAgent.test_prompt.yaml").write_bytes(PROMPT.read_bytes())
+    (pytester.path / "elsewhere.yaml").write_bytes(PROMPT.read_bytes())
+    kwargs = sdk_kwargs(PROMPT, 0)
+    pytester.makepyfile(
+        test_agent=f"""
+        import anthropic
+        import pytest
+
+        pytestmark = pytest.mark.filterwarnings("ignore:The model:DeprecationWarning")
+
+        def ask(convo_recorder):
+            client = convo_recorder.wrap(anthropic.Anthropic(api_key="k", max_retries=0))
+            with client.messages.stream(**{kwargs!r}) as stream:
+                return stream.get_final_message().content[0].text
+
+        class TestAgent:
+            def test_prompt(self, convo_recorder):
+                assert ask(convo_recorder) == "- Captain\\n- Scoop"
+
+        @pytest.mark.convo_recording(cassette="elsewhere.yaml")
+        def test_named(convo_recorder):
+            assert ask(convo_recorder) == "- Captain\\n- Scoop"
+        """
+    )
+    args = ("-p", "no:hypothesispytest", "-p", "no:cacheprovider")
+    pytester.runpytest_inprocess(*args).assert_outcomes(passed=2)
+    assert not (pytester.path / "recordings").exists()  # the cassettes were played back
 
 
 # -- null and absent ------------------------------------------------------------------
