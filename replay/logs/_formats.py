@@ -551,7 +551,7 @@ def _cassette(data: bytes, path: str | None) -> Any:
     if data.lstrip().startswith(b"{"):
         try:
             return _any_decoder.decode(data)
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:  # nested too deep: RecursionError
             raise line_error(exc, data, path=path, line=1, what="JSON cassette") from exc
     try:
         import yaml  # type: ignore[import-untyped, unused-ignore]
@@ -565,6 +565,10 @@ def _cassette(data: bytes, path: str | None) -> Any:
         ) from None
     try:
         return yaml.load(data, Loader=_yaml_loader(yaml))  # safe: see _yaml_loader
+    except RecursionError:
+        raise LogError(
+            f"{where}: not a YAML cassette: nested too deep", path=path, line=1, column=1
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1

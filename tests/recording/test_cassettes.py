@@ -261,6 +261,19 @@ def test_a_gzip_bomb_is_refused_past_the_cap(monkeypatch: pytest.MonkeyPatch) ->
     assert _formats.parse_events(yaml.safe_dump(fits).encode(), path="c.yaml").events
 
 
+@pytest.mark.parametrize("form", ["json", "yaml"])
+def test_a_cassette_nested_too_deep_is_refused(form: str) -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    uri = b"https://api.openai.com/v1/responses"
+    data = (
+        b'{"interactions":[{"request":{"uri":"' + uri + b'","parsed_body":' + deep + b"}}]}"
+        if form == "json"
+        else b"interactions:\n- request:\n    uri: " + uri + b"\n    parsed_body: " + deep + b"\n"
+    )
+    with pytest.raises(LogError, match=r"(?s)^d[:,].*(nested deeper|nesting depth)"):
+        _formats.parse_events(data, path="d")
+
+
 def cassette(**interaction: Any) -> dict[str, Any]:
     request = {"method": "POST", "uri": "https://api.openai.com/v1/responses", "body": "{}"}
     return {"interactions": [{"request": request, **interaction}], "version": 1}
