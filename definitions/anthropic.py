@@ -59,7 +59,7 @@ from engine._deprecation import renamed
 
 from ._partial_json import PartialJSONError, parse_partial_json
 from ._protocol import UNREADABLE, ProtocolSet
-from ._render import list_item_text, payload, trailing_marker
+from ._render import text_follows
 from ._runs import fold_run
 from ._text import StreamedText
 
@@ -306,6 +306,9 @@ class BlockState(msgspec.Struct, frozen=True, gc=False):
     #: message ended with it on a line of its own (a citation split the list item's
     #: text off into this block).
     marker: str = ""
+    #: A text block that goes on the line of the text block before it (that one ended
+    #: mid-line: a citation split the sentence into blocks), for rendering only.
+    inline: bool = False
 
 
 # -- definitions --------------------------------------------------------------------
@@ -398,14 +401,13 @@ class MessageDefinition:
         return MessageState(state.message, tuple(fields.items()), tuple(usage.items()))
 
     def render_text(self, node: Node) -> str:
-        """``assistant (model) stop_reason``."""
+        """``assistant (model) [stop_reason]``."""
+        from ._render_protocols import heading_text
+
         state: MessageState = node.state
         message = state.message
         stop = dict(state.delta).get("stop_reason")
-        parts = [str(message.get("role", "assistant")), f"({message.get('model', '?')})"]
-        if stop:
-            parts.append(f"[{stop}]")
-        return " ".join(parts)
+        return heading_text(message.get("role"), message.get("model"), stop)
 
     def render_html(self, node: Node) -> str:
         """A metadata row: model, stop reason (when not end_turn), token counts."""
@@ -416,18 +418,20 @@ class MessageDefinition:
         return anthropic_message(state.message, dict(state.delta).get("stop_reason"), usage)
 
 
-def _carried_marker(previous: Node | None, message_id: str, index: int) -> str:
-    """The list marker a text block at ``index`` takes from the block before it (see
-    ``BlockState.marker``): "" unless that block is the message's text block at
-    ``index - 1`` and its last line is a marker alone."""
+def _after_text(previous: Node | None, message_id: str, index: int) -> tuple[str, bool]:
+    """How a text block at ``index`` follows the block before it: the list marker it
+    takes from it (see ``BlockState.marker``) and whether it goes on its line
+    (``BlockState.inline``). Neither unless that block is the message's text block
+    at ``index - 1``; a marker when its last line is a marker alone, else inline when
+    it ended mid-line."""
     if previous is None:
-        return ""
+        return "", False
     state: BlockState = previous.state
     if state.message_id != message_id or state.index != index - 1:
-        return ""
+        return "", False
     if state.block.get("type") != "text":
-        return ""
-    return trailing_marker(str(state.block.get("text", "")) + str(state.text))
+        return "", False
+    return text_follows(str(state.block.get("text", "")) + str(state.text))
 
 
 class BlockDefinition:
@@ -466,12 +470,15 @@ class BlockDefinition:
         message_id = event.message_id
         assert message_id is not None
         index = raw["index"]
-        # Only a cited block starts a list item a citation split off (its start
-        # declares the citations): other starts read nothing.
-        if index and "citations" in block and block.get("type") == "text":
-            marker = _carried_marker(reader.previous(self.kind), message_id, index)
-            if marker:
-                return BlockState(message_id, index, block, marker=marker)
+        # Only a text block after a text block (a citation splits a sentence or a
+        # list item into blocks) reads the one before it: other starts read nothing.
+        if index and block.get("type") == "text":
+            marker, inline = _after_text(reader.previous(self.kind), message_id, index)
+            # Only a cited block starts a list item a citation split off (its start
+            # declares the citations).
+            marker = marker if "citations" in block else ""
+            if marker or inline:
+                return BlockState(message_id, index, block, marker=marker, inline=inline)
         return BlockState(message_id, index, block)
 
     def update(self, state: BlockState, event: Envelope) -> BlockState:
@@ -528,22 +535,31 @@ class BlockDefinition:
         return fold_run(state, events, pieces, append, self.update)
 
     def render_text(self, node: Node) -> str:
-        """Text and thinking as text, tool calls as ``name(arguments)``."""
-        state: BlockState = node.state
-        block = _block(state)
-        kind = block.get("type")
-        if kind == "text":
-            return list_item_text(str(block.get("text", "")), state.marker)
-        if kind == "thinking":
-            return f"[thinking] {block.get('thinking', '')}"
-        if kind in _TRACKS_INPUT or "input" in block:
-            return f"{kind} {block.get('name', '')}({payload(block.get('input'))})"
-        from ._render_protocols import results_text
+        """Text (its sources after it) and thinking as text, calls as tool lines with
+        their joined result, search results as links."""
+        from ._render_protocols import anthropic_block_text
 
-        found = results_text(str(kind), block.get("content"))
-        if found is not None:
-            return found
-        return f"[{kind}] {payload({k: v for k, v in block.items() if k != 'type'})}"
+        state: BlockState = node.state
+        return anthropic_block_text(_block(state), state.marker, stopped=state.stopped)
+
+    def continues(self, node: Node) -> bool:
+        """Whether this text block goes on the line of the block before it."""
+        state: BlockState = node.state
+        return state.inline
+
+    def tool_calls(self, node: Node) -> tuple[str, ...]:
+        """The id of the tool (or server tool) use this block is, if it is one."""
+        from ._render_protocols import anthropic_calls
+
+        return anthropic_calls(node.state.block)
+
+    def tool_results(self, node: Node) -> tuple[tuple[str, Any], ...]:
+        """A server tool's result block as its call's outcome."""
+        from ._render_protocols import anthropic_results
+
+        if not str(node.state.block.get("type")).endswith("_tool_result"):
+            return ()
+        return anthropic_results(_block(node.state))
 
     def render_html(self, node: Node) -> str:
         """Text as a Markdown bubble with its citations, calls as tool cards, thinking

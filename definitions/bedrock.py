@@ -56,7 +56,6 @@ from ._cons import Cons, items
 from ._eventstream import EventStreamDecoder, EventStreamError, decode_frames, is_eventstream
 from ._partial_json import PartialJSONError, parse_partial_json
 from ._protocol import ProtocolSet
-from ._render import payload, plain
 from ._text import StreamedText
 
 __all__ = [
@@ -331,20 +330,22 @@ class MessageDefinition:
         return _fold(state, event.key, body)
 
     def render_text(self, node: Node) -> str:
-        """The message's text, reasoning and tool calls, then how it stopped."""
-        state: MessageState = node.state
-        lines = []
-        for block in _ordered(state.blocks):
-            lines.append(_render_block(block))
-        stop = state.stop.get("stopReason") if type(state.stop) is dict else None
-        if stop:
-            lines.append(f"[{stop}]")
-        lines.extend(f"[{key}] {payload(body)}" for key, body in state.exceptions)
-        return "\n".join(lines)
+        """The heading (how it stopped), then the text, reasoning and tool calls."""
+        from ._render_protocols import converse_text
+
+        return converse_text(_message(node.state))
 
     def render_html(self, node: Node) -> str:
-        """The message, escaped (bidi controls shown) with its line breaks kept."""
-        return plain(self.render_text(node), "bedrock-message")
+        """The metadata row, then text as bubbles, reasoning folded, calls as cards."""
+        from ._render_protocols import converse_html
+
+        return converse_html(_message(node.state))
+
+    def tool_calls(self, node: Node) -> list[str]:
+        """The ids of the message's tool uses."""
+        from ._render_protocols import converse_calls
+
+        return converse_calls(_message(node.state))
 
 
 MESSAGE: Final = MessageDefinition()
@@ -355,20 +356,6 @@ MESSAGE: Final = MessageDefinition()
 
 def _ordered(blocks: tuple[BlockState, ...]) -> list[BlockState]:
     return sorted(blocks, key=lambda block: block.index)
-
-
-def _render_block(block: BlockState) -> str:
-    if block.kind == "reasoningContent":
-        if block.redacted and not block.text:
-            return "[reasoning redacted]"
-        return f"[reasoning] {block.text}"
-    if block.kind == "toolUse":
-        tool = block.start.get("toolUse") if type(block.start) is dict else None
-        name = tool.get("name", "") if type(tool) is dict else ""
-        return f"{name}({block.input})"
-    if block.kind == "text" or block.kind is None:
-        return str(block.text)
-    return f"[{block.kind}] {payload(dict(items(block.extra)))}"
 
 
 def _redacted(pieces: tuple[Any, ...]) -> Any:

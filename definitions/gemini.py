@@ -65,7 +65,6 @@ from engine._deprecation import renamed
 
 from ._cons import Cons, items
 from ._protocol import ProtocolSet
-from ._render import payload, plain
 from ._text import StreamedText
 
 __all__ = [
@@ -408,26 +407,23 @@ class ResponseDefinition:
         return _fold(state, event.chunk)
 
     def render_text(self, node: Node) -> str:
-        """Each candidate's text, thoughts and calls, then its finish reason."""
-        state: ResponseState = node.state
-        lines = []
-        many = len(state.candidates) > 1
-        for candidate in sorted(state.candidates, key=lambda c: c.index):
-            if many:
-                lines.append(f"[candidate {candidate.index}]")
-            for part in candidate.parts:
-                lines.append(_render_part(part))
-            finish = dict(candidate.fields).get("finishReason")
-            if finish:
-                lines.append(f"[{finish}]")
-        error = dict(state.fields).get("error")
-        if error is not None:
-            lines.append(f"[error] {payload(error)}")
-        return "\n".join(lines)
+        """The heading (model, finish), then each candidate's text, thoughts and calls
+        (labelled when several)."""
+        from ._render_protocols import gemini_text
+
+        return gemini_text(_response(node.state))
 
     def render_html(self, node: Node) -> str:
-        """The response, escaped (bidi controls shown) with its line breaks kept."""
-        return plain(self.render_text(node), "gemini-response")
+        """The metadata row, then text as bubbles, thoughts folded, calls as cards."""
+        from ._render_protocols import gemini_html
+
+        return gemini_html(_response(node.state))
+
+    def tool_calls(self, node: Node) -> list[str]:
+        """The ids of the response's function calls."""
+        from ._render_protocols import gemini_calls
+
+        return gemini_calls(_response(node.state))
 
 
 RESPONSE: Final = ResponseDefinition()
@@ -545,15 +541,6 @@ def _part(part: PartState) -> dict[str, Any]:
     if part.signature is not None:
         out["thoughtSignature"] = _signature(part.signature)
     return out
-
-
-def _render_part(part: PartState) -> str:
-    if part.kind == "text":
-        return f"[thought] {part.text}" if part.thought else str(part.text)
-    if part.kind == "functionCall":
-        call = _call(part)
-        return f"{call.get('name', '')}({payload(call.get('args'))})"
-    return f"[{part.kind}] {payload(part.value.get(part.kind))}"
 
 
 def _response(state: ResponseState) -> dict[str, Any]:

@@ -552,31 +552,45 @@ class CompletionDefinition:
         return _fold_chunks(state, events)
 
     def render_text(self, node: Node) -> str:
-        """Each choice's text, then its tool calls as ``name(arguments)``."""
-        lines = []
-        for choice in node.state.choices:
-            if choice is None:
-                continue
-            if choice.content:
-                lines.append(str(choice.content))
-            if choice.refusal:
-                lines.append(f"[refusal] {choice.refusal}")
-            lines.extend(f"{c.name}({c.arguments})" for c in choice.tool_calls)
-        return "\n".join(lines)
+        """The heading (model, stop), then each choice (labelled when several): its
+        text, refusal and tool calls."""
+        from ._render_protocols import chat_text
+
+        return chat_text(node.state.first.get("model"), _choices(node.state))
 
     def render_html(self, node: Node) -> str:
-        """Each choice's text as a Markdown bubble, its refusal, its tool calls as cards."""
-        from ._render_protocols import chat_choice
+        """The metadata row, then each choice's text as a Markdown bubble, its
+        refusal, its tool calls as cards."""
+        from ._render_protocols import chat_html
 
-        return "".join(
-            chat_choice(
-                choice.content,
-                choice.refusal,
-                [(str(c.name), str(c.arguments)) for c in choice.tool_calls],
-            )
+        state: CompletionState = node.state
+        return chat_html(state.first.get("model"), _choices(state), state.usage)
+
+    def tool_calls(self, node: Node) -> list[str]:
+        """The ids of the choices' tool calls (each shown as a card)."""
+        return [
+            call.id
             for choice in node.state.choices
             if choice is not None
+            for call in choice.tool_calls
+            if call.id
+        ]
+
+
+def _choices(state: CompletionState) -> list[Any]:
+    from ._render_protocols import ChatChoice
+
+    return [
+        ChatChoice(
+            index,
+            choice.content,
+            choice.refusal,
+            [(str(c.name), c.id, str(c.arguments)) for c in choice.tool_calls],
+            choice.finish_reason,
         )
+        for index, choice in enumerate(state.choices)
+        if choice is not None
+    ]
 
 
 COMPLETION: Final = CompletionDefinition()

@@ -62,7 +62,6 @@ from engine import Claim, Node
 from engine._deprecation import renamed
 
 from ._protocol import UNREADABLE, ProtocolSet
-from ._render import payload
 from ._routing import ByType
 from ._runs import fold_run
 from ._text import StreamedText
@@ -476,14 +475,13 @@ class ResponseDefinition:
         return msgspec.structs.replace(state, status=kind, latest=response)
 
     def render_text(self, node: Node) -> str:
-        """``response (model) status``, and the error message if there is one."""
+        """``assistant (model) [status]`` (unless completed), and the error if any."""
+        from ._render_protocols import responses_heading
+
         state: ResponseState = node.state
         payload = state.latest or state.created
-        parts = ["response", f"({payload.get('model', '?')})", f"[{payload.get('status', '?')}]"]
         error = state.error or payload.get("error")
-        if isinstance(error, dict):
-            parts.append(f"error: {error.get('message') or error.get('code')}")
-        return " ".join(parts)
+        return responses_heading({**payload, "error": error} if error else payload)
 
     def render_html(self, node: Node) -> str:
         """A metadata row: status (when not completed), model, token counts, error."""
@@ -625,6 +623,10 @@ def _update(state: ItemState, event: Envelope) -> ItemState:
     return _item_updated(state, event.event)
 
 
+# Items whose text renders while streaming; any other shows what is pending.
+_TEXT_ITEMS: Final = frozenset({"message", "function_call", "reasoning"})
+
+
 class ItemDefinition:
     """Kind ``openai_response_item``: one node per output item, id ``<response>/<index>``."""
 
@@ -666,27 +668,21 @@ class ItemDefinition:
         return _fold_item(state, events)
 
     def render_text(self, node: Node) -> str:
-        """Message text, ``name(arguments)`` for calls, the summary for reasoning."""
+        """Message text, calls as tool lines, the summary for reasoning."""
+        from ._render_protocols import responses_item_text
+
         state: ItemState = node.state
         item = state.done if state.done is not None else _snapshot_item(state)
-        kind = item.get("type")
-        if kind == "message":
-            lines = []
-            for part in item.get("content") or ():
-                if part.get("type") == "refusal":
-                    lines.append(f"[refusal] {part.get('refusal', '')}")
-                else:
-                    lines.append(str(part.get("text", "")))
-            return "\n".join(lines)
-        if kind == "function_call":
-            return f"{item.get('name', '')}({item.get('arguments', '')})"
-        if kind == "reasoning":
-            texts = [str(p.get("text", "")) for p in item.get("summary") or ()]
-            return "[reasoning] " + "\n".join(texts)
-        if state.done is None and state.pending:
-            return f"[{kind}] {state.pending}"
-        rest = {k: v for k, v in item.items() if k not in ("type", "id")}
-        return f"[{kind}] {payload(rest)}"
+        if state.done is None and state.pending and item.get("type") not in _TEXT_ITEMS:
+            return f"[{item.get('type')}] {state.pending}"
+        return responses_item_text(item)
+
+    def tool_calls(self, node: Node) -> tuple[str, ...]:
+        """The call id of a function call item."""
+        from ._render_protocols import responses_calls
+
+        state: ItemState = node.state
+        return responses_calls(state.done if state.done is not None else _snapshot_item(state))
 
     def render_html(self, node: Node) -> str:
         """Messages as Markdown bubbles, calls as tool cards, reasoning folded."""

@@ -13,6 +13,7 @@ of provider-native items, ``CoopContext``, which builds the next request from
 cooperating areas, and the economy (docs/context.md states its rules).
 """
 
+from ._cursor import Cursor as Cursor
 from ._engine import ConversationEngine as ConversationEngine
 from ._engine import create_conversation_engine as create_conversation_engine
 from ._errors import ConversationError as ConversationError
@@ -72,6 +73,7 @@ __all__ = [
     "ConversationEngine",
     "ConversationError",
     "CoopContext",
+    "Cursor",
     "Definition",
     "DefinitionError",
     "EventError",

@@ -17,6 +17,7 @@ PACKAGES = [
     "definitions",
     "definitions.harness",
     "replay",
+    "replay.serve",
 ]
 
 

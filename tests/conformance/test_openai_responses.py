@@ -532,8 +532,8 @@ def test_renderers_escape_everything() -> None:
         for raw in ("<script", "<b>", "<i>", "<v>", "<m>"):
             assert raw not in fragment
     assert texts == [
-        "response (<m>) [x]",
+        "assistant (<m>) [x]",
         "<script>alert(1)</script>",
-        '<b>({"<i>")',
+        'tool <b> called\n  arguments: {"<i>"',
         "[custom_tool_call] <v>",
     ]

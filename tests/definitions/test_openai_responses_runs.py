@@ -142,12 +142,14 @@ same_type_runs = st.sampled_from(
 )
 
 
+@pytest.mark.slow  # hundreds of generated runs
 @settings(max_examples=1000)
 @given(state=started(), events=runs)
 def test_update_many_is_update_over_the_run(state: Any, events: list[Scoped]) -> None:
     check_run(ITEM, state, events)
 
 
+@pytest.mark.slow  # hundreds of generated runs
 @settings(max_examples=500)
 @given(state=started(), events=same_type_runs)
 def test_update_many_is_update_over_a_run_of_one_type(state: Any, events: list[Scoped]) -> None:
@@ -192,12 +194,14 @@ scoped_same_type_runs = st.sampled_from(
 )
 
 
+@pytest.mark.slow  # hundreds of generated runs
 @settings(max_examples=1000)
 @given(state=started(), events=scoped_runs)
 def test_update_many_is_update_over_a_scoped_run(state: Any, events: list[Scoped]) -> None:
     check_run(ITEM, state, events)
 
 
+@pytest.mark.slow  # hundreds of generated runs
 @settings(max_examples=1000)
 @given(state=started(), events=scoped_same_type_runs)
 def test_update_many_is_update_over_a_scoped_run_of_one_type(

@@ -353,7 +353,7 @@ class TestSameView:
 
 
 class TestVocabulary:
-    """DefinitionSet.vocabulary: a module's ``Event`` when it is a tagged vocabulary."""
+    """ProtocolSet.vocabulary: a module's ``Event`` when it is a tagged vocabulary."""
 
     def test_builtin_set_declares_the_builtin_events(self) -> None:
         assert protocol_definitions("builtin").vocabulary is builtin.Event
