@@ -79,7 +79,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engine import (
     ConversationEngine,
-    ConversationError,
     Node,
     Registration,
     Scheduler,
@@ -193,9 +192,10 @@ class _Conversation:
     def close(self) -> None:
         """Let go of the source (nothing to do by default)."""
 
-    def unclaimed_note(self) -> str | None:
-        """``"N events claimed by no definition; try -d ..."`` when some were."""
-        return None
+    def notes(self) -> list[str]:
+        """What the page says above the view: events that could not be folded, and
+        ``"N events claimed by no definition; try -d ..."`` when some were."""
+        return []
 
     def current(self) -> tuple[Node, ...]:
         """The view as last notified, pending frames flushed first."""
@@ -317,6 +317,7 @@ class _Folded(_Conversation):
         self._feed: Callable[[Any], Any] | None = None
         self._first_events: Sequence[Any] = ()  # what detection looked at, for the note
         self.failures = 0  # events a definition rejected (logged, skipped)
+        self.first_failure = ""
 
     def _begin(self, first: Sequence[Any]) -> ConversationEngine:
         chosen, registration = self._choose(first)
@@ -356,20 +357,30 @@ class _Folded(_Conversation):
                 envelope = event if feed is None else feed(event)
                 if envelope is not None:
                     push(envelope)
-            except (ConversationError, ValueError, TypeError, KeyError) as exc:
-                # A bad event must not stop the view: the engine left no trace of it.
+            except Exception as exc:
+                # A bad event must not stop the view (whatever a definition or a
+                # pre-pass raised for it): the engine left no trace of it; the page
+                # says how many were skipped, and the first.
                 self.failures += 1
-                log.warning(
-                    "conversation %r, event #%d skipped: %s", self.id, self.position - 1, exc
-                )
+                where = f"event #{self.position - 1}: {type(exc).__name__}: {exc}"
+                self.first_failure = self.first_failure or where
+                log.warning("conversation %r, %s (skipped)", self.id, where)
 
-    def unclaimed_note(self) -> str | None:
-        if self.engine is None or self.chosen is None:
-            return None
-        unclaimed = self.engine.statistics().events_unclaimed
-        if unclaimed <= 0:
-            return None
-        return unclaimed_note(unclaimed, self.position, self._first_events, self.chosen.name)
+    def notes(self) -> list[str]:
+        notes = []
+        if self.failures:
+            s = "" if self.failures == 1 else "s"
+            notes.append(
+                f"{self.failures} event{s} could not be shown; the first, {self.first_failure}"
+            )
+        if self.engine is not None and self.chosen is not None:
+            unclaimed = self.engine.statistics().events_unclaimed
+            name = self.chosen.name
+            with contextlib.suppress(Exception):  # it detects too: odd events are no note
+                note = unclaimed_note(unclaimed, self.position, self._first_events, name)
+                if note is not None:
+                    notes.append(note)
+        return notes
 
     def current(self) -> tuple[Node, ...]:
         if self.engine is not None:
@@ -567,7 +578,11 @@ class Live:
     def _choose(self, first: Sequence[Any]) -> tuple[DefinitionSet, Registration]:
         chosen = self.fixed
         if chosen is None:
-            chosen = protocol_definitions(detect_protocol(first).protocol)
+            try:
+                chosen = protocol_definitions(detect_protocol(first).protocol)
+            except Exception as exc:  # odd events must not take the page down
+                log.warning("protocol detection failed, showing the built-in kinds: %s", exc)
+                chosen = protocol_definitions("builtin")
         return self._registration(chosen)
 
     async def append(
@@ -701,8 +716,7 @@ async def conversation_html(app: Starlette, conversation: str, *, at: str = "") 
     nodes = hub.current()
     fragments = "".join(hub.fragment(node) for node in nodes)
     stream = escape(_href(at, conversation, "/stream"), quote=True)
-    note = hub.unclaimed_note()
-    unclaimed = "" if note is None else f'<p class="note unclaimed">{escape(note)}</p>\n'
+    unclaimed = "".join(f'<p class="note unclaimed">{escape(note)}</p>\n' for note in hub.notes())
     # Nothing between the tags when there are no nodes: the stylesheet says
     # "waiting" on an :empty section (without the script too).
     return (
