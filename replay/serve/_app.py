@@ -704,25 +704,42 @@ def assets_html(app: Starlette, *, at: str = "") -> str:
     )
 
 
-async def conversation_html(app: Starlette, conversation: str, *, at: str = "") -> str:
+WINDOW = 150
+"""Nodes a conversation's page carries at first: the latest ones. The script fills
+in the earlier ones after the page is up, a chunk at a time (parsing every node of a
+long conversation before the page answers took seconds), so search-in-page and links
+to a node work once it has; without the script, ``?all=1`` shows them all."""
+
+
+async def conversation_html(
+    app: Starlette, conversation: str, *, at: str = "", window: int | None = WINDOW
+) -> str:
     """A conversation as server-rendered HTML that ``assets_html``'s script keeps live:
-    a ``<section>`` of its nodes, streaming from ``app`` mounted at ``at``. A
-    conversation of a store with no events yet is an empty section that fills when
-    they come. ``LookupError`` for a conversation ``app`` cannot show."""
+    a ``<section>`` of its nodes, streaming from ``app`` mounted at ``at``. Of a long
+    conversation only the last ``window`` nodes are in the HTML, and the script adds
+    the earlier ones (``None``: all of them in the HTML). A conversation of a store
+    with no events yet is an empty section that fills when they come.
+    ``LookupError`` for a conversation ``app`` cannot show."""
     live: Live = app.state.live
     hub = await live.open(conversation)
     if hub is None:
         raise LookupError(f"no conversation {conversation!r} here")
     nodes = hub.current()
-    fragments = "".join(hub.fragment(node) for node in nodes)
+    earlier = 0 if window is None else max(0, len(nodes) - window)
+    fragments = "".join(hub.fragment(node) for node in nodes[earlier:])
     stream = escape(_href(at, conversation, "/stream"), quote=True)
-    unclaimed = "".join(f'<p class="note unclaimed">{escape(note)}</p>\n' for note in hub.notes())
+    notes = "".join(f'<p class="note unclaimed">{escape(note)}</p>\n' for note in hub.notes())
+    more = ""
+    if earlier:
+        everything = escape(_href(at, conversation, "?all=1"), quote=True)
+        notes += f'<p class="note earlier"><a href="{everything}">{earlier} earlier nodes</a></p>\n'
+        more = f' data-earlier="{earlier}"'
     # Nothing between the tags when there are no nodes: the stylesheet says
     # "waiting" on an :empty section (without the script too).
     return (
-        f"{unclaimed}"
+        f"{notes}"
         f'<section class="conversation" data-stream="{stream}" '
-        f'data-position="{hub.notified}" data-live="off">'
+        f'data-position="{hub.notified}"{more} data-live="off">'
         f"{fragments}</section>\n"
     )
 
@@ -795,7 +812,9 @@ async def _conversation_page(request: Request) -> Response:
     conversation: str = request.path_params["conversation"]
     root = _root(request)
     try:
-        section = await conversation_html(request.app, conversation, at=root)
+        every = request.query_params.get("all") == "1"
+        window = None if every else WINDOW
+        section = await conversation_html(request.app, conversation, at=root, window=window)
     except LookupError:
         raise _PageError(404, f"No conversation {conversation!r} here.") from None
     title = escape(conversation, quote=True)
