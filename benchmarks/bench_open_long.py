@@ -104,7 +104,7 @@ def open_time(browser: Any, url: str) -> float:
     page = browser.new_page(viewport={"width": 1000, "height": 800})
     try:
         page.add_init_script(_PROBE)
-        page.goto(url, wait_until="commit")
+        page.goto(url, wait_until="commit", timeout=120_000)
         page.wait_for_function(
             "() => window.__clickable !== undefined", timeout=120_000, polling=100
         )
