@@ -215,6 +215,14 @@ class _Conversation:
         for node in nodes[len(previous) :]:
             changed_at[node.key] = position
             changed.append((node, None))
+        # A result joined to its call's card changes that card's node too.
+        rejoined = self._renderer.join(nodes) if self._renderer is not None else None
+        if rejoined:
+            sent = {node.key for node, _ in changed}
+            for node in nodes:
+                if node.key in rejoined and node.key not in sent:
+                    changed_at[node.key] = position
+                    changed.append((node, None))
         self.nodes = nodes
         if not changed:
             return

@@ -32,6 +32,8 @@ import pytest
 from replay import EventStore
 from tests._shared import require
 
+pytestmark = pytest.mark.slow  # Chromium
+
 ROOT = Path(__file__).parents[2]
 EXAMPLE = ROOT / "replay" / "examples" / "agent_session.jsonl"
 CHROMIUM = "/usr/bin/chromium"
