@@ -28,6 +28,7 @@ import attrs
 from definitions._render import BLOCK_MARK, Blocks, render_blocks
 from engine import Node
 
+from .._errors import RenderError
 from ._common import call_member, members, pretty_state
 
 __all__ = ["BlockPatch", "HtmlRenderer", "render_html"]
@@ -41,7 +42,26 @@ _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri '
 
 
 def _fallback(node: Node) -> str:
-    return f'<pre class="state">{escape(pretty_state(node.state), quote=True)}</pre>'
+    try:
+        text = pretty_state(node.state)
+    except (RecursionError, TypeError, ValueError) as exc:  # a state with no JSON form
+        raise RenderError(
+            f"node {node.key} ({node.kind!r}) has no JSON form to show: "
+            f"{type(exc).__name__}: {exc}",
+            kind=node.kind,
+            key=node.key,
+            method="render_html",
+        ) from exc
+    return f'<pre class="state">{escape(text, quote=True)}</pre>'
+
+
+def _error_card(node: Node, exc: RenderError) -> str:
+    """What a node shows when its definition cannot render it: the error, escaped."""
+    key = escape(node.key, quote=True)
+    return (
+        f"\n<header>#{node.seq} {key}</header>\n"
+        f'<div class="body"><pre class="error">{escape(str(exc), quote=True)}</pre></div>\n'
+    )
 
 
 @attrs.frozen
@@ -151,19 +171,24 @@ class HtmlRenderer:
         member = self._render.get(node.kind)
         pieces: list[str]
         blocks: list[Blocks] = []
-        if member is None:
-            pieces = [_fallback(node)]
-        else:
-            pieces, blocks = render_blocks(lambda: call_member(member, node, "render_html"))
         key = escape(node.key, quote=True)
         kind = escape(node.kind, quote=True)
+        css = "node"
+        try:
+            if member is None:
+                pieces = [_fallback(node)]
+            else:
+                pieces, blocks = render_blocks(lambda: call_member(member, node, "render_html"))
+        except RenderError as exc:
+            # One node that cannot be shown costs its own place, not the page.
+            css, pieces, blocks = "node render-error", [_error_card(node, exc)], []
         # The key is for scripts and links (id, data-key), never shown; a node with
         # nothing to show (a step, an empty container) keeps its place, hidden, so
         # the live page can still patch it in order.
         shown = blocks or any(piece and not piece.isspace() for piece in pieces)
         hidden = "" if shown else " hidden"
         pieces[0] = (
-            f'<article class="node" id="{key}" data-key="{key}" data-kind="{kind}" '
+            f'<article class="{css}" id="{key}" data-key="{key}" data-kind="{kind}" '
             f'data-seq="{node.seq}"{hidden}>{pieces[0]}'
         )
         pieces[-1] += "</article>\n"
@@ -201,7 +226,9 @@ def render_html(
     Each node is an ``<article>`` with ``id``/``data-key`` = its key, ``data-kind``
     and ``data-seq``; its body is the definition's ``render_html(node)`` (which must
     escape its content) or, for a kind without one, the state as escaped JSON.
-    Everything the page itself writes, ``title`` included, is escaped. For a live
+    Everything the page itself writes, ``title`` included, is escaped. A node its
+    definition fails to render shows the error in its place (an error card) instead
+    of failing the page. For a live
     view rendered again and again, keep an ``HtmlRenderer`` instead.
     """
     return HtmlRenderer(definitions, title=title).render(nodes)
