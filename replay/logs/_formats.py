@@ -637,6 +637,9 @@ def _interaction(interaction: dict[str, Any], call: int) -> list[dict[str, Any]]
     out.append({"type": "recording/response", "call": call, "status": code, "headers": headers})
     raw = _bytes(response.get("body"))
     kind = headers.get("content-type", "")
+    parsed = response.get("parsed_body")  # a serializer that stores the JSON parsed
+    if isinstance(parsed, dict | list) and not raw.strip():
+        raw = msgspec.json.encode(parsed)
     if "event-stream" in kind and not raw.lstrip().startswith((b"{", b"[")):
         frames, _ = _load_sse(raw, None, True, None)
         out += [{"type": "recording/event", "call": call, "event": e} for e in frames]
