@@ -205,6 +205,7 @@ def test_a_credential_with_a_newline_never_reaches_the_log(
 def _cassette() -> dict[str, Any]:
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     answer = {"id": "x", "type": "message", "role": "assistant", "content": []}
+
     def headers() -> dict[str, list[str]]:  # a dict each: YAML would write one as an alias
         return {name: [value] for name, value in planted_headers()}
 

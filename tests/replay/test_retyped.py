@@ -25,7 +25,10 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from definitions.gateways import GATEWAYS
+from replay import LogError
 from replay._cli import main
+from replay.recording import RecordingError
+from replay.recording._player import read_calls
 from tests._shared import SHARED, require
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,6 +159,20 @@ COMMANDS = [
 ]
 
 
+def played(path: Path) -> str:
+    """A recording of model calls is also read for playback (``replay.playback`` reads it
+    so): every call's bytes are produced (``""``), or a library error says where."""
+    try:
+        for call in read_calls(path):
+            for _ in call.chunks(None):
+                pass
+    except (LogError, RecordingError) as exc:
+        TRIED["playback refused"] += 1
+        return str(exc)
+    TRIED["played back"] += 1
+    return ""
+
+
 def convo(*args: str) -> tuple[int, str]:
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
@@ -181,6 +198,9 @@ def test_a_retyped_field_renders_or_is_one_line_naming_where(
     path.write_bytes(data)
     status, err = convo(command[0], str(path), *command[1:])
     TRIED["renders" if status == 0 else "refused"] += 1
+    if b"recording/" in data:
+        refused = played(path)
+        assert not refused or "line" in refused or "position" in refused, refused
     assert status in (0, 2), err
     if status == 2:
         # Warnings may come first; the error is the last line, and no traceback.
@@ -202,5 +222,7 @@ def test_zz_report() -> None:
         "mutated reads: "
         f"{TRIED['renders']} read, {TRIED['refused']} refused with one line naming where, "
         f"({TRIED['projection refused']} of them by `convo context`, naming the file and "
-        "what, not always the position), 0 tracebacks"
+        "what, not always the position), 0 tracebacks; of the recordings of model calls, "
+        f"{TRIED['played back']} played back and {TRIED['playback refused']} refused "
+        "naming the line or record"
     )
