@@ -127,6 +127,25 @@ def test_the_command_refuses_what_could_not_be_sent(
     status, out, err = _cli(capsys, str(embeddings), "-p", "openai-chat", "--model", "m")
     assert (status, out) == (2, "")
     assert "embeddings" in err or "unknown api" in err
+    # Bedrock InvokeModel (no model API a gateway speaks) and `codex exec --json`
+    # (events, no conversation of any set) hold nothing to continue.
+    invoke = tmp_path / "invoke.json"
+    url = "https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-v2/invoke"
+    answer = {"string": json.dumps({"completion": "hello"})}
+    interaction = {
+        "request": {"method": "POST", "uri": url, "body": json.dumps({"prompt": "hi"})},
+        "response": {"status": {"code": 200}, "headers": {}, "body": answer},
+    }
+    invoke.write_text(json.dumps({"interactions": [interaction], "version": 1}))
+    codex = tmp_path / "codex-exec.jsonl"
+    codex.write_text(
+        '{"type":"thread.started","thread_id":"t"}\n{"type":"turn.started"}\n'
+        '{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"Done."}}\n'
+    )
+    for path in (invoke, codex):
+        status, out, err = _cli(capsys, str(path), "-p", "bedrock", "--model", "m")
+        assert (status, out) == (2, ""), path.name
+        assert err.count("\n") == 1, err
     status, out, err = _cli(capsys, str(AGENT), "-p", "openai-chat")
     assert (status, out) == (2, "")
     assert "name one with --model" in err
