@@ -2,7 +2,8 @@
 
 ``command`` reads in one pass, top to bottom:
 
-1. options: the command line as ``ContextOptions``, the events cut at ``--at``, and
+1. options: the command line as ``ContextOptions``, the events of one branch's path
+   (``--leaf``, else the active one; ``definitions.branch``) cut at ``--at``, and
    what every request carries beside the conversation (``carried``: the recorded
    model, tools and settings, the flags' overrides; what cannot cross to the
    provider is warned of);
@@ -13,7 +14,8 @@
    one before a call (``--calls``, JSON Lines). A request that could not be sent (no
    conversation, no model) is a ``ValueError`` instead.
 
-May import: ``_requests``, ``_economy``, ``_workbench``, ``definitions``, ``engine``.
+May import: ``_requests``, ``_economy``, ``_siblings``, ``_workbench``, ``definitions``,
+``engine``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 import attrs
 import msgspec
 
+from definitions.branch import Branches, is_branch_event, path_events
 from definitions.gateways import GATEWAYS, Carried, Problem, gateway
 from engine import Economy
 
@@ -40,6 +43,7 @@ from ._requests import (
     requests,
     require_sendable,
 )
+from ._siblings import SiblingPrefix, sibling_prefixes
 from ._workbench import Workbench
 
 __all__ = ["add_arguments", "command", "options_from"]
@@ -129,6 +133,17 @@ def command(
     ``progress`` is called as each request is built. ``ValueError`` for bad input (an
     ``--at`` past the end, a bad record) and for a request that could not be sent."""
     # 1. options
+    siblings: list[SiblingPrefix] = []
+    leaf = getattr(args, "leaf", None)
+    if leaf is not None or any(map(is_branch_event, events)):
+        # One branch's path is its log (definitions.branch); --stats adds what each
+        # version's request shares with its sibling's.
+        plain = [e for e in events if not is_record(e) and not is_branch_event(e)]
+        chosen = definition_set_of(plain)
+        branches = Branches(events, chosen.definitions, event_type=chosen.event_type)
+        if args.stats:
+            siblings = sibling_prefixes(events, chosen, gateway(args.provider))
+        events = path_events(events, branches.tree, leaf)
     if args.at is not None:
         if args.at > len(events):
             raise ValueError(f"--at {args.at}: the log has only {len(events)} events")
@@ -154,7 +169,7 @@ def command(
         calls = [_Shown(c.index, c.request, c.problems) for c in plain]
     # 3. economy
     if talk is not None and args.stats:
-        return _figures(talk, args, head, economized, seconds)
+        return _figures(talk, args, head, economized, seconds, siblings)
     # 4. output
     require_sendable(calls[-1].payload, head, len(events))
     shown = calls[:-1] if args.calls else calls[-1:]
@@ -176,9 +191,11 @@ def _figures(
     head: Carried,
     calls: list[CallRequest],
     seconds: list[float],
+    siblings: Sequence[SiblingPrefix] = (),
 ) -> str:
     """``--stats``: the figures of the requests before every model call, beside those
-    of the same requests with no policy."""
+    of the same requests with no policy, and at each branch point what a version's
+    request shares with its sibling's."""
     before = calls[:-1]  # the last request follows the log: no call answered it
     figures = measure(before)
     if args.policy in (None, "none"):
@@ -198,6 +215,8 @@ def _figures(
         "ms_per_call_last_tenth": round(1000 * sum(last) / len(last), 3) if last else 0,
         "sizes": list(figures.sizes),
     }
+    if siblings:
+        out["siblings"] = [sibling.as_dict() for sibling in siblings]
     return msgspec.json.encode(out).decode() + "\n"
 
 

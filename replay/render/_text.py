@@ -97,9 +97,7 @@ def render_text(
     installed; ``True`` styles whenever rich is installed; without rich, or with
     ``False``, the text is plain.
     """
-    return "".join(
-        text_pieces(nodes, definitions, color=color, keys=keys, notes=notes, full=full)
-    )
+    return "".join(text_pieces(nodes, definitions, color=color, keys=keys, notes=notes, full=full))
 
 
 def text_pieces(
@@ -117,9 +115,7 @@ def text_pieces(
     definitions = tuple(definitions)
     join = ToolJoin(definitions).of(nodes)
     render = members(definitions, "render_text")
-    parts = _parts(
-        nodes, render, members(definitions, "continues"), join, keys, full, notes or {}
-    )
+    parts = _parts(nodes, render, members(definitions, "continues"), join, keys, full, notes or {})
     if _use_color(color):
         shown = [(header, _indent(body) if keys else body, on) for header, body, on in parts]
         styled = _render_rich(shown)
