@@ -14,8 +14,9 @@ whose it is:
 
 - the agent's **edit**: what differs is something the agent itself sent differently
   in its two requests (a changed system prompt or setting, a dropped or rewritten
-  turn, compaction), or the answer sent back with parts left out (thinking) or its
-  calls' ids changed;
+  turn, compaction), or the answer sent back with parts left out (thinking), its
+  calls' ids changed, or in a form of its own (the same text and calls, its blocks
+  written another way);
 - a projection **defect**: the agent's two requests agree but the projection does
   not (a setting not carried, a message lost), or the projected answer is not what
   the agent sent back (a block read wrong, an answer missing).
@@ -250,7 +251,27 @@ def _answer_edit(answer: Message, echo: Message) -> str | None:
         return f"it sent the answer back without its {', '.join(left)}"
     if [_unnamed(p) for p in given] == [_unnamed(p) for p in back]:
         return "it sent the answer back with its calls' ids changed"
+    if _said(answer) == _said(echo):
+        return "it sent the answer back in its own form (the same text and calls)"
     return None
+
+
+def _said(message: Message) -> tuple[str, tuple[tuple[str, str, Any], ...]]:
+    """What a model turn says, whatever the form of its blocks: its text (outer
+    whitespace aside) and its calls (id, name, arguments as data)."""
+    text = []
+    calls = []
+    for part in message.parts:
+        call = part.call if isinstance(part, Native) else part
+        if isinstance(call, ToolCall):
+            try:
+                arguments = msgspec.json.decode(call.arguments or "{}")
+            except msgspec.DecodeError:
+                arguments = call.arguments
+            calls.append((call.id, call.name, _sorted.encode(arguments)))
+        elif isinstance(part, Text | Native):
+            text.append(part.text)
+    return "".join(text).strip(), tuple(calls)
 
 
 def _subsequence(short: Sequence[Any], long: Sequence[Any]) -> bool:
