@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from definitions._requests_read import request_messages
-from definitions._settings import carry, written
+from definitions._settings import carry, limited, written
 from definitions.gateways import GATEWAYS, Settings, Tool, read_settings
 from replay import load_events
 from replay._cli import main
@@ -292,3 +292,16 @@ def test_settings_carried_across_providers_validate_and_keep_what_fits(
     _sdk_check(target, dict(carried.options))
     got = read_settings(target, carried.options)
     assert got == _kept(target, _kept(source, s))
+
+
+def test_the_output_limit_is_set_where_each_provider_reads_it() -> None:
+    # Chat's older max_tokens gives way to max_completion_tokens, not beside it.
+    assert limited("openai-chat", {"max_tokens": 5, "n": 1}, 9) == {
+        "n": 1,
+        "max_completion_tokens": 9,
+    }
+    nested = {"generationConfig": {"temperature": 0.5}}
+    assert limited("gemini", nested, 9) == {
+        "generationConfig": {"temperature": 0.5, "maxOutputTokens": 9}
+    }
+    assert limited("openai-responses", {}, 9) == {"max_output_tokens": 9}
