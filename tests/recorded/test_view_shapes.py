@@ -67,11 +67,14 @@ def citation(n: int) -> dict[str, Any]:
     }
 
 
+Block = tuple[dict[str, Any], list[dict[str, Any]]]
+
+
 @st.composite
-def anthropic_blocks(draw: st.DrawFn) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+def anthropic_blocks(draw: st.DrawFn) -> list[Block]:
     """Content blocks (start payload, deltas) in source order: texts (some cited,
     some ending mid-line or with a list marker), thinking, tool uses, server tools."""
-    blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    blocks: list[Block] = []
     for n in range(draw(st.integers(1, 6))):
         kind = draw(st.sampled_from(["text", "text", "cited", "thinking", "tool", "search"]))
         if kind in ("text", "cited"):
@@ -106,10 +109,9 @@ def anthropic_blocks(draw: st.DrawFn) -> list[tuple[dict[str, Any], list[dict[st
     return blocks
 
 
-@st.composite
-def anthropic_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
-    """One message streamed block after block, with a stop reason."""
-    message = {
+def anthropic_events(blocks: list[Block], stop: str) -> list[dict[str, Any]]:
+    """One message streamed block after block (start payload, deltas), then ``stop``."""
+    message: dict[str, Any] = {
         "id": "msg_1",
         "type": "message",
         "role": "assistant",
@@ -120,20 +122,21 @@ def anthropic_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
         "usage": {"input_tokens": 3, "output_tokens": 1},
     }
     events: list[dict[str, Any]] = [{"type": "message_start", "message": message}]
-    for index, (start, deltas) in enumerate(draw(anthropic_blocks())):
+    for index, (start, deltas) in enumerate(blocks):
         events.append({"type": "content_block_start", "index": index, "content_block": start})
         events += [{"type": "content_block_delta", "index": index, "delta": d} for d in deltas]
         events.append({"type": "content_block_stop", "index": index})
-    stop = draw(st.sampled_from(["end_turn", "tool_use", "refusal", "max_tokens"]))
-    events.append(
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": stop, "stop_sequence": None},
-            "usage": {"output_tokens": 9},
-        }
-    )
+    delta = {"stop_reason": stop, "stop_sequence": None}
+    events.append({"type": "message_delta", "delta": delta, "usage": {"output_tokens": 9}})
     events.append({"type": "message_stop"})
     return events
+
+
+@st.composite
+def anthropic_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """One message with a stop reason."""
+    stop = draw(st.sampled_from(["end_turn", "tool_use", "refusal", "max_tokens"]))
+    return anthropic_events(draw(anthropic_blocks()), stop)
 
 
 @settings(max_examples=60, deadline=None)
@@ -170,34 +173,19 @@ def test_anthropic_streamed_and_whole_answers_read_alike(events: list[dict[str, 
 
 
 def test_a_cited_sentence_stays_on_its_line() -> None:
-    events = [
-        {"type": "message_start", "message": {"id": "m", "role": "assistant", "content": []}},
-        *[
-            e
-            for index, (start, deltas) in enumerate(
-                [
-                    ({"type": "text", "text": ""}, [{"type": "text_delta", "text": "It is "}]),
-                    (
-                        {"type": "text", "text": "", "citations": []},
-                        [
-                            {"type": "citations_delta", "citation": citation(1)},
-                            {"type": "text_delta", "text": "sunny"},
-                        ],
-                    ),
-                    ({"type": "text", "text": ""}, [{"type": "text_delta", "text": " today."}]),
-                ]
-            )
-            for e in [
-                {"type": "content_block_start", "index": index, "content_block": start},
-                *({"type": "content_block_delta", "index": index, "delta": d} for d in deltas),
-                {"type": "content_block_stop", "index": index},
-            ]
-        ],
-        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}},
-        {"type": "message_stop"},
+    cited = {"type": "text", "text": "", "citations": []}
+    blocks: list[Block] = [
+        ({"type": "text", "text": ""}, [{"type": "text_delta", "text": "It is "}]),
+        (cited, [{"type": "citations_delta", "citation": citation(1)}]),
+        ({"type": "text", "text": ""}, [{"type": "text_delta", "text": " today."}]),
     ]
-    view = text_view(recording("anthropic.messages", events=events))
-    assert "It is sunny [Source 1 <https://example.com/1>] today." in view
+    blocks[1][1].append({"type": "text_delta", "text": "sunny"})
+    events = anthropic_events(blocks, "end_turn")
+    for view in (
+        text_view(recording("anthropic.messages", events=events)),
+        text_view(recording("anthropic.messages", body=anthropic_messages(events)[0])),
+    ):
+        assert "It is sunny [Source 1 <https://example.com/1>] today." in view
 
 
 # -- OpenAI Chat Completions ----------------------------------------------------------------
