@@ -723,7 +723,7 @@ def tool_text(name: object, call_id: object, status: str, arguments: object) -> 
         status = found.status
     ident = f" [{call_id}]" if call_id else ""
     lines = [f"tool {name}{ident} {status}"]
-    if arguments not in (None, "", {}):
+    if arguments not in (None, "", {}, "{}"):
         shown = arguments if isinstance(arguments, str) else payload(arguments)
         lines.append(f"  arguments: {long_text(shown)}")
     if found is not None:

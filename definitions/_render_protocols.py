@@ -661,8 +661,17 @@ def _converse_tool(block: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return tool if isinstance(tool, Mapping) else None
 
 
+def _converse_result(block: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    result = block.get("toolResult")
+    return result if isinstance(result, Mapping) else None
+
+
 def converse_block_text(block: Mapping[str, Any]) -> str:
-    """One content block as text: text, reasoning, a call as a tool line."""
+    """One content block as text: text, reasoning, a call as a tool line, a server
+    tool's result left to its call's card."""
+    result = _converse_result(block)
+    if result is not None and carried(result.get("toolUseId")):
+        return ""
     if "text" in block:
         return long_text(block["text"])
     tool = _converse_tool(block)
@@ -698,6 +707,9 @@ def converse_html(response: Mapping[str, Any], model: object = None) -> str:
         }
     out = heading_html("assistant", model, response.get("stopReason"), tokens)
     for block in _converse_blocks(response):
+        result = _converse_result(block)
+        if result is not None and carried(result.get("toolUseId")):
+            continue
         tool = _converse_tool(block)
         reasoning = block.get("reasoningContent")
         if "text" in block:
@@ -712,6 +724,23 @@ def converse_html(response: Mapping[str, Any], model: object = None) -> str:
     for exception in _maps(response.get("exceptions")):
         for key, body in exception.items():
             out += line("status", ("decision", key), ("label", payload(body)), status="failed")
+    return out
+
+
+def converse_results(response: Mapping[str, Any]) -> list[tuple[str, Outcome]]:
+    """A Converse response's server tool results (Nova's code interpreter) as their
+    calls' outcomes: the text or JSON each holds."""
+    out = []
+    for block in _converse_blocks(response):
+        result = _converse_result(block)
+        if result is None or not isinstance(result.get("toolUseId"), str):
+            continue
+        said = [
+            part.get("text") if "text" in part else payload(part.get("json", part))
+            for part in _maps(result.get("content"))
+        ]
+        status = "failed" if result.get("status") == "error" else "done"
+        out.append((result["toolUseId"], Outcome(status, "\n".join(map(str, said)))))
     return out
 
 

@@ -17,10 +17,10 @@ as boto3's ``converse_stream()`` yields them, as the AI SDK's recordings hold th
 
 Events carry no message id, and a recording may hold several messages (an agent
 loop) or none of the ``messageStart`` events (the AI SDK's hand-written cases). The
-pre-pass ``scope(events)`` numbers the messages: a ``messageStart`` opens the next
+pre-pass ``prepare(events)`` numbers the messages: a ``messageStart`` opens the next
 one, any other event joins the current one, or opens one when there is none yet
 (``metadata`` comes after ``messageStop`` and still belongs to its message). Each
-event is wrapped, without copying it, in ``Scoped(message, key, body, claim)``.
+event is wrapped, without copying it, in ``Envelope(message, key, body, claim)``.
 
 One definition, ``bedrock_message`` (node id ``"message-<n>"``), holds the message's
 blocks by ``contentBlockIndex``: ``contentBlockStart`` is sent only for tool use
@@ -37,7 +37,7 @@ on the message and shown; the rebuild lists them under ``"exceptions"``.
 The set is declared by ``PROTOCOL`` (``definitions.ProtocolSet``). Live use: push
 each event of boto3's ``converse_stream(...)["stream"]`` into ``PROTOCOL.engine()``
 (or decode a raw body piece by piece with ``EventStreamDecoder``); by hand,
-``engine.push_many(scope(events))`` or one ``Scoper`` per stream, routed with
+``engine.push_many(prepare(events))`` or one ``Preparer`` per stream, routed with
 ``event_type=bedrock.event_type``.
 """
 
@@ -50,6 +50,7 @@ from typing import Any, Final
 import msgspec
 
 from engine import Claim, Node
+from engine._deprecation import renamed
 
 from ._cons import Cons, items
 from ._eventstream import EventStreamDecoder, EventStreamError, decode_frames, is_eventstream
@@ -62,19 +63,19 @@ __all__ = [
     "EVENT_TYPES",
     "PROTOCOL",
     "BlockState",
+    "Envelope",
     "EventStreamDecoder",
     "EventStreamError",
     "MessageDefinition",
     "MessageState",
-    "Scoped",
-    "Scoper",
+    "Preparer",
     "detect",
     "event_type",
     "events_from_eventstream",
     "fold",
     "is_eventstream",
     "messages",
-    "scope",
+    "prepare",
 ]
 
 EVENT_TYPES: Final = frozenset(
@@ -142,7 +143,7 @@ def events_from_eventstream(data: bytes) -> list[dict[str, Any]]:
 # -- the pre-pass ---------------------------------------------------------------------
 
 
-class Scoped(msgspec.Struct, frozen=True, array_like=True, gc=False):
+class Envelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """A raw event: its message's node id, its type (the one key), its body, and the
     claim the message definition's ``match`` returns (``None``: not a ConverseStream
     event)."""
@@ -169,8 +170,8 @@ def _split(event: Any) -> tuple[str, Any]:
     return key, body
 
 
-class Scoper:
-    """Numbers the messages of one stream, event by event (see ``scope``)."""
+class Preparer:
+    """Numbers the messages of one stream, event by event (see ``prepare``)."""
 
     __slots__ = ("_count", "_update")
 
@@ -178,34 +179,34 @@ class Scoper:
         self._count = 0  # messages opened
         self._update: Claim | None = None  # the current message's update claim
 
-    def __call__(self, event: Any) -> Scoped:
+    def __call__(self, event: Any) -> Envelope:
         """Wrap ``event``; a ``messageStart`` (or the first event) opens a message."""
         key, body = _split(event)
         update = self._update
         if key not in EVENT_TYPES and key not in _EXCEPTIONS:
             # not a ConverseStream event: claimed by no definition
-            return Scoped(update.id if update is not None else "", key, body, None)
+            return Envelope(update.id if update is not None else "", key, body, None)
         if key == "messageStart" or update is None:
             self._count += 1
             node = f"message-{self._count}"
             self._update = Claim(node, "update")
-            return Scoped(node, key, body, Claim(node, "start"))
-        return Scoped(update.id, key, body, update)
+            return Envelope(node, key, body, Claim(node, "start"))
+        return Envelope(update.id, key, body, update)
 
 
-def scope(events: Iterable[Any]) -> Iterator[Scoped]:
-    """Wrap each ConverseStream event of one stream in ``Scoped`` (the pure pre-pass).
+def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
+    """Wrap each ConverseStream event of one stream in ``Envelope`` (the pure pre-pass).
 
     ``engine.EventError`` naming its position for an event that is not a mapping, or
-    one without exactly one key (``PROTOCOL.pre_pass()``, the counted ``Scoper``).
+    one without exactly one key (``PROTOCOL.pre_pass()``, the counted ``Preparer``).
     """
     return map(PROTOCOL.pre_pass(), events)
 
 
 _NOT_SCOPED: Final = (
-    "Bedrock definitions fold Scoped envelopes, not raw ConverseStream events: use "
+    "Bedrock definitions fold Envelope envelopes, not raw ConverseStream events: use "
     "bedrock.PROTOCOL.engine() (its push takes raw events), or push "
-    "bedrock.scope(events) / bedrock.Scoper()(event)"
+    "bedrock.prepare(events) / bedrock.Preparer()(event)"
 )
 
 # The envelope's class: ``type`` itself, a C call with no Python frame per event.
@@ -311,27 +312,27 @@ def _fold(state: MessageState, key: str, body: Any) -> MessageState:
 
 
 class MessageDefinition:
-    """Kind ``bedrock_message``: one node per Converse message (see ``scope``)."""
+    """Kind ``bedrock_message``: one node per Converse message (see ``prepare``)."""
 
     kind = "bedrock_message"
     # dict: a raw event routed here is refused by match with the fix, never dropped;
     # so is any object of a type no definition admits (fallback)
-    event_types = frozenset({Scoped, dict})
+    event_types = frozenset({Envelope, dict})
     fallback = True
     publication = "animation-frame"
 
-    def match(self, event: Scoped) -> Claim | None:
-        """The claim ``scope`` made (start on a message's first event)."""
+    def match(self, event: Envelope) -> Claim | None:
+        """The claim ``prepare`` made (start on a message's first event)."""
         try:
             return event.claim
         except AttributeError:  # a raw event, pushed without the pre-pass
             raise not_routed(_NOT_SCOPED, event) from None
 
-    def start(self, event: Scoped, reader: object) -> MessageState:
+    def start(self, event: Envelope, reader: object) -> MessageState:
         """A message opened by its first event (``messageStart`` or any other)."""
         return self.update(MessageState(), event)
 
-    def update(self, state: MessageState, event: Scoped) -> MessageState:
+    def update(self, state: MessageState, event: Envelope) -> MessageState:
         """Fold one event into the message."""
         body = event.body
         if type(body) is not dict:
@@ -355,6 +356,12 @@ class MessageDefinition:
         from ._render_protocols import converse_calls
 
         return converse_calls(_message(node.state))
+
+    def tool_results(self, node: Node) -> list[tuple[str, Any]]:
+        """The message's server tool results, as their calls' outcomes."""
+        from ._render_protocols import converse_results
+
+        return converse_results(_message(node.state))
 
 
 MESSAGE: Final = MessageDefinition()
@@ -444,8 +451,8 @@ PROTOCOL: Final = ProtocolSet(
     title="AWS Bedrock ConverseStream",
     detect=detect,
     definitions=DEFINITIONS,
-    prepare=scope,
-    pre_pass=Scoper,
+    prepare=prepare,
+    pre_pass=Preparer,
     event_type=event_type,
     rebuild=messages,
 )
@@ -458,3 +465,9 @@ def fold(events: Iterable[Any] | bytes) -> list[dict[str, Any]]:
     if isinstance(events, bytes | bytearray | memoryview):
         events = events_from_eventstream(bytes(events))
     return PROTOCOL.fold(events)
+
+
+# The names of one release ago (every set now says prepare, Preparer, Envelope).
+__getattr__ = renamed(
+    __name__, globals(), {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"}
+)

@@ -12,7 +12,7 @@ the end (see ``docs/recorded-conversations.md`` for the format)::
     {"type": "recording/end", "call": 0, "complete": true}
 
 The view shows each request's new input once, then the answer. The pre-pass
-(``Recorder``, one per stream; ``prepare`` maps a whole stream through one) does
+(``Preparer``, one per stream; ``prepare`` maps a whole stream through one) does
 what no pure ``match`` can, remembering the previous request:
 
 - a ``recording/request`` is read as generic messages (``definitions._requests_read``,
@@ -68,6 +68,7 @@ from engine import (
     ToolCall,
     ToolResult,
 )
+from engine._deprecation import renamed
 
 from . import anthropic, bedrock, gemini, openai_chat, openai_responses
 from ._protocol import ProtocolSet, not_routed
@@ -81,6 +82,7 @@ from ._render_protocols import (
     chat_text,
     converse_calls,
     converse_html,
+    converse_results,
     converse_text,
     gemini_calls,
     gemini_html,
@@ -96,9 +98,10 @@ __all__ = [
     "PROTOCOL",
     "TYPES",
     "AnswerState",
+    "Envelope",
     "ErrorState",
     "InCall",
-    "Recorder",
+    "Preparer",
     "RequestState",
     "api_of_url",
     "calls",
@@ -179,11 +182,11 @@ class ErrorState(msgspec.Struct, frozen=True, gc=False):
 # -- envelopes ------------------------------------------------------------------------
 
 
-class _Envelope(msgspec.Struct, frozen=True, gc=False):
+class Envelope(msgspec.Struct, frozen=True, gc=False):
     """What the pre-pass hands the definitions; ``route`` is the engine's key."""
 
 
-class InCall(_Envelope, frozen=True, array_like=True):
+class InCall(Envelope, frozen=True, array_like=True):
     """A provider set's envelope (``inner``) within call ``prefix`` (``"call-<n>/"``);
     ``route`` is ``(set name, the set's own routing key of inner)``."""
 
@@ -192,19 +195,19 @@ class InCall(_Envelope, frozen=True, array_like=True):
     inner: Any
 
 
-class _Request(_Envelope, frozen=True):
+class _Request(Envelope, frozen=True):
     route: ClassVar = "recorded/request"
     id: str
     state: RequestState
 
 
-class _Answer(_Envelope, frozen=True):
+class _Answer(Envelope, frozen=True):
     route: ClassVar = "recorded/answer"
     id: str
     state: AnswerState
 
 
-class _Failure(_Envelope, frozen=True):
+class _Failure(Envelope, frozen=True):
     route: ClassVar = "recorded/failure"
     request: str  # the request node's id
     id: str  # the error row's id
@@ -214,7 +217,7 @@ class _Failure(_Envelope, frozen=True):
 _NOT_PREPARED: Final = (
     "recorded definitions fold the recorded pre-pass's envelopes, not raw recording "
     "events: use recorded.PROTOCOL.engine() (its push takes raw events), or push "
-    "recorded.prepare(events) / recorded.Recorder()(event)"
+    "recorded.prepare(events) / recorded.Preparer()(event)"
 )
 
 
@@ -258,7 +261,7 @@ class _Call:
         self.failed = False
 
 
-class Recorder:
+class Preparer:
     """The recorded pre-pass of one stream: each raw recording event in order, its
     envelope out (``None``: nothing to fold). See the module docstring."""
 
@@ -269,7 +272,7 @@ class Recorder:
         # The conversation as the last request had it, an answer's place as _Answered.
         self._history: list[Message | _Answered] = []
 
-    def __call__(self, event: Any) -> _Envelope | None:
+    def __call__(self, event: Any) -> Envelope | None:
         """The envelope of ``event`` (a dict, or a mapping), or ``None``."""
         self._position += 1
         if not isinstance(event, dict):
@@ -360,7 +363,7 @@ class Recorder:
         )
         return _Request(f"call-{number}", state)
 
-    def _event(self, event: dict[str, Any]) -> _Envelope | None:
+    def _event(self, event: dict[str, Any]) -> Envelope | None:
         call = self._call(event)
         if call is None:
             return None
@@ -381,7 +384,7 @@ class Recorder:
             return None
         return InCall(call.prefix, (call.set.name, call.set.event_type(inner)), inner)
 
-    def _body(self, event: dict[str, Any]) -> _Envelope | None:
+    def _body(self, event: dict[str, Any]) -> Envelope | None:
         call = self._call(event)
         if call is None:
             return None
@@ -402,7 +405,7 @@ class Recorder:
         state = AnswerState(call.number, call.api, body, message)
         return _Answer(f"{call.prefix}answer", state)
 
-    def _end(self, event: dict[str, Any]) -> _Envelope | None:
+    def _end(self, event: dict[str, Any]) -> Envelope | None:
         call = self._call(event)
         if call is None:
             return None
@@ -481,8 +484,8 @@ def _stream_error(name: str, raw: dict[str, Any]) -> str | None:
     return None
 
 
-def prepare(events: Iterable[Any]) -> Iterator[_Envelope]:
-    """The batch pre-pass: one stream's raw events through one ``Recorder`` (counted,
+def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
+    """The batch pre-pass: one stream's raw events through one ``Preparer`` (counted,
     ``PROTOCOL.pre_pass()``: an event it cannot read is an ``EventError``)."""
     recorder = PROTOCOL.pre_pass()
     for event in events:
@@ -598,11 +601,12 @@ class AnswerDefinition:
         return [call_id for output in _outputs(state) for call_id in calls(output)]
 
     def tool_results(self, node: Node) -> list[tuple[str, Outcome]]:
-        """Its server tools' results (Anthropic's), as their calls' outcomes."""
+        """Its server tools' results (Anthropic's, Bedrock's), as their calls' outcomes."""
         state: AnswerState = node.state
-        if state.api != "anthropic.messages":
+        results = _RESULTS.get(state.api)
+        if results is None:
             return []
-        return [r for output in _outputs(state) for r in anthropic_links(output)[1]]
+        return [r for output in _outputs(state) for r in results(output)]
 
     def render_json(self, node: Node) -> dict[str, Any]:
         """The call, the API and the body as recorded."""
@@ -740,6 +744,13 @@ _ANSWERS: Final[
     ),
     "gemini.generate_content": (gemini_text, gemini_html, gemini_calls),
     "bedrock.converse": (converse_text, converse_html, converse_calls),
+}
+
+
+# Per API whose answers carry server tools' results: those results as outcomes.
+_RESULTS: Final[Mapping[str, Callable[[Any], list[tuple[str, Outcome]]]]] = {
+    "anthropic.messages": lambda o: anthropic_links(o)[1],
+    "bedrock.converse": converse_results,
 }
 
 
@@ -955,8 +966,12 @@ PROTOCOL: Final = ProtocolSet(
     detect=detect,
     definitions=DEFINITIONS,
     prepare=prepare,
-    pre_pass=Recorder,
+    pre_pass=Preparer,
     event_type=event_type,
     rebuild=_rebuild,
 )
 """The recorded-calls protocol set (``definitions.ProtocolSet``)."""
+
+
+# The names of one release ago (every set now says prepare, Preparer, Envelope).
+__getattr__ = renamed(__name__, globals(), {"Recorder": "Preparer"})

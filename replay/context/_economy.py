@@ -24,6 +24,7 @@ one place (``conversation``); the rest of the conversation is
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -34,6 +35,7 @@ import msgspec
 
 from definitions.conversation import answer_unanswered, conversation_messages
 from definitions.gateways import Gateway
+from definitions.harness import glance
 from engine import INTERRUPTED, Economist, Economized, Economy, Marks, Message, Node, Role
 
 from ._workbench import Workbench, WorkbenchIndex
@@ -54,7 +56,7 @@ __all__ = [
 POLICIES: Final[dict[str, Callable[[], Economy]]] = {
     "none": Economy.none,
     "live": Economy.live,
-    "resume": Economy.resume,
+    "resume": functools.partial(Economy.resume, glance=glance),
 }
 """The policy sets ``convo context --policy`` names."""
 

@@ -38,7 +38,7 @@ from engine import Node
 
 from ._common import ToolJoin, call_member, members, pretty_state
 
-__all__ = ["BlockPatch", "HtmlRenderer", "render_html"]
+__all__ = ["BlockPatch", "HtmlRenderer", "kind_stylesheets", "render_html"]
 
 # The one stylesheet of every view: the static page inlines it, the live page links
 # it (replay/static/convo.css), so both look the same.
@@ -46,6 +46,14 @@ _STYLE = resources.files("replay").joinpath("static/convo.css").read_text(encodi
 
 # No script may run, whatever a body contains; styles only from the inline sheet.
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'"
+
+
+def kind_stylesheets(definitions: Iterable[Any]) -> list[str]:
+    """The CSS the definitions bring, each once, in order: a definition's
+    ``stylesheet`` attribute (CSS text) styles its kind wherever it is shown (the
+    static page inlines it, the live page serves it as ``kinds.css``)."""
+    found = (getattr(definition, "stylesheet", None) for definition in definitions)
+    return list(dict.fromkeys(css for css in found if isinstance(css, str) and css))
 
 
 def _fallback(node: Node) -> str:
@@ -115,6 +123,8 @@ class HtmlRenderer:
 
     def __init__(self, definitions: Iterable[Any], *, title: str = "Conversation") -> None:
         self.title = title
+        definitions = tuple(definitions)
+        self.stylesheets = kind_stylesheets(definitions)
         self._render: dict[str, Callable[[Node], Any]] = members(definitions, "render_html")
         # key -> the last version rendered; holding the state keeps its identity unique.
         self._cache: dict[str, _Rendered] = {}
@@ -216,12 +226,14 @@ class HtmlRenderer:
         """A complete, self-contained HTML page of the view."""
         nodes = tuple(nodes)
         title = escape(self.title, quote=True)
+        # "</" would end the <style> element; in CSS "<\/" reads the same.
+        kinds = "".join(f"{css}\n" for css in self.stylesheets).replace("</", "<\\/")
         return (
             "<!DOCTYPE html>\n"
             '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f"<title>{title}</title>\n<style>\n{_STYLE}</style>\n</head>\n<body>\n"
+            f"<title>{title}</title>\n<style>\n{_STYLE}{kinds}</style>\n</head>\n<body>\n"
             f'<main>\n<h1>{title}</h1>\n<div class="conversation">\n'
             f"{self.render_nodes(nodes)}</div>\n</main>\n</body>\n</html>\n"
         )

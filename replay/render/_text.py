@@ -13,7 +13,7 @@ import io
 import re
 import shutil
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from definitions._render import (
@@ -83,6 +83,7 @@ def render_text(
     *,
     color: bool | None = None,
     keys: bool = False,
+    notes: Mapping[str, str] | None = None,
     full: bool = True,
 ) -> str:
     """The view as text to read: each node's body, a blank line between nodes.
@@ -96,7 +97,7 @@ def render_text(
     installed; ``True`` styles whenever rich is installed; without rich, or with
     ``False``, the text is plain.
     """
-    return "".join(text_pieces(nodes, definitions, color=color, keys=keys))
+    return "".join(text_pieces(nodes, definitions, color=color, keys=keys, notes=notes, full=full))
 
 
 def text_pieces(
@@ -105,6 +106,7 @@ def text_pieces(
     *,
     color: bool | None = None,
     keys: bool = False,
+    notes: Mapping[str, str] | None = None,
     full: bool = True,
 ) -> Iterator[str]:
     """``render_text``'s text in pieces, in order: a view of any size is written from
@@ -113,7 +115,7 @@ def text_pieces(
     definitions = tuple(definitions)
     join = ToolJoin(definitions).of(nodes)
     render = members(definitions, "render_text")
-    parts = _parts(nodes, render, members(definitions, "continues"), join, keys, full)
+    parts = _parts(nodes, render, members(definitions, "continues"), join, keys, full, notes or {})
     if _use_color(color):
         shown = [(header, _indent(body) if keys else body, on) for header, body, on in parts]
         styled = _render_rich(shown)
@@ -146,12 +148,16 @@ def _parts(
     join: dict[str, Joined],
     keys: bool,
     full: bool,
+    notes: Mapping[str, str],
 ) -> Iterator[tuple[str, str, bool]]:
     # (header, body, on the line before) per node shown: with keys every node under
     # its key, else the nodes with something to say (a step or an empty container
-    # says nothing).
+    # says nothing). A note (a branch's version marker) ends its node's body.
     for node in nodes:
         body = strip_controls(_body(node, render, join.get(node.key, NOT_JOINED), full))
+        note = notes.get(node.key)
+        if note is not None:
+            body = f"{body.rstrip(chr(10))}\n({strip_controls(note)})"
         if keys:
             yield strip_controls(f"#{node.seq} {node.key}"), body, False
         elif body.strip():

@@ -80,7 +80,7 @@ def stream(
 
 def view(events: list[Any]) -> tuple[list[Any], list[Any]]:
     engine = create_conversation_engine(anthropic.DEFINITIONS, event_type=anthropic.event_type)
-    engine.push_many(anthropic.scope(events))
+    engine.push_many(anthropic.prepare(events))
     nodes = [n for n in engine.nodes() if n.kind == anthropic.BLOCK.kind]
     return nodes, anthropic.fold(events)
 

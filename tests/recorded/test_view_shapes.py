@@ -260,3 +260,46 @@ def test_a_filtered_answer_with_no_message_is_shown() -> None:
     view = text_view(recording("openai.chat", body=body))
     assert "assistant (gpt-4o) [content_filter]" in view
     assert "[the provider's content filter stopped the answer]" in view
+
+
+# -- a live page ------------------------------------------------------------------------------
+
+
+def test_a_live_page_redraws_a_call_card_when_its_result_arrives() -> None:
+    """The result comes in a later request, a node of its own: the renderer's join
+    names the call's node as changed, so a live page sends its card again, done."""
+    from pathlib import Path
+
+    from replay.logs._formats import load_events
+    from replay.render._html import HtmlRenderer
+
+    events = load_events(Path(__file__).parent / "weather.jsonl").events
+    request = next(
+        i for i, e in enumerate(events) if e["type"] == "recording/request" and e["call"] == 1
+    )
+    renderer = HtmlRenderer(recorded.DEFINITIONS)
+    before = recorded.PROTOCOL.replay(events[:request])
+    renderer.render_nodes(before)
+    [call] = [n for n in before if n.kind == "anthropic_block" and "tool_use" in str(n.state)]
+    assert 'data-status="called"' in renderer.fragment(call)
+    after = recorded.PROTOCOL.replay(events[: request + 1])
+    assert call.key in renderer.join(after)
+    assert 'data-status="done"' in renderer.fragment(call)
+
+    # The server's hub sends it: the request's notification carries the call's node.
+    from engine import ManualScheduler, Registration
+    from replay import protocol_definitions
+    from replay.serve._app import _Folded
+
+    chosen = protocol_definitions("recorded")
+    registration = Registration(chosen.definitions, event_type=chosen.event_type)
+    hub = _Folded("c", lambda first: (chosen, registration), ManualScheduler())
+    hub.fold(events[:request], 0)
+    hub.fold(events[request : request + 1], request)
+    assert hub.engine is not None
+    hub.engine.flush()
+    entry = hub._entry(next(n for n in hub.current() if n.key == call.key), None)
+    assert 'data-status="done"' in entry["html"]
+    latest = hub._latest
+    assert latest is not None
+    assert call.key in {node.key for node, _ in latest[2]}
