@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from definitions import recorded
 from replay.render._html import render_html
 from replay.render._text import render_text
-from tests.conformance._python_oracles import anthropic_messages, openai_chat
+from tests.conformance._python_oracles import anthropic_messages, openai_chat, openai_responses
 
 WORDS = st.text("abcdefgh ", min_size=1, max_size=12).map(lambda s: s.strip() or "w")
 ENDINGS = st.sampled_from(["", " ", "\n", "\n\n", "\n- "])
@@ -303,3 +303,114 @@ def test_a_live_page_redraws_a_call_card_when_its_result_arrives() -> None:
     latest = hub._latest
     assert latest is not None
     assert call.key in {node.key for node, _ in latest[2]}
+
+
+# -- OpenAI Responses -------------------------------------------------------------------------
+
+
+@st.composite
+def responses_items(draw: st.DrawFn, index: int) -> tuple[dict[str, Any], list[Any], Any]:
+    """An output item (added payload, its events, done payload): a message whose
+    parts are text with URL citations or a refusal, a function call, reasoning, or a
+    web search."""
+    item_id = f"it_{index}"
+    base = {"output_index": index, "item_id": item_id}
+    kind = draw(st.sampled_from(["message", "function_call", "reasoning", "web_search"]))
+    lane: list[dict[str, Any]] = []
+    if kind == "message":
+        added: dict[str, Any] = {"id": item_id, "type": "message", "role": "assistant"}
+        added |= {"status": "in_progress", "content": []}
+        content: list[dict[str, Any]] = []
+        for part_index in range(draw(st.integers(1, 2))):
+            where = {**base, "content_index": part_index}
+            text = draw(WORDS)
+            if draw(st.booleans()):
+                part: dict[str, Any] = {"type": "refusal", "refusal": ""}
+                lane.append({"type": "response.content_part.added", **where, "part": part})
+                lane.append({"type": "response.refusal.delta", **where, "delta": text})
+                lane.append({"type": "response.refusal.done", **where, "refusal": text})
+                content.append({"type": "refusal", "refusal": text})
+                continue
+            part = {"type": "output_text", "text": "", "annotations": []}
+            lane.append({"type": "response.content_part.added", **where, "part": part})
+            lane.append(
+                {"type": "response.output_text.delta", **where, "delta": text, "logprobs": []}
+            )
+            lane.append({"type": "response.output_text.done", **where, "text": text})
+            cites = [
+                {
+                    "type": "url_citation",
+                    "url": f"https://example.com/{index}/{n}",
+                    "title": f"Page {n}",
+                    "start_index": 0,
+                    "end_index": len(text),
+                }
+                for n in range(draw(st.integers(0, 2)))
+            ]
+            content.append({**part, "text": text, "annotations": cites})
+        done = {**added, "status": "completed", "content": content}
+    elif kind == "function_call":
+        arguments = json.dumps({"q": draw(WORDS)})
+        added = {"id": item_id, "type": "function_call", "status": "in_progress"}
+        added |= {"arguments": "", "call_id": f"call_{index}", "name": f"tool{index}"}
+        lane.append({"type": "response.function_call_arguments.delta", **base, "delta": arguments})
+        lane.append(
+            {"type": "response.function_call_arguments.done", **base, "arguments": arguments}
+        )
+        done = {**added, "status": "completed", "arguments": arguments}
+    elif kind == "reasoning":
+        added = {"id": item_id, "type": "reasoning", "summary": []}
+        done = {**added, "summary": [{"type": "summary_text", "text": draw(WORDS)}]}
+    else:
+        added = {"id": item_id, "type": "web_search_call", "status": "in_progress"}
+        lane.append({"type": "response.web_search_call.searching", **base})
+        action = {"type": "search", "query": draw(WORDS)}
+        done = {**added, "status": "completed", "action": action}
+    return added, lane, done
+
+
+@st.composite
+def responses_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """One response, its items one after another, completed or incomplete."""
+    response = {"id": "resp_1", "object": "response", "created_at": 1700000000}
+    response |= {"model": "gpt-test", "status": "in_progress", "output": [], "tools": []}
+    response |= {"temperature": 1, "top_p": 1, "parallel_tool_calls": True}
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": response}]
+    items = [draw(responses_items(index)) for index in range(draw(st.integers(1, 4)))]
+    for index, (added, lane, done) in enumerate(items):
+        events.append({"type": "response.output_item.added", "output_index": index, "item": added})
+        events += lane
+        events.append({"type": "response.output_item.done", "output_index": index, "item": done})
+    end = draw(st.sampled_from(["completed", "incomplete"]))
+    final = {**response, "status": end, "output": [done for _, _, done in items]}
+    events.append({"type": f"response.{end}", "response": final})
+    for number, event in enumerate(events):
+        event["sequence_number"] = number
+    return events
+
+
+@settings(max_examples=60, deadline=None)
+@given(responses_streams())
+def test_responses_streamed_and_whole_answers_read_alike(events: list[dict[str, Any]]) -> None:
+    [result] = openai_responses(events)  # ResponseStreamState: the whole answer
+    # The SDK gives none for an incomplete response: the body is then the one its
+    # last event carries, as a non-streamed call returns it.
+    response = result["final"] or events[-1]["response"]
+    streamed = text_view(recording("openai.responses", events=events))
+    whole = text_view(recording("openai.responses", body=response))
+    assert streamed == whole
+    status = "" if response["status"] == "completed" else f" [{response['status']}]"
+    at = whole.index(f"assistant (gpt-test){status}")
+    for item in response["output"]:
+        if item["type"] == "message":
+            for part in item["content"]:
+                if part["type"] == "refusal":
+                    at = whole.index(f"[refusal] {part['refusal']}", at)
+                    continue
+                at = whole.index(part["text"], at)
+                for cite in part["annotations"]:
+                    assert f"[{cite['title']} <{cite['url']}>]" in whole[at:]
+        elif item["type"] == "function_call":
+            at = whole.index(f"tool {item['name']} [{item['call_id']}] completed", at)
+        elif item["type"] == "web_search_call":
+            at = whole.index("[web_search_call]", at)
