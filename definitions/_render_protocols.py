@@ -220,6 +220,13 @@ def heading_text(role: object, model: object, stop: object = None) -> str:
     return " ".join(parts)
 
 
+def _tokens(usage: object, given: str, taken: str) -> dict[str, Any]:
+    """A provider's usage object as ``heading_html`` reads it (Anthropic's names)."""
+    if not isinstance(usage, Mapping):
+        return {}
+    return {"input_tokens": usage.get(given), "output_tokens": usage.get(taken)}
+
+
 def heading_html(
     role: object, model: object, stop: object, usage: Mapping[str, Any] | None = None
 ) -> str:
@@ -607,13 +614,7 @@ def gemini_html(response: Mapping[str, Any]) -> str:
     candidates = _candidates(response)
     many = len(candidates) > 1
     finish = None if many or not candidates else candidates[0].get("finishReason")
-    usage = response.get("usageMetadata")
-    tokens = {}
-    if isinstance(usage, Mapping):
-        tokens = {
-            "input_tokens": usage.get("promptTokenCount"),
-            "output_tokens": usage.get("candidatesTokenCount"),
-        }
+    tokens = _tokens(response.get("usageMetadata"), "promptTokenCount", "candidatesTokenCount")
     out = heading_html("assistant", response.get("modelVersion"), finish, tokens)
     for candidate in candidates:
         if many:
@@ -698,13 +699,7 @@ def converse_text(response: Mapping[str, Any], model: object = None) -> str:
 
 def converse_html(response: Mapping[str, Any], model: object = None) -> str:
     """A Converse response: its metadata row, then its blocks in order."""
-    usage = response.get("usage")
-    tokens = {}
-    if isinstance(usage, Mapping):
-        tokens = {
-            "input_tokens": usage.get("inputTokens"),
-            "output_tokens": usage.get("outputTokens"),
-        }
+    tokens = _tokens(response.get("usage"), "inputTokens", "outputTokens")
     out = heading_html("assistant", model, response.get("stopReason"), tokens)
     for block in _converse_blocks(response):
         result = _converse_result(block)

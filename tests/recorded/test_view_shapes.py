@@ -414,3 +414,31 @@ def test_responses_streamed_and_whole_answers_read_alike(events: list[dict[str, 
             at = whole.index(f"tool {item['name']} [{item['call_id']}] completed", at)
         elif item["type"] == "web_search_call":
             at = whole.index("[web_search_call]", at)
+
+
+# -- echoed history ------------------------------------------------------------------------
+
+
+def test_a_rewritten_history_keeps_its_block_order() -> None:
+    """A request that rewrites the conversation shows the messages it sends, each
+    with its parts in the order it has them (text, thinking, calls interleaved)."""
+    first = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "one"}],
+    }
+    assistant = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "before"},
+            {"type": "tool_use", "id": "toolu_9", "name": "look", "input": {}},
+            {"type": "text", "text": "after"},
+        ],
+    }
+    rewritten = {"model": "m", "messages": [{"role": "user", "content": "two"}, assistant]}
+    events = [
+        {"type": "recording/request", "call": 0, "api": "anthropic.messages", "body": first},
+        {"type": "recording/request", "call": 1, "api": "anthropic.messages", "body": rewritten},
+    ]
+    view = text_view(events)
+    assert view.index("assistant: before") < view.index("tool look [toolu_9] called")
+    assert view.index("tool look [toolu_9] called") < view.index("assistant: after")
