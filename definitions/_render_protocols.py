@@ -185,6 +185,13 @@ def anthropic_results(block: Mapping[str, Any]) -> tuple[tuple[str, Outcome], ..
         title = document.get("title") if isinstance(document, Mapping) else None
         link = ((content.get("url"), title or content.get("url"), ""),)
         return ((call_id, Outcome("done", text if isinstance(text, str) else "", links=link)),)
+    if (
+        isinstance(content, list)
+        and content
+        and all(isinstance(c, Mapping) and c.get("type") == "text" for c in content)
+    ):  # an MCP tool's text
+        said = "".join(str(c.get("text", "")) for c in content)
+        return ((call_id, Outcome("failed" if block.get("is_error") else "done", said)),)
     if isinstance(content, Mapping) and "stdout" in content:  # code execution
         said = str(content.get("stdout") or "") + str(content.get("stderr") or "")
         failed = content.get("return_code") not in (0, None)
