@@ -442,3 +442,35 @@ def test_a_rewritten_history_keeps_its_block_order() -> None:
     view = text_view(events)
     assert view.index("assistant: before") < view.index("tool look [toolu_9] called")
     assert view.index("tool look [toolu_9] called") < view.index("assistant: after")
+
+
+# -- long content ------------------------------------------------------------------------
+
+
+def test_long_content_is_folded_in_the_terminal_and_collapsed_in_html() -> None:
+    """A 200 KB user message is folded to its first lines (``--full``: whole), and
+    collapsed on the page; the answer after it is shown whole either way."""
+    pasted = "\n".join(f"line {n} of the pasted file" for n in range(8_000))
+    body = {"model": "m", "messages": [{"role": "user", "content": pasted}]}
+    answer: dict[str, Any] = {
+        "role": "assistant",
+        "model": "claude-test",
+        "stop_reason": "end_turn",
+    }
+    answer["content"] = [{"type": "text", "text": "A short answer."}]
+    events = [
+        {"type": "recording/request", "call": 0, "api": "anthropic.messages", "body": body},
+        {"type": "recording/body", "call": 0, "body": answer},
+    ]
+    nodes = recorded.PROTOCOL.replay(events)
+    folded = render_text(nodes, recorded.DEFINITIONS, color=False, full=False)
+    assert "line 39 of the pasted file" in folded
+    assert "line 40 of the pasted file" not in folded
+    left = len(pasted) - pasted.index("\nline 40 ")
+    assert f"… {left:,} more characters (7,960 lines) folded: --full shows them" in folded
+    assert folded.endswith("A short answer.\n")
+    whole = render_text(nodes, recorded.DEFINITIONS, color=False)
+    assert "line 7999 of the pasted file" in whole
+    page = render_html(nodes, recorded.DEFINITIONS)
+    assert '<details class="long"><summary>line 0 of the pasted file …' in page
+    assert "A short answer." in page
