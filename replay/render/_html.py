@@ -157,11 +157,13 @@ class HtmlRenderer:
         self.hits = 0
         self.misses = 0
 
-    def join(self, nodes: Iterable[Node]) -> set[str]:
+    def join(self, nodes: Iterable[Node], changed: Iterable[Node] | None = None) -> set[str]:
         """Join the tool calls and results of ``nodes`` (the whole view) for the
-        fragments rendered next; the keys whose fragment the join changed."""
+        fragments rendered next; the keys whose fragment the join changed.
+        ``changed``: the nodes new or changed since the last join, when known (a live
+        view's notification): only those are read."""
         before = self._joins
-        after = self._joins = self._tools.of(nodes)
+        after = self._joins = self._tools.of(nodes, changed)
         if after is before:
             return set()
         return {

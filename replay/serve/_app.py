@@ -216,7 +216,8 @@ class _Conversation:
             changed_at[node.key] = position
             changed.append((node, None))
         # A result joined to its call's card changes that card's node too.
-        rejoined = self._renderer.join(nodes) if self._renderer is not None else None
+        renderer = self._renderer
+        rejoined = renderer.join(nodes, [n for n, _ in changed]) if renderer is not None else ()
         if rejoined:
             sent = {node.key for node, _ in changed}
             for node in nodes:
