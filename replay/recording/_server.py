@@ -55,16 +55,17 @@ class PlaybackServer(http.server.ThreadingHTTPServer):
     def __init__(
         self, player: Player, *, host: str = "127.0.0.1", port: int = 0, log: IO[str] | None = None
     ) -> None:
-        if not _loopback(host):
-            raise RecordingError(
-                f"the playback server serves loopback addresses only (127.0.0.1, ::1), "
-                f"not {host!r}: it answers anyone who reaches it"
-            )
         if ":" in host:
             self.address_family = socket.AF_INET6
         self.player = player
         self.log = log
         super().__init__((host, port), _Handler)
+        if not ipaddress.ip_address(str(self.server_address[0])).is_loopback:  # as bound
+            self.server_close()
+            raise RecordingError(
+                f"the playback server serves loopback addresses only (127.0.0.1, ::1), "
+                f"not {host!r}: it answers anyone who reaches it"
+            )
 
     @property
     def url(self) -> str:
@@ -72,15 +73,6 @@ class PlaybackServer(http.server.ThreadingHTTPServer):
         host, port = str(self.server_address[0]), self.server_address[1]
         shown = f"[{host}]" if ":" in host else host
         return f"http://{shown}:{port}"
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @contextlib.contextmanager
