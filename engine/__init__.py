@@ -13,6 +13,7 @@ of provider-native items, ``CoopContext``, which builds the next request from
 cooperating areas, and the economy (docs/context.md states its rules).
 """
 
+from ._cursor import Cursor as Cursor
 from ._engine import ConversationEngine as ConversationEngine
 from ._engine import create_conversation_engine as create_conversation_engine
 from ._errors import ConversationError as ConversationError
@@ -72,6 +73,7 @@ __all__ = [
     "ConversationEngine",
     "ConversationError",
     "CoopContext",
+    "Cursor",
     "Definition",
     "DefinitionError",
     "EventError",
@@ -112,9 +114,7 @@ from .context import Economized as Economized
 from .context import Economy as Economy
 from .context import Marks as Marks
 from .context import Spill as Spill
-from .context import command_of as command_of
 from .context import economize as economize
-from .context import is_ephemeral as is_ephemeral
 from .context import spill_name as spill_name
 
 __all__ += [
@@ -124,8 +124,6 @@ __all__ += [
     "Economy",
     "Marks",
     "Spill",
-    "command_of",
     "economize",
-    "is_ephemeral",
     "spill_name",
 ]

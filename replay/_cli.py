@@ -25,6 +25,7 @@ import importlib
 import io
 import os
 import sys
+import tempfile
 import timeit
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
@@ -35,14 +36,19 @@ from typing import Any, TextIO
 import attrs
 import msgspec
 
+from definitions._render import FOLD_CHARS, FOLD_LINES
 from engine import ConversationError, Node, Registration, create_conversation_engine
 
+from . import _branches
 from ._determinism import check_determinism, steps
 from ._errors import DefinitionSpecError, LogError, StoreError
 from ._progress import Progress
 from .context import _command as _context
 from .context._recorded import describe_requests
+from .context._requests import definition_set_of
 from .logs._formats import Loaded, Recording, load_events, parse_piece
+from .logs._jsonl import read_source
+from .logs.sessions import read_transcript
 from .protocols._detect import (
     DefinitionSet,
     detect_protocol,
@@ -50,6 +56,7 @@ from .protocols._detect import (
     protocol_definitions,
 )
 from .protocols._unclaimed import unclaimed_note
+from .render._branches import BranchPage, render_branches_html
 from .render._common import encode, render_json
 from .render._html import render_html
 from .render._text import text_pieces
@@ -179,14 +186,38 @@ class _Chosen:
     note: str | None  # a doubt about the detection, to warn of
 
 
-def _chosen_events(log: str, lenient: bool, specs: Sequence[str] | None) -> _Chosen:
+def _chosen_events(
+    log: str, lenient: bool, specs: Sequence[str] | None, conversation: str | None = None
+) -> _Chosen:
     """The whole log, decoded as replay decodes it for the set that folds it (named by
     ``specs``, else detected), warning of skipped lines as replay does: for the
-    commands that need every event at once."""
+    commands that need every event at once. ``conversation`` picks one conversation
+    of a file that holds several (a chat export)."""
+    if conversation is not None:
+        events = _conversation(log, lenient, conversation)
+        chosen = load_definitions(specs) if specs else definition_set_of(events)
+        return _Chosen(events, chosen, None)
     with _recording(log) as recording:
         chosen, note, head = _choose(recording, log, specs)
         events = list(_Events(recording, lenient, chosen.vocabulary, head=head))
     return _Chosen(events, chosen, note)
+
+
+def _conversation(log: str, lenient: bool, conversation: str) -> list[Any]:
+    """The events of conversation ``conversation`` of the file ``log`` (an export or
+    a session that holds several)."""
+    source = sys.stdin.buffer if log == "-" else log
+    data, path = read_source(source)
+    transcript = read_transcript(data, path=path, lenient=lenient)
+    if transcript is None:
+        raise _Failure(f"{log}: --conversation picks a conversation of an export or session file")
+    for problem in transcript.problems:
+        _warn(f"skipped: {problem}")
+    for thread in transcript.threads:
+        if thread.name == conversation:
+            return thread.events
+    names = ", ".join(thread.name for thread in transcript.threads)
+    raise _Failure(f"{log}: no conversation {conversation!r} (conversations: {names})")
 
 
 def fold(chosen: DefinitionSet, events: Iterable[Any]) -> tuple[tuple[Node, ...], int]:
@@ -217,12 +248,46 @@ def _write(text: str | Iterable[str], output: str | None) -> None:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    if args.branches or args.leaf is not None or args.conversation is not None:
+        return _replay_branched(args)
+    try:
+        return _replay_stream(args)
+    except _branches.Branched:  # a tree, not a line: read it whole
+        if args.log == "-":
+            raise _Failure("-: a log with branch events is read twice; give it as a file") from None
+        return _replay_branched(args)
+
+
+def _replay_branched(args: argparse.Namespace) -> int:
+    log = _chosen_events(args.log, args.lenient, args.definitions, args.conversation)
+    if log.note is not None:
+        _warn(log.note)
+    events = log.events if args.at is None else log.events[: args.at]
+    branched = _branches.BranchedLog(events, log.definitions)
+    if args.branches:
+        _write(branched.listing(), args.output)
+        return 0
+    view = branched.view(args.leaf)
+    notes = {key: _branches.note(version) for key, version in view.markers.items()}
+    if args.format == "html":
+        title = "Conversation" if args.log == "-" else Path(args.log).name
+        pages = [BranchPage(v.leaf, v.nodes, v.markers) for v in branched.views()]
+        _write(
+            render_branches_html(pages, log.definitions.definitions, active=view.leaf, title=title),
+            args.output,
+        )
+        return 0
+    _write(_rendered(args, log.definitions, view.nodes, len(events), notes), args.output)
+    return 0
+
+
+def _replay_stream(args: argparse.Namespace) -> int:
     with _recording(args.log) as recording:
         chosen, note, head = _choose(recording, args.log, args.definitions)
         with Progress("folding", recording.size, unit="bytes") as bar:
             events = _Events(recording, args.lenient, chosen.vocabulary, bar, head)
             source: Iterable[Any] = events if args.at is None else islice(events, args.at)
-            nodes, unclaimed = fold(chosen, source)
+            nodes, unclaimed = fold(chosen, _branches.guard(source))
         if head is None and unclaimed:  # the first events, to name the set to try
             head = _head(recording)
     if note is not None:  # once the log was read: a bad line is the error to see first
@@ -233,6 +298,18 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     unclaimed_warning = unclaimed_note(unclaimed, count, head[0] if head else [], chosen.name)
     if unclaimed_warning is not None:
         _warn(unclaimed_warning)
+    _write(_rendered(args, chosen, nodes, count), args.output)
+    return 0
+
+
+def _rendered(
+    args: argparse.Namespace,
+    chosen: DefinitionSet,
+    nodes: tuple[Node, ...],
+    count: int,
+    notes: dict[str, str] | None = None,
+) -> str | Iterable[str]:
+    """The view as ``--format`` asks (``notes``: a line under a node, by key)."""
     definitions = chosen.definitions
     text: str | Iterable[str]
     if args.format == "json" and chosen.protocol is not None:
@@ -248,12 +325,13 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     else:
         to_terminal = args.output in (None, "-")
         color = {"always": True, "never": False}.get(args.color, None if to_terminal else False)
-        text = text_pieces(nodes, definitions, color=color, keys=args.keys)
+        text = text_pieces(
+            nodes, definitions, color=color, keys=args.keys, notes=notes, full=args.full
+        )
         if not nodes:
             # Say so rather than print nothing: an empty view is a finding, not a failure.
             text = f"(no nodes after {count} events)\n"
-    _write(text, args.output)
-    return 0
+    return text
 
 
 # -- context -----------------------------------------------------------------------------
@@ -261,7 +339,10 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 def _cmd_context(args: argparse.Namespace) -> int:
     try:
-        events = _load(args.log, args.lenient).events
+        if args.conversation is not None:
+            events = _conversation(args.log, args.lenient, args.conversation)
+        else:
+            events = _load(args.log, args.lenient).events
         with Progress("building requests", None, unit="requests") as bar:
             text = _context.command(events, args, bar.advance)
     except ValueError as exc:
@@ -274,10 +355,12 @@ def _cmd_context(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    log = _chosen_events(args.log, args.lenient, args.definitions)
+    log = _chosen_events(args.log, args.lenient, args.definitions, args.conversation)
     chosen = log.definitions
     if log.note is not None:
         _warn(log.note)
+    if _branches.has_branches(log.events):
+        return _check_branches(args, log)
     # The raw events and the set's pre-pass, not the wrapped events: each window is cut
     # from the raw log and wrapped afresh, as a paginated reader would (a pre-pass
     # must cope with a stream that starts in the middle of a message).
@@ -297,6 +380,34 @@ def _cmd_check(args: argparse.Namespace) -> int:
         if said is not None:
             print(said)
     return 0 if report.ok else 1
+
+
+def _check_branches(args: argparse.Namespace, log: _Chosen) -> int:
+    """``check`` of a log with branches: every leaf's path proved as a log of its own."""
+    branched = _branches.BranchedLog(log.events, log.definitions)
+    chosen = log.definitions
+    ok = True
+    leaves = branched.tree.leaves()
+    with Progress("checking", steps(rounds=args.rounds) * len(leaves), unit="ways") as bar:
+        reports = [
+            (
+                leaf.id,
+                check_determinism(
+                    branched.path(leaf.id),
+                    chosen.definitions,
+                    seed=args.seed,
+                    rounds=args.rounds,
+                    event_type=chosen.event_type,
+                    prepare=chosen.prepare,
+                    progress=bar.advance,
+                ),
+            )
+            for leaf in leaves
+        ]
+    for leaf, report in reports:
+        ok = ok and report.ok
+        print(f"{args.log} (branch {leaf}): {report.describe()}")
+    return 0 if ok else 1
 
 
 # -- bench -------------------------------------------------------------------------------
@@ -369,9 +480,42 @@ def _existing_store(path: str) -> EventStore | PostgresEventStore:
     return open_store(path, mode="ro")
 
 
+_EXPORTS = ("chatgpt", "claude-ai")  # files of many conversations: each is imported
+
+
+def _import_export(args: argparse.Namespace, store: EventStore | PostgresEventStore) -> int:
+    """Every conversation of a chat export (``--conversation``: that one), each under
+    its own id, each in one transaction; one that exists is refused unless --append."""
+    data, path = read_source(args.log)
+    transcript = read_transcript(data, path=path, lenient=args.lenient)
+    assert transcript is not None
+    threads = [t for t in transcript.threads if args.conversation in (None, t.name)]
+    if not threads:
+        names = ", ".join(t.name for t in transcript.threads)
+        raise _Failure(
+            f"{args.log}: no conversation {args.conversation!r} (conversations: {names})"
+        )
+    existing = store.conversations()
+    taken = [t.name for t in threads if existing.get(t.name)]
+    if taken and not args.append:
+        raise _Failure(
+            f"{args.store}: conversations {', '.join(map(repr, taken))} already exist; "
+            "nothing was imported (--append adds to them)"
+        )
+    for thread in threads:
+        store.append(thread.name, thread.events)
+    count = sum(len(t.events) for t in threads)
+    print(f"imported {len(threads)} conversations, {count} events")
+    return 0
+
+
 def _cmd_store_import(args: argparse.Namespace) -> int:
     conversation = args.conversation or Path(args.log).stem
     with _recording(args.log) as recording, open_store(args.store) as store:
+        if recording.format in _EXPORTS:
+            return _import_export(args, store)
+        if args.fork_of is not None:
+            return _import_fork(args, recording, store, conversation)
         expected = None if args.append else 0
         if expected is not None and (existing := store.length(conversation)):
             raise _Failure(
@@ -383,6 +527,31 @@ def _cmd_store_import(args: argparse.Namespace) -> int:
             events = _Events(recording, args.lenient, progress=bar)
             length = store.append(conversation, events, expected_position=expected)
     print(f"imported {events.count} events into {conversation!r} ({length} in all)")
+    return 0
+
+
+def _import_fork(
+    args: argparse.Namespace,
+    recording: Recording,
+    store: EventStore | PostgresEventStore,
+    conversation: str,
+) -> int:
+    """Import a log that continues another conversation (a forked session): a fork of
+    the prefix it shares with ``--fork-of`` (none of it copied), then its own events."""
+    events = list(_Events(recording, args.lenient))
+    source = store.read(args.fork_of)
+    if not source:
+        raise _Failure(f"{args.store}: no conversation {args.fork_of!r} to fork")
+    shared = next(
+        (n for n, (a, b) in enumerate(zip(source, events, strict=False)) if a != b),
+        min(len(source), len(events)),
+    )
+    store.fork(args.fork_of, conversation, shared)
+    length = store.append(conversation, events[shared:], expected_position=shared)
+    print(
+        f"imported {len(events)} events into {conversation!r} ({length} in all): "
+        f"the first {shared} are {args.fork_of!r}'s, not copied"
+    )
     return 0
 
 
@@ -418,6 +587,14 @@ def _cmd_store_ls(args: argparse.Namespace) -> int:
         conversations = store.conversations()
     for conversation, length in conversations.items():
         print(f"{conversation}\t{length}")
+    return 0
+
+
+def _cmd_store_fork(args: argparse.Namespace) -> int:
+    with open_store(args.store, mode="rw") as store:
+        prefix = store.length(args.source) if args.at is None else args.at
+        store.fork(args.source, args.conversation, prefix)
+    print(f"forked {args.conversation!r} from the first {prefix} events of {args.source!r}")
     return 0
 
 
@@ -484,6 +661,27 @@ def _add_log(parser: argparse.ArgumentParser, help: str = "the recording ('-': s
     )
 
 
+def _add_conversation(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--conversation",
+        metavar="ID",
+        help="the conversation to read, of a file that holds several (a chat export)",
+    )
+
+
+def _add_branch_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--branches",
+        action="store_true",
+        help="list the leaves of a log with branches (id, depth, last line; * active)",
+    )
+    parser.add_argument(
+        "--leaf",
+        metavar="ID",
+        help="render the path to this branch's tip (default: the active one)",
+    )
+
+
 def _non_negative(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -521,7 +719,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="text: head each node with its #seq and key (as --format nodes names them)",
     )
+    replay.add_argument(
+        "--full",
+        action="store_true",
+        help=f"text: show long content whole (else each message text or tool output "
+        f"is folded after {FOLD_LINES} lines or {FOLD_CHARS:,} characters)",
+    )
     replay.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
+    _add_branch_options(replay)
+    _add_conversation(replay)
     replay.add_argument(
         "--color",
         choices=("auto", "always", "never"),
@@ -537,6 +743,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_log(check)
     _add_definitions(check)
+    _add_conversation(check)
     check.add_argument("--seed", type=int, default=0, help="fixes every random choice")
     check.add_argument(
         "--rounds", type=_non_negative, default=3, help="random variants per way (default 3)"
@@ -550,6 +757,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_log(context)
     _context.add_arguments(context)
+    context.add_argument(
+        "--leaf", metavar="ID", help="the branch whose path to continue (default: the active one)"
+    )
+    _add_conversation(context)
     context.set_defaults(handler=_cmd_context)
 
     bench = commands.add_parser(
@@ -572,10 +783,20 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("store", metavar="STORE", help=_STORE_HELP)
     _add_log(imp)
     imp.add_argument(
-        "--conversation", "-c", metavar="ID", help="its id (default: the log's file name)"
+        "--conversation",
+        "-c",
+        metavar="ID",
+        help="its id (default: the log's file name); of a chat export, the one conversation "
+        "to import (default: every one, each under its own id)",
     )
     imp.add_argument(
         "--append", action="store_true", help="append to the conversation if it exists"
+    )
+    imp.add_argument(
+        "--fork-of",
+        metavar="SOURCE",
+        help="the log continues conversation SOURCE (a forked session): store the prefix "
+        "they share as a fork of it, none of it copied",
     )
     imp.set_defaults(handler=_cmd_store_import)
     exp = actions.add_parser("export", help="write a conversation as a JSON Lines log")
@@ -586,6 +807,16 @@ def build_parser() -> argparse.ArgumentParser:
     ls = actions.add_parser("ls", help="list conversations and their lengths")
     ls.add_argument("store", metavar="STORE")
     ls.set_defaults(handler=_cmd_store_ls)
+    fork = actions.add_parser(
+        "fork", help="start a conversation from another's first events (none copied)"
+    )
+    fork.add_argument("store", metavar="STORE", help=_STORE_HELP)
+    fork.add_argument("source", metavar="SOURCE", help="the conversation to fork")
+    fork.add_argument("conversation", metavar="ID", help="the new conversation")
+    fork.add_argument(
+        "--at", type=_non_negative, metavar="P", help="its first P events (default: all)"
+    )
+    fork.set_defaults(handler=_cmd_store_fork)
     app = actions.add_parser(
         "append",
         help="append events read from stdin (JSON Lines); prints the new length",
@@ -679,16 +910,28 @@ def _cmd_record(args: argparse.Namespace) -> int:
         raise _Failure("convo record: give -o LOG or --store STORE (with --conversation)")
     if args.store is not None and args.conversation is None:
         raise _Failure("convo record: --store needs --conversation")
+    log = None if args.output is None else os.path.abspath(args.output)
     env = _auto.environment(
-        dict(os.environ),
-        log=None if args.output is None else os.path.abspath(args.output),
-        store=args.store,
-        conversation=args.conversation,
+        dict(os.environ), log=log, store=args.store, conversation=args.conversation
     )
-    try:
-        return _auto.run(program, env, subprocess.call)
-    except FileNotFoundError as exc:
-        raise _Failure(f"convo record: cannot run {program[0]!r}: {exc.strerror}") from exc
+    before = _auto.calls_in(log, args.store, args.conversation)
+    with tempfile.TemporaryDirectory(prefix="convo-record-") as directory:
+        report = os.path.join(directory, "report")
+        with open(report, "wb"):
+            pass
+        env[_auto.ENV_REPORT] = report
+        try:
+            status = _auto.run(program, env, subprocess.call)
+        except FileNotFoundError as exc:
+            raise _Failure(f"convo record: cannot run {program[0]!r}: {exc.strerror}") from exc
+        if _auto.calls_in(log, args.store, args.conversation) <= before:
+            with open(report, encoding="utf-8", errors="replace") as f:
+                why = _auto.nothing_recorded(f.read())
+            print(
+                f"convo record: 0 calls recorded into {args.output or describe(args.store)}: {why}",
+                file=sys.stderr,
+            )
+    return status
 
 
 def _cmd_playback_server(args: argparse.Namespace) -> int:

@@ -64,10 +64,13 @@ def test_the_view_shows_each_input_once_then_the_answer() -> None:
     assert text.count("What is the weather in Paris?") == 1
     assert text.count("system: You are terse.") == 1
     assert text.count("Let me look.") == 1  # the answer, not its echo in call 1's request
-    assert "tool result get_weather [call_1] done\nSunny" in text
+    # The call and its result are one card (the result came in call 1's request).
+    card = 'tool get_weather [call_1] done\n  arguments: {"city": "Paris"}\n  output: Sunny'
+    assert card in text
+    assert "tool result" not in text
     order = [
         text.index(s)
-        for s in ("system:", "user:", "Let me look.", "get_weather(", "Sunny", "sunny in Paris")
+        for s in ("system:", "user:", "Let me look.", "get_weather", "Sunny", "sunny in Paris")
     ]
     assert order == sorted(order)
 
@@ -209,9 +212,13 @@ def test_convo_replay_context_and_check_read_a_recording(tmp_path: Path) -> None
     page = _convo("replay", str(WEATHER), "--format", "html")
     assert page.returncode == 0
     assert 'data-kind="recorded_request"' in page.stdout
-    context = _convo("context", str(WEATHER), "--provider", "gemini")
+    unnamed = _convo("context", str(WEATHER), "--provider", "gemini")
+    assert unnamed.returncode == 2
+    assert "no model known for gemini (the log's model 'test-model'" in unnamed.stderr
+    context = _convo("context", str(WEATHER), "--provider", "gemini", "--model", "g")
     assert context.returncode == 0, context.stderr
     request = msgspec.json.decode(context.stdout)
+    assert request["model"] == "g"
     assert request["systemInstruction"] == {"parts": [{"text": "You are terse."}]}
     assert [c["role"] for c in request["contents"]] == ["user", "model", "user", "model"]
     checked = _convo("check", str(WEATHER))
