@@ -99,8 +99,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     do_GET = do_PUT = do_DELETE = do_PATCH = do_POST
 
     def _answer(self) -> None:
-        length = self.headers.get("content-length")
-        content = self.rfile.read(int(length)) if length and length.isdigit() else b""
+        content = self._body()
         player = self.server.player
         try:
             recorded = player.take(None, self.command, self.path, content)
@@ -110,6 +109,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         # The client may give up first: nothing left to answer then.
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             self._send(recorded, player.speed)
+
+    def _body(self) -> bytes:
+        """The request's body: ``content-length`` bytes, or its chunks (a client
+        streaming its request, as Node's fetch may)."""
+        if "chunked" in self.headers.get("transfer-encoding", "").lower():
+            parts = []
+            while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()  # the CRLF after the chunk
+            while self.rfile.readline().strip():  # trailers, up to the blank line
+                pass
+            return b"".join(parts)
+        length = self.headers.get("content-length", "")
+        return self.rfile.read(int(length)) if length.isdigit() else b""
 
     def _send(self, recorded: RecordedCall, speed: float | None) -> None:
         if recorded.status is None:  # failed before any answer: none is given
