@@ -516,7 +516,7 @@ def _cmd_store_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _forked_from(recording: Recording, store: EventStore | PostgresEventStore) -> str | None:
+def _forked_from(recording: Recording, store: SQLiteStore | PostgresStore) -> str | None:
     """The stored conversation a Codex rollout was forked from (its ``session_meta``
     names the source session in ``forked_from_id``; the source is the conversation
     whose id ends with that session id, as a rollout's file name does), or None."""

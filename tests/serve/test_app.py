@@ -711,10 +711,9 @@ def test_catch_ups_are_few_whatever_cursors_clients_send() -> None:
     brings its client everything it misses."""
     from definitions import event_type
     from engine import ManualScheduler, Registration
-    from replay import DefinitionSet
     from replay.serve._app import _RECENT, _Folded
 
-    chosen = DefinitionSet(name="builtin", definitions=builtin.DEFINITIONS)
+    chosen = builtin.PROTOCOL
     registration = Registration(builtin.DEFINITIONS, event_type=event_type)
 
     async def scenario() -> None:

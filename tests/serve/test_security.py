@@ -456,7 +456,7 @@ def test_any_value_in_any_field_is_a_400_with_nothing_stored_or_a_page(
             assert response.status_code in (201, 400), response.text
             if response.status_code == 400:
                 assert response.json()["error"].startswith("bad events: ")
-                with EventStore(path) as store:
+                with SQLiteStore(path) as store:
                     assert store.length("c") == 0
                 return
             page = await client.get("/conversations/c")
@@ -472,7 +472,7 @@ def test_a_client_that_trickles_its_headers_is_cut_off(tmp_path: Path) -> None:
     import socket
 
     store = tmp_path / "events.sqlite"
-    with EventStore(store) as s:
+    with SQLiteStore(store) as s:
         s.append("c", [EVENT])
     # 2 s: a deadline the whole request below meets with a wide margin on a busy machine.
     command = ["serve", "--store", str(store), "--port", "0", "--header-timeout", "2"]
