@@ -36,8 +36,9 @@ from typing import Any, TextIO
 import attrs
 import msgspec
 
+from definitions import ProtocolSet
 from definitions._render import FOLD_CHARS, FOLD_LINES
-from engine import ConversationError, Node, Registration, create_conversation_engine
+from engine import ConversationError, Node
 
 from . import _branches
 from ._determinism import check_determinism, steps
@@ -49,12 +50,7 @@ from .context._requests import definition_set_of
 from .logs._formats import Loaded, Recording, load_events, parse_piece
 from .logs._jsonl import read_source
 from .logs.sessions import read_transcript
-from .protocols._detect import (
-    DefinitionSet,
-    detect_protocol,
-    load_definitions,
-    protocol_definitions,
-)
+from .protocols._detect import detect_protocol, load_definitions, protocol_definitions
 from .protocols._unclaimed import unclaimed_note
 from .render._branches import BranchPage, render_branches_html
 from .render._common import encode, render_json
@@ -62,8 +58,8 @@ from .render._html import render_html
 from .render._text import text_pieces
 from .stores import _worker
 from .stores._open import open_store
-from .stores._postgres import PostgresEventStore, describe
-from .stores._sqlite import EventStore
+from .stores._postgres import PostgresStore, describe
+from .stores._sqlite import SQLiteStore
 
 __all__ = ["main"]
 
@@ -153,7 +149,7 @@ def _head(recording: Recording) -> tuple[list[Any], list[LogError]]:
 
 def _choose(
     recording: Recording, log: str, specs: Sequence[str] | None
-) -> tuple[DefinitionSet, str | None, tuple[list[Any], list[LogError]] | None]:
+) -> tuple[ProtocolSet, str | None, tuple[list[Any], list[LogError]] | None]:
     """The set named by ``specs``, else the one detected from the recording's first
     piece; a doubt about the detection to warn of; the first piece decoded plain."""
     if specs:
@@ -182,7 +178,7 @@ class _Chosen:
     """A whole log and the set that folds it."""
 
     events: list[Any]
-    definitions: DefinitionSet
+    definitions: ProtocolSet
     note: str | None  # a doubt about the detection, to warn of
 
 
@@ -218,14 +214,6 @@ def _conversation(log: str, lenient: bool, conversation: str) -> list[Any]:
             return thread.events
     names = ", ".join(thread.name for thread in transcript.threads)
     raise _Failure(f"{log}: no conversation {conversation!r} (conversations: {names})")
-
-
-def fold(chosen: DefinitionSet, events: Iterable[Any]) -> tuple[tuple[Node, ...], int]:
-    """The view after ``events``, folded through ``chosen`` (read as they are folded),
-    and how many events no definition claimed."""
-    engine = create_conversation_engine(chosen.definitions, event_type=chosen.event_type)
-    engine.push_many(chosen.feed(events))
-    return engine.nodes(), engine.statistics().events_unclaimed
 
 
 _WRITE = 1 << 20  # characters encoded at a time: a view is written without a copy of it
@@ -287,7 +275,8 @@ def _replay_stream(args: argparse.Namespace) -> int:
         with Progress("folding", recording.size, unit="bytes") as bar:
             events = _Events(recording, args.lenient, chosen.vocabulary, bar, head)
             source: Iterable[Any] = events if args.at is None else islice(events, args.at)
-            nodes, unclaimed = fold(chosen, _branches.guard(source))
+            engine = chosen.folded(_branches.guard(source))  # read as they are folded
+            nodes, unclaimed = engine.nodes(), engine.statistics().events_unclaimed
         if head is None and unclaimed:  # the first events, to name the set to try
             head = _head(recording)
     if note is not None:  # once the log was read: a bad line is the error to see first
@@ -295,7 +284,7 @@ def _replay_stream(args: argparse.Namespace) -> int:
     if args.at is not None and events.count < args.at:
         raise _Failure(f"--at {args.at}: the log has only {events.count} events")
     count = events.count if args.at is None else min(events.count, args.at)
-    unclaimed_warning = unclaimed_note(unclaimed, count, head[0] if head else [], chosen.name)
+    unclaimed_warning = unclaimed_note(unclaimed, count, head[0] if head else [], chosen.label)
     if unclaimed_warning is not None:
         _warn(unclaimed_warning)
     _write(_rendered(args, chosen, nodes, count), args.output)
@@ -304,7 +293,7 @@ def _replay_stream(args: argparse.Namespace) -> int:
 
 def _rendered(
     args: argparse.Namespace,
-    chosen: DefinitionSet,
+    chosen: ProtocolSet,
     nodes: tuple[Node, ...],
     count: int,
     notes: dict[str, str] | None = None,
@@ -312,10 +301,10 @@ def _rendered(
     """The view as ``--format`` asks (``notes``: a line under a node, by key)."""
     definitions = chosen.definitions
     text: str | Iterable[str]
-    if args.format == "json" and chosen.protocol is not None:
+    if args.format == "json" and chosen.rebuilds:
         # The protocol's own final objects, as its fold() returns them: the rebuild of
         # the nodes just folded (the same definitions, pre-pass and routing).
-        rebuilt = chosen.protocol.rebuild(nodes)
+        rebuilt = chosen.rebuild(nodes)
         text = msgspec.json.format(encode(rebuilt), indent=2).decode() + "\n"
     elif args.format in ("json", "nodes"):
         text = render_json(nodes, definitions, indent=2).decode() + "\n"
@@ -375,7 +364,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
             progress=bar.advance,
         )
     print(f"{args.log}: {report.describe()}")
-    if chosen.protocol is not None and chosen.protocol.name == "recorded":
+    if chosen.name == "recorded" and chosen.rebuilds:
         said = describe_requests(log.events)  # informational: never the exit status
         if said is not None:
             print(said)
@@ -446,21 +435,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         # Exactly the decode replay does: typed when the set declares a vocabulary.
         return load_events(io.BytesIO(data), lenient=args.lenient, types=types).events
 
-    # Registered once, as an application folding many logs would: a pass measures the fold.
-    registration = Registration(chosen.definitions, event_type=chosen.event_type)
-
+    # The set's registration is made once, with it, as an application folding many logs
+    # would have it: a pass measures the fold.
     def fold_only() -> object:
-        engine = create_conversation_engine(registration)
-        engine.push_many(chosen.feed(events))
-        return engine.nodes()
+        return chosen.folded(events).nodes()
 
     def both() -> object:
-        engine = create_conversation_engine(registration)
-        engine.push_many(chosen.feed(decode()))
-        return engine.nodes()
+        return chosen.folded(decode()).nodes()
 
     count = len(events)
-    print(f"{args.log}: {count:,} events, {len(data):,} bytes, {chosen.name}", flush=True)
+    print(f"{args.log}: {count:,} events, {len(data):,} bytes, {chosen.label}", flush=True)
     for label, action in (("decode", decode), ("fold", fold_only), ("decode+fold", both)):
         with Progress(f"timing {label}", args.repeat, unit="runs") as bar:
             seconds = _best(action, args.repeat, bar.advance)
@@ -476,7 +460,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 _STORE_HELP = "a SQLite file (created when missing) or a postgresql:// URL"
 
 
-def _existing_store(path: str) -> EventStore | PostgresEventStore:
+def _existing_store(path: str) -> SQLiteStore | PostgresStore:
     # Read-only: a reading command changes no file, and refuses one that is not a store.
     return open_store(path, mode="ro")
 
@@ -484,7 +468,7 @@ def _existing_store(path: str) -> EventStore | PostgresEventStore:
 _EXPORTS = ("chatgpt", "claude-ai")  # files of many conversations: each is imported
 
 
-def _import_export(args: argparse.Namespace, store: EventStore | PostgresEventStore) -> int:
+def _import_export(args: argparse.Namespace, store: SQLiteStore | PostgresStore) -> int:
     """Every conversation of a chat export (``--conversation``: that one), each under
     its own id, each in one transaction; one that exists is refused unless --append."""
     data, path = read_source(args.log)
@@ -533,7 +517,7 @@ def _cmd_store_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _forked_from(recording: Recording, store: EventStore | PostgresEventStore) -> str | None:
+def _forked_from(recording: Recording, store: SQLiteStore | PostgresStore) -> str | None:
     """The stored conversation a Codex rollout was forked from (its ``session_meta``
     names the source session in ``forked_from_id``; the source is the conversation
     whose id ends with that session id, as a rollout's file name does), or None."""
@@ -553,7 +537,7 @@ def _forked_from(recording: Recording, store: EventStore | PostgresEventStore) -
 def _import_fork(
     args: argparse.Namespace,
     recording: Recording,
-    store: EventStore | PostgresEventStore,
+    store: SQLiteStore | PostgresStore,
     conversation: str,
 ) -> int:
     """Import a log that continues another conversation (a forked session): a fork of
@@ -874,6 +858,38 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("program", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
     record.set_defaults(handler=_cmd_record)
 
+    playback = commands.add_parser(
+        "playback-server",
+        help="serve a recording or cassette as the providers' HTTP APIs, for any language",
+        description="Serve RECORDING (our log, or a VCR.py / pytest-recording cassette) on a "
+        "loopback port as the Anthropic, OpenAI (Chat, Responses), Gemini and Bedrock HTTP "
+        "APIs: point a client's base URL at it and each request is answered from the "
+        "recording, as replay.playback answers, a request the recording does not hold "
+        "getting HTTP 400 with the first difference. Runs until interrupted.",
+    )
+    playback.add_argument("recording", nargs="?", metavar="RECORDING", help="the recording")
+    playback.add_argument(
+        "--example",
+        action="store_true",
+        help="serve the recording the package ships (the recording guide's calls; implies "
+        "--any-order)",
+    )
+    playback.add_argument("--host", default="127.0.0.1", help="a loopback address")
+    playback.add_argument("--port", type=int, default=8765, help="0: a free port")
+    playback.add_argument(
+        "--speed", type=float, help="pace streams by the recorded times (1.0: real time)"
+    )
+    playback.add_argument(
+        "--any-order",
+        action="store_true",
+        help="answer each request with the first recorded call it matches, however often",
+    )
+    playback.add_argument(
+        "--strict", action="store_true", help="a null and an absent field do not match"
+    )
+    playback.add_argument("--conversation", metavar="ID", help="the store's conversation")
+    playback.set_defaults(handler=_cmd_playback_server)
+
     serve = commands.add_parser(
         "serve", help="serve a live view (the [serve] extra)", description="Serve a live view."
     )
@@ -920,6 +936,37 @@ def _cmd_record(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     return status
+
+
+def _cmd_playback_server(args: argparse.Namespace) -> int:
+    from .recording import EXAMPLE
+    from .recording._errors import RecordingError
+    from .recording._player import Player, read_calls
+    from .recording._server import PlaybackServer
+
+    if (args.recording is None) == (not args.example):
+        raise _Failure("convo playback-server: give RECORDING or --example")
+    path = str(EXAMPLE) if args.example else args.recording
+    try:
+        calls = read_calls(path, args.conversation)
+        player = Player(
+            calls,
+            speed=args.speed,
+            path=path,
+            strict=args.strict,
+            any_order=args.any_order or args.example,
+        )
+        server = PlaybackServer(player, host=args.host, port=args.port)
+    except RecordingError as exc:
+        raise _Failure(f"convo playback-server: {exc}") from exc
+    except OSError as exc:  # the port is taken
+        raise _Failure(f"convo playback-server: {args.host}:{args.port}: {exc.strerror}") from exc
+    print(f"serving {path} ({len(calls)} calls) at {server.url}", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+    return 0
 
 
 # -- entry point -----------------------------------------------------------------------

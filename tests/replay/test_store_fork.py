@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replay import PostgresEventStore, StoreError, open_store
+from replay import PostgresStore, StoreError, open_store
 from replay.stores._forks import windows
 
 from . import test_store_contract as contract
@@ -220,7 +220,7 @@ def test_a_fork_is_hinted_to_followers_like_an_append(pg: str) -> None:
     from replay import StoreChange
 
     async def scenario() -> list[Any]:
-        with PostgresEventStore(pg) as reader, open_store(pg) as writer:
+        with PostgresStore(pg) as reader, open_store(pg) as writer:
             hints = reader.follow(quiet=30)
             seen = [await anext(hints)]
             await asyncio.to_thread(writer.append, "a", ["x", "y"])
