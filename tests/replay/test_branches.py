@@ -117,7 +117,9 @@ class TestCheckAndContext:
         self, capsys: pytest.CaptureFixture[str], chat: Path, leaf: str | None, answer: str
     ) -> None:
         options = [] if leaf is None else ["--leaf", leaf]
-        status, out, _ = run(capsys, "context", chat, "--provider", "openai-chat", *options)
+        status, out, _ = run(
+            capsys, "context", chat, "--provider", "openai-chat", "--model", "m", *options
+        )
         assert status == 0
         messages = json.loads(out)["messages"]
         assert messages[-1]["content"] in (answer, [{"type": "text", "text": answer}])
@@ -179,7 +181,7 @@ def test_stats_report_what_each_version_shares_with_its_sibling(
 ) -> None:
     """A regeneration's request is its sibling's whole (all cached); an edit's shares
     what precedes the edited question."""
-    status, out, _ = run(capsys, "context", chat, "-p", "anthropic", "--stats")
+    status, out, _ = run(capsys, "context", chat, "-p", "anthropic", "--model", "m", "--stats")
     assert status == 0
     siblings = {s["at"]: s for s in json.loads(out)["siblings"]}
     regenerated, edited = siblings[5], siblings[8]  # the log positions of the versions

@@ -67,7 +67,15 @@ class TestChatGpt:
         assert status == 0
         assert out.count("deterministic") == 3
         status, out, _ = run(
-            capsys, "context", CHATGPT, "--conversation", "c-hello", "-p", "openai-chat"
+            capsys,
+            "context",
+            CHATGPT,
+            "--conversation",
+            "c-hello",
+            "-p",
+            "openai-chat",
+            "--model",
+            "m",
         )
         assert status == 0
         assert json.loads(out)["messages"][0]["content"] == "Hello"
