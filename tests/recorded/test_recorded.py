@@ -229,13 +229,14 @@ def test_the_server_folds_a_recording_without_skipping_an_event(
     (None): the server passes over them, folding the rest to the replayed view."""
     from engine import ManualScheduler, Registration
     from replay import protocol_definitions
-    from replay.serve._app import _Conversation
+    from replay.serve._app import _Folded
 
     events = load_events(Path(__file__).parent / "weather.jsonl").events
     chosen = protocol_definitions(detect_protocol(events).protocol)
     registration = Registration(chosen.definitions, event_type=chosen.event_type)
-    hub = _Conversation("c", registration, ManualScheduler(), chosen)
+    hub = _Folded("c", lambda first: (chosen, registration), ManualScheduler())
     hub.fold(events, 0)
     assert hub.failures == 0
     assert "skipped" not in caplog.text
+    assert hub.engine is not None
     assert [n.state for n in hub.engine.nodes()] == [n.state for n in chosen.replay(events)]
