@@ -160,12 +160,15 @@ HTML_FOLD_CHARS: Final = 20_000
 
 def collapsed(text: object, html: str) -> str:
     """``html`` (the rendering of ``text``) as it is, or, when ``text`` is longer than
-    ``HTML_FOLD_CHARS``, collapsed under its first line and its length."""
+    ``HTML_FOLD_CHARS``, collapsed under its first line."""
     size = len(text) if isinstance(text, str | StreamedText) else len(str(text))
     if size <= HTML_FOLD_CHARS:
         return html
     head = str(text)[:200].strip().split("\n", 1)[0][:80]
-    return folded(f"{head} … ({size:,} characters)", html, cls="long")
+    # No count in the summary: a streamed text's would change at every delta, and
+    # the live page would resend the text whole each frame instead of its last
+    # Markdown blocks (and a text renders the same streamed or whole).
+    return folded(f"{head} … (long text)", html, cls="long")
 
 
 _SAFE_SCHEMES: Final = ("http://", "https://", "mailto:")
