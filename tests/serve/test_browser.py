@@ -325,7 +325,8 @@ def test_hostile_content_stays_text_in_the_dom(browser: Browser, tmp_path: Path)
             }"""
         )
         assert live == []
-        text = page.inner_text("section.conversation")
+        # textContent: innerText leaves out nodes off screen (content-visibility).
+        text = page.text_content("section.conversation") or ""
         for bad in PAYLOADS:
             assert bad in text
         content = page.text_content("section.conversation") or ""
