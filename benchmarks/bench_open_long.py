@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from replay import EventStore
+from replay import SQLiteStore
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -130,7 +130,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         store = Path(directory) / "events.sqlite"
         events = long_conversation(args.events)
-        with EventStore(store) as writer:
+        with SQLiteStore(store) as writer:
             writer.append("long", events)
             writer.append("short", events[:10])
         process, url = serve(store)

@@ -77,6 +77,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from definitions import ProtocolSet
 from engine import (
     ConversationEngine,
     Node,
@@ -86,13 +87,12 @@ from engine import (
 )
 
 from .._errors import ConcurrencyError, RenderError, StoreBusyError, UnstorableEventError
-from ..protocols._detect import DefinitionSet, detect_protocol, protocol_definitions
-from ..protocols._feed import event_feed
+from ..protocols._detect import detect_protocol, protocol_definitions
 from ..protocols._unclaimed import unclaimed_note
 from ..render._html import HtmlRenderer, kind_stylesheets
 from ..stores._open import open_store
-from ..stores._postgres import PostgresEventStore
-from ..stores._sqlite import EventStore
+from ..stores._postgres import PostgresStore
+from ..stores._sqlite import SQLiteStore
 from ._clock import FrameClock
 from ._engines import BATCH, Engines, Hook, follow_store
 from ._options import ServeOptions
@@ -134,7 +134,7 @@ _SECURITY_HEADERS = [
     (b"referrer-policy", b"no-referrer"),
 ]
 
-Store = EventStore | PostgresEventStore
+Store = SQLiteStore | PostgresStore
 Source = str | os.PathLike[str] | Store | Mapping[str, ConversationEngine]
 """What a live app serves: a store's name (a SQLite path or a ``postgresql://`` URL,
 opened and closed by the app), an open store (used, never closed), or engines you
@@ -216,7 +216,8 @@ class _Conversation:
             changed_at[node.key] = position
             changed.append((node, None))
         # A result joined to its call's card changes that card's node too.
-        rejoined = self._renderer.join(nodes) if self._renderer is not None else None
+        renderer = self._renderer
+        rejoined = renderer.join(nodes, [n for n, _ in changed]) if renderer is not None else ()
         if rejoined:
             sent = {node.key for node, _ in changed}
             for node in nodes:
@@ -314,13 +315,13 @@ class _Folded(_Conversation):
     def __init__(
         self,
         conversation: str,
-        choose: Callable[[Sequence[Any]], tuple[DefinitionSet, Registration]],
+        choose: Callable[[Sequence[Any]], tuple[ProtocolSet, Registration]],
         clock: Scheduler,
     ) -> None:
         super().__init__(conversation, None)
         self._choose = choose
         self._clock = clock
-        self.chosen: DefinitionSet | None = None
+        self.chosen: ProtocolSet | None = None
         self.engine: ConversationEngine | None = None
         self._feed: Callable[[Any], Any] | None = None
         self._first_events: Sequence[Any] = ()  # what detection looked at, for the note
@@ -331,7 +332,7 @@ class _Folded(_Conversation):
         chosen, registration = self._choose(first)
         self.chosen = chosen
         self._first_events = first
-        self._feed = event_feed(chosen)
+        self._feed = chosen.pre_pass()
         self._renderer = HtmlRenderer(registration.definitions, title=self.id)
         engine = self.engine = create_conversation_engine(registration, self._clock)
         engine.subscribe(self._on_nodes)
@@ -383,7 +384,7 @@ class _Folded(_Conversation):
             )
         if self.engine is not None and self.chosen is not None:
             unclaimed = self.engine.statistics().events_unclaimed
-            name = self.chosen.name
+            name = self.chosen.label
             with contextlib.suppress(Exception):  # it detects too: odd events are no note
                 note = unclaimed_note(unclaimed, self.position, self._first_events, name)
                 if note is not None:
@@ -452,14 +453,14 @@ class Live:
         self.options = options
         definitions = options.definitions
         # None: each conversation's protocol is detected from its first events, as
-        # `convo replay` does; a DefinitionSet or definitions: every conversation's.
-        if definitions is None or isinstance(definitions, DefinitionSet):
+        # `convo replay` does; a ProtocolSet or definitions: every conversation's.
+        if definitions is None or isinstance(definitions, ProtocolSet):
             self.fixed = definitions
         else:
-            self.fixed = DefinitionSet(name="the given definitions", definitions=tuple(definitions))
+            self.fixed = ProtocolSet(name="the given definitions", definitions=definitions)
         # Validated and routed once per set for every conversation's engine (bad
         # definitions fail here, before the server serves anything).
-        self._registrations: dict[str, tuple[DefinitionSet, Registration]] = {}
+        self._registrations: dict[str, tuple[ProtocolSet, Registration]] = {}
         self._styles: dict[str, None] = dict.fromkeys(options.stylesheets)  # ordered, once
         if self.fixed is not None:
             self._registration(self.fixed)
@@ -471,7 +472,7 @@ class Live:
         self.closed = False  # the server is stopping (close_streams)
         if isinstance(source, Mapping):
             self.engines = source
-        elif isinstance(source, EventStore | PostgresEventStore):
+        elif isinstance(source, SQLiteStore | PostgresStore):
             self.store = self.writer = source
         else:
             self.store = open_store(source)
@@ -583,7 +584,7 @@ class Live:
                 return None
         return _Folded(conversation, self._choose, self.clock)
 
-    def _choose(self, first: Sequence[Any]) -> tuple[DefinitionSet, Registration]:
+    def _choose(self, first: Sequence[Any]) -> tuple[ProtocolSet, Registration]:
         chosen = self.fixed
         if chosen is None:
             try:
@@ -613,11 +614,11 @@ class Live:
         """The CSS the definitions (a ``stylesheet`` attribute) and the options bring."""
         return "\n".join(self._styles)
 
-    def _registration(self, chosen: DefinitionSet) -> tuple[DefinitionSet, Registration]:
+    def _registration(self, chosen: ProtocolSet) -> tuple[ProtocolSet, Registration]:
+        # A set's registration is made once, with it: routed once for every engine.
         found = self._registrations.get(chosen.name)
         if found is None:
-            registration = Registration(chosen.definitions, event_type=chosen.event_type)
-            found = self._registrations[chosen.name] = (chosen, registration)
+            found = self._registrations[chosen.name] = (chosen, chosen.registration)
             self._styles.update(dict.fromkeys(kind_stylesheets(chosen.definitions)))
         return found
 
@@ -955,8 +956,8 @@ def create_app(
     """The live view of ``source`` as an ASGI app, to serve alone or mount in yours.
 
     ``source`` is a store's name (a SQLite path or a ``postgresql://`` URL: many
-    servers may serve one database), an open ``EventStore`` or
-    ``PostgresEventStore``, or a mapping of conversation ids to engines you push into
+    servers may serve one database), an open ``SQLiteStore`` or
+    ``PostgresStore``, or a mapping of conversation ids to engines you push into
     (from any thread). ``options`` (``ServeOptions``) says how to fold, guard and pace.
 
     Routes: ``GET /`` lists conversations; ``GET /conversations/{id}`` is the

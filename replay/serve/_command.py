@@ -20,16 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from definitions import builtin
-from engine import RegistrationError, create_conversation_engine
+from definitions import ProtocolSet, builtin
+from engine import RegistrationError
 
 from .._errors import DefinitionSpecError
-from ..protocols._detect import (
-    DefinitionSet,
-    detect_protocol,
-    load_definitions,
-    protocol_definitions,
-)
+from ..protocols._detect import detect_protocol, load_definitions, protocol_definitions
 from ..protocols._unclaimed import unclaimed_note
 
 if TYPE_CHECKING:
@@ -232,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
     from .._errors import StoreError
     from ..logs._formats import load_events
     from ..stores._open import open_store
-    from ..stores._sqlite import EventStore
+    from ..stores._sqlite import SQLiteStore
     from ._security import allowed_hosts
 
     if args.log is None and args.store is None and not args.demo:
@@ -270,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with _store_path(args) as (path, events):
             if events:
-                with EventStore(path) as store:
+                with SQLiteStore(path) as store:
                     store.append(Path(args.log).stem, events)
             background = []
             if args.demo:
@@ -371,16 +366,14 @@ def _header_deadline(seconds: float) -> type[Any]:
     return HeaderDeadline
 
 
-def _chosen(specs: Sequence[str] | None, events: Sequence[Any]) -> DefinitionSet | None:
+def _chosen(specs: Sequence[str] | None, events: Sequence[Any]) -> ProtocolSet | None:
     """The set named by ``-d`` (``None``: detect per conversation); says on stderr when
     the LOG's events go to no definition of the set that will fold them."""
     chosen = None if not specs else load_definitions(specs)
     if events:
         folding = chosen or protocol_definitions(detect_protocol(events).protocol)
-        engine = create_conversation_engine(folding.definitions, event_type=folding.event_type)
-        engine.push_many(folding.feed(events))
-        unclaimed = engine.statistics().events_unclaimed
-        note = unclaimed_note(unclaimed, len(events), events, folding.name)
+        unclaimed = folding.folded(events).statistics().events_unclaimed
+        note = unclaimed_note(unclaimed, len(events), events, folding.label)
         if note is not None:
             print(f"convo serve: warning: {note}", file=sys.stderr)
     return chosen

@@ -20,7 +20,7 @@ from tests._shared import require_serve
 require_serve()
 
 from definitions import builtin, event_type  # noqa: E402
-from replay import EventStore, HtmlRenderer, replay  # noqa: E402
+from replay import HtmlRenderer, SQLiteStore, replay  # noqa: E402
 from replay.serve import ServeOptions, create_app  # noqa: E402
 from replay.serve._app import CSP, parse_events  # noqa: E402
 from tests.serve._helpers import (  # noqa: E402
@@ -50,7 +50,7 @@ TOKEN = "s3cret-s3cret-s3cret"  # tokens are at least 16 characters
 
 
 def make_store(path: Path, conversations: dict[str, list[Any]]) -> Path:
-    with EventStore(path) as store:
+    with SQLiteStore(path) as store:
         for conversation, events in conversations.items():
             store.append(conversation, events)
     return path
@@ -129,7 +129,7 @@ class TestIndex:
                 first = await stream.message()
                 assert first["event"] == "index"
                 assert json.loads(first["data"])["html"].count("<li>") == 1
-                with EventStore(path) as other:
+                with SQLiteStore(path) as other:
                     other.append("b", [start])
                     other.append("a", [start])
                 html = ""
@@ -179,7 +179,7 @@ class TestPage:
                 assert 'data-position="0" data-live="off"></section>' in response.text
                 async with SseStream(app, "/conversations/later/stream?after=0") as stream:
                     await stream.ready()
-                    with EventStore(store) as other:
+                    with SQLiteStore(store) as other:
                         other.append(
                             "later", [{"type": "message.start", "id": "m", "role": "user"}]
                         )
@@ -262,7 +262,7 @@ class TestStream:
             app = app_for(path)
             async with running(app), SseStream(app, "/conversations/c/stream?after=1") as stream:
                 # Another writer (a separate connection, as another process would be).
-                with EventStore(path) as other:
+                with SQLiteStore(path) as other:
                     other.append("c", deltas)
                 patch = await stream.patch()
                 # 500 animation-frame deltas folded in one poll: one frame, one message.
@@ -279,8 +279,8 @@ class TestStream:
             tmp_path / "s.sqlite", {"c": [{"type": "message.start", "id": "m", "role": "user"}]}
         )
         writer = (
-            "import sys; from replay import EventStore\n"
-            "with EventStore(sys.argv[1]) as s:\n"
+            "import sys; from replay import SQLiteStore\n"
+            "with SQLiteStore(sys.argv[1]) as s:\n"
             "    s.append('c', [{'type': 'message.delta', 'id': 'm', 'text': 'from afar'},"
             " {'type': 'message.end', 'id': 'm'}], expected_position=1)\n"
         )
@@ -436,7 +436,7 @@ class TestIngest:
                 )
                 assert response.status_code == 401
                 assert response.headers["www-authenticate"] == "Bearer"
-                with EventStore(store) as check:
+                with SQLiteStore(store) as check:
                     assert check.length("x") == 0
 
         asyncio.run(scenario())
@@ -486,7 +486,7 @@ class TestIngest:
                 assert response.status_code == 409
                 assert response.json()["expected"] == 3
                 assert response.json()["actual"] == length
-                with EventStore(store) as check:
+                with SQLiteStore(store) as check:
                     assert check.length("session") == length
 
         asyncio.run(scenario())
@@ -660,7 +660,7 @@ class TestDetection:
                 session = (await client.get("/conversations/session")).text
                 claude = (await client.get("/conversations/claude")).text
                 live = app.state.live
-                assert live.conversations["claude"].chosen.name.startswith("Anthropic")
+                assert live.conversations["claude"].chosen.label.startswith("Anthropic")
                 assert "925 ÷ 5 = 185" in claude
                 assert "CI started failing" in session
                 assert "unclaimed" not in claude + session
@@ -711,10 +711,9 @@ def test_catch_ups_are_few_whatever_cursors_clients_send() -> None:
     brings its client everything it misses."""
     from definitions import event_type
     from engine import ManualScheduler, Registration
-    from replay import DefinitionSet
     from replay.serve._app import _RECENT, _Folded
 
-    chosen = DefinitionSet(name="builtin", definitions=builtin.DEFINITIONS)
+    chosen = builtin.PROTOCOL
     registration = Registration(builtin.DEFINITIONS, event_type=event_type)
 
     async def scenario() -> None:

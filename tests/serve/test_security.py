@@ -21,7 +21,7 @@ from tests._shared import require_serve
 require_serve()
 
 from definitions import builtin  # noqa: E402
-from replay import EventStore, LogError, load_events  # noqa: E402
+from replay import LogError, SQLiteStore, load_events  # noqa: E402
 from replay.serve import ServeOptions, create_app  # noqa: E402
 from replay.serve._app import parse_events  # noqa: E402
 from replay.serve._command import main  # noqa: E402
@@ -37,7 +37,7 @@ ROOT = Path(__file__).parents[2]
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
     path = tmp_path / "events.sqlite"
-    with EventStore(path) as s:
+    with SQLiteStore(path) as s:
         s.append("c", [EVENT])
     return path
 
@@ -258,7 +258,7 @@ class TestBodies:
                 response = await self.post(client, body)
                 assert response.status_code == 400
                 assert problem in response.json()["error"]
-            with EventStore(store) as check:
+            with SQLiteStore(store) as check:
                 assert check.length("c") == 1
 
         run(scenario)
@@ -281,7 +281,7 @@ class TestBodies:
                 response = await self.post(client, json.dumps(EVENT).encode(), conversation)
                 assert response.status_code == 400
                 assert problem in response.json()["error"]
-            with EventStore(store) as check:
+            with SQLiteStore(store) as check:
                 assert check.conversations() == {"c": 1}
 
         run(scenario)
@@ -396,7 +396,7 @@ def test_stopping_the_server_ends_streams_cleanly(tmp_path: Path) -> None:
     import httpx
 
     store = tmp_path / "events.sqlite"
-    with EventStore(store) as s:
+    with SQLiteStore(store) as s:
         s.append("c", [EVENT])
     server, url = convo_serve(store)
     try:
@@ -462,7 +462,7 @@ def test_any_value_in_any_field_is_a_400_with_nothing_stored_or_a_page(
             assert response.status_code in (201, 400), response.text
             if response.status_code == 400:
                 assert response.json()["error"].startswith("bad events: ")
-                with EventStore(path) as store:
+                with SQLiteStore(path) as store:
                     assert store.length("c") == 0
                 return
             page = await client.get("/conversations/c")
@@ -478,7 +478,7 @@ def test_a_client_that_trickles_its_headers_is_cut_off(tmp_path: Path) -> None:
     import socket
 
     store = tmp_path / "events.sqlite"
-    with EventStore(store) as s:
+    with SQLiteStore(store) as s:
         s.append("c", [EVENT])
     # 2 s: a deadline the whole request below meets with a wide margin on a busy machine.
     server, url = convo_serve(store, "--header-timeout", "2")
