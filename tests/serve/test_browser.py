@@ -679,7 +679,7 @@ def test_a_long_conversation_opens_with_its_latest_nodes_and_fills_in(
         for i in range(count)
     ]
     store = tmp_path / "events.sqlite"
-    with EventStore(store) as writer:
+    with SQLiteStore(store) as writer:
         writer.append("long", rows)
     server = Server(store)
     try:
