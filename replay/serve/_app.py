@@ -105,6 +105,7 @@ from ._security import (
     parse_events,
     read_body,
 )
+from ._wire import AGUI_HEADERS, UI_STREAM_HEADERS, AgUiEncoder, UIMessageEncoder, wire_frames
 
 __all__ = [
     "CSP",
@@ -856,6 +857,26 @@ async def _stream(request: Request) -> Response:
     )
 
 
+def _wire_route(encoder: type[UIMessageEncoder | AgUiEncoder], headers: dict[str, str]) -> Any:
+    """A route streaming a conversation in another front-end's format (``_wire``)."""
+
+    async def endpoint(request: Request) -> Response:
+        conversation: str = request.path_params["conversation"]
+        hub = await _live(request).open(conversation)
+        if hub is None:
+            raise _Problem(404, f"no conversation {conversation!r}")
+        options = _live(request).options
+        return EventSourceResponse(
+            wire_frames(hub, encoder(conversation)),
+            headers=headers,
+            ping=options.ping_interval,
+            send_timeout=options.send_timeout,
+            sep="\n",
+        )
+
+    return endpoint
+
+
 async def _ingest(request: Request) -> Response:
     live = _live(request)
     token = live.options.token
@@ -941,6 +962,11 @@ _ROUTES = [
     # The suffixed routes first: a conversation id may contain "/".
     Route("/conversations/{conversation:path}/stream", _stream),
     Route("/conversations/{conversation:path}/events", _ingest, methods=["POST"]),
+    Route(
+        "/conversations/{conversation:path}/ui-message-stream",
+        _wire_route(UIMessageEncoder, UI_STREAM_HEADERS),
+    ),
+    Route("/conversations/{conversation:path}/ag-ui", _wire_route(AgUiEncoder, AGUI_HEADERS)),
     Route("/conversations/{conversation:path}", _conversation_page),
     Mount("/static", StaticFiles(directory=STATIC), name="static"),
 ]
