@@ -146,7 +146,13 @@ class TestTokens:
     def test_reads_need_the_read_token(self, store: Path) -> None:
         async def scenario() -> None:
             async with running(app_for(store, token=TOKEN, read_token=READ)) as client:
-                for path in ("/", "/conversations/c", "/conversations/c/stream?after=1"):
+                for path in (
+                    "/",
+                    "/conversations/c",
+                    "/conversations/c/stream?after=1",
+                    "/conversations/c/ui-message-stream",
+                    "/conversations/c/ag-ui",
+                ):
                     response = await client.get(path)
                     assert response.status_code == 401, path
                     assert "hello" not in response.text

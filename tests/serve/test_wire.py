@@ -288,3 +288,55 @@ def test_generated_conversations_read_as_their_view(
     for (events, _), result in zip(cases, results[len(cases) :], strict=True):
         assert "error" not in result, (events, result)
         assert read_messages(result["messages"]) == expected_messages(view(events)), events
+
+
+DOCS = Path(__file__).parents[2] / "docs" / "live.md"
+
+
+def test_the_docs_example_serves_a_store_to_the_ai_sdk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The example of docs/live.md: the view mounted under ``/live`` answers the
+    AI SDK's reconnection URL with a UI message stream of the store's conversation."""
+    marker = "<!-- test: by test_the_docs_example_serves_a_store_to_the_ai_sdk -->\n```python\n"
+    code = DOCS.read_text(encoding="utf-8").split(marker, 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    hello = [
+        {"type": "message.start", "id": "m", "role": "assistant", "text": "hello <b>"},
+        {"type": "message.end", "id": "m"},
+    ]
+    make_store(tmp_path / "convo.db", {"session": hello})
+    namespace: dict[str, Any] = {}
+    exec(compile(code, str(DOCS), "exec"), namespace)
+    app = namespace["app"]
+
+    async def scenario() -> list[Any]:
+        async with running(app):
+            path = "/live/conversations/session/ui-message-stream"
+            async with SseStream(app, path) as stream:
+                fields = await stream.message()
+                chunks = [json.loads(fields["data"])]
+                while "id" not in fields:
+                    fields = await stream.message()
+                    chunks.append(json.loads(fields["data"]))
+                assert fields["id"] == "2"
+                assert stream.headers["x-vercel-ai-ui-message-stream"] == "v1"
+        return chunks
+
+    assert asyncio.run(scenario()) == [
+        {"type": "start", "messageId": "session"},
+        {"type": "text-start", "id": "message:m"},
+        {"type": "text-delta", "id": "message:m", "delta": "hello <b>"},
+        {"type": "text-end", "id": "message:m"},
+    ]
+
+
+@pytest.mark.parametrize("route", ROUTES.values())
+def test_a_conversation_nothing_can_show_is_404(tmp_path: Path, route: str) -> None:
+    path = make_store(tmp_path / "s.sqlite", {"c": example_events()[:3]})
+
+    async def scenario() -> int:
+        async with running(app_for(path)) as client:
+            return (await client.get(f"/conversations/a/b/{route}")).status_code
+
+    assert asyncio.run(scenario()) == 404
