@@ -108,22 +108,30 @@ def list_item_text(text: str, marker: str) -> str:
     return f"{marker}{text.lstrip()}" if marker and text.strip() else text
 
 
-def _shorten(value: Any) -> Any:
+# How deep a payload is shown: past it, a placeholder (a tool result nested 900 deep
+# would exhaust Python's recursion here and in ``json.dumps``).
+_DEEPEST: Final = 64
+
+
+def _shorten(value: Any, depth: int = 0) -> Any:
+    if depth >= _DEEPEST and isinstance(value, dict | list | tuple):
+        return f"… (nested deeper than {_DEEPEST} levels)"
     if type(value) is str:
         if len(value) >= 120 and _OPAQUE.fullmatch(value):
             return f"{value[:_KEEP]}… ({len(value):,} chars)"
         return value
     if isinstance(value, dict):
-        return {key: _shorten(item) for key, item in value.items()}
+        return {key: _shorten(item, depth + 1) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_shorten(item) for item in value]
+        return [_shorten(item, depth + 1) for item in value]
     return value
 
 
 def payload(value: object, *, indent: int | None = None) -> str:
     """``value`` as JSON for a reader: keys sorted, non-ASCII kept, anything JSON
     cannot hold shown as its ``str``, and every opaque token (a string of 120 or more
-    characters without whitespace) shortened to its first characters and length."""
+    characters without whitespace) shortened to its first characters and length;
+    what is nested deeper than 64 levels is shown as a placeholder."""
     return json.dumps(
         _shorten(value), ensure_ascii=False, sort_keys=True, indent=indent, default=str
     )

@@ -9,8 +9,8 @@ import; nothing imports upwards):
   ``render_text``, ``render_html``);
 - ``stores``: the SQLite and PostgreSQL event stores (``open_store``) and the
   projection workers;
-- ``protocols``: which definition set folds a recording (``detect_protocol``,
-  ``protocol_definitions``, ``load_definitions``);
+- ``protocols``: which set (a ``definitions.ProtocolSet``) folds a recording
+  (``detect_protocol``, ``protocol_definitions``, ``load_definitions``);
 - ``context``: the model request before each call, and the context economy;
 - ``serve``: the live server (the ``serve`` extra);
 - ``recording``: official SDK clients' model calls recorded as they happen
@@ -18,6 +18,9 @@ import; nothing imports upwards):
 - at the top: ``replay`` (fold a log to its final view), the determinism checker
   (``check_determinism``), the errors, the pytest plugin and the ``convo`` CLI.
 """
+
+from definitions import ProtocolSet  # noqa: F401 (the deprecated DefinitionSet is it)
+from engine._deprecation import renamed
 
 from ._determinism import WAYS as WAYS
 from ._determinism import DeterminismError as DeterminismError
@@ -43,7 +46,6 @@ from .logs._jsonl import LogWriter as LogWriter
 from .logs._jsonl import read_log as read_log
 from .logs._jsonl import write_log as write_log
 from .protocols._detect import PROTOCOLS as PROTOCOLS
-from .protocols._detect import DefinitionSet as DefinitionSet
 from .protocols._detect import Detection as Detection
 from .protocols._detect import detect_protocol as detect_protocol
 from .protocols._detect import load_definitions as load_definitions
@@ -63,22 +65,20 @@ from .stores._open import Store as Store
 from .stores._open import open_store as open_store
 from .stores._postgres import AppendUnknownError as AppendUnknownError
 from .stores._postgres import Landed as Landed
-from .stores._postgres import PostgresEventStore as PostgresEventStore
+from .stores._postgres import PostgresStore as PostgresStore
 from .stores._postgres import StoreChange as StoreChange
-from .stores._sqlite import EventStore as EventStore
+from .stores._sqlite import SQLiteStore as SQLiteStore
 
 __all__ = [
     "PROTOCOLS",
     "WAYS",
     "AppendUnknownError",
     "ConcurrencyError",
-    "DefinitionSet",
     "DefinitionSpecError",
     "Detection",
     "DeterminismError",
     "Divergence",
     "Entry",
-    "EventStore",
     "Format",
     "HtmlRenderer",
     "Landed",
@@ -87,12 +87,13 @@ __all__ = [
     "LogError",
     "LogWriter",
     "PlaybackMismatchError",
-    "PostgresEventStore",
+    "PostgresStore",
     "RecordingError",
     "RecordingLostWarning",
     "RenderError",
     "ReplayError",
     "Report",
+    "SQLiteStore",
     "Store",
     "StoreBusyError",
     "StoreChange",
@@ -116,3 +117,14 @@ __all__ = [
     "strip_controls",
     "write_log",
 ]
+
+# The names of one release ago.
+__getattr__ = renamed(
+    __name__,
+    globals(),
+    {
+        "DefinitionSet": "definitions.ProtocolSet",
+        "EventStore": "SQLiteStore",
+        "PostgresEventStore": "PostgresStore",
+    },
+)

@@ -847,7 +847,7 @@ def check_determinism(
     many random windows; ``seed`` fixes every random choice. ``progress`` is called
     after each way (and each round of one) finishes: ``steps(ways, rounds)`` of them,
     one more with ``context``. ``prepare`` is the
-    protocol's pre-pass (``DefinitionSet.prepare``): ``events`` are then the raw
+    protocol's pre-pass (``ProtocolSet.prepare``): ``events`` are then the raw
     events, and every way (each window too) feeds a fresh run of ``prepare`` over its
     raw events; positions in the report are positions in ``events``. ``samples``
     bounds the comparisons of the event-by-event way on a log longer than it (see

@@ -19,9 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from definitions import openai_chat
+from definitions import RawEventError, openai_chat
 from definitions.openai_chat import Envelope as ScopedChunk
-from engine import Claim, DefinitionError, create_conversation_engine
+from engine import Claim, create_conversation_engine
 
 from ._runs import Counting, check_run
 
@@ -270,7 +270,7 @@ def test_event_type_routes_what_scope_yields_to_the_completion() -> None:
     # raw chunk pushed without scope is an error naming the fix (never 0 nodes).
     chunks = [chunk([choice(0, {"role": "assistant", "content": "a"})])]
     engine = create_conversation_engine(openai_chat.DEFINITIONS, event_type=openai_chat.event_type)
-    with pytest.raises(DefinitionError, match=r"openai_chat\.PROTOCOL\.engine\(\)"):
+    with pytest.raises(RawEventError, match=r"openai_chat\.PROTOCOL\.engine\(\)"):
         engine.push_many(chunks)
     assert engine.nodes() == ()
     engine.push_many(openai_chat.prepare(chunks))
