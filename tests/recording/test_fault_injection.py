@@ -127,6 +127,7 @@ def run_child(path: Path, limit: int, calls: int) -> dict[str, Any]:
     return result
 
 
+@pytest.mark.slow  # a Python subprocess per limit
 @pytest.mark.parametrize("limit", [2_000, 20_000, 60_000])
 def test_a_file_size_limit_mid_stream_leaves_a_valid_log(tmp_path: Path, limit: int) -> None:
     """``RLIMIT_FSIZE`` (Python ignores ``SIGXFSZ``, so writes past it fail with
@@ -378,6 +379,7 @@ def test_a_stopped_server_turns_an_append_into_outcome_unknown(postgres_server: 
     )
 
 
+@pytest.mark.slow  # a PostgreSQL server of its own
 def test_a_killed_server_hangs_no_appender(own_server: Any) -> None:
     from replay._errors import StoreError
     from replay.stores._postgres import PostgresEventStore
