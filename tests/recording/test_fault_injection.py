@@ -32,6 +32,7 @@ from replay.recording import _recorder, recorder_of
 from replay.recording._recorder import LOST, Recorder, open_sink
 
 from . import _sdks, _server
+from ._clock import Clock
 
 DELTAS = 400
 
@@ -45,16 +46,6 @@ def stream(deltas: int) -> list[bytes]:
     ]
     frames += [{"type": "message_stop"}]
     return [f"event: {f['type']}\ndata: {json.dumps(f)}\n\n".encode() for f in frames]
-
-
-class Clock:
-    """A clock that moves only when told: each chunk is its own batch."""
-
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def record_stream(
@@ -91,7 +82,8 @@ def check_valid(path: Path) -> list[dict[str, Any]]:
 CHILD = textwrap.dedent(
     """
     import json, resource, sys, warnings
-    from tests.recording.test_fault_injection import DELTAS, Clock, record_stream
+    from tests.recording._clock import Clock
+    from tests.recording.test_fault_injection import DELTAS, record_stream
     from replay.recording._recorder import Recorder, open_sink
 
     path, limit, calls = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
