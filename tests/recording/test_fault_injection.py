@@ -403,3 +403,21 @@ def test_a_killed_server_hangs_no_appender(own_server: Any) -> None:
     assert not any(thread.is_alive() for thread in threads), "an appender hangs"
     assert len(outcomes) == 4
     print(f"faults: PostgreSQL killed under 4 appenders: every append ended ({sorted(outcomes)})")
+
+
+@pytest.mark.parametrize("medium", ["log", "store"])
+def test_a_program_that_changes_directory_has_not_lost_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, medium: str
+) -> None:
+    """The deleted-or-rotated check must not mistake a relative path read from another
+    directory for a missing file."""
+    monkeypatch.chdir(tmp_path)
+    clock = Clock()
+    name = "calls.jsonl" if medium == "log" else "events.db"
+    recorder = Recorder(open_sink(name, "c", store=medium == "store"), clock=clock)
+    record_stream(recorder, clock, 3)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    record_stream(recorder, clock, 3)
+    recorder.close()
+    assert recorder.lost == 0
