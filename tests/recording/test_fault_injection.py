@@ -135,14 +135,15 @@ def test_a_file_size_limit_mid_stream_leaves_a_valid_log(tmp_path: Path, limit: 
     assert "File too large" in first[-1]["error"]
     assert deltas < DELTAS
     assert events[-1] == {"type": "recording/end", "call": 1, "complete": True}
-    assert outcome["dropped"] == 1  # the write that crossed the limit, cut back
+    # The write that crossed the limit (a batch of one or two lines), cut back.
+    assert 1 <= outcome["dropped"] <= 2
     assert outcome["warned"] == 1
     # Each record is in the log or counted lost: nothing in between, nothing twice.
     per_call = 2 + DELTAS + 2 + 1  # request, response, events, end
     assert len(events) + outcome["lost"] == 2 * per_call
     print(
         f"faults: RLIMIT_FSIZE={limit}: call 0 kept {len(first)} records ({deltas} of "
-        f"{DELTAS} deltas), {outcome['lost']} counted lost, {outcome['dropped']} write cut "
+        f"{DELTAS} deltas), {outcome['lost']} counted lost, {outcome['dropped']} lines cut "
         "back, ended complete: false; call 1 whole; positions gapless"
     )
 
