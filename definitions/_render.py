@@ -167,13 +167,15 @@ HTML_FOLD_CHARS: Final = 20_000
 
 
 def collapsed(text: object, html: str) -> str:
-    """``html`` (the rendering of ``text``) as it is, or, when ``text`` is longer than
-    ``HTML_FOLD_CHARS``, collapsed under its first line and its length."""
-    size = len(text) if isinstance(text, str | StreamedText) else len(str(text))
-    if size <= HTML_FOLD_CHARS:
+    """``html`` (the rendering of ``text``) as it is, or, when ``text`` is a whole
+    string longer than ``HTML_FOLD_CHARS``, collapsed under its first line. A text
+    still streaming (a ``StreamedText``) is never collapsed: a reader is reading it,
+    and a live page patches its last blocks, which a summary changing with its
+    length would stop."""
+    if type(text) is not str or len(text) <= HTML_FOLD_CHARS:
         return html
-    head = str(text)[:200].strip().split("\n", 1)[0][:80]
-    return folded(f"{head} … ({size:,} characters)", html, cls="long")
+    head = text[:200].strip().split("\n", 1)[0][:80]
+    return folded(f"{head} … ({len(text):,} characters)", html, cls="long")
 
 
 _SAFE_SCHEMES: Final = ("http://", "https://", "mailto:")
@@ -731,7 +733,7 @@ def tool_text(name: object, call_id: object, status: str, arguments: object) -> 
         status = found.status
     ident = f" [{call_id}]" if call_id else ""
     lines = [f"tool {name}{ident} {status}"]
-    if arguments not in (None, "", {}):
+    if arguments not in (None, "", {}, "{}"):
         shown = arguments if isinstance(arguments, str) else payload(arguments)
         lines.append(f"  arguments: {long_text(shown)}")
     if found is not None:

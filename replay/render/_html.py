@@ -18,6 +18,7 @@ live page can be sent, for a streaming text, only the blocks that changed
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from html import escape
 from importlib import resources
@@ -55,6 +56,9 @@ def kind_stylesheets(definitions: Iterable[Any]) -> list[str]:
     static page inlines it, the live page serves it as ``kinds.css``)."""
     found = (getattr(definition, "stylesheet", None) for definition in definitions)
     return list(dict.fromkeys(css for css in found if isinstance(css, str) and css))
+
+
+_TURN = re.compile(r'<div class="msg" data-role="([^"]*)"')  # definitions._render.bubble
 
 
 def _fallback(node: Node) -> str:
@@ -153,11 +157,13 @@ class HtmlRenderer:
         self.hits = 0
         self.misses = 0
 
-    def join(self, nodes: Iterable[Node]) -> set[str]:
+    def join(self, nodes: Iterable[Node], changed: Iterable[Node] | None = None) -> set[str]:
         """Join the tool calls and results of ``nodes`` (the whole view) for the
-        fragments rendered next; the keys whose fragment the join changed."""
+        fragments rendered next; the keys whose fragment the join changed.
+        ``changed``: the nodes new or changed since the last join, when known (a live
+        view's notification): only those are read."""
         before = self._joins
-        after = self._joins = self._tools.of(nodes)
+        after = self._joins = self._tools.of(nodes, changed)
         if after is before:
             return set()
         return {
@@ -230,9 +236,14 @@ class HtmlRenderer:
         # the live page can still patch it in order.
         shown = blocks or any(piece and not piece.isspace() for piece in pieces)
         hidden = "" if shown else " hidden"
+        # A node that opens with a turn's bubble carries the turn's role, so the
+        # stylesheet joins consecutive turns with sibling selectors (a :has() rule
+        # costs the browser seconds on a long page).
+        turn = _TURN.match(pieces[0])
+        role = f' data-turn="{turn.group(1)}"' if turn else ""
         pieces[0] = (
             f'<article class="{css}" id="{key}" data-key="{key}" data-kind="{kind}" '
-            f'data-seq="{node.seq}"{hidden}>{pieces[0]}'
+            f'data-seq="{node.seq}"{role}{hidden}>{pieces[0]}'
         )
         pieces[-1] += "</article>\n"
         return _Rendered(node, join, tuple(pieces), tuple(blocks))
