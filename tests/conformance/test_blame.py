@@ -68,7 +68,7 @@ def test_a_malformed_event_pushed_live_is_an_event_error_as_itself(name: str) ->
     protocol = SETS[name].PROTOCOL
     bad = MALFORMED[name]
     with pytest.raises(EventError) as batch:
-        protocol.fold([bad])
+        protocol.accumulate([bad])
     engine = protocol.engine()
     with pytest.raises(EventError) as live:
         engine.push(bad)
