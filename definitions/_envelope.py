@@ -16,6 +16,11 @@ Python frame: every delta of a stream goes through one), which is also right in 
 engine without ``event_type``, where every match sees every envelope. Anything but
 an envelope (a raw dict, an SDK's typed object) is routed by its class to the set's
 guard (``ProtocolSet.envelope``), which names the fix.
+
+The envelope class is a msgspec Struct, not a class with ``__init__``: one is made
+per event, and a Struct is made in about a third of the time. ``eq=False`` (compared
+and hashed by identity) and ``gc=False`` (never tracked by the garbage collector: it
+refers to nothing that refers back).
 """
 
 from __future__ import annotations
