@@ -121,15 +121,6 @@ class TestAttribution:
         with pytest.raises(RawEventError, match="Preparer"):
             engine.push(text("m", "x")[0])
 
-    def test_the_live_engine_and_an_unrouted_one_match_fold(self) -> None:
-        events = RUN + text("m", "a", "b") + END
-        engine = ag_ui.PROTOCOL.engine()  # the common live path: the pre-pass as a hook
-        engine.push_many(events)
-        assert ag_ui.messages(engine.nodes()) == ag_ui.accumulate(events)
-        unrouted = create_conversation_engine(ag_ui.DEFINITIONS)
-        unrouted.push_many(ag_ui.prepare(events))  # no event_type: every match sees all
-        assert ag_ui.messages(unrouted.nodes()) == ag_ui.accumulate(events)
-
 
 class TestStatePatches:
     """STATE_DELTA applies RFC 6902 to a new value and rejects a failing patch whole."""

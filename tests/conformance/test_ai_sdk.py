@@ -97,15 +97,6 @@ class TestAttribution:
         with pytest.raises(RawEventError, match="Preparer"):
             engine.push({"type": "start", "messageId": "a"})
 
-    def test_the_live_engine_and_an_unrouted_one_match_fold(self) -> None:
-        events = message("a", *text("0", "x", "y"))
-        engine = ai_sdk.PROTOCOL.engine()  # the common live path: the pre-pass as a hook
-        engine.push_many(events)
-        assert ai_sdk.ui_messages(engine.nodes()) == ai_sdk.accumulate(events)
-        unrouted = create_conversation_engine(ai_sdk.DEFINITIONS)
-        unrouted.push_many(ai_sdk.prepare(events))  # no event_type: every match sees all
-        assert ai_sdk.ui_messages(unrouted.nodes()) == ai_sdk.accumulate(events)
-
 
 class TestErrors:
     """Where we knowingly differ from the reference."""
