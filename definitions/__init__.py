@@ -4,7 +4,9 @@ Each kind lives in its own module and knows nothing of the others; each protocol
 set (``definitions.anthropic``, ``definitions.openai_chat``, ...) folds that
 protocol's native stream events directly and declares itself by one ``PROTOCOL``,
 a ``ProtocolSet`` (the contract, ``definitions._protocol``); the built-in kinds are
-one too (``definitions.builtin.PROTOCOL``, with no pre-pass). Imports only ``engine``.
+one too (``definitions.builtin.PROTOCOL``, with no pre-pass). ``definitions.branch``
+holds the branch events (an edit, a regeneration, the choice of a version) and the
+tree they make of a log. Imports only ``engine``.
 """
 
 from ._protocol import PrePass as PrePass

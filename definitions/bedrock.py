@@ -347,6 +347,12 @@ class MessageDefinition:
 
         return converse_calls(_message(node.state))
 
+    def tool_results(self, node: Node) -> list[tuple[str, Any]]:
+        """The message's server tool results, as their calls' outcomes."""
+        from ._render_protocols import converse_results
+
+        return converse_results(_message(node.state))
+
 
 MESSAGE: Final = MessageDefinition()
 

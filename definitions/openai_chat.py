@@ -233,6 +233,8 @@ class CompletionState(msgspec.Struct, frozen=True, gc=False):
 
 def _tool_call(calls: tuple[ToolCallState, ...], delta: dict[str, Any]) -> ToolCallState:
     index = delta["index"]
+    if type(index) is not int:  # calls are placed and sorted by it
+        raise TypeError(f"a tool call's index is an integer, not {index!r}")
     for call in calls:
         if call.index == index:
             break

@@ -82,6 +82,7 @@ from ._render_protocols import (
     chat_text,
     converse_calls,
     converse_html,
+    converse_results,
     converse_text,
     gemini_calls,
     gemini_html,
@@ -596,11 +597,12 @@ class AnswerDefinition:
         return [call_id for output in _outputs(state) for call_id in calls(output)]
 
     def tool_results(self, node: Node) -> list[tuple[str, Outcome]]:
-        """Its server tools' results (Anthropic's), as their calls' outcomes."""
+        """Its server tools' results (Anthropic's, Bedrock's), as their calls' outcomes."""
         state: AnswerState = node.state
-        if state.api != "anthropic.messages":
+        results = _RESULTS.get(state.api)
+        if results is None:
             return []
-        return [r for output in _outputs(state) for r in anthropic_links(output)[1]]
+        return [r for output in _outputs(state) for r in results(output)]
 
     def render_json(self, node: Node) -> dict[str, Any]:
         """The call, the API and the body as recorded."""
@@ -725,6 +727,13 @@ _ANSWERS: Final[
     ),
     "gemini.generate_content": (gemini_text, gemini_html, gemini_calls),
     "bedrock.converse": (converse_text, converse_html, converse_calls),
+}
+
+
+# Per API whose answers carry server tools' results: those results as outcomes.
+_RESULTS: Final[Mapping[str, Callable[[Any], list[tuple[str, Outcome]]]]] = {
+    "anthropic.messages": lambda o: anthropic_links(o)[1],
+    "bedrock.converse": converse_results,
 }
 
 

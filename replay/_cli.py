@@ -498,6 +498,8 @@ def _cmd_store_import(args: argparse.Namespace) -> int:
     with _recording(args.log) as recording, open_store(args.store) as store:
         if recording.format in _EXPORTS:
             return _import_export(args, store)
+        if args.fork_of is None and (source := _forked_from(recording, store)) is not None:
+            args.fork_of = source
         if args.fork_of is not None:
             return _import_fork(args, recording, store, conversation)
         expected = None if args.append else 0
@@ -512,6 +514,23 @@ def _cmd_store_import(args: argparse.Namespace) -> int:
             length = store.append(conversation, events, expected_position=expected)
     print(f"imported {events.count} events into {conversation!r} ({length} in all)")
     return 0
+
+
+def _forked_from(recording: Recording, store: SQLiteStore | PostgresStore) -> str | None:
+    """The stored conversation a Codex rollout was forked from (its ``session_meta``
+    names the source session in ``forked_from_id``; the source is the conversation
+    whose id ends with that session id, as a rollout's file name does), or None."""
+    if recording.format != "codex":
+        return None
+    try:
+        first = msgspec.json.decode(recording.head.split(b"\n", 1)[0])
+    except msgspec.DecodeError:
+        return None
+    payload = first.get("payload") if isinstance(first, dict) else None
+    source = payload.get("forked_from_id") if isinstance(payload, dict) else None
+    if not isinstance(source, str) or not source:
+        return None
+    return next((c for c in store.conversations() if c.endswith(source)), None)
 
 
 def _import_fork(

@@ -110,7 +110,10 @@ def _vote(event: Any, builtin: frozenset[str], protocols: Sequence[ProtocolSet])
     if type(event) is not dict:
         # A typed event (a tagged msgspec Struct): only the built-in kinds decode to those.
         return "builtin" if shared_event_type(event) in builtin else None
-    if event.get("type") in builtin:
+    kind = event.get("type")
+    if kind is not None and type(kind) is not str:
+        return None  # a type that is not a string (hostile, damaged) is no one's
+    if kind in builtin:
         return "builtin"
     for protocol in protocols:  # each set says what it recognises (its detect)
         if protocol.detect(event):

@@ -122,6 +122,35 @@ class TestTheRule:
                 assert as_tuples(seen[-1]) == as_tuples(view)
 
     @LOOSE
+    @given(steps, st.randoms(use_true_random=False))
+    def test_a_growing_log_shows_what_the_whole_one_shows(
+        self, plan: list[Any], rng: random.Random
+    ) -> None:
+        """Extended in random pieces, following the active branch or another, each
+        view is the fold of the path as the log stands."""
+        log, _, _ = build(plan)
+        live = branch.Branches([], tallies())
+        at = 0
+        while at < len(log):
+            size = rng.randint(1, 5)
+            piece = log[at : at + size]
+            at += size
+            leaf = rng.choice([None, *live.tree.tips]) if rng.random() < 0.3 else None
+            view = live.extend(piece, leaf)
+            whole = branch.Tree(log[:at], branch.starts_of(tallies()))
+            expected = branch.path_events(log[:at], whole, leaf)
+            assert as_tuples(view) == model_fold(tallies(), expected)
+            assert live.tree.active == whole.active
+            assert live.tree.leaves() == whole.leaves()
+
+    def test_a_refused_branch_event_leaves_the_tree_as_it_was(self) -> None:
+        live = branch.Branches(chat(), builtin.DEFINITIONS)
+        with pytest.raises(branch.BranchError):
+            live.extend([{"type": "branch.choose", "id": "nope"}])
+        assert len(live.tree.events) == len(chat())
+        assert texts(live.extend([{"type": "branch.choose", "id": "r1"}])) == ["2+2?", "4"]
+
+    @LOOSE
     @given(steps)
     def test_every_leaf_is_a_branch_nothing_continues(self, plan: list[Any]) -> None:
         log, paths, _ = build(plan)

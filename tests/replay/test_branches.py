@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
 from definitions import builtin
 from definitions.branch import Branches
@@ -18,6 +19,8 @@ from replay._branches import BranchedLog
 from replay.protocols._detect import protocol_definitions
 from replay.render._branches import BranchPage, render_branches_html
 from replay.render._text import render_text
+from tests.definitions.test_branch import build, steps
+from tests.engine.harness import model_fold, tallies
 
 from .test_cli import assert_one_line_error, run
 
@@ -212,3 +215,39 @@ class TestReplayFunction:
             replay(iter(CHAT), builtin.DEFINITIONS)
         plain = CHAT[:4]
         assert replay(iter(plain), builtin.DEFINITIONS) == replay(plain, builtin.DEFINITIONS)
+
+
+class _Sections(HTMLParser):
+    """Each section's leaf and the keys of its articles, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sections: dict[str, list[str]] = {}
+        self._leaf = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "section":
+            self._leaf = str(found["data-leaf"])
+            self.sections[self._leaf] = []
+        elif tag == "article":
+            self.sections[self._leaf].append(str(found["data-key"]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(steps)
+def test_each_section_of_the_page_is_its_leafs_view(plan: list[Any]) -> None:
+    """Random trees (tests/definitions/test_branch.py): each leaf's section holds
+    exactly the nodes of its path's fold, in seq order."""
+    log, paths, _ = build(plan)
+    shown = Branches(log, tallies())
+    pages = [
+        BranchPage(leaf.id, shown.show(leaf.id), shown.markers(leaf.id))
+        for leaf in shown.tree.leaves()
+    ]
+    parser = _Sections()
+    parser.feed(render_branches_html(pages, tallies(), active=shown.tree.active))
+    assert parser.sections == {
+        leaf.id: [row[0] for row in model_fold(tallies(), paths[leaf.id])]
+        for leaf in shown.tree.leaves()
+    }

@@ -677,3 +677,66 @@ class TestDetection:
                 assert "try another -d" in page  # no known protocol to point to
 
         asyncio.run(scenario())
+
+
+def test_a_bad_event_is_said_on_the_page_never_a_500(tmp_path: Path) -> None:
+    """An event a definition refuses, or a type no reader routes, stored by other
+    means: the page shows the rest and says what was skipped."""
+    path = make_store(
+        tmp_path / "s.sqlite",
+        {
+            "c": [
+                {"type": "message.start", "id": "m", "role": "user", "text": "kept"},
+                {"type": "message.delta", "id": "m", "text": None},
+            ],
+            "d": [{"type": [1], "id": "x"}],
+        },
+    )
+
+    async def scenario() -> None:
+        async with running(app_for(path)) as client:
+            page = await client.get("/conversations/c")
+            assert page.status_code == 200
+            assert "kept" in page.text
+            assert "1 event could not be shown; the first, event #1: DefinitionError" in page.text
+            assert (await client.get("/conversations/d")).status_code == 200
+
+    asyncio.run(scenario())
+
+
+def test_catch_ups_are_few_whatever_cursors_clients_send() -> None:
+    """A catch-up is encoded per cursor, and cursors are clamped: made-up ones (any
+    web page can open a stream) share the encodings of recent notifications, so a
+    conversation holds at most _RECENT + 2 whatever clients send, and each still
+    brings its client everything it misses."""
+    from definitions import event_type
+    from engine import ManualScheduler, Registration
+    from replay.serve._app import _RECENT, _Folded
+
+    chosen = builtin.PROTOCOL
+    registration = Registration(builtin.DEFINITIONS, event_type=event_type)
+
+    async def scenario() -> None:
+        hub = _Folded("c", lambda _: (chosen, registration), ManualScheduler())
+        events = [
+            {"type": "status.update", "id": f"s{i}", "status": "running", "label": str(i)}
+            for i in range(3 * _RECENT)
+        ]
+        for position, event in enumerate(events):
+            hub.fold([event], position)
+            assert hub.engine is not None
+            hub.engine.flush()
+        assert hub.notified == len(events)
+        for cursor in range(len(events) + 50):
+            message = hub.frame_since(cursor, first=True)
+            if cursor == len(events):
+                assert message is None
+                continue
+            assert message is not None
+            data = json.loads(message[0].split(b"data: ", 1)[1])
+            sent = {node["key"] for node in data["nodes"]}
+            missed = {f"status:s{i}" for i in range(min(cursor, len(events)), len(events))}
+            assert missed <= sent or data["reset"]
+        assert len(hub._catch_ups) <= _RECENT + 2
+
+    asyncio.run(scenario())

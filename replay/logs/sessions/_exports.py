@@ -15,7 +15,8 @@ element, each a tree of messages (an edit or a regeneration adds a sibling):
 Each conversation is a ``Thread`` named by its id. Its events: each leaf's path
 (root to leaf, children in the order the export lists them) as whole messages,
 joined by ``branch.join_paths``, the leaf the product showed active. Messages with
-no text (a tool's hidden call, an empty system turn) are left out.
+no text (a tool's hidden call, an empty system turn) and those ChatGPT marks
+``metadata.is_visually_hidden_from_conversation`` are left out.
 
 May import what ``replay.logs.sessions`` may.
 """
@@ -116,6 +117,9 @@ def _chatgpt_events(mapping: dict[str, Any], ids: list[str]) -> list[dict[str, A
         message = mapping[node_id].get("message")
         if not isinstance(message, dict):
             continue  # the synthetic root
+        metadata = message.get("metadata")
+        if isinstance(metadata, dict) and metadata.get("is_visually_hidden_from_conversation"):
+            continue  # the product's own context (a system prompt), never shown
         author = message.get("author")
         role = author.get("role") if isinstance(author, dict) else None
         text = _chatgpt_text(message)
