@@ -1026,6 +1026,12 @@ class BedrockGateway:
                         problems.append(Problem("empty-content", index, "a blank text block"))
                     entries.append(Entry("content", index))
             add(turns, "model" if role == "assistant" else "caller", index, entries)
+        tools = request.get("toolConfig")
+        blocks = [e for t in turns for e in t.entries if e.what in ("call", "result")]
+        if blocks and not (isinstance(tools, dict) and tools.get("tools")):
+            problems.append(
+                Problem("tools-undeclared", blocks[0].index, "tool blocks but no toolConfig tools")
+            )
         return sorted(problems + alternation(roles) + check(turns), key=lambda p: p.index)
 
 

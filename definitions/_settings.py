@@ -32,6 +32,7 @@ __all__ = [
     "Settings",
     "Tool",
     "carry",
+    "declared",
     "limited",
     "read_settings",
     "written",
@@ -579,3 +580,29 @@ def limited(provider: str, options: Mapping[str, Any], max_tokens: int) -> dict[
         nested = out.get(key)
         out[key] = {**nested, **value} if isinstance(nested, dict) else value
     return out
+
+
+def declared(provider: str, request: dict[str, Any]) -> dict[str, Any]:
+    """``request`` with the tools its history calls declared, where ``provider``
+    refuses tool blocks in a request that declares no tools (Bedrock: "The toolConfig
+    field must be defined when using toolUse and toolResult content blocks"): each
+    called tool by its name, with an open schema (none was recorded). Anything else
+    unchanged."""
+    if provider != "bedrock" or _dict(request.get("toolConfig")).get("tools"):
+        return request
+    names: dict[str, None] = {}
+    results = False
+    for message in request.get("messages") or ():
+        for block in _dict(message).get("content") or ():
+            use = _dict(block).get("toolUse")
+            if use:
+                names[str(_dict(use).get("name", ""))] = None
+            results = results or "toolResult" in _dict(block)
+    if not names and not results:
+        return request
+    specs = [
+        {"toolSpec": {"name": name or "tool", "inputSchema": {"json": {"type": "object"}}}}
+        for name in names or {"tool": None}
+    ]
+    config = {**_dict(request.get("toolConfig")), "tools": specs}
+    return {**request, "toolConfig": config}

@@ -23,7 +23,7 @@ from engine import Node
 
 from .render._text import strip_controls, text_pieces
 
-__all__ = ["Branched", "BranchedLog", "View", "guard", "has_branches", "is_branch_event", "note"]
+__all__ = ["Branched", "BranchedLog", "View", "guard", "has_branches", "note"]
 
 
 class Branched(Exception):

@@ -382,8 +382,9 @@ def _check_branches(args: argparse.Namespace, log: _Chosen) -> int:
             (
                 leaf.id,
                 check_determinism(
-                    branched.path(leaf.id),
+                    log.events,
                     chosen.definitions,
+                    leaf=leaf.id,
                     seed=args.seed,
                     rounds=args.rounds,
                     event_type=chosen.event_type,

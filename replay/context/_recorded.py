@@ -159,6 +159,8 @@ def _compare(
     context = Context(target)
     for message in conversation_messages(nodes):
         context.emplace_message(message)
+    # Not _requests.build: tools the agent did not declare are not declared for it
+    # (what a recording holds is compared, not what a provider would also want).
     projected = target.request(context, model=head.model, **head.options)
     settings = _settings_difference(provider, before, event, projected)
     if settings is not None:

@@ -51,7 +51,7 @@ from definitions import ProtocolSet
 from definitions._requests_read import PROVIDERS, api_of, model_of_url
 from definitions._settings import limited
 from definitions.conversation import answer_unanswered, conversation_messages
-from definitions.gateways import Carried, Gateway, Problem, carry, gateway
+from definitions.gateways import Carried, Gateway, Problem, carry, declared, gateway
 from engine import Context, CoopContext, Message, Node, RenderRecord, Role
 
 from ..protocols._detect import detect_protocol, protocol_definitions
@@ -63,6 +63,7 @@ __all__ = [
     "Feeder",
     "NextRequest",
     "Prefix",
+    "build",
     "carried",
     "check_requests",
     "conversation_items",
@@ -191,6 +192,13 @@ def carried(events: Iterable[Any], provider: str, options: ContextOptions) -> Ca
     return attrs.evolve(found, model=model, options=settings)
 
 
+def build(target: Gateway, items: Iterable[Any], head: Carried) -> dict[str, Any]:
+    """The request of ``items`` for ``target``, carrying ``head`` (model, tools,
+    settings); the tools its history calls declared where the provider wants them
+    (``definitions.gateways.declared``)."""
+    return declared(target.name, target.request(items, model=head.model, **head.options))
+
+
 def _call(
     index: int,
     position: int | None,
@@ -198,7 +206,7 @@ def _call(
     context: Context,
     head: Carried,
 ) -> Call:
-    request = target.request(context, model=head.model, **head.options)
+    request = build(target, context, head)
     return Call(
         index=index,
         position=position,

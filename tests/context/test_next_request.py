@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from definitions._requests_read import request_messages
+from definitions._requests_read import model_of_url, request_messages
 from definitions._settings import carry, limited, written
 from definitions.gateways import GATEWAYS, Settings, Tool, read_settings
 from replay import load_events
@@ -305,3 +305,26 @@ def test_the_output_limit_is_set_where_each_provider_reads_it() -> None:
         "generationConfig": {"temperature": 0.5, "maxOutputTokens": 9}
     }
     assert limited("openai-responses", {}, 9) == {"max_output_tokens": 9}
+
+
+@pytest.mark.parametrize(
+    ("url", "model"),
+    [
+        (
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse",
+            "gemini-2.0-flash",
+        ),
+        (
+            "https://bedrock-runtime.us-east-1.amazonaws.com/model/us.anthropic.claude-3-7-sonnet-20250219-v1%3A0/converse",
+            "us.anthropic.claude-3-7-sonnet-20250219-v1:0",
+        ),
+        (
+            "https://x.openai.azure.com/openai/deployments/gpt-4o-mini/chat/completions?api-version=2024-10-21",
+            "gpt-4o-mini",
+        ),
+        ("https://api.anthropic.com/v1/messages", ""),
+    ],
+)
+def test_the_model_a_url_names(url: str, model: str) -> None:
+    """Gemini, Bedrock and Azure name the model in the URL, not the body."""
+    assert model_of_url(url) == model

@@ -179,15 +179,13 @@ runs = st.lists(
 )
 
 
-@pytest.mark.slow  # hundreds of generated runs
-@settings(max_examples=1000)
+@settings(max_examples=200)
 @given(state=started(), events=runs)
 def test_update_many_is_update_over_the_run(state: Any, events: list[ScopedChunk]) -> None:
     check_run(DEFINITION, state, events)
 
 
-@pytest.mark.slow  # hundreds of generated runs
-@settings(max_examples=1000)
+@settings(max_examples=200)
 @given(state=started(), extra=st.one_of(appends(), other_chunks()))
 def test_update_takes_appends_the_way_the_general_fold_does(
     state: Any, extra: dict[str, Any]

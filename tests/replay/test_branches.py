@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 
 from definitions import builtin
-from definitions.branch import Branches
+from definitions.branch import BranchError, Branches
 from replay import replay
 from replay._branches import BranchedLog
 from replay.protocols._detect import protocol_definitions
@@ -117,7 +117,9 @@ class TestCheckAndContext:
         self, capsys: pytest.CaptureFixture[str], chat: Path, leaf: str | None, answer: str
     ) -> None:
         options = [] if leaf is None else ["--leaf", leaf]
-        status, out, _ = run(capsys, "context", chat, "--provider", "openai-chat", *options)
+        status, out, _ = run(
+            capsys, "context", chat, "--provider", "openai-chat", "--model", "m", *options
+        )
         assert status == 0
         messages = json.loads(out)["messages"]
         assert messages[-1]["content"] in (answer, [{"type": "text", "text": answer}])
@@ -179,7 +181,7 @@ def test_stats_report_what_each_version_shares_with_its_sibling(
 ) -> None:
     """A regeneration's request is its sibling's whole (all cached); an edit's shares
     what precedes the edited question."""
-    status, out, _ = run(capsys, "context", chat, "-p", "anthropic", "--stats")
+    status, out, _ = run(capsys, "context", chat, "-p", "anthropic", "--model", "m", "--stats")
     assert status == 0
     siblings = {s["at"]: s for s in json.loads(out)["siblings"]}
     regenerated, edited = siblings[5], siblings[8]  # the log positions of the versions
@@ -251,3 +253,14 @@ def test_each_section_of_the_page_is_its_leafs_view(plan: list[Any]) -> None:
         leaf.id: [row[0] for row in model_fold(tallies(), paths[leaf.id])]
         for leaf in shown.tree.leaves()
     }
+
+
+def test_check_determinism_proves_a_branch_along_its_path() -> None:
+    from replay import assert_deterministic, check_determinism
+
+    report = check_determinism(CHAT, builtin.DEFINITIONS, rounds=1)
+    assert report.ok
+    assert (report.events, len(CHAT)) == (4, 12)  # the active path's events, not the log's
+    assert assert_deterministic(CHAT, builtin.DEFINITIONS, rounds=1, leaf="main").ok
+    with pytest.raises(BranchError, match="no branch 'nope'"):
+        check_determinism(CHAT, builtin.DEFINITIONS, rounds=1, leaf="nope")
