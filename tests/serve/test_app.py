@@ -740,3 +740,32 @@ def test_catch_ups_are_few_whatever_cursors_clients_send() -> None:
         assert len(hub._catch_ups) <= _RECENT + 2
 
     asyncio.run(scenario())
+
+
+def test_a_long_conversation_page_carries_its_latest_nodes(tmp_path: Path) -> None:
+    """Past WINDOW nodes the page holds the latest WINDOW, says how many came before
+    and links to the whole page (?all=1, for a browser without the script)."""
+    from replay.serve._app import WINDOW
+
+    rows = [
+        {"type": "status.update", "id": f"s{i}", "status": "done", "label": f"row {i}"}
+        for i in range(WINDOW + 7)
+    ]
+    path = make_store(tmp_path / "s.sqlite", {"c": rows, "short": rows[:3]})
+
+    async def scenario() -> None:
+        async with running(app_for(path)) as client:
+            page = (await client.get("/conversations/c")).text
+            assert page.count("<article") == WINDOW
+            assert 'id="status:s7"' in page
+            assert 'id="status:s6"' not in page
+            assert 'data-earlier="7"' in page
+            assert '<a href="/conversations/c?all=1">7 earlier nodes</a>' in page
+            whole = (await client.get("/conversations/c?all=1")).text
+            assert whole.count("<article") == WINDOW + 7
+            assert "data-earlier" not in whole
+            short = (await client.get("/conversations/short")).text
+            assert short.count("<article") == 3
+            assert "data-earlier" not in short
+
+    asyncio.run(scenario())

@@ -325,7 +325,8 @@ def test_hostile_content_stays_text_in_the_dom(browser: Browser, tmp_path: Path)
             }"""
         )
         assert live == []
-        text = page.inner_text("section.conversation")
+        # textContent: innerText leaves out nodes off screen (content-visibility).
+        text = page.text_content("section.conversation") or ""
         for bad in PAYLOADS:
             assert bad in text
         content = page.text_content("section.conversation") or ""
@@ -659,5 +660,58 @@ def test_a_page_opened_before_its_first_event_and_the_index_go_live(
         index.wait_for_selector('ul.conversations a[href="/conversations/new"]', timeout=GUARD_MS)
         index.close()
         waiting.close()
+    finally:
+        server.stop()
+
+
+def test_a_long_conversation_opens_with_its_latest_nodes_and_fills_in(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """The page of a conversation longer than the window carries its latest nodes;
+    the script puts the earlier ones in ahead of them, in order, while events keep
+    coming; then search-in-page finds an early node's text, and a link to an early
+    node opens scrolled to it."""
+    from replay.serve._app import WINDOW
+
+    count = WINDOW + 250
+    rows = [
+        {"type": "status.update", "id": f"s{i}", "status": "done", "label": f"row number {i}"}
+        for i in range(count)
+    ]
+    store = tmp_path / "events.sqlite"
+    with SQLiteStore(store) as writer:
+        writer.append("long", rows)
+    server = Server(store)
+    try:
+        page = browser.new_page()
+        page.goto(f"{server.url}/conversations/long")
+        more = [
+            {"type": "status.update", "id": f"s{i}", "status": "done", "label": f"row number {i}"}
+            for i in range(count, count + 5)
+        ]
+        append_elsewhere(store, "long", more, chunks=5)
+        wait_live(page)
+        page.wait_for_function(
+            "() => document.querySelector('section.conversation').dataset.earlier === undefined",
+            timeout=GUARD_MS,
+        )
+        wait_position(page, count + 5)
+        assert keys(page) == [f"status:s{i}" for i in range(count + 5)]
+        assert page.locator("p.earlier").count() == 0
+        assert page.evaluate("() => window.find('row number 7')") is True
+        page.close()
+
+        linked = browser.new_page(viewport={"width": 1000, "height": 600})
+        linked.goto(f"{server.url}/conversations/long#status:s3")
+        linked.wait_for_function(
+            "() => document.querySelector('section.conversation').dataset.earlier === undefined",
+            timeout=GUARD_MS,
+        )
+        linked.wait_for_function(
+            """() => { const box = document.getElementById('status:s3').getBoundingClientRect();
+                       return box.top >= -1 && box.bottom <= innerHeight + 1; }""",
+            timeout=GUARD_MS,
+        )
+        linked.close()
     finally:
         server.stop()

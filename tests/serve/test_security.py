@@ -373,6 +373,23 @@ def test_ingest_refuses_exactly_what_replay_refuses(events: list[dict[str, Any]]
     assert str(info.value).split(": ", 1)[1] in str(replayed)
 
 
+def convo_serve(store: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
+    """``convo serve --store STORE`` on a free port in a child process, and its URL."""
+    command = ["serve", "--store", str(store), "--port", "0", *extra]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "replay", *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert server.stdout is not None
+    line = server.stdout.readline()
+    assert line.startswith("convo serve: http://"), line
+    return server, line.split()[-1].rstrip("/")
+
+
 def test_stopping_the_server_ends_streams_cleanly(tmp_path: Path) -> None:
     """SIGINT with a stream open: the stream ends with a complete response, exit 0,
     and nothing on stderr (no "ASGI callable returned without completing response")."""
@@ -381,19 +398,8 @@ def test_stopping_the_server_ends_streams_cleanly(tmp_path: Path) -> None:
     store = tmp_path / "events.sqlite"
     with SQLiteStore(store) as s:
         s.append("c", [EVENT])
-    server = subprocess.Popen(
-        [sys.executable, "-m", "replay", "serve", "--store", str(store), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    server, url = convo_serve(store)
     try:
-        assert server.stdout is not None
-        line = server.stdout.readline()
-        assert line.startswith("convo serve: http://"), line
-        url = line.split()[-1].rstrip("/")
         with httpx.stream("GET", f"{url}/conversations/c/stream", timeout=20) as response:
             assert response.status_code == 200
             chunks = response.iter_bytes()
@@ -475,20 +481,9 @@ def test_a_client_that_trickles_its_headers_is_cut_off(tmp_path: Path) -> None:
     with SQLiteStore(store) as s:
         s.append("c", [EVENT])
     # 2 s: a deadline the whole request below meets with a wide margin on a busy machine.
-    command = ["serve", "--store", str(store), "--port", "0", "--header-timeout", "2"]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "replay", *command],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
+    server, url = convo_serve(store, "--header-timeout", "2")
     try:
-        assert server.stdout is not None
-        line = server.stdout.readline()
-        assert line.startswith("convo serve: http://"), line
-        port = int(line.split()[-1].rstrip("/").rsplit(":", 1)[1])
+        port = int(url.rsplit(":", 1)[1])
         with socket.create_connection(("127.0.0.1", port), timeout=20) as slow:  # hang guard
             slow.sendall(b"GET / HTTP/1.1\r\nHost: local")  # and nothing more
             assert slow.recv(1024) == b""  # closed by the server, nothing answered
