@@ -1,7 +1,7 @@
 """HTML for the protocols' own objects: an Anthropic content block, a Responses output
 item, a Chat Completions choice, an AI SDK part, an AG-UI message.
 
-The protocol definition sets render the final objects their ``fold()`` returns, so
+The protocol definition sets render the final objects their ``accumulate()`` returns, so
 each shape is drawn once, here, with the blocks of ``_render``: text as a Markdown
 bubble, calls as tool cards, reasoning folded, results and citations as links.
 """

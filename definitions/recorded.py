@@ -394,7 +394,7 @@ class Preparer:
         if isinstance(body, dict) and "error" in body and not _answer_shaped(body):
             return self._failure(call, _http_error(call.status, body, None))
         if isinstance(body, list):  # a stream read whole (Gemini without alt=sse)
-            outputs = call.set.fold(body)
+            outputs = call.set.accumulate(body)
         elif isinstance(body, dict):
             outputs = [body]
         else:

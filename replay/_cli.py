@@ -302,7 +302,7 @@ def _rendered(
     definitions = chosen.definitions
     text: str | Iterable[str]
     if args.format == "json" and chosen.rebuilds:
-        # The protocol's own final objects, as its fold() returns them: the rebuild of
+        # The protocol's own final objects, as its accumulate() returns them: the rebuild of
         # the nodes just folded (the same definitions, pre-pass and routing).
         rebuilt = chosen.rebuild(nodes)
         text = msgspec.json.format(encode(rebuilt), indent=2).decode() + "\n"
@@ -712,7 +712,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-f",
         choices=("text", "json", "nodes", "html"),
         default="text",
-        help="json: a protocol recording's final objects (its fold()), else the nodes; "
+        help="json: a protocol recording's final objects (its accumulate()), else the nodes; "
         "nodes: the view's nodes as JSON",
     )
     replay.add_argument(
