@@ -90,6 +90,11 @@ def anthropic_block(
         return folded(summary, markdown(thought), cls="reasoning")
     if kind == "redacted_thinking":
         return folded("Thinking (redacted)", plain("[redacted by the provider]"), cls="reasoning")
+    if kind == "compaction":
+        from .anthropic import _compaction_row
+        from .compaction import row_html
+
+        return row_html(*_compaction_row(dict(block)))
     if "input" in block or kind.endswith("tool_use"):
         status = "called" if stopped else "streaming"
         server = block.get("server_name")
@@ -148,6 +153,10 @@ def responses_item(item: Mapping[str, Any]) -> str:
         if item.get("encrypted_content"):
             body += plain("[reasoning encrypted: content not shown]", "placeholder")
         return folded("Reasoning", body, cls="reasoning") if body else ""
+    if kind == "compaction":
+        from .compaction import row_html
+
+        return row_html("", "encrypted summary" if item.get("encrypted_content") else "")
     if kind in ("function_call", "custom_tool_call"):
         arguments = item.get("arguments", item.get("input"))
         return tool_card(str(item.get("name") or kind), status or "called", arguments=arguments)

@@ -516,6 +516,16 @@ class BlockDefinition:
             if block_type != "thinking":
                 return state
             return _replace(state, signature=delta["signature"])
+        if kind == "compaction_delta":
+            # The SDK's (beta) accumulator sets both fields from the delta, replacing.
+            if block_type != "compaction":
+                return state
+            block = {
+                **state.block,
+                "content": delta.get("content"),
+                "encrypted_content": delta.get("encrypted_content"),
+            }
+            return _replace(state, block=block)
         return state  # a delta type the SDK does not fold either
 
     def update_many(self, state: BlockState, events: list[Scoped]) -> BlockState:
@@ -550,6 +560,10 @@ class BlockDefinition:
             return f"[thinking] {block.get('thinking', '')}"
         if kind in _TRACKS_INPUT or "input" in block:
             return f"{kind} {block.get('name', '')}({payload(block.get('input'))})"
+        if kind == "compaction":
+            from .compaction import row_text
+
+            return row_text(*_compaction_row(block))
         from ._render_protocols import results_text
 
         found = results_text(str(kind), block.get("content"))
@@ -575,6 +589,14 @@ MESSAGE: Final = MessageDefinition()
 BLOCK: Final = BlockDefinition()
 DEFINITIONS: Final = (MESSAGE, BLOCK)
 """The Anthropic definitions to register: messages, then their content blocks."""
+
+
+def _compaction_row(block: dict[str, Any]) -> tuple[str, str]:
+    """A compaction block's summary and figures, for its row."""
+    content = block.get("content")
+    if content is None:
+        return "", "failed: no summary"
+    return str(content), "encrypted state kept" if block.get("encrypted_content") else ""
 
 
 # -- rebuild ------------------------------------------------------------------------

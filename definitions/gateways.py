@@ -18,7 +18,8 @@ One gateway per provider API, each with the same members:
 
 Crossing providers: reasoning and ``Native`` parts go back only to the provider
 that made them (``provider`` is the gateway's name); elsewhere reasoning is left
-out and a ``Native`` part is sent as its ``text``. So a conversation recorded from
+out, a ``Native`` part is sent as its ``text`` and a compaction as its summary text
+(``crossing`` says so, for a warning). So a conversation recorded from
 one provider is a valid request for every other, never one carrying a signature
 it would refuse.
 """
@@ -32,6 +33,7 @@ from ._gateways import AnthropicGateway as AnthropicGateway
 from ._gateways import GeminiGateway as GeminiGateway
 from ._gateways import OpenAIChatGateway as OpenAIChatGateway
 from ._gateways import OpenAIResponsesGateway as OpenAIResponsesGateway
+from ._gateways import crossing as crossing
 
 __all__ = [
     "ANTHROPIC",
@@ -45,6 +47,7 @@ __all__ = [
     "OpenAIChatGateway",
     "OpenAIResponsesGateway",
     "Problem",
+    "crossing",
     "gateway",
 ]
 

@@ -692,6 +692,10 @@ class ItemDefinition:
         if kind == "reasoning":
             texts = [str(p.get("text", "")) for p in item.get("summary") or ()]
             return "[reasoning] " + "\n".join(texts)
+        if kind == "compaction":
+            from .compaction import row_text
+
+            return row_text("", "encrypted summary" if item.get("encrypted_content") else "")
         if state.done is None and state.pending:
             return f"[{kind}] {state.pending}"
         rest = {k: v for k, v in item.items() if k not in ("type", "id")}

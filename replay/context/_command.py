@@ -43,6 +43,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--at", type=_count, metavar="N", help="project only the first N events of the log"
     )
     parser.add_argument("--model", default="", help="the model named in each request")
+    parser.add_argument(
+        "--before-compaction",
+        action="store_true",
+        help="the counterfactual: each request as if nothing had been compacted (the "
+        "whole history, no summary), to compare with the request that starts at the "
+        "latest compaction",
+    )
     _add_economy_arguments(parser)
 
 
@@ -55,7 +62,7 @@ def _count(text: str) -> int:
 
 def options_from(args: argparse.Namespace) -> ContextOptions:
     """The ``ContextOptions`` the command line asks for."""
-    return ContextOptions(model=args.model)
+    return ContextOptions(model=args.model, compaction=not args.before_compaction)
 
 
 def warn(index: int, problems: Iterable[Problem]) -> None:
@@ -84,6 +91,8 @@ def command(
     shown = calls[:-1] if args.calls else calls[-1:]
     for call in shown:
         warn(call.index, call.problems)
+        for note in call.notes:
+            print(f"note: call {call.index}: {note}", file=sys.stderr)
     if args.calls:
         return "".join(request_bytes(c.request).decode() + "\n" for c in shown)
     return msgspec.json.format(request_bytes(shown[0].request), indent=2).decode() + "\n"
@@ -126,7 +135,7 @@ def _economy_command(
     every model call (``--calls``, JSON Lines) or after the log, or the figures
     (``--stats``). Each validator problem is reported on stderr."""
     target = gateway(args.provider)
-    talk = conversation(nodes)
+    talk = conversation(nodes, compaction=not args.before_compaction)
     policy = args.policy or "none"
     bench = Workbench(args.workbench) if args.workbench is not None else None
     calls, seconds = timed(

@@ -41,8 +41,19 @@ import attrs
 import msgspec
 
 from definitions.conversation import answer_unanswered, conversation_messages
-from definitions.gateways import Gateway, Problem, gateway
-from engine import Context, CoopContext, Message, Node, RenderRecord, Role
+from definitions.gateways import Gateway, Problem, crossing, gateway
+from engine import (
+    Context,
+    CoopContext,
+    Message,
+    Node,
+    RenderRecord,
+    Role,
+    compaction_of,
+    is_summary,
+    since_compaction,
+    without_compactions,
+)
 
 from ..protocols._detect import DefinitionSet, detect_protocol, protocol_definitions
 
@@ -78,6 +89,9 @@ class ContextOptions:
     model: str = ""
     max_tokens: int = 4096
     answer_unanswered: bool = True
+    compaction: bool = True
+    """Start each request at the latest compaction before it (``False``: the
+    counterfactual, as if nothing had been compacted)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -91,6 +105,9 @@ class Call:
     position: int | None
     request: dict[str, Any]
     problems: tuple[Problem, ...]
+    notes: tuple[str, ...] = ()
+    """What the request could not carry as recorded (another provider's compaction
+    item sent as its summary text), for a warning."""
 
 
 def request_bytes(request: dict[str, Any]) -> bytes:
@@ -132,6 +149,16 @@ class Feeder:
             new = answer_unanswered(new, self._answered)
         return new
 
+    def restart(self, messages: Sequence[Message], stop: int) -> list[Message]:
+        """What a fresh context holds after the compaction at ``messages[stop - 1]``
+        (``since_compaction``); feeding goes on after it. O(stop)."""
+        self._fed = stop
+        self._answered = set()
+        new = since_compaction(messages[:stop])
+        if self._options.answer_unanswered:
+            new = answer_unanswered(new, self._answered)
+        return new
+
 
 def _build(target: Gateway, context: Context, options: ContextOptions) -> dict[str, Any]:
     if target.name == "anthropic":
@@ -145,6 +172,7 @@ def _call(
     target: Gateway,
     context: Context,
     options: ContextOptions,
+    notes: tuple[str, ...] = (),
 ) -> Call:
     request = _build(target, context, options)
     return Call(
@@ -152,6 +180,7 @@ def _call(
         position=position,
         request=request,
         problems=tuple(target.validate(request)),
+        notes=notes,
     )
 
 
@@ -229,18 +258,28 @@ def _projected(
     nodes: tuple[Node, ...], target: Gateway, options: ContextOptions, progress: Callable[[], None]
 ) -> list[Call]:
     conversation = conversation_messages(nodes)
+    if not options.compaction:
+        conversation = without_compactions(conversation)
     coop = CoopContext(Context(target))
     feeder = Feeder(options)
     calls: list[Call] = []
+    notes: tuple[str, ...] = ()
     for index, message in enumerate(conversation):
-        if message.role is Role.assistant:  # each model turn answers one call
+        if message.role is Role.assistant and not is_summary(message):
+            # each model turn answers one call
             coop.extend(feeder.feed(conversation, index))
             coop.render()
-            calls.append(_call(len(calls), None, target, coop.context, options))
+            calls.append(_call(len(calls), None, target, coop.context, options, notes))
             progress()
+        found = compaction_of(message)
+        if found is not None:  # the next call starts at it
+            coop = CoopContext(Context(target))
+            coop.extend(feeder.restart(conversation, index + 1))
+            note = crossing(found, target.name)
+            notes = () if note is None else (note,)
     coop.extend(feeder.feed(conversation))
     coop.render()
-    calls.append(_call(len(calls), None, target, coop.context, options))
+    calls.append(_call(len(calls), None, target, coop.context, options, notes))
     return calls
 
 
