@@ -133,6 +133,8 @@ def _builtin(nodes: Sequence[Node]) -> list[Message]:
         if node.kind != "compaction":
             run.append(node)
             continue
+        if not node.state.restarts:
+            continue
         out += _builtin_turns(run)
         run = []
         out += _compaction(node, nodes)

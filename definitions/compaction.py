@@ -34,6 +34,9 @@ the view. The fields:
 - the numbers, each ``None`` when not recorded: ``trigger`` (``"auto"`` or
   ``"manual"``), ``tokens_before`` / ``tokens_after``, ``duration_ms``,
   ``messages`` (how many messages it summarised).
+- ``cleared``: tool call ids whose results were cleared without a summary
+  (Claude Code's microcompaction). Such a mark alone is shown but does not
+  restart the request (the harness's cleared text is not in the log).
 
 The model context (``definitions.conversation``) starts the next request at the
 latest compaction: the system prompt, the kept nodes, the preserved messages,
@@ -88,6 +91,7 @@ class Mark(msgspec.Struct, frozen=True, tag_field="type", tag="compaction.mark")
     tokens_after: int | None = None
     duration_ms: int | None = None
     messages: int | None = None
+    cleared: tuple[str, ...] = ()
 
 
 Event: TypeAlias = Mark
@@ -110,6 +114,13 @@ class CompactionState(msgspec.Struct, frozen=True):
     tokens_after: int | None = None
     duration_ms: int | None = None
     messages: int | None = None
+    cleared: tuple[str, ...] = ()
+
+    @property
+    def restarts(self) -> bool:
+        """Whether the next request starts here: every compaction but one that only
+        cleared tool results (``cleared``, no summary, no item)."""
+        return bool(self.summary) or self.item is not None or not self.cleared
 
 
 _typed: Final = _VOCABULARY.typed
@@ -129,6 +140,8 @@ def numbers(state: CompactionState) -> str:
         parts.append(f"{after:,} tokens after")
     if state.messages is not None:
         parts.append(f"{state.messages:,} messages")
+    if state.cleared:
+        parts.append(f"{len(state.cleared):,} tool results cleared")
     if state.duration_ms is not None:
         parts.append(f"{state.duration_ms / 1000:.1f} s")
     if state.item is not None and not state.summary:

@@ -11,6 +11,12 @@ roles; the text of its ``input_text``/``output_text`` parts), ``reasoning``
 terminal: ``user_message``, ``agent_reasoning``, ``token_count``), with one
 exception below.
 
+A ``compacted`` record (``payload``: ``message``, the summary, and in newer
+versions ``replacement_history``, the items the next request starts from: user
+turns, then a ``compaction`` item with ``encrypted_content``) is one
+``compaction.mark``: the user turns preserved, the item kept opaque for the
+Responses API. Its ``event_msg`` echo ``context_compacted`` is left out.
+
 What decides an interruption: an ``event_msg`` of type ``turn_aborted`` (its
 ``reason`` kept as the text): cause ``user``; a call with no output when the
 conversation moves on: cause ``cut``. A rollout that simply ends mid-turn ends
@@ -47,6 +53,8 @@ def read(data: bytes, path: str | None, lenient: bool) -> tuple[list[Thread], li
         kind, item = record.get("type"), payload.get("type")
         if kind == "event_msg" and item == "turn_aborted":
             em.interruption("user", text=str(payload.get("reason") or ""))
+        if kind == "compacted":
+            em.compaction(f"compacted-{line}", _compaction(payload))
         if kind != "response_item":
             continue
         if item == "message":
@@ -82,6 +90,29 @@ def read(data: bytes, path: str | None, lenient: bool) -> tuple[list[Thread], li
             output = payload.get("output")
             em.result(node, output if isinstance(output, str | list) else _dumps(output))
     return [Thread(name="main", events=em.events)], problems
+
+
+def _compaction(payload: dict[str, Any]) -> dict[str, Any]:
+    """A ``compacted`` record's payload as a mark's fields: ``message`` is the
+    summary; ``replacement_history`` the history the next request starts from, its
+    messages preserved and its ``compaction`` item kept opaque."""
+    mark: dict[str, Any] = {"summary": str(payload.get("message") or "")}
+    preserved: list[dict[str, str]] = []
+    for entry in payload.get("replacement_history") or ():
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("type") == "compaction":
+            mark["provider"] = "openai-responses"
+            mark["item"] = entry
+        elif entry.get("type") == "message":
+            role = str(entry.get("role") or "user")
+            role = "system" if role == "developer" else role
+            text = text_of(entry.get("content"))
+            if text and role in ("user", "assistant", "system"):
+                preserved.append({"role": role, "text": text})
+    if preserved:
+        mark["preserved"] = preserved
+    return mark
 
 
 def _dumps(value: Any) -> str:
