@@ -131,7 +131,8 @@ def claude_session() -> list[dict[str, Any]]:
 
 def test_claude_code_compaction_is_one_row_and_the_request_starts_at_the_summary() -> None:
     transcript = read_transcript(jsonl(claude_session()), path=None)
-    assert transcript is not None and transcript.format == "claude-code"
+    assert transcript is not None
+    assert transcript.format == "claude-code"
     events = transcript.events
     nodes = fold(events)
     [row] = [n for n in nodes if n.kind == "compaction"]
@@ -148,13 +149,16 @@ def test_claude_code_compaction_is_one_row_and_the_request_starts_at_the_summary
     assert text.startswith("compaction (auto, 155,210 -> 11,840 tokens, 41.2 s)")
     for provider in ("anthropic", "openai-chat", "openai-responses", "gemini"):
         request = body(events, provider)
-        assert SUMMARY in request and "go on" in request
-        assert "OLD-LS" not in request and "fix bug 7" not in request
+        assert SUMMARY in request
+        assert "go on" in request
+        assert "OLD-LS" not in request
+        assert "fix bug 7" not in request
         assert "OLD-LS" in body(events, provider, compaction=False)
 
 
 def test_claude_code_microcompaction_is_shown_but_does_not_restart() -> None:
-    records = claude_session()[:3] + [
+    records = [
+        *claude_session()[:3],
         claude(
             "m1",
             "r1",
@@ -166,12 +170,13 @@ def test_claude_code_microcompaction_is_shown_but_does_not_restart() -> None:
                 "tokensSaved": 4000,
                 "compactedToolIds": ["toolu_1"],
             },
-        )
+        ),
     ]
     transcript = read_transcript(jsonl(records), path=None)
     assert transcript is not None
     [row] = [n for n in fold(transcript.events) if n.kind == "compaction"]
-    assert row.state.cleared == ("toolu_1",) and row.state.tokens_after == 5000
+    assert row.state.cleared == ("toolu_1",)
+    assert row.state.tokens_after == 5000
     assert "OLD-LS" in body(transcript.events, "anthropic")
 
 
@@ -230,7 +235,8 @@ def codex_session() -> list[dict[str, Any]]:
 
 def test_codex_compacted_continues_from_its_replacement_history() -> None:
     transcript = read_transcript(jsonl(codex_session()), path=None)
-    assert transcript is not None and transcript.format == "codex"
+    assert transcript is not None
+    assert transcript.format == "codex"
     events = transcript.events
     [row] = [n for n in fold(events) if n.kind == "compaction"]
     assert row.state.provider == "openai-responses"
@@ -241,7 +247,8 @@ def test_codex_compacted_continues_from_its_replacement_history() -> None:
     assert "OLD-LS" not in json.dumps(items)
     # another provider: the item cannot cross, and no summary text is known: said
     other = requests(events, "anthropic")[-1]
-    assert other.notes and "encrypted" in other.notes[0]
+    assert other.notes
+    assert "encrypted" in other.notes[0]
     assert "gAAAA" not in json.dumps(other.request)
 
 
@@ -251,7 +258,8 @@ def test_codex_compacted_continues_from_its_replacement_history() -> None:
 def test_openhands_v1_real_events_read_as_built_in_kinds() -> None:
     data = (HERE / "openhands_v1_events.jsonl").read_bytes()
     transcript = read_transcript(data, path=None)
-    assert transcript is not None and transcript.format == "openhands"
+    assert transcript is not None
+    assert transcript.format == "openhands"
     nodes = fold(transcript.events)
     calls = [n for n in nodes if n.kind == "tool_call"]
     assert [(c.state.name, c.state.status) for c in calls] == [
@@ -301,10 +309,12 @@ def test_openhands_v0_condensation_action() -> None:
         {"id": 5, "source": "user", "action": "message", "args": {"content": "NEXT"}},
     ]
     transcript = read_transcript(json.dumps(history).encode(), path=None)
-    assert transcript is not None and transcript.format == "openhands"
+    assert transcript is not None
+    assert transcript.format == "openhands"
     request = body(transcript.events, "openai-chat")
     assert [m in request for m in ("SYS", "TASK", "CONDENSED", "NEXT")] == [True] * 4
-    assert "OLD-THOUGHT" not in request and "OLD-ASK" not in request
+    assert "OLD-THOUGHT" not in request
+    assert "OLD-ASK" not in request
     assert request.index("TASK") < request.index("CONDENSED") < request.index("NEXT")
 
 
@@ -331,4 +341,5 @@ def test_provider_compactions_restart_the_request(name: str, provider: str, firs
         assert message["content"][0]["content"]
     else:
         [item] = request["input"]
-        assert item["type"] == "compaction" and item["encrypted_content"]
+        assert item["type"] == "compaction"
+        assert item["encrypted_content"]
