@@ -46,6 +46,7 @@ import msgspec
 
 from definitions import builtin, event_type
 from definitions.gateways import GATEWAYS
+from definitions.harness import glance
 from engine import Economy
 from replay import replay
 from replay.context._economy import (
@@ -65,14 +66,16 @@ TRANSCRIPTS = ROOT.parent / "shared" / "fixtures" / "transcripts"
 POLICIES = {
     "none": Economy.none(),
     "live": Economy.live(),
-    "resume": Economy.resume(),
-    "wide": Economy(trim=True, keep_recent=2),
-    "safepoint": Economy.resume(),  # resumed once, then safepoints (see SAFEPOINTS)
+    "resume": Economy.resume(glance=glance),
+    "wide": Economy(glance=glance, trim=True, keep_recent=2),
+    "safepoint": Economy.resume(glance=glance),  # resumed once, then safepoints (see SAFEPOINTS)
     # Every result but the 6 latest cut to a bare pointer: the most the economy's
     # policies (which touch results, denied calls and debris only) can cut while
     # keeping the defaults' 6 latest results whole.
     # (Results under 200 chars are left: a pointer is about as long.)
-    "ceiling": Economy(trim=True, trim_min_chars=200, trim_keep_recent=6, spill_preview=0),
+    "ceiling": Economy(
+        glance=glance, trim=True, trim_min_chars=200, trim_keep_recent=6, spill_preview=0
+    ),
 }
 SAFEPOINTS = frozenset({"safepoint"})
 

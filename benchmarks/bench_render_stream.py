@@ -2,7 +2,7 @@
 
 One ``message`` streams 1,000,000 characters of Markdown (paragraphs, lists, fenced
 code) in 40-character deltas into a live conversation of ``convo serve`` (its
-``_Conversation``: engine, renderer, change stamps); every ``--frame`` deltas is a
+``_Folded``: engine, renderer, change stamps); every ``--frame`` deltas is a
 frame, and each frame is timed over the whole server path of a client that keeps up:
 the notification, rendering the changed node, its block patch and the encoded SSE
 message (``frame_since``). Printed: the time per frame over the first and the last
@@ -29,8 +29,8 @@ from pathlib import Path
 from definitions import builtin, event_type
 from definitions._render import markdown
 from engine import Registration
-from replay import HtmlRenderer
-from replay.serve._app import _Conversation, _encode
+from replay import DefinitionSet, HtmlRenderer
+from replay.serve._app import _encode, _Folded
 from replay.serve._clock import FrameClock
 
 
@@ -78,9 +78,12 @@ def run(chars: int, frame: int) -> tuple[list[float], list[bytes], float, str]:
 
     async def stream() -> tuple[list[float], list[bytes], float]:
         registration = Registration(builtin.DEFINITIONS, event_type=event_type)
-        hub = _Conversation("c", registration, FrameClock(3600.0))
+        chosen = DefinitionSet(name="builtin", definitions=builtin.DEFINITIONS)
+        hub = _Folded("c", lambda _: (chosen, registration), FrameClock(3600.0))
         hub.fold([{"type": "message.start", "id": "m", "role": "assistant"}], 0)
-        hub.engine.flush()
+        engine = hub.engine
+        assert engine is not None
+        engine.flush()
         message = hub.frame_since(0, first=True)
         assert message is not None
         messages, cursor = [message[0]], message[1]
@@ -91,7 +94,7 @@ def run(chars: int, frame: int) -> tuple[list[float], list[bytes], float, str]:
             hub.fold([event], n)
             if n % frame == 0:
                 began = time.perf_counter()
-                hub.engine.flush()  # the frame: the engine notifies, the hub stamps
+                engine.flush()  # the frame: the engine notifies, the hub stamps
                 sent = hub.frame_since(cursor)
                 times.append(time.perf_counter() - began)
                 assert sent is not None

@@ -250,7 +250,7 @@ def update_work(rounds: int, count: int = 200) -> float:
     one delta a round as the writer feeds them. Best of 3."""
     from engine import ManualScheduler, Registration
     from replay.protocols._detect import detect_protocol, protocol_definitions
-    from replay.serve._app import _Conversation
+    from replay.serve._app import _Folded
 
     events: list[dict[str, Any]] = [{"type": "message.start", "id": "m", "role": "ai"}]
     events += [{"type": "message.delta", "id": "m", "text": f"tok{r} "} for r in range(rounds)]
@@ -260,9 +260,7 @@ def update_work(rounds: int, count: int = 200) -> float:
     best = float("inf")
     for _ in range(3):
         clock = ManualScheduler()
-        hubs = [
-            _Conversation(f"c{i}", registration, clock, chosen, events[:1]) for i in range(count)
-        ]
+        hubs = [_Folded(f"c{i}", lambda _: (chosen, registration), clock) for i in range(count)]
         for hub in hubs:
             hub.fold(events[:1], 0)
         clock.fire()

@@ -34,23 +34,42 @@ from ._text import StreamedText
 
 __all__ = [
     "BLOCK_MARK",
+    "FOLD_CHARS",
+    "FOLD_LINES",
+    "NOT_JOINED",
     "Blocks",
+    "Joined",
+    "Outcome",
     "bubble",
+    "call_card",
+    "call_key",
+    "carried",
     "cite_link",
     "clean",
     "code",
+    "collapsed",
     "folded",
+    "folding",
     "inline_markdown",
+    "join_tools",
+    "joined",
     "line",
     "list_item_text",
+    "long_text",
     "markdown",
+    "outcome",
+    "outcome_text",
     "payload",
     "plain",
     "render_blocks",
     "safe_url",
     "sources",
+    "text_follows",
     "tool_card",
+    "tool_text",
     "trailing_marker",
+    "unfolding",
+    "unjoined",
 ]
 
 # A string this long with no whitespace is a token, not text a reader reads: base64
@@ -69,6 +88,15 @@ def trailing_marker(text: str) -> str:
     """The list marker ``text`` ends with on a line of its own (``"- "``), or ""."""
     last = text.rpartition("\n")[2]
     return f"{last.strip()} " if _MARKER_ONLY.fullmatch(last) else ""
+
+
+def text_follows(previous: str) -> tuple[str, bool]:
+    """How a text block reads after the text block ``previous`` of its message: the
+    list marker it takes (``previous`` ends with a marker alone on its line: a
+    citation split the list item off) and whether it goes on ``previous``'s line
+    (``previous`` ended mid-line: a citation split the sentence)."""
+    marker = trailing_marker(previous)
+    return marker, not marker and bool(previous) and not previous.endswith("\n")
 
 
 def list_item_text(text: str, marker: str) -> str:
@@ -121,8 +149,23 @@ def _esc(text: object) -> str:
 
 
 def plain(text: object, cls: str = "text") -> str:
-    """``text`` escaped in a block that keeps its line breaks."""
-    return f'<div class="plain {cls}" dir="auto">{_esc(text)}</div>'
+    """``text`` escaped in a block that keeps its line breaks (collapsed when long:
+    ``collapsed``)."""
+    return collapsed(text, f'<div class="plain {cls}" dir="auto">{_esc(text)}</div>')
+
+
+HTML_FOLD_CHARS: Final = 20_000
+"""A text longer than this is collapsed in HTML (``collapsed``)."""
+
+
+def collapsed(text: object, html: str) -> str:
+    """``html`` (the rendering of ``text``) as it is, or, when ``text`` is longer than
+    ``HTML_FOLD_CHARS``, collapsed under its first line and its length."""
+    size = len(text) if isinstance(text, str | StreamedText) else len(str(text))
+    if size <= HTML_FOLD_CHARS:
+        return html
+    head = str(text)[:200].strip().split("\n", 1)[0][:80]
+    return folded(f"{head} … ({size:,} characters)", html, cls="long")
 
 
 _SAFE_SCHEMES: Final = ("http://", "https://", "mailto:")
@@ -197,9 +240,9 @@ def markdown(text: object, cls: str = "text") -> str:
     opening = f'<div class="md {cls}" dir="auto" data-blocks>'
     captured = _CAPTURE.get()
     if captured is None:
-        return f"{opening}{blocks.html()}</div>"
+        return collapsed(text, f"{opening}{blocks.html()}</div>")
     captured.append(blocks)
-    return f"{opening}<\x00{len(captured) - 1}\x00></div>"
+    return collapsed(text, f"{opening}<\x00{len(captured) - 1}\x00></div>")
 
 
 # A one-line block of prose that opens no Markdown syntax: it starts with a letter (no
@@ -567,3 +610,198 @@ def sources(items: Iterable[tuple[object, object, object]], *, cls: str = "sourc
         for url, title, detail in items
     )
     return f'<ol class="{cls}">{rows}</ol>' if rows else ""
+
+
+# -- a tool call and its result, one card ------------------------------------------------
+#
+# A call and its result often live in different nodes: a recorded answer's call and
+# the next request's result, an Anthropic server tool's use block and its result
+# block. Each node renders alone, from its own state, so the renderers join them
+# first: a definition may say which calls its node shows (``tool_calls(node)``: call
+# ids) and which results it holds (``tool_results(node)``: ``(call id, Outcome)``);
+# ``join_tools`` pairs each result with the latest earlier call of its id, and while
+# a node renders (``joined``) its call cards read their outcome (``outcome``) and its
+# results already shown on their call's card are left out (``carried``).
+
+
+@attrs.frozen
+class Outcome:
+    """A tool result as its call's card shows it: ``done`` or ``failed``, and what
+    the tool gave back (``output``: text or a JSON value)."""
+
+    status: str
+    output: object
+    name: str = ""
+    """The tool's name, when the result gives it: a call without an id (Gemini's)
+    pairs with a result of its name."""
+    links: tuple[tuple[object, object, object], ...] = ()
+    """Search results, ``(url, title, detail)`` each: shown as links, not as JSON."""
+
+
+@attrs.frozen
+class Joined:
+    """What the join gives one node: the outcomes of its calls, by call id, and the
+    ids of its results shown on their call's card. Equal for equal renderings."""
+
+    outcomes: tuple[tuple[str, Outcome], ...] = ()
+    carried: frozenset[str] = frozenset()
+
+
+NOT_JOINED: Final = Joined()
+_JOINED: ContextVar[Joined] = ContextVar("_JOINED", default=NOT_JOINED)
+
+
+def join_tools(
+    nodes: Iterable[Any],
+    calls: Callable[[Any], Iterable[str]] | None,
+    results: Callable[[Any], Iterable[tuple[str, Outcome]]] | None,
+) -> dict[str, Joined]:
+    """Per node key, what the join gives it (nodes it gives nothing left out):
+    ``calls(node)`` and ``results(node)`` say what each node shows (see above); a
+    result pairs with the latest call of its id in a node before it (or itself)."""
+    if calls is None:
+        return {}
+    latest: dict[str, str] = {}  # call id -> key of the node showing the call
+    outcomes: dict[str, dict[str, Outcome]] = {}
+    carried: dict[str, set[str]] = {}
+    for node in nodes:
+        for call_id in calls(node):
+            latest[call_id] = node.key
+        if results is None:
+            continue
+        for call_id, outcome in results(node):
+            key = call_id
+            at = latest.get(key)
+            if at is None and outcome.name:  # a call of that name given no id
+                key = call_key(None, outcome.name)
+                at = latest.pop(key, None)
+            if at is None:
+                continue
+            outcomes.setdefault(at, {})[key] = outcome
+            carried.setdefault(node.key, set()).add(call_id)
+    return {
+        key: Joined(tuple(outcomes.get(key, {}).items()), frozenset(carried.get(key, ())))
+        for key in outcomes.keys() | carried.keys()
+    }
+
+
+def call_key(call_id: object, name: object) -> str:
+    """What the join knows a call by: its id, or for a call without one (Gemini
+    gives some none), its name (marked, so no id can equal it)."""
+    return call_id if isinstance(call_id, str) and call_id else f"\x00{name}"
+
+
+def joined(value: Joined) -> Any:
+    """Make ``value`` what ``outcome`` and ``carried`` read (a token for ``unjoined``)."""
+    return _JOINED.set(value)
+
+
+def unjoined(token: Any) -> None:
+    """Undo ``joined``."""
+    _JOINED.reset(token)
+
+
+def outcome(call_id: object) -> Outcome | None:
+    """The outcome of call ``call_id`` that the node being rendered shows, if known."""
+    for key, value in _JOINED.get().outcomes:
+        if key == call_id:
+            return value
+    return None
+
+
+def carried(call_id: object) -> bool:
+    """Whether the node being rendered holds the result of ``call_id`` that its
+    call's card shows (so the node leaves it out; the call may be in the node)."""
+    return call_id in _JOINED.get().carried
+
+
+def tool_text(name: object, call_id: object, status: str, arguments: object) -> str:
+    """A tool call as text: ``tool NAME [ID] STATUS``, its arguments, and, when the
+    join knows it, its outcome (the card's status then the outcome's)."""
+    found = outcome(call_key(call_id, name))
+    if found is not None:
+        status = found.status
+    ident = f" [{call_id}]" if call_id else ""
+    lines = [f"tool {name}{ident} {status}"]
+    if arguments not in (None, "", {}):
+        shown = arguments if isinstance(arguments, str) else payload(arguments)
+        lines.append(f"  arguments: {long_text(shown)}")
+    if found is not None:
+        lines.append(outcome_text(found))
+    return "\n".join(lines)
+
+
+def outcome_text(found: Outcome) -> str:
+    """An outcome's lines under its call: ``  output: ...`` (``error``), or its links."""
+    if found.links:
+        shown = [f"  {len(found.links)} results:"] if len(found.links) > 1 else []
+        shown += [f"  - {title or url} <{url}>" for url, title, _ in found.links]
+        if isinstance(found.output, str) and found.output:
+            shown.append(f"  output: {long_text(found.output)}")
+        return "\n".join(shown)
+    label = "error" if found.status == "failed" else "output"
+    value = found.output
+    return f"  {label}: {long_text(value if isinstance(value, str) else payload(value))}"
+
+
+def call_card(
+    name: str, call_id: object, status: str, *, arguments: object = None, extra: str = ""
+) -> str:
+    """A tool call's card (``tool_card``), its outcome on it when the join knows it."""
+    found = outcome(call_key(call_id, name))
+    if found is None:
+        return tool_card(name, status, arguments=arguments, extra=extra)
+    if found.links:
+        extra = sources(found.links) + extra
+        said = found.output if isinstance(found.output, str) and found.output else None
+        return tool_card(name, found.status, arguments=arguments, result=said, extra=extra)
+    if found.status == "failed":
+        return tool_card(name, "failed", arguments=arguments, error=found.output, extra=extra)
+    return tool_card(name, found.status, arguments=arguments, result=found.output, extra=extra)
+
+
+# -- long content, folded in the terminal -------------------------------------------------
+#
+# A terminal view folds each long piece of content (a message's text, a tool's output)
+# to its first lines, saying how much it left out, so a 200 KB message does not bury
+# the conversation; the structure around it (who speaks, which tool, the answer after
+# a long tool output) stays whole. Renderers turn it on (``folding``); a definition's
+# ``render_text`` passes each piece of content through ``long_text``.
+
+FOLD_LINES: Final = 40
+"""A piece of content longer than this many lines is folded."""
+FOLD_CHARS: Final = 4_000
+"""A piece of content longer than this many characters is folded."""
+_FOLDING: ContextVar[bool] = ContextVar("_FOLDING", default=False)
+
+
+def folding(on: bool) -> Any:
+    """Make ``long_text`` fold (``on``) or not; a token for ``unfolding``."""
+    return _FOLDING.set(on)
+
+
+def unfolding(token: Any) -> None:
+    """Undo ``folding``."""
+    _FOLDING.reset(token)
+
+
+def long_text(text: object) -> str:
+    """``text`` as a terminal shows it: whole, or, while folding, its first
+    ``FOLD_LINES`` lines (at most ``FOLD_CHARS`` characters of them), then a line
+    saying how much is left out and that ``--full`` shows it."""
+    body = str(text)
+    if not _FOLDING.get() or (len(body) <= FOLD_CHARS and body.count("\n") < FOLD_LINES):
+        return body
+    cut = min(len(body), FOLD_CHARS)
+    newline = -1
+    for _ in range(FOLD_LINES):
+        newline = body.find("\n", newline + 1)
+        if newline < 0:
+            break
+    else:
+        cut = min(cut, newline)
+    rest = body[cut:]
+    lines = rest.count("\n") + (not rest.startswith("\n"))
+    return (
+        f"{body[:cut]}\n… {len(rest):,} more characters ({lines:,} lines) folded: --full shows them"
+    )

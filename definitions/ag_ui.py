@@ -10,17 +10,17 @@ an assistant message for it), and the ``*_CHUNK`` forms may omit their id, which
 then means "the chunk stream open in this lane". None of that can be decided from
 one event alone, and the engine's ``match`` must be pure.
 
-So a small **router** runs in front of the engine: ``Router()(event)`` wraps each raw
-event dict in a ``Routed`` envelope that names the node each definition should claim
+So a small **preparer** runs in front of the engine: ``Preparer()(event)`` wraps each raw
+event dict in a ``Envelope`` envelope that names the node each definition should claim
 (``Claim(id, "start")`` the first time an id is seen, ``"update"`` afterwards), and
 resolves the owner of a tool call; its ``route``, a row of the one table ``ROUTES``,
 says which definitions see it and how soon it shows (``definitions._envelope``; the
-engine routes on it). The router never copies an event: the envelope
+engine routes on it). The preparer never copies an event: the envelope
 holds the original dict plus the claims. Its state is only "which ids exist" (and
 the open chunk lane), i.e. what the reference consults, not what it accumulates; the
 definitions fold the content. ``fold()`` applies it; live users push raw events into
-``PROTOCOL.engine()`` (the set's ``definitions.ProtocolSet``), or call it per event,
-or register it as a push hook (``Router`` has ``on_push_start``). Because the router
+``PROTOCOL.engine()`` (the set's ``definitions.ProtocolSet``: the common live path,
+with its errors), or call a ``Preparer`` per event. Because the preparer
 only knows what it has seen, a window cut mid-message yields no node for the
 cut-off message: its deltas are update claims for an id with no open node, which the
 engine drops (DESIGN rule 3), instead of being attributed to another message.
@@ -54,6 +54,7 @@ from typing import Any, Final
 import msgspec
 
 from engine import Claim, Node, Reader
+from engine._deprecation import renamed
 
 from ._envelope import Route, describe, publications, reaching, route_of
 from ._protocol import UNREADABLE, ProtocolSet, Unrouted
@@ -65,30 +66,30 @@ __all__ = [
     "DEFINITIONS",
     "PROTOCOL",
     "ROUTES",
-    "EventNode",
-    "Message",
+    "Envelope",
+    "EventState",
+    "MessageState",
     "PatchError",
-    "Routed",
-    "Router",
-    "Run",
+    "Preparer",
+    "RunState",
     "SharedState",
-    "ToolCall",
+    "ToolCallState",
     "apply_patch",
     "detect",
     "event_type",
     "fold",
     "messages",
+    "prepare",
     "project",
-    "route",
     "state",
 ]
 
 _FRAME: Final = "animation-frame"
 _NOW: Final = "immediate"
 _NOT_ROUTED = (
-    "AG-UI definitions fold Routed envelopes, not raw events: use "
+    "AG-UI definitions fold Envelope envelopes, not raw events: use "
     "ag_ui.PROTOCOL.engine() (its push takes raw events), or push "
-    "ag_ui.route(events) / ag_ui.Router()(event)"
+    "ag_ui.prepare(events) / ag_ui.Preparer()(event)"
 )
 
 
@@ -118,11 +119,11 @@ ROUTES: Final[tuple[Route, ...]] = (
     _TO_RUN,
     _TO_OTHER,
 )
-"""The AG-UI routing table: every ``Route`` a ``Routed`` envelope can take."""
+"""The AG-UI routing table: every ``Route`` a ``Envelope`` envelope can take."""
 
 
-class Routed(msgspec.Struct, gc=False, eq=False):
-    """One raw AG-UI event plus the claims the router decided for it.
+class Envelope(msgspec.Struct, gc=False, eq=False):
+    """One raw AG-UI event plus the claims the preparer decided for it.
 
     ``event`` is the original dict (never copied). ``route`` is the row of ``ROUTES``
     it takes: the engine routes on it (``event_type``), so each event reaches only
@@ -158,12 +159,12 @@ class Routed(msgspec.Struct, gc=False, eq=False):
         return describe(self, ("message", "tool_call", "state", "run", "other"))
 
 
-class Router:
+class Preparer:
     """Decides, per raw AG-UI event, which node it starts or updates (no I/O, no clock).
 
-    Call it on each event in log order (``router(event) -> Routed``), or use
-    ``route(events)``, or register it as an engine push hook: ``on_push_start``
-    replaces the pushed dict with its envelope. One router per log.
+    Call it on each event in log order (``preparer(event) -> Envelope``), or use
+    ``prepare(events)``; ``PROTOCOL.engine()`` runs it as its live pre-pass. One
+    preparer per log.
     """
 
     def __init__(self) -> None:
@@ -177,15 +178,15 @@ class Router:
         self._run: Claim | None = None
         self._count = 0
 
-    def __call__(self, event: Any) -> Routed:
+    def __call__(self, event: Any) -> Envelope:
         """The envelope of ``event`` (an event dict, or the SDK's typed event by its
         shape); an unknown type gets one that claims nothing."""
-        if not isinstance(event, dict):  # a dict subclass is folded as it is, as by route
+        if not isinstance(event, dict):  # a dict subclass is folded as it is, as by prepare
             event = PROTOCOL.as_dict(event)
         handler = _HANDLERS.get(event.get("type"))
-        return Routed(event) if handler is None else handler(self, event)
+        return Envelope(event) if handler is None else handler(self, event)
 
-    def route(self, events: Iterable[Any]) -> Iterator[Routed]:
+    def prepare(self, events: Iterable[Any]) -> Iterator[Envelope]:
         """Envelopes of ``events``, in order."""
         handlers = _HANDLERS
         delta_keys = _DELTA_KEYS
@@ -208,10 +209,10 @@ class Router:
                     event = PROTOCOL.as_dict(event)
                     kind = event.get("type")
                 if kind == last_type and get(event, last_key, _ABSENT) == last_id:
-                    yield Routed(event, last_route, event["delta"], last_message, last_tool_call)
+                    yield Envelope(event, last_route, event["delta"], last_message, last_tool_call)
                     continue
                 handler = handlers.get(kind)
-                routed = Routed(event) if handler is None else handler(self, event)
+                routed = Envelope(event) if handler is None else handler(self, event)
                 last_route = routed.route
                 last_key = delta_keys.get(kind, "") if last_route is not _NOWHERE else ""
                 if last_key:
@@ -224,41 +225,38 @@ class Router:
             except UNREADABLE as exc:  # an event of the wrong shape
                 raise PROTOCOL.unreadable(position, event, exc) from exc
 
-    def on_push_start(self, ctx: Any) -> None:
-        """Push-hook form: replace the pushed raw event with its envelope."""
-        if not isinstance(ctx.event, Routed):
-            ctx.event = self(ctx.event)
-
     # -- messages ---------------------------------------------------------------------
 
-    def _message_start(self, event: Mapping[str, Any]) -> Routed:
+    def _message_start(self, event: Mapping[str, Any]) -> Envelope:
         if self._lanes:
             self._lanes.pop(event.get("subagentRunId"), None)
         message_id = event["messageId"]
         if message_id in self._roles:
-            return Routed(event)  # the reference continues an existing message
+            return Envelope(event)  # the reference continues an existing message
         self._new_message(
             message_id, "reasoning" if event["type"][0] == "R" else event.get("role") or "assistant"
         )
-        return Routed(event, _TO_MESSAGE, message=Claim(message_id, "start"))
+        return Envelope(event, _TO_MESSAGE, message=Claim(message_id, "start"))
 
     def _new_message(self, message_id: str, role: str) -> None:
         self._roles[message_id] = role
         self._message_updates[message_id] = Claim(message_id, "update")
 
-    def _message_content(self, event: Mapping[str, Any]) -> Routed:
+    def _message_content(self, event: Mapping[str, Any]) -> Envelope:
         claim = self._message_updates.get(event["messageId"])
         return (
-            Routed(event) if claim is None else Routed(event, _MESSAGE_DELTA, event["delta"], claim)
+            Envelope(event)
+            if claim is None
+            else Envelope(event, _MESSAGE_DELTA, event["delta"], claim)
         )
 
-    def _message_end(self, event: Mapping[str, Any]) -> Routed:
+    def _message_end(self, event: Mapping[str, Any]) -> Envelope:
         if self._lanes:
             self._lanes.pop(event.get("subagentRunId"), None)
         claim = self._message_updates.get(event["messageId"])
-        return Routed(event) if claim is None else Routed(event, _TO_MESSAGE, message=claim)
+        return Envelope(event) if claim is None else Envelope(event, _TO_MESSAGE, message=claim)
 
-    def _text_chunk(self, event: Mapping[str, Any]) -> Routed:
+    def _text_chunk(self, event: Mapping[str, Any]) -> Envelope:
         # transformChunks: a chunk continues the lane's open stream of its kind when its
         # id is absent or equal; otherwise it closes the lane and opens a new stream.
         kind = "text" if event["type"][0] == "T" else "reasoning"
@@ -270,72 +268,72 @@ class Router:
             if message_id is None:
                 # The reference raises ("First ... must have a messageId"); in a window cut
                 # mid-stream this is the continuation of a cut-off message: no node.
-                return Routed(event)
+                return Envelope(event)
             self._lanes[lane] = (kind, message_id)
             if message_id not in self._roles:
                 role = (event.get("role") or "assistant") if kind == "text" else "reasoning"
                 self._new_message(message_id, role)
-                return Routed(event, _TO_MESSAGE, delta, Claim(message_id, "start"))
+                return Envelope(event, _TO_MESSAGE, delta, Claim(message_id, "start"))
         else:
             message_id = open_[1]
-        return Routed(event, _MESSAGE_DELTA, delta, self._message_updates[message_id])
+        return Envelope(event, _MESSAGE_DELTA, delta, self._message_updates[message_id])
 
     # -- tool calls -------------------------------------------------------------------
 
-    def _tool_begin(self, event: Mapping[str, Any], tool_call_id: str, delta: str) -> Routed:
+    def _tool_begin(self, event: Mapping[str, Any], tool_call_id: str, delta: str) -> Envelope:
         update = self._tool_updates.get(tool_call_id)
         if update is not None:  # the reference renames the existing call in place
-            return Routed(event, _TOOL_DELTA if delta else _TO_TOOL, delta, None, update)
+            return Envelope(event, _TOOL_DELTA if delta else _TO_TOOL, delta, None, update)
         self._tool_updates[tool_call_id] = Claim(tool_call_id, "update")
         # resolveOrCreateAssistantMessage, decided here so the rebuild needs no search.
         parent = event.get("parentMessageId")
         if parent:
             role = self._roles.get(parent)
             if role == "assistant":
-                return Routed(event, _TO_TOOL, delta, None, Claim(tool_call_id, "start"), parent)
+                return Envelope(event, _TO_TOOL, delta, None, Claim(tool_call_id, "start"), parent)
             owner = tool_call_id if role is not None else parent
         else:
             owner = tool_call_id
         self._new_message(owner, "assistant")
         start = Claim(tool_call_id, "start")
-        return Routed(event, _TOOL_AND_OWNER, delta, Claim(owner, "start"), start, owner)
+        return Envelope(event, _TOOL_AND_OWNER, delta, Claim(owner, "start"), start, owner)
 
-    def _tool_start(self, event: Mapping[str, Any]) -> Routed:
+    def _tool_start(self, event: Mapping[str, Any]) -> Envelope:
         if self._lanes:
             self._lanes.pop(event.get("subagentRunId"), None)
         return self._tool_begin(event, event["toolCallId"], "")
 
-    def _tool_args(self, event: Mapping[str, Any]) -> Routed:
+    def _tool_args(self, event: Mapping[str, Any]) -> Envelope:
         claim = self._tool_updates.get(event["toolCallId"])
         return (
-            Routed(event)
+            Envelope(event)
             if claim is None
-            else Routed(event, _TOOL_DELTA, event["delta"], None, claim)
+            else Envelope(event, _TOOL_DELTA, event["delta"], None, claim)
         )
 
-    def _tool_end(self, event: Mapping[str, Any]) -> Routed:
+    def _tool_end(self, event: Mapping[str, Any]) -> Envelope:
         if self._lanes:
             self._lanes.pop(event.get("subagentRunId"), None)
         claim = self._tool_updates.get(event["toolCallId"])
-        return Routed(event) if claim is None else Routed(event, _TO_TOOL, tool_call=claim)
+        return Envelope(event) if claim is None else Envelope(event, _TO_TOOL, tool_call=claim)
 
-    def _tool_chunk(self, event: Mapping[str, Any]) -> Routed:
+    def _tool_chunk(self, event: Mapping[str, Any]) -> Envelope:
         lane = event.get("subagentRunId")
         tool_call_id = event.get("toolCallId")
         delta = event.get("delta") or ""
         open_ = self._lanes.get(lane)
         if open_ is not None and open_[0] == "tool" and tool_call_id in (None, open_[1]):
-            return Routed(event, _TOOL_DELTA, delta, None, self._tool_updates[open_[1]])
+            return Envelope(event, _TOOL_DELTA, delta, None, self._tool_updates[open_[1]])
         if tool_call_id is None or (
             event.get("toolCallName") is None and tool_call_id not in self._tool_updates
         ):
             # The reference raises (a first chunk needs both); in a window cut mid-call it
             # is the continuation of a cut-off call: no node.
-            return Routed(event)
+            return Envelope(event)
         self._lanes[lane] = ("tool", tool_call_id)
         return self._tool_begin(event, tool_call_id, delta)
 
-    def _tool_result(self, event: Mapping[str, Any]) -> Routed:
+    def _tool_result(self, event: Mapping[str, Any]) -> Envelope:
         if self._lanes:
             self._lanes.pop(event.get("subagentRunId"), None)
         # The reference appends a new message even when the id is taken (the .NET server
@@ -343,35 +341,37 @@ class Router:
         message_id = event["messageId"]
         if message_id in self._roles:
             self._count += 1
-            return Routed(event, _TO_MESSAGE, message=Claim(f"{message_id}#{self._count}", "start"))
+            return Envelope(
+                event, _TO_MESSAGE, message=Claim(f"{message_id}#{self._count}", "start")
+            )
         self._new_message(message_id, event.get("role") or "tool")
-        return Routed(event, _TO_MESSAGE, message=Claim(message_id, "start"))
+        return Envelope(event, _TO_MESSAGE, message=Claim(message_id, "start"))
 
-    def _encrypted(self, event: Mapping[str, Any]) -> Routed:
+    def _encrypted(self, event: Mapping[str, Any]) -> Envelope:
         entity = event.get("entityId")
         if event.get("subtype") == "tool-call":
             claim = self._tool_updates.get(entity)  # type: ignore[arg-type]
-            return Routed(event) if claim is None else Routed(event, _TO_TOOL, tool_call=claim)
+            return Envelope(event) if claim is None else Envelope(event, _TO_TOOL, tool_call=claim)
         claim = self._message_updates.get(entity)  # type: ignore[arg-type]
-        return Routed(event) if claim is None else Routed(event, _TO_MESSAGE, message=claim)
+        return Envelope(event) if claim is None else Envelope(event, _TO_MESSAGE, message=claim)
 
     # -- state, runs, the rest ----------------------------------------------------------
 
-    def _state_snapshot(self, event: Mapping[str, Any]) -> Routed:
+    def _state_snapshot(self, event: Mapping[str, Any]) -> Envelope:
         if self._lanes:
             self._lanes.pop(event.get("subagentRunId"), None)
         self._has_state = True
-        return Routed(event, _TO_STATE, state=_STATE_START)
+        return Envelope(event, _TO_STATE, state=_STATE_START)
 
-    def _state_delta(self, event: Mapping[str, Any]) -> Routed:
+    def _state_delta(self, event: Mapping[str, Any]) -> Envelope:
         if self._lanes:
             self._lanes.pop(event.get("subagentRunId"), None)
         # The reference patches its initial state ({}) when no snapshot came first.
         claim = _STATE_UPDATE if self._has_state else _STATE_START
         self._has_state = True
-        return Routed(event, _TO_STATE, state=claim)
+        return Envelope(event, _TO_STATE, state=claim)
 
-    def _messages_snapshot(self, event: Mapping[str, Any]) -> Routed:
+    def _messages_snapshot(self, event: Mapping[str, Any]) -> Envelope:
         self._lanes.clear()
         snapshot = event.get("messages") or []
         keep_reasoning = not any(m.get("role") == "reasoning" for m in snapshot)
@@ -386,62 +386,62 @@ class Router:
             self._roles.setdefault(message.get("id"), message.get("role"))
         return self._other(event)
 
-    def _run_started(self, event: Mapping[str, Any]) -> Routed:
+    def _run_started(self, event: Mapping[str, Any]) -> Envelope:
         self._lanes.clear()
         self._count += 1
         run_id = f"{event.get('runId')}#{self._count}"
         self._run = Claim(run_id, "update")
         for message in (event.get("input") or {}).get("messages") or ():
             self._roles.setdefault(message.get("id"), message.get("role"))
-        return Routed(event, _TO_RUN, run=Claim(run_id, "start"))
+        return Envelope(event, _TO_RUN, run=Claim(run_id, "start"))
 
-    def _run_update(self, event: Mapping[str, Any]) -> Routed:
+    def _run_update(self, event: Mapping[str, Any]) -> Envelope:
         self._lanes.clear()
         if self._run is None:  # RUN_ERROR/FINISHED with no RUN_STARTED seen: its own node
             return self._run_started(event)
-        return Routed(event, _TO_RUN, run=self._run)
+        return Envelope(event, _TO_RUN, run=self._run)
 
-    def _run_step(self, event: Mapping[str, Any]) -> Routed:
+    def _run_step(self, event: Mapping[str, Any]) -> Envelope:
         if self._lanes:
             self._lanes.pop(event.get("subagentRunId"), None)
-        return Routed(event) if self._run is None else Routed(event, _TO_RUN, run=self._run)
+        return Envelope(event) if self._run is None else Envelope(event, _TO_RUN, run=self._run)
 
-    def _other(self, event: Mapping[str, Any]) -> Routed:
+    def _other(self, event: Mapping[str, Any]) -> Envelope:
         self._count += 1
         claim = Claim(f"{event['type'].lower()}#{self._count}", "start")
-        return Routed(event, _TO_OTHER, other=claim)
+        return Envelope(event, _TO_OTHER, other=claim)
 
 
-# The router's handler of each event type: plain functions of (router, event), in one
-# table for all routers (a router is made per log, and many logs are short).
-_HANDLERS: Final[dict[Any, Callable[[Router, Mapping[str, Any]], Routed]]] = {
-    "TEXT_MESSAGE_START": Router._message_start,
-    "TEXT_MESSAGE_CONTENT": Router._message_content,
-    "TEXT_MESSAGE_END": Router._message_end,
-    "REASONING_MESSAGE_START": Router._message_start,
-    "REASONING_MESSAGE_CONTENT": Router._message_content,
-    "REASONING_MESSAGE_END": Router._message_end,
-    "TEXT_MESSAGE_CHUNK": Router._text_chunk,
-    "REASONING_MESSAGE_CHUNK": Router._text_chunk,
-    "TOOL_CALL_START": Router._tool_start,
-    "TOOL_CALL_ARGS": Router._tool_args,
-    "TOOL_CALL_END": Router._tool_end,
-    "TOOL_CALL_CHUNK": Router._tool_chunk,
-    "TOOL_CALL_RESULT": Router._tool_result,
-    "REASONING_ENCRYPTED_VALUE": Router._encrypted,
-    "STATE_SNAPSHOT": Router._state_snapshot,
-    "STATE_DELTA": Router._state_delta,
-    "MESSAGES_SNAPSHOT": Router._messages_snapshot,
-    "RUN_STARTED": Router._run_started,
-    "RUN_FINISHED": Router._run_update,
-    "RUN_ERROR": Router._run_update,
-    "STEP_STARTED": Router._run_step,
-    "STEP_FINISHED": Router._run_step,
-    "CUSTOM": Router._other,
-    "RAW": Router._other,
+# The preparer's handler of each event type: plain functions of (preparer, event), in one
+# table for all preparers (a preparer is made per log, and many logs are short).
+_HANDLERS: Final[dict[Any, Callable[[Preparer, Mapping[str, Any]], Envelope]]] = {
+    "TEXT_MESSAGE_START": Preparer._message_start,
+    "TEXT_MESSAGE_CONTENT": Preparer._message_content,
+    "TEXT_MESSAGE_END": Preparer._message_end,
+    "REASONING_MESSAGE_START": Preparer._message_start,
+    "REASONING_MESSAGE_CONTENT": Preparer._message_content,
+    "REASONING_MESSAGE_END": Preparer._message_end,
+    "TEXT_MESSAGE_CHUNK": Preparer._text_chunk,
+    "REASONING_MESSAGE_CHUNK": Preparer._text_chunk,
+    "TOOL_CALL_START": Preparer._tool_start,
+    "TOOL_CALL_ARGS": Preparer._tool_args,
+    "TOOL_CALL_END": Preparer._tool_end,
+    "TOOL_CALL_CHUNK": Preparer._tool_chunk,
+    "TOOL_CALL_RESULT": Preparer._tool_result,
+    "REASONING_ENCRYPTED_VALUE": Preparer._encrypted,
+    "STATE_SNAPSHOT": Preparer._state_snapshot,
+    "STATE_DELTA": Preparer._state_delta,
+    "MESSAGES_SNAPSHOT": Preparer._messages_snapshot,
+    "RUN_STARTED": Preparer._run_started,
+    "RUN_FINISHED": Preparer._run_update,
+    "RUN_ERROR": Preparer._run_update,
+    "STEP_STARTED": Preparer._run_step,
+    "STEP_FINISHED": Preparer._run_step,
+    "CUSTOM": Preparer._other,
+    "RAW": Preparer._other,
 }
 
-# The delta events routed by one table lookup (``Router.route`` repeats the last one's
+# The delta events routed by one table lookup (``Preparer.prepare`` repeats the last one's
 # route for the next event of its type naming the same node) and the key naming it.
 _DELTA_KEYS: Final[dict[Any, str]] = {
     "TEXT_MESSAGE_CONTENT": "messageId",
@@ -457,7 +457,7 @@ _STATE_UPDATE: Final = Claim("state", "update")
 # -- states ---------------------------------------------------------------------------
 
 
-class Message(msgspec.Struct, frozen=True):
+class MessageState(msgspec.Struct, frozen=True):
     """A message of the reference's list: ``role`` is assistant/user/system/developer,
     reasoning or tool. ``content`` is ``None`` for an assistant message made by a tool
     call before any text; a tool message's ``content`` is the result as sent."""
@@ -471,7 +471,7 @@ class Message(msgspec.Struct, frozen=True):
     ended: bool = False
 
 
-class ToolCall(msgspec.Struct, frozen=True):
+class ToolCallState(msgspec.Struct, frozen=True):
     """A tool call: ``arguments`` is the raw streamed JSON text (the reference keeps it a
     string); ``parent`` is the id of the assistant message holding it."""
 
@@ -493,7 +493,7 @@ class SharedState(msgspec.Struct, frozen=True):
     errors: int = 0
 
 
-class Run(msgspec.Struct, frozen=True):
+class RunState(msgspec.Struct, frozen=True):
     """One run: its ids, status (running, finished, error), steps seen, error text."""
 
     run_id: str | None
@@ -504,7 +504,7 @@ class Run(msgspec.Struct, frozen=True):
     input_messages: tuple[Any, ...] = ()
 
 
-class EventNode(msgspec.Struct, frozen=True):
+class EventState(msgspec.Struct, frozen=True):
     """A CUSTOM, RAW or MESSAGES_SNAPSHOT event, kept whole for views and the rebuild."""
 
     type: str
@@ -514,13 +514,13 @@ class EventNode(msgspec.Struct, frozen=True):
 # -- definitions ------------------------------------------------------------------------
 
 
-def _appended(message: Message, delta: str) -> Message:
+def _appended(message: MessageState, delta: str) -> MessageState:
     """``message`` with ``delta`` appended to its content, which becomes streamed text
     (a str content is kept; None or any other value starts from "")."""
     content = message.content
     if not isinstance(content, StreamedText):
         content = StreamedText(content if isinstance(content, str) else "")
-    return Message(
+    return MessageState(
         message.id,
         message.role,
         content.append(delta),
@@ -531,9 +531,9 @@ def _appended(message: Message, delta: str) -> Message:
     )
 
 
-def _with_arguments(call: ToolCall, delta: str) -> ToolCall:
+def _with_arguments(call: ToolCallState, delta: str) -> ToolCallState:
     """``call`` with ``delta`` appended to its raw arguments."""
-    return ToolCall(
+    return ToolCallState(
         call.id,
         call.name,
         call.parent,
@@ -543,7 +543,7 @@ def _with_arguments(call: ToolCall, delta: str) -> ToolCall:
     )
 
 
-def _pieces(run: list[Routed]) -> list[str | None]:
+def _pieces(run: list[Envelope]) -> list[str | None]:
     """What each event of a run appends, for ``fold_run``: its delta when a non-empty
     str; else None and ``update`` folds it (an empty delta's effect depends on its
     event's type, anything else fails, or not, exactly as ``update`` decides)."""
@@ -551,7 +551,7 @@ def _pieces(run: list[Routed]) -> list[str | None]:
 
 
 class _MessageDefinition:
-    """Messages of any role; claims what the router names in ``message``."""
+    """Messages of any role; claims what the preparer names in ``message``."""
 
     kind = _MESSAGE
     event_types = reaching(_MESSAGE, ROUTES)
@@ -561,11 +561,11 @@ class _MessageDefinition:
     match = operator.attrgetter("message")
 
     @staticmethod
-    def start(routed: Routed, reader: Reader) -> Message:
+    def start(routed: Envelope, reader: Reader) -> MessageState:
         event = routed.event
         kind = event["type"]
         if kind == "TOOL_CALL_RESULT":
-            return Message(
+            return MessageState(
                 event["messageId"],
                 event.get("role") or "tool",
                 event.get("content"),
@@ -574,10 +574,10 @@ class _MessageDefinition:
             )
         if kind in ("TOOL_CALL_START", "TOOL_CALL_CHUNK"):
             assert routed.owner is not None
-            return Message(routed.owner, "assistant")
+            return MessageState(routed.owner, "assistant")
         if kind[0] == "R":  # REASONING_MESSAGE_START / _CHUNK
-            return Message(event["messageId"], "reasoning", StreamedText(routed.delta))
-        return Message(
+            return MessageState(event["messageId"], "reasoning", StreamedText(routed.delta))
+        return MessageState(
             event["messageId"],
             event.get("role") or "assistant",
             StreamedText(routed.delta),
@@ -585,7 +585,7 @@ class _MessageDefinition:
         )
 
     @staticmethod
-    def update(message: Message, routed: Routed) -> Message:
+    def update(message: MessageState, routed: Envelope) -> MessageState:
         delta = routed.delta
         if delta:
             return _appended(message, delta)
@@ -602,14 +602,14 @@ class _MessageDefinition:
         return message
 
     @staticmethod
-    def update_many(message: Message, run: list[Routed]) -> Message:
+    def update_many(message: MessageState, run: list[Envelope]) -> MessageState:
         """``update`` over a run (``fold_run``): a streamed message's deltas, which the
         engine hands over together, make one append."""
         return fold_run(message, run, _pieces(run), _appended, _MessageDefinition.update)
 
     @staticmethod
     def render_text(node: Node) -> str:
-        message: Message = node.state
+        message: MessageState = node.state
         content = message.content
         if content is None:
             return f"{message.role}:"
@@ -622,7 +622,7 @@ class _MessageDefinition:
         """A Markdown bubble by role; a tool message as its result; reasoning folded."""
         from ._render import bubble, folded, markdown, payload, tool_card
 
-        message: Message = node.state
+        message: MessageState = node.state
         content = message.content
         if content is None or content == "":
             return ""
@@ -645,10 +645,10 @@ class _ToolCallDefinition:
     match = operator.attrgetter("tool_call")
 
     @staticmethod
-    def start(routed: Routed, reader: Reader) -> ToolCall:
+    def start(routed: Envelope, reader: Reader) -> ToolCallState:
         event = routed.event
         assert routed.owner is not None
-        return ToolCall(
+        return ToolCallState(
             event["toolCallId"],
             event.get("toolCallName") or "",
             routed.owner,
@@ -656,7 +656,7 @@ class _ToolCallDefinition:
         )
 
     @staticmethod
-    def update(call: ToolCall, routed: Routed) -> ToolCall:
+    def update(call: ToolCallState, routed: Envelope) -> ToolCallState:
         delta = routed.delta
         if delta:
             return _with_arguments(call, delta)
@@ -672,14 +672,14 @@ class _ToolCallDefinition:
         return call
 
     @staticmethod
-    def update_many(call: ToolCall, run: list[Routed]) -> ToolCall:
+    def update_many(call: ToolCallState, run: list[Envelope]) -> ToolCallState:
         """``update`` over a run (``fold_run``): a call's streamed arguments make one
         append."""
         return fold_run(call, run, _pieces(run), _with_arguments, _ToolCallDefinition.update)
 
     @staticmethod
     def render_text(node: Node) -> str:
-        call: ToolCall = node.state
+        call: ToolCallState = node.state
         return f"tool call {call.name}({call.arguments})"
 
     @staticmethod
@@ -687,7 +687,7 @@ class _ToolCallDefinition:
         """A tool card: name and arguments (its result is the tool message)."""
         from ._render import tool_card
 
-        call: ToolCall = node.state
+        call: ToolCallState = node.state
         status = "called" if call.ended else "streaming"
         return tool_card(call.name, status, arguments=str(call.arguments))
 
@@ -702,14 +702,14 @@ class _StateDefinition:
     match = operator.attrgetter("state")
 
     @staticmethod
-    def start(routed: Routed, reader: Reader) -> SharedState:
+    def start(routed: Envelope, reader: Reader) -> SharedState:
         event = routed.event
         if event["type"] == "STATE_SNAPSHOT":
             return SharedState(event.get("snapshot"))
         return _StateDefinition.update(SharedState({}), routed)
 
     @staticmethod
-    def update(current: SharedState, routed: Routed) -> SharedState:
+    def update(current: SharedState, routed: Envelope) -> SharedState:
         try:
             value = apply_patch(current.value, routed.event.get("delta") or [])
         except PatchError:
@@ -739,9 +739,9 @@ class _RunDefinition:
     match = operator.attrgetter("run")
 
     @staticmethod
-    def start(routed: Routed, reader: Reader) -> Run:
+    def start(routed: Envelope, reader: Reader) -> RunState:
         event = routed.event
-        run = Run(
+        run = RunState(
             event.get("runId"),
             event.get("threadId"),
             input_messages=tuple((event.get("input") or {}).get("messages") or ()),
@@ -749,7 +749,7 @@ class _RunDefinition:
         return run if event["type"] == "RUN_STARTED" else _RunDefinition.update(run, routed)
 
     @staticmethod
-    def update(run: Run, routed: Routed) -> Run:
+    def update(run: RunState, routed: Envelope) -> RunState:
         event = routed.event
         kind = event["type"]
         if kind == "RUN_FINISHED":
@@ -762,7 +762,7 @@ class _RunDefinition:
     @staticmethod
     def render_text(node: Node) -> str:
         """Nothing for a run that runs or finished; ``run error: ...`` for a failed one."""
-        run: Run = node.state
+        run: RunState = node.state
         return f"run error: {run.error}" if run.status == "error" else ""
 
     @staticmethod
@@ -771,7 +771,7 @@ class _RunDefinition:
         stream itself never sends), and a failed run's error as a row."""
         from ._render import bubble, line, markdown, payload
 
-        run: Run = node.state
+        run: RunState = node.state
         asked = next(
             (
                 m
@@ -803,16 +803,16 @@ class _EventDefinition:
     match = operator.attrgetter("other")
 
     @staticmethod
-    def start(routed: Routed, reader: Reader) -> EventNode:
-        return EventNode(routed.event["type"], routed.event)
+    def start(routed: Envelope, reader: Reader) -> EventState:
+        return EventState(routed.event["type"], routed.event)
 
     @staticmethod
-    def update(node: EventNode, routed: Routed) -> EventNode:
+    def update(node: EventState, routed: Envelope) -> EventState:
         return node
 
     @staticmethod
     def render_text(node: Node) -> str:
-        state: EventNode = node.state
+        state: EventState = node.state
         event = state.event
         if state.type == "CUSTOM":
             return f"custom {event.get('name')}: {payload(event.get('value'))}"
@@ -825,7 +825,7 @@ class _EventDefinition:
         """A custom or raw event folded as JSON; a messages snapshot as a row."""
         from ._render import code, folded, line
 
-        state: EventNode = node.state
+        state: EventState = node.state
         event = state.event
         if state.type == "MESSAGES_SNAPSHOT":
             count = len(event.get("messages") or ())
@@ -840,7 +840,7 @@ class _EventDefinition:
 
 # The matches are C attrgetters: a raw event dict (or any object but an envelope) goes
 # to this guard instead, which names the fix (the engine routes it by its class).
-_UNROUTED: Final = Unrouted("ag_ui_unrouted", Routed, _NOT_ROUTED)
+_UNROUTED: Final = Unrouted("ag_ui_unrouted", Envelope, _NOT_ROUTED)
 DEFINITIONS: Final = (
     _UNROUTED,
     _MessageDefinition(),
@@ -850,7 +850,7 @@ DEFINITIONS: Final = (
     _EventDefinition(),
 )
 """The AG-UI definition set, in registration order: the guard naming the fix for an
-event pushed without the router, then messages before their tool calls."""
+event pushed without the preparer, then messages before their tool calls."""
 
 
 # -- JSON Patch (RFC 6902) ----------------------------------------------------------------
@@ -973,7 +973,7 @@ def apply_patch(document: Any, operations: Iterable[Mapping[str, Any]]) -> Any:
 # -- rebuild ------------------------------------------------------------------------------
 
 
-def _message_dict(message: Message) -> dict[str, Any]:
+def _message_dict(message: MessageState) -> dict[str, Any]:
     if message.role == "tool" or message.tool_call_id is not None:
         out: dict[str, Any] = {
             "id": message.id,
@@ -1010,7 +1010,7 @@ def messages(nodes: Iterable[Node]) -> list[dict[str, Any]]:
                 out.append(message)
             by_id.setdefault(message["id"], message)  # the reference finds the first
         elif kind == "ag_ui_tool_call":
-            call: ToolCall = node.state
+            call: ToolCallState = node.state
             owner = by_id.get(call.parent)
             if owner is None or owner.get("role") != "assistant":
                 owner = {"id": call.parent, "role": "assistant", "toolCalls": []}
@@ -1127,9 +1127,9 @@ def detect(event: Mapping[str, Any]) -> bool:
     return type(kind) is str and kind in _WIRE_TYPES
 
 
-def route(events: Iterable[Any]) -> Iterator[Routed]:
-    """The envelopes of one stream's raw events (the pre-pass: one ``Router``, fresh)."""
-    return Router().route(events)
+def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
+    """The envelopes of one stream's raw events (the pre-pass: one ``Preparer``, fresh)."""
+    return Preparer().prepare(events)
 
 
 event_type: Final = route_of
@@ -1142,8 +1142,8 @@ PROTOCOL: Final = ProtocolSet(
     title="AG-UI",
     detect=detect,
     definitions=DEFINITIONS,
-    prepare=route,
-    pre_pass=Router,
+    prepare=prepare,
+    pre_pass=Preparer,
     event_type=event_type,
     rebuild=messages,
 )
@@ -1158,3 +1158,19 @@ def project(events: Iterable[Any]) -> tuple[Node, ...]:
 def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
     """The final message list of one recording (raw events in log order)."""
     return PROTOCOL.fold(events)
+
+
+# The names of one release ago (every set now says prepare, Preparer, Envelope).
+__getattr__ = renamed(
+    __name__,
+    globals(),
+    {
+        "route": "prepare",
+        "Router": "Preparer",
+        "Routed": "Envelope",
+        "Message": "MessageState",
+        "ToolCall": "ToolCallState",
+        "Run": "RunState",
+        "EventNode": "EventState",
+    },
+)

@@ -8,21 +8,21 @@ one message and finds a chunk's target through state the chunk does not carry:
 ``text-start`` may reuse an id, and every message of an agent loop restarts at
 ``"0"``), tool chunks search the current step first, a ``start`` with a new
 ``messageId`` begins a new message, and ``finish-step`` closes open text parts. The
-engine's ``match`` must be pure, so a small **router** runs in front of it:
-``Router()(chunk)`` wraps each raw chunk dict in a ``Routed`` envelope naming the node
+engine's ``match`` must be pure, so a small **preparer** runs in front of it:
+``Preparer()(chunk)`` wraps each raw chunk dict in a ``Envelope`` envelope naming the node
 it starts or updates, and its ``route``: a row of the one table ``ROUTES`` saying which
 definitions see it, how soon it shows and whether the reference yields a snapshot for
 it (``definitions._envelope``; the engine routes on it). Node ids are positional
 (``"<message>"`` and ``"<message>/<part>"``, counted from the start of the log), so a
-reused part id never reopens an older part. The router never copies a chunk and keeps
+reused part id never reopens an older part. The preparer never copies a chunk and keeps
 only the lookup tables the reference consults (open parts, tool calls of the message,
 data parts); the definitions fold the content. ``fold()`` applies it; live users push raw chunks
-into ``PROTOCOL.engine()`` (the set's ``definitions.ProtocolSet``), or call it per
-chunk, or register it as a push hook (``on_push_start``).
+into ``PROTOCOL.engine()`` (the set's ``definitions.ProtocolSet``: the common live
+path, with its errors), or call a ``Preparer`` per chunk.
 
 A window cut mid-message has no ``start`` for the message and no ``*-start`` for
 its open parts: their deltas are routed nowhere (no node), and parts that start
-inside the window belong to the message the router saw last (``""`` if none, as
+inside the window belong to the message the preparer saw last (``""`` if none, as
 the reference's initial message), never to an earlier message.
 
 Kinds: ``ai_sdk_message`` (id, metadata, finish reason, abort, errors),
@@ -51,6 +51,7 @@ from typing import Any, Final
 import msgspec
 
 from engine import Claim, Node, Reader
+from engine._deprecation import renamed
 
 from ._envelope import Route, describe, publications, reaching, route_of
 from ._protocol import UNREADABLE, ProtocolSet, Unrouted
@@ -63,29 +64,29 @@ __all__ = [
     "PROTOCOL",
     "ROUTES",
     "UNSET",
+    "Envelope",
     "MessageState",
-    "Part",
-    "Routed",
-    "Router",
-    "Step",
-    "TextPart",
-    "ToolPart",
+    "PartState",
+    "Preparer",
+    "StepState",
+    "TextPartState",
+    "ToolPartState",
     "detect",
     "event_type",
     "fix_json",
     "fold",
     "parse_partial_json",
+    "prepare",
     "project",
-    "route",
     "ui_messages",
 ]
 
 _FRAME: Final = "animation-frame"
 _NOW: Final = "immediate"
 _NOT_ROUTED = (
-    "AI SDK definitions fold Routed envelopes, not raw chunks: use "
+    "AI SDK definitions fold Envelope envelopes, not raw chunks: use "
     "ai_sdk.PROTOCOL.engine() (its push takes raw chunks), or push "
-    "ai_sdk.route(chunks) / ai_sdk.Router()(chunk)"
+    "ai_sdk.prepare(chunks) / ai_sdk.Preparer()(chunk)"
 )
 _MESSAGE: Final = "ai_sdk_message"
 _TEXT: Final = "ai_sdk_text"
@@ -131,11 +132,11 @@ ROUTES: Final[tuple[Route, ...]] = (
     *_ROUTES_BY_CHUNK,
     *(route.plus(_STEP) for route in _ROUTES_BY_CHUNK if route.writes),
 )
-"""The AI SDK routing table: every ``Route`` a ``Routed`` envelope can take."""
+"""The AI SDK routing table: every ``Route`` a ``Envelope`` envelope can take."""
 
 
-class Routed(msgspec.Struct, gc=False, eq=False):
-    """One raw chunk plus the claims the router decided for it.
+class Envelope(msgspec.Struct, gc=False, eq=False):
+    """One raw chunk plus the claims the preparer decided for it.
 
     ``event`` is the original dict (never copied). ``route`` is the row of ``ROUTES``
     it takes: the engine routes on it (``event_type``), so each chunk reaches only
@@ -153,7 +154,7 @@ class Routed(msgspec.Struct, gc=False, eq=False):
 
     event: Mapping[str, Any]
     route: Route = _NOWHERE
-    # The part kinds' claims first: a delta is made positionally (the router's hot path).
+    # The part kinds' claims first: a delta is made positionally (the preparer's hot path).
     text: Claim | None = None
     reasoning: Claim | None = None
     tool: Claim | None = None
@@ -177,7 +178,7 @@ def _message_of(part: Claim) -> str:
 
 
 class _Message:
-    """The router's lookup tables for one message (what the reference searches)."""
+    """The preparer's lookup tables for one message (what the reference searches)."""
 
     __slots__ = (
         "claim",
@@ -205,11 +206,12 @@ class _Message:
         self.data: dict[tuple[str, str], Claim] = {}
 
 
-class Router:
+class Preparer:
     """Decides, per raw UI message chunk, which node it starts or updates.
 
-    Call it on each chunk in log order (``router(chunk) -> Routed``), use
-    ``route(chunks)``, or register it as an engine push hook. One router per log.
+    Call it on each chunk in log order (``preparer(chunk) -> Envelope``), or use
+    ``prepare(chunks)``; ``PROTOCOL.engine()`` runs it as its live pre-pass. One
+    preparer per log.
     """
 
     def __init__(self) -> None:
@@ -217,10 +219,10 @@ class Router:
         self._current = _Message("0", "")
         self._reasoning: dict[str, Claim] = {}
 
-    def __call__(self, event: Any) -> Routed:
+    def __call__(self, event: Any) -> Envelope:
         """The envelope of ``event`` (a chunk dict, or a typed chunk by its shape); a
         chunk that concerns no node gets a bare one."""
-        if not isinstance(event, dict):  # a dict subclass is folded as it is, as by route
+        if not isinstance(event, dict):  # a dict subclass is folded as it is, as by prepare
             event = PROTOCOL.as_dict(event)
         kind = event.get("type")
         handler = _HANDLERS.get(kind)
@@ -229,7 +231,7 @@ class Router:
         elif type(kind) is str and kind.startswith("data-"):
             routed = self._data(event)
         else:
-            return Routed(event)
+            return Envelope(event)
         current = self._current
         route = routed.route
         if current.pending_steps and route.writes:
@@ -240,7 +242,7 @@ class Router:
             current.pending_steps = 0
         return routed
 
-    def route(self, events: Iterable[Any]) -> Iterator[Routed]:
+    def prepare(self, events: Iterable[Any]) -> Iterator[Envelope]:
         """Envelopes of ``events``, in order."""
         handlers = _HANDLERS
         delta_keys = _DELTA_KEYS
@@ -264,7 +266,7 @@ class Router:
                     event = PROTOCOL.as_dict(event)
                     kind = event.get("type")
                 if kind == last_type and get(event, last_key, _ABSENT) == last_part:
-                    yield Routed(event, last_route, last_text, last_reasoning, last_tool)
+                    yield Envelope(event, last_route, last_text, last_reasoning, last_tool)
                     continue
                 # The common case inline (a known chunk, no pending step); else the full path.
                 handler = handlers.get(kind)
@@ -285,11 +287,6 @@ class Router:
             except UNREADABLE as exc:  # an event of the wrong shape
                 raise PROTOCOL.unreadable(position, event, exc) from exc
 
-    def on_push_start(self, ctx: Any) -> None:
-        """Push-hook form: replace the pushed raw chunk with its envelope."""
-        if not isinstance(ctx.event, Routed):
-            ctx.event = self(ctx.event)
-
     # -- messages ----------------------------------------------------------------------
 
     def _message_claim(self, message: _Message) -> Claim | None:
@@ -299,7 +296,7 @@ class Router:
             return Claim(message.node, "start")
         return None
 
-    def _start(self, event: Mapping[str, Any]) -> Routed:
+    def _start(self, event: Mapping[str, Any]) -> Envelope:
         message_id = event.get("messageId")
         current = self._current
         if message_id is not None and message_id != current.id:
@@ -311,17 +308,19 @@ class Router:
         route = _TO_MESSAGE
         if message_id is None and event.get("messageMetadata") is None:
             route = _TO_MESSAGE_QUIET
-        return Routed(event, route, message=start or current.claim)
+        return Envelope(event, route, message=start or current.claim)
 
-    def _message_update(self, event: Mapping[str, Any]) -> Routed:
+    def _message_update(self, event: Mapping[str, Any]) -> Envelope:
         current = self._current
         start = self._message_claim(current)
         route = _TO_MESSAGE
         if event["type"] in ("abort", "error") or event.get("messageMetadata") is None:
             route = _TO_MESSAGE_QUIET
-        return Routed(event, route, message=start or current.claim)
+        return Envelope(event, route, message=start or current.claim)
 
-    def _new_part(self, event: Mapping[str, Any], route: Route, field: str) -> tuple[Routed, Claim]:
+    def _new_part(
+        self, event: Mapping[str, Any], route: Route, field: str
+    ) -> tuple[Envelope, Claim]:
         """The envelope starting a new part of the current message (``route``, its
         claim in ``field``; it starts the message too if nothing did yet), and the
         part's update claim."""
@@ -331,51 +330,51 @@ class Router:
         message_start = self._message_claim(current)
         if message_start is not None:
             route = route.plus(_MESSAGE)
-        routed = Routed(event, route, message=message_start)
+        routed = Envelope(event, route, message=message_start)
         setattr(routed, field, Claim(node, "start"))
         return routed, Claim(node, "update")
 
-    def _text_start(self, event: Mapping[str, Any]) -> Routed:
+    def _text_start(self, event: Mapping[str, Any]) -> Envelope:
         routed, update = self._new_part(event, _TO_TEXT, "text")
         self._current.text[event["id"]] = update
         return routed
 
-    def _text_delta(self, event: Mapping[str, Any]) -> Routed:
+    def _text_delta(self, event: Mapping[str, Any]) -> Envelope:
         claim = self._current.text.get(event["id"])
-        return Routed(event) if claim is None else Routed(event, _TEXT_DELTA, claim)
+        return Envelope(event) if claim is None else Envelope(event, _TEXT_DELTA, claim)
 
-    def _text_end(self, event: Mapping[str, Any]) -> Routed:
+    def _text_end(self, event: Mapping[str, Any]) -> Envelope:
         claim = self._current.text.pop(event["id"], None)
-        return Routed(event) if claim is None else Routed(event, _TO_TEXT, claim)
+        return Envelope(event) if claim is None else Envelope(event, _TO_TEXT, claim)
 
-    def _reasoning_start(self, event: Mapping[str, Any]) -> Routed:
+    def _reasoning_start(self, event: Mapping[str, Any]) -> Envelope:
         routed, update = self._new_part(event, _TO_REASONING, "reasoning")
         self._reasoning[event["id"]] = update
         return routed
 
-    def _reasoning_delta(self, event: Mapping[str, Any]) -> Routed:
+    def _reasoning_delta(self, event: Mapping[str, Any]) -> Envelope:
         claim = self._reasoning.get(event["id"])
-        return Routed(event) if claim is None else Routed(event, _REASONING_DELTA, None, claim)
+        return Envelope(event) if claim is None else Envelope(event, _REASONING_DELTA, None, claim)
 
-    def _reasoning_end(self, event: Mapping[str, Any]) -> Routed:
+    def _reasoning_end(self, event: Mapping[str, Any]) -> Envelope:
         claim = self._reasoning.pop(event["id"], None)
-        return Routed(event) if claim is None else Routed(event, _TO_REASONING, reasoning=claim)
+        return Envelope(event) if claim is None else Envelope(event, _TO_REASONING, reasoning=claim)
 
     # -- tools ---------------------------------------------------------------------------
 
-    def _tool_part(self, event: Mapping[str, Any], dynamic: bool) -> Routed:
+    def _tool_part(self, event: Mapping[str, Any], dynamic: bool) -> Envelope:
         """updateToolPart/updateDynamicToolPart: the call's part in this step, or a new one."""
         current = self._current
         tool_call_id = event["toolCallId"]
         claim = current.step_tools.get((tool_call_id, dynamic))
         if claim is not None:
-            return Routed(event, _TO_TOOL, tool=claim)
+            return Envelope(event, _TO_TOOL, tool=claim)
         routed, update = self._new_part(event, _TO_TOOL, "tool")
         current.step_tools[(tool_call_id, dynamic)] = update
         current.tools[tool_call_id] = update
         return routed
 
-    def _tool_start(self, event: Mapping[str, Any]) -> Routed:
+    def _tool_start(self, event: Mapping[str, Any]) -> Envelope:
         dynamic = bool(event.get("dynamic"))
         routed = self._tool_part(event, dynamic)
         # The input deltas update the part with its one cached update claim.
@@ -384,11 +383,11 @@ class Router:
         current.partial[tool_call_id] = current.step_tools[(tool_call_id, dynamic)]
         return routed
 
-    def _tool_delta(self, event: Mapping[str, Any]) -> Routed:
+    def _tool_delta(self, event: Mapping[str, Any]) -> Envelope:
         claim = self._current.partial.get(event["toolCallId"])
-        return Routed(event) if claim is None else Routed(event, _TOOL_DELTA, None, None, claim)
+        return Envelope(event) if claim is None else Envelope(event, _TOOL_DELTA, None, None, claim)
 
-    def _tool_input(self, event: Mapping[str, Any]) -> Routed:
+    def _tool_input(self, event: Mapping[str, Any]) -> Envelope:
         dynamic = bool(event.get("dynamic"))
         if event["type"] == "tool-input-error":
             # The reference keeps the kind of a part already in this step.
@@ -397,7 +396,7 @@ class Router:
                 dynamic = not dynamic
         return self._tool_part(event, dynamic)
 
-    def _tool_output(self, event: Mapping[str, Any]) -> Routed:
+    def _tool_output(self, event: Mapping[str, Any]) -> Envelope:
         # getToolInvocation: this step's part first, else the latest in the message.
         current = self._current
         tool_call_id = event["toolCallId"]
@@ -406,64 +405,64 @@ class Router:
             or current.step_tools.get((tool_call_id, True))
             or current.tools.get(tool_call_id)
         )
-        return Routed(event) if claim is None else Routed(event, _TO_TOOL, tool=claim)
+        return Envelope(event) if claim is None else Envelope(event, _TO_TOOL, tool=claim)
 
     # -- steps and other parts --------------------------------------------------------
 
-    def _start_step(self, event: Mapping[str, Any]) -> Routed:
+    def _start_step(self, event: Mapping[str, Any]) -> Envelope:
         self._current.step_tools = {}
         self._current.pending_steps += 1
-        return Routed(event)
+        return Envelope(event)
 
-    def _finish_step(self, event: Mapping[str, Any]) -> Routed:
+    def _finish_step(self, event: Mapping[str, Any]) -> Envelope:
         self._current.text = {}
         self._reasoning = {}
-        return Routed(event)
+        return Envelope(event)
 
-    def _part(self, event: Mapping[str, Any]) -> Routed:
+    def _part(self, event: Mapping[str, Any]) -> Envelope:
         return self._new_part(event, _TO_PART, "part")[0]
 
-    def _data(self, event: Mapping[str, Any]) -> Routed:
+    def _data(self, event: Mapping[str, Any]) -> Envelope:
         if event.get("transient"):
-            return Routed(event)  # delivered to onData only, never a part
+            return Envelope(event)  # delivered to onData only, never a part
         data_id = event.get("id")
         if data_id is not None:
             claim = self._current.data.get((event["type"], data_id))
             if claim is not None:
-                return Routed(event, _TO_PART, part=claim)
+                return Envelope(event, _TO_PART, part=claim)
         routed, update = self._new_part(event, _TO_PART, "part")
         if data_id is not None:
             self._current.data[(event["type"], data_id)] = update
         return routed
 
 
-# The router's handler of each chunk type (data-* aside): plain functions of (router,
-# chunk), in one table for all routers (a router is made per log, and many are short).
-_HANDLERS: Final[dict[Any, Callable[[Router, Mapping[str, Any]], Routed]]] = {
-    "start": Router._start,
-    "finish": Router._message_update,
-    "message-metadata": Router._message_update,
-    "abort": Router._message_update,
-    "error": Router._message_update,
-    "text-start": Router._text_start,
-    "text-delta": Router._text_delta,
-    "text-end": Router._text_end,
-    "reasoning-start": Router._reasoning_start,
-    "reasoning-delta": Router._reasoning_delta,
-    "reasoning-end": Router._reasoning_end,
-    "tool-input-start": Router._tool_start,
-    "tool-input-delta": Router._tool_delta,
-    "tool-input-available": Router._tool_input,
-    "tool-input-error": Router._tool_input,
-    "tool-output-available": Router._tool_output,
-    "tool-output-error": Router._tool_output,
-    "tool-approval-request": Router._tool_output,
-    "tool-output-denied": Router._tool_output,
-    "start-step": Router._start_step,
-    "finish-step": Router._finish_step,
-    "file": Router._part,
-    "source-url": Router._part,
-    "source-document": Router._part,
+# The preparer's handler of each chunk type (data-* aside): plain functions of (preparer,
+# chunk), in one table for all preparers (a preparer is made per log, and many are short).
+_HANDLERS: Final[dict[Any, Callable[[Preparer, Mapping[str, Any]], Envelope]]] = {
+    "start": Preparer._start,
+    "finish": Preparer._message_update,
+    "message-metadata": Preparer._message_update,
+    "abort": Preparer._message_update,
+    "error": Preparer._message_update,
+    "text-start": Preparer._text_start,
+    "text-delta": Preparer._text_delta,
+    "text-end": Preparer._text_end,
+    "reasoning-start": Preparer._reasoning_start,
+    "reasoning-delta": Preparer._reasoning_delta,
+    "reasoning-end": Preparer._reasoning_end,
+    "tool-input-start": Preparer._tool_start,
+    "tool-input-delta": Preparer._tool_delta,
+    "tool-input-available": Preparer._tool_input,
+    "tool-input-error": Preparer._tool_input,
+    "tool-output-available": Preparer._tool_output,
+    "tool-output-error": Preparer._tool_output,
+    "tool-approval-request": Preparer._tool_output,
+    "tool-output-denied": Preparer._tool_output,
+    "start-step": Preparer._start_step,
+    "finish-step": Preparer._finish_step,
+    "file": Preparer._part,
+    "source-url": Preparer._part,
+    "source-document": Preparer._part,
 }
 
 
@@ -489,7 +488,7 @@ class MessageState(msgspec.Struct, frozen=True):
     errors: tuple[str, ...] = ()
 
 
-class TextPart(msgspec.Struct, frozen=True):
+class TextPartState(msgspec.Struct, frozen=True):
     """A text or reasoning part (``id`` is the chunk id; only reasoning parts show it)."""
 
     message: str
@@ -511,7 +510,7 @@ UNSET: Final = _Unset()
 _PARTIAL: Final = "\x00partial"  # input = the partial parse of ``raw``
 
 
-class ToolPart(msgspec.Struct, frozen=True):
+class ToolPartState(msgspec.Struct, frozen=True):
     """A tool invocation part (static ``tool-<name>`` or ``dynamic-tool``).
 
     ``raw`` is the streamed input text; ``input`` is the value, or ``"\\x00partial"``
@@ -539,7 +538,7 @@ class ToolPart(msgspec.Struct, frozen=True):
     approval: Any = UNSET
 
 
-class Part(msgspec.Struct, frozen=True):
+class PartState(msgspec.Struct, frozen=True):
     """A discrete part: step-start, data-*, file, source-url or source-document.
 
     ``fields`` is the part as the reference shows it (a data part's ``data`` is
@@ -574,7 +573,7 @@ class _MessageDefinition:
     match = operator.attrgetter("message")
 
     @staticmethod
-    def start(routed: Routed, reader: Reader) -> MessageState:
+    def start(routed: Envelope, reader: Reader) -> MessageState:
         event = routed.event
         message_id = event.get("messageId") if event.get("type") == "start" else None
         state = MessageState(message_id if message_id is not None else "")
@@ -583,7 +582,7 @@ class _MessageDefinition:
         return _MessageDefinition.update(state, routed)
 
     @staticmethod
-    def update(state: MessageState, routed: Routed) -> MessageState:
+    def update(state: MessageState, routed: Envelope) -> MessageState:
         event = routed.event
         kind = event.get("type")
         metadata = event.get("messageMetadata")
@@ -634,15 +633,15 @@ class _MessageDefinition:
         )
 
 
-def _text_appended(part: TextPart, text: str) -> TextPart:
+def _text_appended(part: TextPartState, text: str) -> TextPartState:
     """``part`` with ``text`` appended (what ``update`` makes of a delta chunk without
     providerMetadata)."""
-    return TextPart(
+    return TextPartState(
         part.message, part.id, part.text.append(text), part.done, part.provider_metadata
     )
 
 
-def _input_appended(part: ToolPart, text: str) -> ToolPart:
+def _input_appended(part: ToolPartState, text: str) -> ToolPartState:
     """``part`` with ``text`` appended to its raw input (what ``update`` makes of a
     ``tool-input-delta``)."""
     return msgspec.structs.replace(part, raw=part.raw.append(text), input=_PARTIAL, raw_input=True)
@@ -660,28 +659,28 @@ class _TextDefinition:
     match = operator.attrgetter("text")
 
     @classmethod
-    def start(cls, routed: Routed, reader: Reader) -> TextPart:
+    def start(cls, routed: Envelope, reader: Reader) -> TextPartState:
         event = routed.event
         claim = cls.match(routed)  # the text's claim, or the reasoning's
         assert claim is not None  # match claimed it
-        return TextPart(
+        return TextPartState(
             _message_of(claim), event["id"], StreamedText(), False, event.get("providerMetadata")
         )
 
     @staticmethod
-    def update(part: TextPart, routed: Routed) -> TextPart:
+    def update(part: TextPartState, routed: Envelope) -> TextPartState:
         event = routed.event
         metadata = event.get("providerMetadata")
         delta = event.get("delta")
         if delta is not None:
-            return TextPart(
+            return TextPartState(
                 part.message,
                 part.id,
                 part.text.append(delta),
                 part.done,
                 part.provider_metadata if metadata is None else metadata,
             )
-        return TextPart(
+        return TextPartState(
             part.message,
             part.id,
             part.text,
@@ -690,7 +689,7 @@ class _TextDefinition:
         )
 
     @staticmethod
-    def update_many(part: TextPart, run: list[Routed]) -> TextPart:
+    def update_many(part: TextPartState, run: list[Envelope]) -> TextPartState:
         """``update`` over a run (``fold_run``): a part's streamed deltas, which the
         engine hands over together, make one append. A chunk with providerMetadata,
         or without a delta, goes to ``update``; a delta of another type than str makes
@@ -713,7 +712,7 @@ class _TextDefinition:
         """Text as a Markdown bubble; reasoning folded."""
         from ._render import bubble, folded, markdown
 
-        part: TextPart = node.state
+        part: TextPartState = node.state
         if cls.label == "reasoning":
             summary = "Reasoning" if part.done else "Reasoning …"
             return folded(summary, markdown(part.text), cls="reasoning")
@@ -747,11 +746,11 @@ class _ToolDefinition:
     match = operator.attrgetter("tool")
 
     @staticmethod
-    def start(routed: Routed, reader: Reader) -> ToolPart:
+    def start(routed: Envelope, reader: Reader) -> ToolPartState:
         event = routed.event
         dynamic = bool(event.get("dynamic"))
         assert routed.tool is not None  # match claimed it
-        part = ToolPart(
+        part = ToolPartState(
             _message_of(routed.tool),
             event["toolCallId"],
             event.get("toolName") or "",
@@ -762,7 +761,7 @@ class _ToolDefinition:
         return _ToolDefinition.update(part, routed)
 
     @staticmethod
-    def update(part: ToolPart, routed: Routed) -> ToolPart:
+    def update(part: ToolPartState, routed: Envelope) -> ToolPartState:
         event = routed.event
         kind = event["type"]
         if kind == "tool-input-delta":
@@ -792,7 +791,7 @@ class _ToolDefinition:
         return part
 
     @staticmethod
-    def update_many(part: ToolPart, run: list[Routed]) -> ToolPart:
+    def update_many(part: ToolPartState, run: list[Envelope]) -> ToolPartState:
         """``update`` over a run (``fold_run``): a call's streamed input makes one
         append; any other chunk goes to ``update``."""
         pieces = [
@@ -810,7 +809,7 @@ class _ToolDefinition:
 
     @staticmethod
     def render_text(node: Node) -> str:
-        part: ToolPart = node.state
+        part: ToolPartState = node.state
         text = f"tool {part.tool_name} [{part.state}] {part.raw or _json(part.input)}"
         if part.output is not UNSET:
             text += f"\n-> {_json(part.output)}"
@@ -823,7 +822,7 @@ class _ToolDefinition:
         """A tool card: name, input, output or error, the part's state."""
         from ._render import tool_card
 
-        part: ToolPart = node.state
+        part: ToolPartState = node.state
         arguments = str(part.raw) if str(part.raw) or part.input is _PARTIAL else part.input
         return tool_card(
             part.tool_name,
@@ -838,7 +837,7 @@ _INPUT_KINDS: Final = frozenset({"tool-input-start", "tool-input-available", "to
 _EMPTY_TEXT: Final = StreamedText()
 
 
-def _input_phase(part: ToolPart, event: Mapping[str, Any], kind: str) -> ToolPart:
+def _input_phase(part: ToolPartState, event: Mapping[str, Any], kind: str) -> ToolPartState:
     """updateToolPart with the chunk's own fields: the fields the chunk lacks become
     undefined, except providerExecuted, title and toolMetadata (kept when absent or
     null); providerMetadata (unless absent or null) is the call's, or the result's for
@@ -870,7 +869,7 @@ def _input_phase(part: ToolPart, event: Mapping[str, Any], kind: str) -> ToolPar
     provider_executed = get("providerExecuted")
     title = get("title")
     tool_metadata = get("toolMetadata")
-    return ToolPart(
+    return ToolPartState(
         part.message,
         part.tool_call_id,
         get("toolName", part.tool_name),
@@ -892,7 +891,7 @@ def _input_phase(part: ToolPart, event: Mapping[str, Any], kind: str) -> ToolPar
     )
 
 
-def _output_phase(part: ToolPart, event: Mapping[str, Any], kind: str) -> ToolPart:
+def _output_phase(part: ToolPartState, event: Mapping[str, Any], kind: str) -> ToolPartState:
     """An output or output error: the input encoding becomes undefined, and so does
     rawInput unless a static tool's input error left it; providerExecuted is the
     chunk's if it has the key (null included); toolMetadata and providerMetadata (the
@@ -908,7 +907,7 @@ def _output_phase(part: ToolPart, event: Mapping[str, Any], kind: str) -> ToolPa
     raw_input = UNSET if kind == "tool-output-available" or part.dynamic else part.raw_input
     tool_metadata = get("toolMetadata")
     provider_metadata = get("providerMetadata")
-    return ToolPart(
+    return ToolPartState(
         part.message,
         part.tool_call_id,
         part.tool_name,
@@ -938,7 +937,7 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-class Step(msgspec.Struct, frozen=True):
+class StepState(msgspec.Struct, frozen=True):
     """``count`` step-start parts (consecutive start-steps shown by one snapshot)."""
 
     message: str
@@ -946,7 +945,7 @@ class Step(msgspec.Struct, frozen=True):
 
 
 class _StepDefinition:
-    """Step-start parts, started when a later chunk's snapshot shows them."""
+    """StepState-start parts, started when a later chunk's snapshot shows them."""
 
     kind = _STEP
     event_types = reaching(_STEP, ROUTES)
@@ -955,13 +954,13 @@ class _StepDefinition:
     match = operator.attrgetter("step")
 
     @staticmethod
-    def start(routed: Routed, reader: Reader) -> Step:
+    def start(routed: Envelope, reader: Reader) -> StepState:
         claim = routed.step
         assert claim is not None  # match claimed it
-        return Step(_message_of(claim), routed.steps)
+        return StepState(_message_of(claim), routed.steps)
 
     @staticmethod
-    def update(step: Step, routed: Routed) -> Step:
+    def update(step: StepState, routed: Envelope) -> StepState:
         return step
 
     @staticmethod
@@ -992,33 +991,33 @@ class _PartDefinition:
     match = operator.attrgetter("part")
 
     @staticmethod
-    def start(routed: Routed, reader: Reader) -> Part:
+    def start(routed: Envelope, reader: Reader) -> PartState:
         event = routed.event
         kind = event["type"]
         assert routed.part is not None  # match claimed it
         message = _message_of(routed.part)
         # An absent field is the reference's undefined (dropped); a JSON null is kept.
         if kind.startswith("data-"):
-            return Part(message, kind, dict(event))  # the chunk itself is the part
+            return PartState(message, kind, dict(event))  # the chunk itself is the part
         fields = {"type": kind}
         for key in _PART_FIELDS[kind]:
             if key in event:
                 fields[key] = event[key]
         if kind == "file" and fields.get("providerMetadata", 0) is None:
             del fields["providerMetadata"]  # spread only when != null
-        return Part(message, kind, fields)
+        return PartState(message, kind, fields)
 
     @staticmethod
-    def update(part: Part, routed: Routed) -> Part:
+    def update(part: PartState, routed: Envelope) -> PartState:
         event = routed.event
         fields = {key: value for key, value in part.fields.items() if key != "data"}
         if "data" in event:
             fields["data"] = event["data"]
-        return Part(part.message, part.type, fields)
+        return PartState(part.message, part.type, fields)
 
     @staticmethod
     def render_text(node: Node) -> str:
-        part: Part = node.state
+        part: PartState = node.state
         if part.type == "step-start":
             return ""
         fields = {k: v for k, v in part.fields.items() if k != "type"}
@@ -1029,7 +1028,7 @@ class _PartDefinition:
         """Sources as links, files as a row, data parts folded as JSON."""
         from ._render import code, folded, line, payload, sources
 
-        part: Part = node.state
+        part: PartState = node.state
         fields = part.fields
         if part.type == "step-start":
             return ""
@@ -1046,7 +1045,7 @@ class _PartDefinition:
 
 # The matches are C attrgetters: a raw chunk dict (or any object but an envelope) goes
 # to this guard instead, which names the fix (the engine routes it by its class).
-_UNROUTED: Final = Unrouted("ai_sdk_unrouted", Routed, _NOT_ROUTED)
+_UNROUTED: Final = Unrouted("ai_sdk_unrouted", Envelope, _NOT_ROUTED)
 DEFINITIONS: Final = (
     _UNROUTED,
     _MessageDefinition(),
@@ -1057,7 +1056,7 @@ DEFINITIONS: Final = (
     _PartDefinition(),
 )
 """The AI SDK definition set, in registration order: the guard naming the fix for a
-chunk pushed without the router, a message before its parts, and a step-start before
+chunk pushed without the preparer, a message before its parts, and a step-start before
 the part whose chunk makes it visible (one event may start both)."""
 
 
@@ -1263,7 +1262,7 @@ def _loads(text: str) -> Any:
 # -- rebuild ------------------------------------------------------------------------------
 
 
-def _tool_dict(part: ToolPart) -> dict[str, Any]:
+def _tool_dict(part: ToolPartState) -> dict[str, Any]:
     out: dict[str, Any]
     if part.dynamic:
         out = {"type": "dynamic-tool", "toolName": part.tool_name}
@@ -1384,9 +1383,9 @@ def detect(event: Mapping[str, Any]) -> bool:
     return type(kind) is str and (kind in _WIRE_TYPES or kind.startswith("data-"))
 
 
-def route(events: Iterable[Any]) -> Iterator[Routed]:
-    """The envelopes of one stream's raw chunks (the pre-pass: one ``Router``, fresh)."""
-    return Router().route(events)
+def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
+    """The envelopes of one stream's raw chunks (the pre-pass: one ``Preparer``, fresh)."""
+    return Preparer().prepare(events)
 
 
 event_type: Final = route_of
@@ -1399,8 +1398,8 @@ PROTOCOL: Final = ProtocolSet(
     title="AI SDK UI message stream",
     detect=detect,
     definitions=DEFINITIONS,
-    prepare=route,
-    pre_pass=Router,
+    prepare=prepare,
+    pre_pass=Preparer,
     event_type=event_type,
     rebuild=ui_messages,
 )
@@ -1415,3 +1414,19 @@ def project(events: Iterable[Any]) -> tuple[Node, ...]:
 def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
     """The final UI messages of one recording (raw chunks in log order)."""
     return PROTOCOL.fold(events)
+
+
+# The names of one release ago (every set now says prepare, Preparer, Envelope).
+__getattr__ = renamed(
+    __name__,
+    globals(),
+    {
+        "route": "prepare",
+        "Router": "Preparer",
+        "Routed": "Envelope",
+        "TextPart": "TextPartState",
+        "ToolPart": "ToolPartState",
+        "Part": "PartState",
+        "Step": "StepState",
+    },
+)

@@ -6,8 +6,8 @@ A recording holds several messages in a row (agent loops), but
 ``content_block_delta`` carries only the block's ``index``, not the message it
 belongs to. The engine's ``match`` must be pure, so the message an event belongs
 to cannot be remembered by a definition. It is named outside the fold instead:
-``scope(events)`` is a small pure pre-pass that wraps each raw event, without
-copying it, in ``Scoped(message_id, event)``, where ``message_id`` is the id of
+``prepare(events)`` is a small pure pre-pass that wraps each raw event, without
+copying it, in ``Envelope(message_id, event)``, where ``message_id`` is the id of
 the latest ``message_start`` before it. Definitions match on that envelope:
 
 - ``anthropic_message`` (node id: the message id) starts on ``message_start``
@@ -27,14 +27,14 @@ The set is declared by ``PROTOCOL`` (``definitions.ProtocolSet``). Live users pu
 what ``client.messages.stream(...)`` yields into ``PROTOCOL.engine()``: raw events
 and the SDK's typed ones alike, the ``MessageStream`` helper's derived events
 (``TextEvent``, ``InputJsonEvent``, ...) skipped, as they repeat the raw deltas.
-By hand: ``engine.push_many(scope(events))``, or one ``Scoper`` called per event,
+By hand: ``engine.push_many(prepare(events))``, or one ``Preparer`` called per event,
 routed with ``event_type=anthropic.event_type`` (the inner event's type): the block
 definition's publication is a mapping from that type, which the engine resolves
 once per type, and which needs the engine's ``event_type``.
 
-Per delta the work is one envelope, of a ``Scoped`` subclass per event type whose
+Per delta the work is one envelope, of a ``Envelope`` subclass per event type whose
 class names the type (routing it is one attribute read) and which carries the
-block's claim (made once per block by the scoper, found by an identity check on the
+block's claim (made once per block by the preparer, found by an identity check on the
 index while the deltas stay on one block), one attribute read to claim it, and a
 share of the run the engine hands ``update_many``: the block's own pieces joined and
 appended to its ``StreamedText`` at once (a citation or a signature before or after
@@ -55,10 +55,11 @@ from typing import Any, ClassVar, Final
 import msgspec
 
 from engine import Claim, Node, Publication, Reader
+from engine._deprecation import renamed
 
 from ._partial_json import PartialJSONError, parse_partial_json
 from ._protocol import UNREADABLE, ProtocolSet, not_routed
-from ._render import list_item_text, payload, trailing_marker
+from ._render import text_follows
 from ._runs import fold_run
 from ._text import StreamedText
 
@@ -67,15 +68,15 @@ __all__ = [
     "PROTOCOL",
     "BlockDefinition",
     "BlockState",
+    "Envelope",
     "MessageDefinition",
     "MessageState",
-    "Scoped",
-    "Scoper",
+    "Preparer",
     "detect",
     "event_type",
     "fold",
     "messages",
-    "scope",
+    "prepare",
 ]
 
 _EMPTY = StreamedText()
@@ -84,17 +85,17 @@ _NO_INDEX: Final = object()  # no block event seen in the current scope
 _TRACKS_INPUT: Final = frozenset({"tool_use", "server_tool_use"})
 
 
-class Scoped(msgspec.Struct, frozen=True, array_like=True, gc=False):
+class Envelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """A raw Anthropic event and the id of the message it belongs to.
 
     ``message_id`` is ``None`` for events before the first ``message_start`` the
-    scoper saw (a window cut mid-message): no definition claims those. ``block`` is
+    preparer saw (a window cut mid-message): no definition claims those. ``block`` is
     the block definition's claim for a ``content_block_*`` event with an int
-    ``index`` in a scoped message, made once per block by the scoper (a delta's
+    ``index`` in a scoped message, made once per block by the preparer (a delta's
     claim is then one attribute read, with no id formatted per delta); ``None``
     otherwise, and ``match`` works the claim out from the event.
 
-    ``scope`` and ``Scoper`` make instances of a private subclass per event type,
+    ``prepare`` and ``Preparer`` make instances of a private subclass per event type,
     which ``event_type`` routes without reading the event; one built by hand is
     routed, claimed and folded the same.
     """
@@ -104,46 +105,46 @@ class Scoped(msgspec.Struct, frozen=True, array_like=True, gc=False):
     block: Claim | None = None
 
 
-# The envelopes scope() makes are of a subclass per event type, which names the
-# type, so routing one is an attribute read (event_type); a Scoped built by hand is
+# The envelopes prepare() makes are of a subclass per event type, which names the
+# type, so routing one is an attribute read (event_type); a Envelope built by hand is
 # routed by its event's type, as these are.
-class _MessageStart(Scoped, frozen=True):
+class _MessageStart(Envelope, frozen=True):
     _anthropic_type: ClassVar = "message_start"
 
 
-class _MessageDelta(Scoped, frozen=True):
+class _MessageDelta(Envelope, frozen=True):
     _anthropic_type: ClassVar = "message_delta"
 
 
-class _MessageStop(Scoped, frozen=True):
+class _MessageStop(Envelope, frozen=True):
     _anthropic_type: ClassVar = "message_stop"
 
 
-class _BlockStart(Scoped, frozen=True):
+class _BlockStart(Envelope, frozen=True):
     _anthropic_type: ClassVar = "content_block_start"
 
 
-class _BlockDelta(Scoped, frozen=True):
+class _BlockDelta(Envelope, frozen=True):
     _anthropic_type: ClassVar = "content_block_delta"
 
 
-class _BlockStop(Scoped, frozen=True):
+class _BlockStop(Envelope, frozen=True):
     _anthropic_type: ClassVar = "content_block_stop"
 
 
-_ENVELOPES: Final[dict[object, type[Scoped]]] = {
+_ENVELOPES: Final[dict[object, type[Envelope]]] = {
     cls._anthropic_type: cls
     for cls in (_MessageStart, _MessageDelta, _MessageStop, _BlockStart, _BlockDelta, _BlockStop)
 }
 
 
-def _envelope(kind: object) -> type[Scoped]:
-    """The envelope class of an event of type ``kind`` (``Scoped`` for other types)."""
-    return _ENVELOPES.get(kind, Scoped) if type(kind) is str else Scoped
+def _envelope(kind: object) -> type[Envelope]:
+    """The envelope class of an event of type ``kind`` (``Envelope`` for other types)."""
+    return _ENVELOPES.get(kind, Envelope) if type(kind) is str else Envelope
 
 
-class Scoper:
-    """Names the message of each event of one stream, in order (see ``scope``)."""
+class Preparer:
+    """Names the message of each event of one stream, in order (see ``prepare``)."""
 
     __slots__ = ("_claims", "message_id")
 
@@ -152,10 +153,10 @@ class Scoper:
         # the current message's block update claims by index
         self._claims: dict[int, Claim] = {}
 
-    def __call__(self, event: Any) -> Scoped | None:
+    def __call__(self, event: Any) -> Envelope | None:
         """Wrap ``event`` (a dict or an SDK event; ``None`` for a ``MessageStream``
         helper's derived event); a ``message_start`` makes its id the current scope."""
-        if not isinstance(event, dict):  # a dict subclass as it is, as in scope
+        if not isinstance(event, dict):  # a dict subclass as it is, as in prepare
             event = PROTOCOL.plain(event)
             if event is None:
                 return None
@@ -193,20 +194,20 @@ def _start_claim(claims: dict[int, Claim], message_id: str, index: int) -> Claim
     return Claim(update.id, "start")
 
 
-def scope(events: Iterable[Any]) -> Iterator[Scoped]:
-    """Wrap each raw event of one stream in ``Scoped`` (the pure pre-pass).
+def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
+    """Wrap each raw event of one stream in ``Envelope`` (the pure pre-pass).
 
     Takes dicts (a dict subclass too, as it is) and the SDK's typed events
     (``PROTOCOL.plain``, which copies any other mapping); ``ping`` events and
     the ``MessageStream`` helper's derived events are dropped (the SDK drops pings
-    before folding too). Gives the envelopes ``Scoper`` gives, one event at a time.
+    before folding too). Gives the envelopes ``Preparer`` gives, one event at a time.
     """
     message_id: str | None = None
     claims: dict[int, Claim] = {}
     # The block of the latest block event and its update claim: a delta of the same
     # block (small ints are shared objects, so ``is`` finds it) needs no lookup.
     # Reset whenever the scope changes; another index goes through ``claims``. (Without
-    # it, through _update_claim / _start_claim as Scoper: 0.905x the fold's events per
+    # it, through _update_claim / _start_claim as Preparer: 0.905x the fold's events per
     # instruction on the recordings, ab_protocol_sets.py --instructions.)
     last_index: object = _NO_INDEX
     last_claim: Claim | None = None
@@ -258,22 +259,22 @@ def scope(events: Iterable[Any]) -> Iterator[Scoped]:
 
 
 _NOT_SCOPED: Final = (
-    "Anthropic definitions fold Scoped envelopes, not raw stream events: use "
+    "Anthropic definitions fold Envelope envelopes, not raw stream events: use "
     "anthropic.PROTOCOL.engine() (its push takes raw events), or push "
-    "anthropic.scope(events) / anthropic.Scoper()(event)"
+    "anthropic.prepare(events) / anthropic.Preparer()(event)"
 )
 
 
 def event_type(event: object) -> Hashable:
     """Routing key for ``create_conversation_engine(event_type=...)``: the inner type.
 
-    Raises ``TypeError`` naming the fix for an event that is not a ``Scoped``
+    Raises ``TypeError`` naming the fix for an event that is not a ``Envelope``
     envelope (a raw event pushed without the pre-pass).
     """
     try:
         return event._anthropic_type  # type: ignore[attr-defined, no-any-return]
-    except AttributeError:  # not an envelope scope() made
-        if isinstance(event, Scoped):
+    except AttributeError:  # not an envelope prepare() made
+        if isinstance(event, Envelope):
             return event.event.get("type")
         raise not_routed(_NOT_SCOPED, event) from None
 
@@ -312,6 +313,9 @@ class BlockState(msgspec.Struct, frozen=True, gc=False):
     #: message ended with it on a line of its own (a citation split the list item's
     #: text off into this block).
     marker: str = ""
+    #: A text block that goes on the line of the text block before it (that one ended
+    #: mid-line: a citation split the sentence into blocks), for rendering only.
+    inline: bool = False
 
 
 # -- definitions --------------------------------------------------------------------
@@ -353,10 +357,10 @@ class MessageDefinition:
     """Kind ``anthropic_message``: one node per message, id = the message id."""
 
     kind = "anthropic_message"
-    event_types = _MESSAGE_TYPES | {Scoped, *_ENVELOPES.values()}
+    event_types = _MESSAGE_TYPES | {Envelope, *_ENVELOPES.values()}
     publication = "immediate"
 
-    def match(self, event: Scoped) -> Claim | None:
+    def match(self, event: Envelope) -> Claim | None:
         """Start on ``message_start``, update on ``message_delta``/``message_stop``."""
         try:
             message_id = event.message_id
@@ -371,14 +375,14 @@ class MessageDefinition:
             return Claim(message_id, "update")
         return None
 
-    def start(self, event: Scoped, reader: object) -> MessageState:
+    def start(self, event: Envelope, reader: object) -> MessageState:
         """The message as ``message_start`` announced it."""
         message = event.event.get("message")
         if not isinstance(message, dict):
             raise ValueError("message_start has no 'message' object")
         return MessageState(message)
 
-    def update(self, state: MessageState, event: Scoped) -> MessageState:
+    def update(self, state: MessageState, event: Envelope) -> MessageState:
         """Apply ``message_delta`` (stop reason, container, cumulative usage)."""
         raw = event.event
         if raw["type"] == "message_stop":
@@ -407,14 +411,13 @@ class MessageDefinition:
         return MessageState(state.message, tuple(fields.items()), tuple(usage.items()))
 
     def render_text(self, node: Node) -> str:
-        """``assistant (model) stop_reason``."""
+        """``assistant (model) [stop_reason]``."""
+        from ._render_protocols import heading_text
+
         state: MessageState = node.state
         message = state.message
         stop = dict(state.delta).get("stop_reason")
-        parts = [str(message.get("role", "assistant")), f"({message.get('model', '?')})"]
-        if stop:
-            parts.append(f"[{stop}]")
-        return " ".join(parts)
+        return heading_text(message.get("role"), message.get("model"), stop)
 
     def render_html(self, node: Node) -> str:
         """A metadata row: model, stop reason (when not end_turn), token counts."""
@@ -425,36 +428,38 @@ class MessageDefinition:
         return anthropic_message(state.message, dict(state.delta).get("stop_reason"), usage)
 
 
-def _carried_marker(previous: Node | None, message_id: str, index: int) -> str:
-    """The list marker a text block at ``index`` takes from the block before it (see
-    ``BlockState.marker``): "" unless that block is the message's text block at
-    ``index - 1`` and its last line is a marker alone."""
+def _after_text(previous: Node | None, message_id: str, index: int) -> tuple[str, bool]:
+    """How a text block at ``index`` follows the block before it: the list marker it
+    takes from it (see ``BlockState.marker``) and whether it goes on its line
+    (``BlockState.inline``). Neither unless that block is the message's text block
+    at ``index - 1``; a marker when its last line is a marker alone, else inline when
+    it ended mid-line."""
     if previous is None:
-        return ""
+        return "", False
     state: BlockState = previous.state
     if state.message_id != message_id or state.index != index - 1:
-        return ""
+        return "", False
     if state.block.get("type") != "text":
-        return ""
-    return trailing_marker(str(state.block.get("text", "")) + str(state.text))
+        return "", False
+    return text_follows(str(state.block.get("text", "")) + str(state.text))
 
 
 class BlockDefinition:
     """Kind ``anthropic_block``: one node per content block, id ``<message>/<index>``."""
 
     kind = "anthropic_block"
-    event_types = _BLOCK_TYPES | {Scoped, *_ENVELOPES.values()}
+    event_types = _BLOCK_TYPES | {Envelope, *_ENVELOPES.values()}
 
     # Per event type, resolved by the engine once per route: no call per delta. It
     # needs the engine's event_type (anthropic.event_type, as fold() and replay pass).
     publication: Final = _BLOCK_PUBLICATION
 
     @staticmethod
-    def match(event: Scoped) -> Claim | None:
+    def match(event: Envelope) -> Claim | None:
         """Start on ``content_block_start``; update on its deltas and stop."""
         try:
             claim = event.block
-            if claim is not None:  # made by the scoper (returned inside the try: no jump)
+            if claim is not None:  # made by the preparer (returned inside the try: no jump)
                 return claim
         except AttributeError:  # a raw event, pushed without the pre-pass
             raise not_routed(_NOT_SCOPED, event) from None
@@ -469,7 +474,7 @@ class BlockDefinition:
             return Claim(f"{message_id}/{raw['index']}", "start")
         return None
 
-    def start(self, event: Scoped, reader: Reader) -> BlockState:
+    def start(self, event: Envelope, reader: Reader) -> BlockState:
         """The block as ``content_block_start`` announced it."""
         raw = event.event
         block = raw.get("content_block")
@@ -478,15 +483,18 @@ class BlockDefinition:
         message_id = event.message_id
         assert message_id is not None
         index = raw["index"]
-        # Only a cited block starts a list item a citation split off (its start
-        # declares the citations): other starts read nothing.
-        if index and "citations" in block and block.get("type") == "text":
-            marker = _carried_marker(reader.previous(self.kind), message_id, index)
-            if marker:
-                return BlockState(message_id, index, block, marker=marker)
+        # Only a text block after a text block (a citation splits a sentence or a
+        # list item into blocks) reads the one before it: other starts read nothing.
+        if index and block.get("type") == "text":
+            marker, inline = _after_text(reader.previous(self.kind), message_id, index)
+            # Only a cited block starts a list item a citation split off (its start
+            # declares the citations).
+            marker = marker if "citations" in block else ""
+            if marker or inline:
+                return BlockState(message_id, index, block, marker=marker, inline=inline)
         return BlockState(message_id, index, block)
 
-    def update(self, state: BlockState, event: Scoped) -> BlockState:
+    def update(self, state: BlockState, event: Envelope) -> BlockState:
         """Fold one delta the way the SDK does (deltas of another block type are ignored)."""
         raw = event.event
         if raw["type"] == "content_block_stop":
@@ -528,7 +536,7 @@ class BlockDefinition:
             return _replace(state, block=block)
         return state  # a delta type the SDK does not fold either
 
-    def update_many(self, state: BlockState, events: list[Scoped]) -> BlockState:
+    def update_many(self, state: BlockState, events: list[Envelope]) -> BlockState:
         """``update`` over a run (``definitions._runs.fold_run``): the block's own text,
         thinking or input JSON deltas, each stretch joined and appended at once."""
         try:
@@ -550,26 +558,31 @@ class BlockDefinition:
         return fold_run(state, events, pieces, append, self.update)
 
     def render_text(self, node: Node) -> str:
-        """Text and thinking as text, tool calls as ``name(arguments)``."""
+        """Text (its sources after it) and thinking as text, calls as tool lines with
+        their joined result, search results as links."""
+        from ._render_protocols import anthropic_block_text
+
         state: BlockState = node.state
-        block = _block(state)
-        kind = block.get("type")
-        if kind == "text":
-            return list_item_text(str(block.get("text", "")), state.marker)
-        if kind == "thinking":
-            return f"[thinking] {block.get('thinking', '')}"
-        if kind in _TRACKS_INPUT or "input" in block:
-            return f"{kind} {block.get('name', '')}({payload(block.get('input'))})"
-        if kind == "compaction":
-            from .compaction import row_text
+        return anthropic_block_text(_block(state), state.marker, stopped=state.stopped)
 
-            return row_text(*_compaction_row(block))
-        from ._render_protocols import results_text
+    def continues(self, node: Node) -> bool:
+        """Whether this text block goes on the line of the block before it."""
+        state: BlockState = node.state
+        return state.inline
 
-        found = results_text(str(kind), block.get("content"))
-        if found is not None:
-            return found
-        return f"[{kind}] {payload({k: v for k, v in block.items() if k != 'type'})}"
+    def tool_calls(self, node: Node) -> tuple[str, ...]:
+        """The id of the tool (or server tool) use this block is, if it is one."""
+        from ._render_protocols import anthropic_calls
+
+        return anthropic_calls(node.state.block)
+
+    def tool_results(self, node: Node) -> tuple[tuple[str, Any], ...]:
+        """A server tool's result block as its call's outcome."""
+        from ._render_protocols import anthropic_results
+
+        if not str(node.state.block.get("type")).endswith("_tool_result"):
+            return ()
+        return anthropic_results(_block(node.state))
 
     def render_html(self, node: Node) -> str:
         """Text as a Markdown bubble with its citations, calls as tool cards, thinking
@@ -589,14 +602,6 @@ MESSAGE: Final = MessageDefinition()
 BLOCK: Final = BlockDefinition()
 DEFINITIONS: Final = (MESSAGE, BLOCK)
 """The Anthropic definitions to register: messages, then their content blocks."""
-
-
-def _compaction_row(block: dict[str, Any]) -> tuple[str, str]:
-    """A compaction block's summary and figures, for its row."""
-    content = block.get("content")
-    if content is None:
-        return "", "failed: no summary"
-    return str(content), "encrypted state kept" if block.get("encrypted_content") else ""
 
 
 # -- rebuild ------------------------------------------------------------------------
@@ -657,8 +662,8 @@ PROTOCOL: Final = ProtocolSet(
     title="Anthropic Messages",
     detect=detect,
     definitions=DEFINITIONS,
-    prepare=scope,
-    pre_pass=Scoper,
+    prepare=prepare,
+    pre_pass=Preparer,
     event_type=event_type,
     rebuild=messages,
     # What the SDK's MessageStream derives from each delta and yields beside it.
@@ -671,3 +676,9 @@ def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
     """The final messages of one recording's raw events (in order): dicts or the SDK's
     typed events (``client.messages.stream(...)`` yields both kinds)."""
     return PROTOCOL.fold(events)
+
+
+# The names of one release ago (every set now says prepare, Preparer, Envelope).
+__getattr__ = renamed(
+    __name__, globals(), {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"}
+)

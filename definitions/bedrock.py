@@ -17,10 +17,10 @@ as boto3's ``converse_stream()`` yields them, as the AI SDK's recordings hold th
 
 Events carry no message id, and a recording may hold several messages (an agent
 loop) or none of the ``messageStart`` events (the AI SDK's hand-written cases). The
-pre-pass ``scope(events)`` numbers the messages: a ``messageStart`` opens the next
+pre-pass ``prepare(events)`` numbers the messages: a ``messageStart`` opens the next
 one, any other event joins the current one, or opens one when there is none yet
 (``metadata`` comes after ``messageStop`` and still belongs to its message). Each
-event is wrapped, without copying it, in ``Scoped(message, key, body, claim)``.
+event is wrapped, without copying it, in ``Envelope(message, key, body, claim)``.
 
 One definition, ``bedrock_message`` (node id ``"message-<n>"``), holds the message's
 blocks by ``contentBlockIndex``: ``contentBlockStart`` is sent only for tool use
@@ -37,7 +37,7 @@ on the message and shown; the rebuild lists them under ``"exceptions"``.
 The set is declared by ``PROTOCOL`` (``definitions.ProtocolSet``). Live use: push
 each event of boto3's ``converse_stream(...)["stream"]`` into ``PROTOCOL.engine()``
 (or decode a raw body piece by piece with ``EventStreamDecoder``); by hand,
-``engine.push_many(scope(events))`` or one ``Scoper`` per stream, routed with
+``engine.push_many(prepare(events))`` or one ``Preparer`` per stream, routed with
 ``event_type=bedrock.event_type``.
 """
 
@@ -50,12 +50,12 @@ from typing import Any, Final
 import msgspec
 
 from engine import Claim, Node
+from engine._deprecation import renamed
 
 from ._cons import Cons, items
 from ._eventstream import EventStreamDecoder, EventStreamError, decode_frames, is_eventstream
 from ._partial_json import PartialJSONError, parse_partial_json
 from ._protocol import ProtocolSet, not_routed
-from ._render import payload, plain
 from ._text import StreamedText
 
 __all__ = [
@@ -63,19 +63,19 @@ __all__ = [
     "EVENT_TYPES",
     "PROTOCOL",
     "BlockState",
+    "Envelope",
     "EventStreamDecoder",
     "EventStreamError",
     "MessageDefinition",
     "MessageState",
-    "Scoped",
-    "Scoper",
+    "Preparer",
     "detect",
     "event_type",
     "events_from_eventstream",
     "fold",
     "is_eventstream",
     "messages",
-    "scope",
+    "prepare",
 ]
 
 EVENT_TYPES: Final = frozenset(
@@ -143,7 +143,7 @@ def events_from_eventstream(data: bytes) -> list[dict[str, Any]]:
 # -- the pre-pass ---------------------------------------------------------------------
 
 
-class Scoped(msgspec.Struct, frozen=True, array_like=True, gc=False):
+class Envelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """A raw event: its message's node id, its type (the one key), its body, and the
     claim the message definition's ``match`` returns (``None``: not a ConverseStream
     event)."""
@@ -170,8 +170,8 @@ def _split(event: Any) -> tuple[str, Any]:
     return key, body
 
 
-class Scoper:
-    """Numbers the messages of one stream, event by event (see ``scope``)."""
+class Preparer:
+    """Numbers the messages of one stream, event by event (see ``prepare``)."""
 
     __slots__ = ("_count", "_update")
 
@@ -179,34 +179,34 @@ class Scoper:
         self._count = 0  # messages opened
         self._update: Claim | None = None  # the current message's update claim
 
-    def __call__(self, event: Any) -> Scoped:
+    def __call__(self, event: Any) -> Envelope:
         """Wrap ``event``; a ``messageStart`` (or the first event) opens a message."""
         key, body = _split(event)
         update = self._update
         if key not in EVENT_TYPES and key not in _EXCEPTIONS:
             # not a ConverseStream event: claimed by no definition
-            return Scoped(update.id if update is not None else "", key, body, None)
+            return Envelope(update.id if update is not None else "", key, body, None)
         if key == "messageStart" or update is None:
             self._count += 1
             node = f"message-{self._count}"
             self._update = Claim(node, "update")
-            return Scoped(node, key, body, Claim(node, "start"))
-        return Scoped(update.id, key, body, update)
+            return Envelope(node, key, body, Claim(node, "start"))
+        return Envelope(update.id, key, body, update)
 
 
-def scope(events: Iterable[Any]) -> Iterator[Scoped]:
-    """Wrap each ConverseStream event of one stream in ``Scoped`` (the pure pre-pass).
+def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
+    """Wrap each ConverseStream event of one stream in ``Envelope`` (the pure pre-pass).
 
     ``engine.EventError`` naming its position for an event that is not a mapping, or
-    one without exactly one key (``PROTOCOL.pre_pass()``, the counted ``Scoper``).
+    one without exactly one key (``PROTOCOL.pre_pass()``, the counted ``Preparer``).
     """
     return map(PROTOCOL.pre_pass(), events)
 
 
 _NOT_SCOPED: Final = (
-    "Bedrock definitions fold Scoped envelopes, not raw ConverseStream events: use "
+    "Bedrock definitions fold Envelope envelopes, not raw ConverseStream events: use "
     "bedrock.PROTOCOL.engine() (its push takes raw events), or push "
-    "bedrock.scope(events) / bedrock.Scoper()(event)"
+    "bedrock.prepare(events) / bedrock.Preparer()(event)"
 )
 
 # The envelope's class: ``type`` itself, a C call with no Python frame per event.
@@ -312,27 +312,27 @@ def _fold(state: MessageState, key: str, body: Any) -> MessageState:
 
 
 class MessageDefinition:
-    """Kind ``bedrock_message``: one node per Converse message (see ``scope``)."""
+    """Kind ``bedrock_message``: one node per Converse message (see ``prepare``)."""
 
     kind = "bedrock_message"
     # dict: a raw event routed here is refused by match with the fix, never dropped;
     # so is any object of a type no definition admits (fallback)
-    event_types = frozenset({Scoped, dict})
+    event_types = frozenset({Envelope, dict})
     fallback = True
     publication = "animation-frame"
 
-    def match(self, event: Scoped) -> Claim | None:
-        """The claim ``scope`` made (start on a message's first event)."""
+    def match(self, event: Envelope) -> Claim | None:
+        """The claim ``prepare`` made (start on a message's first event)."""
         try:
             return event.claim
         except AttributeError:  # a raw event, pushed without the pre-pass
             raise not_routed(_NOT_SCOPED, event) from None
 
-    def start(self, event: Scoped, reader: object) -> MessageState:
+    def start(self, event: Envelope, reader: object) -> MessageState:
         """A message opened by its first event (``messageStart`` or any other)."""
         return self.update(MessageState(), event)
 
-    def update(self, state: MessageState, event: Scoped) -> MessageState:
+    def update(self, state: MessageState, event: Envelope) -> MessageState:
         """Fold one event into the message."""
         body = event.body
         if type(body) is not dict:
@@ -340,20 +340,22 @@ class MessageDefinition:
         return _fold(state, event.key, body)
 
     def render_text(self, node: Node) -> str:
-        """The message's text, reasoning and tool calls, then how it stopped."""
-        state: MessageState = node.state
-        lines = []
-        for block in _ordered(state.blocks):
-            lines.append(_render_block(block))
-        stop = state.stop.get("stopReason") if type(state.stop) is dict else None
-        if stop:
-            lines.append(f"[{stop}]")
-        lines.extend(f"[{key}] {payload(body)}" for key, body in state.exceptions)
-        return "\n".join(lines)
+        """The heading (how it stopped), then the text, reasoning and tool calls."""
+        from ._render_protocols import converse_text
+
+        return converse_text(_message(node.state))
 
     def render_html(self, node: Node) -> str:
-        """The message, escaped (bidi controls shown) with its line breaks kept."""
-        return plain(self.render_text(node), "bedrock-message")
+        """The metadata row, then text as bubbles, reasoning folded, calls as cards."""
+        from ._render_protocols import converse_html
+
+        return converse_html(_message(node.state))
+
+    def tool_calls(self, node: Node) -> list[str]:
+        """The ids of the message's tool uses."""
+        from ._render_protocols import converse_calls
+
+        return converse_calls(_message(node.state))
 
 
 MESSAGE: Final = MessageDefinition()
@@ -366,20 +368,6 @@ DEFINITIONS: Final = (MESSAGE,)
 
 def _ordered(blocks: tuple[BlockState, ...]) -> list[BlockState]:
     return sorted(blocks, key=lambda block: block.index)
-
-
-def _render_block(block: BlockState) -> str:
-    if block.kind == "reasoningContent":
-        if block.redacted and not block.text:
-            return "[reasoning redacted]"
-        return f"[reasoning] {block.text}"
-    if block.kind == "toolUse":
-        tool = block.start.get("toolUse") if type(block.start) is dict else None
-        name = tool.get("name", "") if type(tool) is dict else ""
-        return f"{name}({block.input})"
-    if block.kind == "text" or block.kind is None:
-        return str(block.text)
-    return f"[{block.kind}] {payload(dict(items(block.extra)))}"
 
 
 def _redacted(pieces: tuple[Any, ...]) -> Any:
@@ -457,8 +445,8 @@ PROTOCOL: Final = ProtocolSet(
     title="AWS Bedrock ConverseStream",
     detect=detect,
     definitions=DEFINITIONS,
-    prepare=scope,
-    pre_pass=Scoper,
+    prepare=prepare,
+    pre_pass=Preparer,
     event_type=event_type,
     rebuild=messages,
 )
@@ -471,3 +459,9 @@ def fold(events: Iterable[Any] | bytes) -> list[dict[str, Any]]:
     if isinstance(events, bytes | bytearray | memoryview):
         events = events_from_eventstream(bytes(events))
     return PROTOCOL.fold(events)
+
+
+# The names of one release ago (every set now says prepare, Preparer, Envelope).
+__getattr__ = renamed(
+    __name__, globals(), {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"}
+)

@@ -35,7 +35,7 @@ response a non-streaming ``generateContent`` call gives:
   ``GoogleJSONAccumulator``), never ``partialArgs``;
 - any other part (``inlineData``, ``executableCode``, ...) is kept as it came.
 
-The pre-pass ``scope(events)`` names each chunk's response: a chunk whose
+The pre-pass ``prepare(events)`` names each chunk's response: a chunk whose
 ``responseId`` differs from the current one opens the next response; a chunk with
 none joins the current one. One definition, ``gemini_response`` (node id
 ``"response-<n>"``), holds everything; ``responses(nodes)`` rebuilds them.
@@ -46,7 +46,7 @@ empty part after thoughts; ours keeps every candidate and every signature.
 
 The set is declared by ``PROTOCOL`` (``definitions.ProtocolSet``). Live use: push
 what ``client.models.generate_content_stream(...)`` yields into ``PROTOCOL.engine()``;
-by hand, ``engine.push_many(scope(chunks))`` (or one ``Scoper`` per stream), routed
+by hand, ``engine.push_many(prepare(chunks))`` (or one ``Preparer`` per stream), routed
 with ``event_type=gemini.event_type``.
 """
 
@@ -61,28 +61,28 @@ from typing import Any, Final
 import msgspec
 
 from engine import Claim, Node
+from engine._deprecation import renamed
 
 from ._cons import Cons, items
 from ._protocol import ProtocolSet, not_routed
-from ._render import payload, plain
 from ._text import StreamedText
 
 __all__ = [
     "DEFINITIONS",
     "PROTOCOL",
     "CandidateState",
+    "Envelope",
     "PartState",
+    "Preparer",
     "ResponseDefinition",
     "ResponseState",
-    "Scoped",
-    "Scoper",
     "as_chunk",
     "build_args",
     "detect",
     "event_type",
     "fold",
+    "prepare",
     "responses",
-    "scope",
 ]
 
 _EMPTY = StreamedText()
@@ -148,7 +148,7 @@ def as_chunk(event: Any) -> dict[str, Any]:
 # -- the pre-pass ---------------------------------------------------------------------
 
 
-class Scoped(msgspec.Struct, frozen=True, array_like=True, gc=False):
+class Envelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """A chunk, the node id of its response, and the claim ``match`` returns."""
 
     response: str
@@ -156,8 +156,8 @@ class Scoped(msgspec.Struct, frozen=True, array_like=True, gc=False):
     claim: Claim
 
 
-class Scoper:
-    """Names the response of each chunk of one stream, in order (see ``scope``)."""
+class Preparer:
+    """Names the response of each chunk of one stream, in order (see ``prepare``)."""
 
     __slots__ = ("_count", "_id", "_update")
 
@@ -166,7 +166,7 @@ class Scoper:
         self._id: Any = _MISSING  # the current response's responseId
         self._update: Claim | None = None
 
-    def __call__(self, event: Any) -> Scoped:
+    def __call__(self, event: Any) -> Envelope:
         """Wrap ``event`` (a dict or a typed chunk, see ``as_chunk``); a new
         ``responseId`` (or the first chunk) opens a response."""
         chunk = event if type(event) is dict else as_chunk(event)
@@ -182,21 +182,21 @@ class Scoper:
             self._id = response_id
             node = f"response-{self._count}"
             self._update = Claim(node, "update")
-            return Scoped(node, chunk, Claim(node, "start"))
-        return Scoped(update.id, chunk, update)
+            return Envelope(node, chunk, Claim(node, "start"))
+        return Envelope(update.id, chunk, update)
 
 
-def scope(events: Iterable[Any]) -> Iterator[Scoped]:
-    """Wrap each chunk of one stream in ``Scoped`` (the pure pre-pass): ``Scoper`` over
+def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
+    """Wrap each chunk of one stream in ``Envelope`` (the pure pre-pass): ``Preparer`` over
     the stream, counted (``PROTOCOL.pre_pass()``), so that a chunk it cannot read is
     an ``engine.EventError`` naming its position."""
     return map(PROTOCOL.pre_pass(), events)
 
 
 _NOT_SCOPED: Final = (
-    "Gemini definitions fold Scoped envelopes, not raw GenerateContentResponse chunks: "
+    "Gemini definitions fold Envelope envelopes, not raw GenerateContentResponse chunks: "
     "use gemini.PROTOCOL.engine() (its push takes raw chunks), or push "
-    "gemini.scope(chunks) / gemini.Scoper()(chunk)"
+    "gemini.prepare(chunks) / gemini.Preparer()(chunk)"
 )
 
 # The envelope's class: ``type`` itself, a C call with no Python frame per event.
@@ -392,51 +392,48 @@ def _fold(state: ResponseState, chunk: dict[str, Any]) -> ResponseState:
 
 
 class ResponseDefinition:
-    """Kind ``gemini_response``: one node per response (see ``scope``)."""
+    """Kind ``gemini_response``: one node per response (see ``prepare``)."""
 
     kind = "gemini_response"
     # dict: a raw event routed here is refused by match with the fix, never dropped;
     # so is any object of a type no definition admits (fallback)
-    event_types = frozenset({Scoped, dict})
+    event_types = frozenset({Envelope, dict})
     fallback = True
     publication = "animation-frame"
 
-    def match(self, event: Scoped) -> Claim | None:
-        """The claim ``scope`` made (start on a response's first chunk)."""
+    def match(self, event: Envelope) -> Claim | None:
+        """The claim ``prepare`` made (start on a response's first chunk)."""
         try:
             return event.claim
         except AttributeError:  # a raw chunk, pushed without the pre-pass
             raise not_routed(_NOT_SCOPED, event) from None
 
-    def start(self, event: Scoped, reader: object) -> ResponseState:
+    def start(self, event: Envelope, reader: object) -> ResponseState:
         """A response opened by its first chunk."""
         return _fold(ResponseState(), event.chunk)
 
-    def update(self, state: ResponseState, event: Scoped) -> ResponseState:
+    def update(self, state: ResponseState, event: Envelope) -> ResponseState:
         """Fold one more chunk."""
         return _fold(state, event.chunk)
 
     def render_text(self, node: Node) -> str:
-        """Each candidate's text, thoughts and calls, then its finish reason."""
-        state: ResponseState = node.state
-        lines = []
-        many = len(state.candidates) > 1
-        for candidate in sorted(state.candidates, key=lambda c: c.index):
-            if many:
-                lines.append(f"[candidate {candidate.index}]")
-            for part in candidate.parts:
-                lines.append(_render_part(part))
-            finish = dict(candidate.fields).get("finishReason")
-            if finish:
-                lines.append(f"[{finish}]")
-        error = dict(state.fields).get("error")
-        if error is not None:
-            lines.append(f"[error] {payload(error)}")
-        return "\n".join(lines)
+        """The heading (model, finish), then each candidate's text, thoughts and calls
+        (labelled when several)."""
+        from ._render_protocols import gemini_text
+
+        return gemini_text(_response(node.state))
 
     def render_html(self, node: Node) -> str:
-        """The response, escaped (bidi controls shown) with its line breaks kept."""
-        return plain(self.render_text(node), "gemini-response")
+        """The metadata row, then text as bubbles, thoughts folded, calls as cards."""
+        from ._render_protocols import gemini_html
+
+        return gemini_html(_response(node.state))
+
+    def tool_calls(self, node: Node) -> list[str]:
+        """The ids of the response's function calls."""
+        from ._render_protocols import gemini_calls
+
+        return gemini_calls(_response(node.state))
 
 
 RESPONSE: Final = ResponseDefinition()
@@ -558,15 +555,6 @@ def _part(part: PartState) -> dict[str, Any]:
     return out
 
 
-def _render_part(part: PartState) -> str:
-    if part.kind == "text":
-        return f"[thought] {part.text}" if part.thought else str(part.text)
-    if part.kind == "functionCall":
-        call = _call(part)
-        return f"{call.get('name', '')}({payload(call.get('args'))})"
-    return f"[{part.kind}] {payload(part.value.get(part.kind))}"
-
-
 def _response(state: ResponseState) -> dict[str, Any]:
     out: dict[str, Any] = {}
     candidates = []
@@ -593,8 +581,8 @@ PROTOCOL: Final = ProtocolSet(
     title="Gemini generateContent",
     detect=detect,
     definitions=DEFINITIONS,
-    prepare=scope,
-    pre_pass=Scoper,
+    prepare=prepare,
+    pre_pass=Preparer,
     event_type=event_type,
     rebuild=responses,
 )
@@ -605,3 +593,9 @@ def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
     """The final responses of one recording's chunks (in order): dicts or
     google-genai's typed responses."""
     return PROTOCOL.fold(events)
+
+
+# The names of one release ago (every set now says prepare, Preparer, Envelope).
+__getattr__ = renamed(
+    __name__, globals(), {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"}
+)

@@ -147,7 +147,9 @@ class MessageDefinition:
     def render_text(self, node: Node) -> str:
         """``role: text``, with the abort reason or an ellipsis while streaming."""
         state: MessageState = node.state
-        return f"{state.role}: {state.text}{_suffix(state)}"
+        from ._render import long_text
+
+        return f"{state.role}: {long_text(state.text)}{_suffix(state)}"
 
     def render_html(self, node: Node) -> str:
         """A bubble by role with the text as Markdown (escaped, safe links only)."""

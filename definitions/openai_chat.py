@@ -6,9 +6,9 @@ Every chunk carries its completion's ``id``, but a recording of an agent loop
 holds several completions in a row, a provider may send a preamble chunk with an
 empty id (Azure's ``prompt_filter_results``), and a paginated window may start in
 the middle of a completion. Which completion a chunk belongs to, and whether it
-opens one, is decided outside the pure ``match`` by ``scope(events)``, a small pure
+opens one, is decided outside the pure ``match`` by ``prepare(events)``, a small pure
 pre-pass that wraps each chunk (without copying it) in
-``ScopedChunk(completion, opens, chunk)`` (``Scoper()`` per chunk, live):
+``Envelope(completion, opens, chunk)`` (``Preparer()`` per chunk, live):
 
 - a chunk opens a completion when its id differs from the current one and it
   looks like a first chunk (a choice delta carrying ``role``, or an empty id, the
@@ -17,7 +17,7 @@ pre-pass that wraps each chunk (without copying it) in
 - a chunk that neither opens nor continues a completion is scoped to ``None`` and
   dropped: a window cut mid-completion shows nothing of it.
 
-The pre-pass also hands each chunk its claim (``ScopedChunk.claim``: start, the
+The pre-pass also hands each chunk its claim (``Envelope.claim``: start, the
 completion's one shared update claim, or none), so ``match`` only reads it.
 
 One definition, ``openai_chat_completion`` (node id: the completion scope), holds
@@ -49,6 +49,7 @@ from typing import Any, Final
 import msgspec
 
 from engine import Claim, Node
+from engine._deprecation import renamed
 
 from ._cons import Cons, items
 from ._protocol import UNREADABLE, ProtocolSet, Unrouted
@@ -60,21 +61,21 @@ __all__ = [
     "ChoiceState",
     "CompletionDefinition",
     "CompletionState",
-    "ScopedChunk",
-    "Scoper",
+    "Envelope",
+    "Preparer",
     "ToolCallState",
     "completions",
     "detect",
     "event_type",
     "fold",
-    "scope",
+    "prepare",
 ]
 
 _EMPTY = StreamedText()
 _replace: Final = msgspec.structs.replace
 
 
-class ScopedChunk(msgspec.Struct, frozen=True, array_like=True, gc=False):
+class Envelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """A raw chunk, the completion it belongs to (``None``: dropped), and whether it
     opens that completion."""
 
@@ -97,8 +98,8 @@ class ScopedChunk(msgspec.Struct, frozen=True, array_like=True, gc=False):
             return _update_claim(completion)
 
 
-class _Scoped(ScopedChunk, frozen=True, array_like=True, gc=False):
-    """A ``ScopedChunk`` made by ``scope``, which knows its claim already: a field here,
+class _Scoped(Envelope, frozen=True, array_like=True, gc=False):
+    """A ``Envelope`` made by ``prepare``, which knows its claim already: a field here,
     so ``match`` reads it with no Python frame (it is called on every chunk)."""
 
     claim: Claim | None = None  # the property's value
@@ -110,9 +111,9 @@ def _opens(chunk: dict[str, Any]) -> bool:
     return any("role" in (choice.get("delta") or ()) for choice in chunk.get("choices") or ())
 
 
-class Scoper:
+class Preparer:
     """Names the completion of each chunk of one stream, in order (the live pre-pass;
-    ``scope`` is it over a whole stream)."""
+    ``prepare`` is it over a whole stream)."""
 
     __slots__ = ("current", "update")
 
@@ -120,10 +121,10 @@ class Scoper:
         self.current: str | None = None
         self.update: Claim | None = None  # the current completion's update claim
 
-    def __call__(self, chunk: Any) -> ScopedChunk | None:
+    def __call__(self, chunk: Any) -> Envelope | None:
         """Wrap ``chunk`` (a dict or the SDK's ``ChatCompletionChunk``; ``None`` for an
         event the SDK's stream helper derives from a chunk)."""
-        if not isinstance(chunk, dict):  # a dict subclass as it is, as in scope
+        if not isinstance(chunk, dict):  # a dict subclass as it is, as in prepare
             chunk = PROTOCOL.plain(chunk)
             if chunk is None:
                 return None
@@ -140,12 +141,12 @@ class Scoper:
         return _Scoped(None, False, chunk, None)
 
 
-def scope(events: Iterable[Any]) -> Iterator[ScopedChunk]:
-    """Wrap each chunk of one stream in ``ScopedChunk`` (the pure pre-pass): dicts (a
+def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
+    """Wrap each chunk of one stream in ``Envelope`` (the pure pre-pass): dicts (a
     dict subclass too, as it is) or the SDK's typed chunks (its stream helper's
     derived events left out).
 
-    ``Scoper``'s rule over a whole stream, as a generator: a Scoper called per chunk
+    ``Preparer``'s rule over a whole stream, as a generator: a Preparer called per chunk
     (``map``) costs 10% more fold time (in-process A/B, best of 20 interleaved rounds).
     """
     current: str | None = None
@@ -176,9 +177,9 @@ def scope(events: Iterable[Any]) -> Iterator[ScopedChunk]:
 
 
 _NOT_SCOPED: Final = (
-    "Chat Completions definitions fold ScopedChunk envelopes, not raw chunks: use "
+    "Chat Completions definitions fold Envelope envelopes, not raw chunks: use "
     "openai_chat.PROTOCOL.engine() (its push takes raw chunks), or push "
-    "openai_chat.scope(chunks) / openai_chat.Scoper()(chunk)"
+    "openai_chat.prepare(chunks) / openai_chat.Preparer()(chunk)"
 )
 
 
@@ -356,7 +357,7 @@ def _folded(state: CompletionState, chunk: dict[str, Any]) -> CompletionState:
 _NO_APPEND: Final[tuple[None, str]] = (None, "")
 
 
-def _fold_chunks(state: CompletionState, events: Iterable[ScopedChunk]) -> CompletionState:
+def _fold_chunks(state: CompletionState, events: Iterable[Envelope]) -> CompletionState:
     """``state`` after the chunks of ``events``, one after the other: ``update`` for one,
     ``update_many`` for a run.
 
@@ -527,17 +528,17 @@ def _update_claim(completion: str) -> Claim:
 
 
 class CompletionDefinition:
-    """Kind ``openai_chat_completion``: one node per completion (see ``scope``)."""
+    """Kind ``openai_chat_completion``: one node per completion (see ``prepare``)."""
 
     kind = "openai_chat_completion"
-    event_types = frozenset({"chat.completion.chunk", ScopedChunk, _Scoped})
+    event_types = frozenset({"chat.completion.chunk", Envelope, _Scoped})
     publication = "animation-frame"
 
     # Start on the chunk that opens a completion, update on the rest: the chunk's
-    # ``claim`` (set by scope; computed for a ScopedChunk made otherwise).
+    # ``claim`` (set by prepare; computed for a Envelope made otherwise).
     match = operator.attrgetter("claim")
 
-    def start(self, event: ScopedChunk, reader: object) -> CompletionState:
+    def start(self, event: Envelope, reader: object) -> CompletionState:
         """The completion as its first chunk announces it."""
         chunk = event.chunk
         return CompletionState(
@@ -548,49 +549,63 @@ class CompletionDefinition:
             chunk.get("system_fingerprint"),
         )
 
-    def update(self, state: CompletionState, event: ScopedChunk) -> CompletionState:
+    def update(self, state: CompletionState, event: Envelope) -> CompletionState:
         """Fold one more chunk: its choices' deltas, its usage and fingerprint."""
         return _fold_chunks(state, (event,))
 
-    def update_many(self, state: CompletionState, events: list[ScopedChunk]) -> CompletionState:
+    def update_many(self, state: CompletionState, events: list[Envelope]) -> CompletionState:
         """``update`` over a run of chunks (the engine hands a completion's chunks over
         together): consecutive chunks appending to one text append it once, joined."""
         return _fold_chunks(state, events)
 
     def render_text(self, node: Node) -> str:
-        """Each choice's text, then its tool calls as ``name(arguments)``."""
-        lines = []
-        for choice in node.state.choices:
-            if choice is None:
-                continue
-            if choice.content:
-                lines.append(str(choice.content))
-            if choice.refusal:
-                lines.append(f"[refusal] {choice.refusal}")
-            lines.extend(f"{c.name}({c.arguments})" for c in choice.tool_calls)
-        return "\n".join(lines)
+        """The heading (model, stop), then each choice (labelled when several): its
+        text, refusal and tool calls."""
+        from ._render_protocols import chat_text
+
+        return chat_text(node.state.first.get("model"), _choices(node.state))
 
     def render_html(self, node: Node) -> str:
-        """Each choice's text as a Markdown bubble, its refusal, its tool calls as cards."""
-        from ._render_protocols import chat_choice
+        """The metadata row, then each choice's text as a Markdown bubble, its
+        refusal, its tool calls as cards."""
+        from ._render_protocols import chat_html
 
-        return "".join(
-            chat_choice(
-                choice.content,
-                choice.refusal,
-                [(str(c.name), str(c.arguments)) for c in choice.tool_calls],
-            )
+        state: CompletionState = node.state
+        return chat_html(state.first.get("model"), _choices(state), state.usage)
+
+    def tool_calls(self, node: Node) -> list[str]:
+        """The ids of the choices' tool calls (each shown as a card)."""
+        return [
+            call.id
             for choice in node.state.choices
             if choice is not None
+            for call in choice.tool_calls
+            if call.id
+        ]
+
+
+def _choices(state: CompletionState) -> list[Any]:
+    from ._render_protocols import ChatChoice
+
+    return [
+        ChatChoice(
+            index,
+            choice.content,
+            choice.refusal,
+            [(str(c.name), c.id, str(c.arguments)) for c in choice.tool_calls],
+            choice.finish_reason,
         )
+        for index, choice in enumerate(state.choices)
+        if choice is not None
+    ]
 
 
 COMPLETION: Final = CompletionDefinition()
 # The completion's match is a C attrgetter: a raw chunk dict goes to this guard instead.
-UNROUTED: Final = Unrouted("openai_chat_unrouted", ScopedChunk, _NOT_SCOPED)
+UNROUTED: Final = Unrouted("openai_chat_unrouted", Envelope, _NOT_SCOPED)
 DEFINITIONS: Final = (UNROUTED, COMPLETION)
 """The Chat Completions definitions to register: the guard naming the fix for a raw
-chunk pushed without ``scope``, then the completions."""
+chunk pushed without ``prepare``, then the completions."""
 
 
 # -- rebuild ------------------------------------------------------------------------
@@ -689,8 +704,8 @@ PROTOCOL: Final = ProtocolSet(
     title="OpenAI Chat Completions",
     detect=detect,
     definitions=DEFINITIONS,
-    prepare=scope,
-    pre_pass=Scoper,
+    prepare=prepare,
+    pre_pass=Preparer,
     event_type=event_type,
     rebuild=completions,
     # What client.chat.completions.stream(...) yields beside each chunk's ChunkEvent.
@@ -714,3 +729,9 @@ def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
     """The final completions of one recording's raw chunks (in order): dicts or the
     SDK's ``ChatCompletionChunk`` objects."""
     return PROTOCOL.fold(events)
+
+
+# The names of one release ago (every set now says prepare, Preparer, Envelope).
+__getattr__ = renamed(
+    __name__, globals(), {"scope": "prepare", "Scoper": "Preparer", "ScopedChunk": "Envelope"}
+)

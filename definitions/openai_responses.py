@@ -5,8 +5,8 @@ Theory of operation
 A recording holds several responses in a row (agent loops). Item events name
 their item by ``output_index`` (and ``item_id``), never the response they belong
 to, and some providers rotate every id on every event. Which response an event
-belongs to is decided outside the pure ``match`` by ``scope(events)``, a small pure
-pre-pass that wraps each raw event, without copying it, in an envelope (``Scoped``)
+belongs to is decided outside the pure ``match`` by ``prepare(events)``, a small pure
+pre-pass that wraps each raw event, without copying it, in an envelope (``Envelope``)
 holding the id that the latest ``response.created`` carried and the claim that
 follows from it. The envelope's class names the definition that takes it (the
 engine routes on it: ``event_type`` is ``type``), and ``match`` returns its claim:
@@ -22,13 +22,13 @@ Items are addressed by position, as the SDK does: ``item_id`` and ``call_id`` ar
 payload, so ids rotating on every event, or a ``call_id`` that changes between
 ``added`` and ``done``, do not split or misplace an item. The scope depends only on
 the events before it, so a replay scopes a log the same way every time. Events
-before the first ``response.created`` a scoper saw (a window cut mid-response, or
+before the first ``response.created`` a preparer saw (a window cut mid-response, or
 a recording whose first line is unreadable) are claimed by no definition: no
 content is attributed to a response whose start is not in view. Live users push
-the SDK's events into ``PROTOCOL.engine()`` (a ``Scoper`` per stream, as its push
-hook), or push ``scoper(event)`` themselves.
+the SDK's events into ``PROTOCOL.engine()`` (a ``Preparer`` per stream, as its push
+hook), or push ``preparer(event)`` themselves.
 
-Per delta the work is one envelope, which the scoper makes with the item's claim
+Per delta the work is one envelope, which the preparer makes with the item's claim
 (one shared object per item, so the engine knows an item's run of deltas by
 identity) and what the delta appends (its text, and which text of the item it goes
 to), read from the event once. The engine hands the run to ``update_many``
@@ -59,9 +59,9 @@ from typing import Any, Final
 import msgspec
 
 from engine import Claim, Node
+from engine._deprecation import renamed
 
 from ._protocol import UNREADABLE, ProtocolSet, not_routed
-from ._render import payload
 from ._routing import ByType
 from ._runs import fold_run
 from ._text import StreamedText
@@ -69,38 +69,38 @@ from ._text import StreamedText
 __all__ = [
     "DEFINITIONS",
     "PROTOCOL",
+    "Envelope",
     "ItemDefinition",
     "ItemState",
     "PartState",
+    "Preparer",
     "ResponseDefinition",
     "ResponseState",
-    "Scoped",
-    "Scoper",
     "detect",
     "event_type",
     "fold",
+    "prepare",
     "responses",
-    "scope",
     "snapshots",
 ]
 
 _EMPTY = StreamedText()
 
 
-class Scoped(msgspec.Struct, frozen=True, array_like=True, gc=False):
+class Envelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """A raw Responses event, the id of the response it belongs to, and its claim.
 
-    ``scope`` (or a ``Scoper``) makes them: its class says which definition takes the
+    ``prepare`` (or a ``Preparer``) makes them: its class says which definition takes the
     event (the engine routes on it, ``event_type``) and ``claim`` what for. A plain
-    ``Scoped`` (``claim`` None) is claimed by no definition: an event before the first
-    ``response.created`` the scoper saw (``response_id`` None), of a type neither
+    ``Envelope`` (``claim`` None) is claimed by no definition: an event before the first
+    ``response.created`` the preparer saw (``response_id`` None), of a type neither
     definition takes, or an item event without an int ``output_index``.
 
-    For an item's delta, and an item event that changes no item, the scoper also reads
+    For an item's delta, and an item event that changes no item, the preparer also reads
     what it appends: ``field``, the text (``"parts"``, ``"arguments"``, ``"summary"``,
     ``"pending"``, or ``"none"`` for no text), ``at`` its part index and ``text`` the
     delta. ``field`` is ``""`` when the event is left to ``update`` to read (an odd
-    index or delta, or an envelope not made by a scoper).
+    index or delta, or an envelope not made by a preparer).
     """
 
     response_id: str | None
@@ -111,18 +111,18 @@ class Scoped(msgspec.Struct, frozen=True, array_like=True, gc=False):
     text: str = ""
 
 
-class _ToResponse(Scoped, frozen=True):
+class _ToResponse(Envelope, frozen=True):
     """A lifecycle or ``error`` event, claimed by ``openai_response`` (its claim is
     ``response_claim``: ``claim`` is the item definition's, None here)."""
 
     response_claim: Claim | None = None
 
 
-class _ToItem(Scoped, frozen=True):
+class _ToItem(Envelope, frozen=True):
     """An item event other than a delta, claimed by ``openai_response_item``."""
 
 
-class _ItemDelta(Scoped, frozen=True):
+class _ItemDelta(Envelope, frozen=True):
     """An item's delta, or an item event that changes no item, claimed by
     ``openai_response_item`` (published at a frame)."""
 
@@ -145,8 +145,8 @@ def _bad_type(kind: object) -> ValueError:
 _CLAIM_CACHE_SIZE: Final = 4096
 
 
-class Scoper:
-    """Names the response of each event of one stream, in order (see ``scope``)."""
+class Preparer:
+    """Names the response of each event of one stream, in order (see ``prepare``)."""
 
     __slots__ = ("_items", "_update", "response_id")
 
@@ -155,14 +155,14 @@ class Scoper:
         self._update: Claim | None = None  # the current response's update claim
         self._items: dict[int, Claim] = {}  # its items' update claims, by output index
 
-    def __call__(self, event: Any) -> Scoped:
+    def __call__(self, event: Any) -> Envelope:
         """The envelope of ``event`` (a dict or the SDK's typed event); a
         ``response.created`` makes its id the scope."""
-        if not isinstance(event, dict):  # a dict subclass as it is, as in scope
+        if not isinstance(event, dict):  # a dict subclass as it is, as in prepare
             event = PROTOCOL.as_dict(event)
         return self._scoped(event, event.get("type"))
 
-    def _scoped(self, event: dict[str, Any], kind: Any) -> Scoped:
+    def _scoped(self, event: dict[str, Any], kind: Any) -> Envelope:
         """``self(event)``, of an event whose type is ``kind``."""
         try:
             target = _TARGETS.get(kind)
@@ -184,7 +184,7 @@ class Scoper:
                 claim = self._items.get(index)
                 if kind == "response.output_item.added":
                     if event.get("item") is None:  # the SDK skips an empty added event too
-                        return Scoped(response_id, event)
+                        return Envelope(response_id, event)
                     item_id = f"{response_id}/{index}"
                     if claim is None:  # its updates' claim, made with the start's
                         self._item_update(index, Claim(item_id, "update"))
@@ -194,7 +194,7 @@ class Scoper:
                 if target is _ItemDelta:
                     return _delta(response_id, event, claim, _READS[kind])
                 return _ToItem(response_id, event, claim)
-        return Scoped(response_id, event)
+        return Envelope(response_id, event)
 
     def _item_update(self, index: int, claim: Claim) -> Claim:
         """Keep ``claim``, the update claim of item ``index`` (unless there are many)."""
@@ -207,7 +207,7 @@ class Scoper:
 def _delta(
     response_id: str | None, event: dict[str, Any], claim: Claim, reads: tuple[str, str | None]
 ) -> _ItemDelta:
-    """The envelope of a delta, or an event that changes no item (``scope`` inlines it)."""
+    """The envelope of a delta, or an event that changes no item (``prepare`` inlines it)."""
     field, at_key = reads
     if field == _NONE:
         return _ItemDelta(response_id, event, claim, field)
@@ -218,20 +218,20 @@ def _delta(
     return _ItemDelta(response_id, event, claim)  # odd: update reads it
 
 
-def scope(events: Iterable[Any]) -> Iterator[Scoped]:
+def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
     """Each raw event of one stream in its envelope (the pure pre-pass), in order:
     dicts (a dict subclass too, as it is) or the SDK's typed events.
 
     Lazy: an event that cannot be scoped (a ``response.created`` without a response
     object, an unhashable type) raises when it is reached, after the ones before it.
     """
-    scoper = Scoper()
+    scoper = Preparer()
     scoped = scoper._scoped
     all_reads = _READS
     no_reads = _NO_READS
     item_delta = _ItemDelta
     none = _NONE
-    items = scoper._items  # the scoper's, after the event before
+    items = scoper._items  # the preparer's, after the event before
     response_id = None
     get = dict.get  # raises TypeError for what is not a dict: no type test per event
     for position, event in enumerate(PROTOCOL.dicts(events)):
@@ -402,11 +402,11 @@ _CHANGES: Final = frozenset(
         "response.reasoning_summary_part.added",
     }
 )
-# What the scoper reads of the other item events (the deltas and those that change
+# What the preparer reads of the other item events (the deltas and those that change
 # no item, see _item_updated): the text a delta appends to and the key of its part
 # index (None: 0). Keys are the `field` values _appended takes; _NONE: no text.
 _NONE: Final = "none"
-_NO_READS: Final = (None, None)  # what the scoper reads of any other event
+_NO_READS: Final = (None, None)  # what the preparer reads of any other event
 _READS: Final[dict[Any, tuple[str, str | None]]] = {
     **dict.fromkeys(_ITEM_TYPES - _CHANGES, (_NONE, None)),
     **dict.fromkeys(_PENDING, ("pending", None)),
@@ -424,19 +424,19 @@ _TEXT_DELTAS: Final = {
     )
 }
 # The envelope class of each type a definition takes.
-_TARGETS: Final[dict[Any, type[Scoped]]] = {
+_TARGETS: Final[dict[Any, type[Envelope]]] = {
     **dict.fromkeys(_LIFECYCLE | {"error"}, _ToResponse),
     **dict.fromkeys(_CHANGES, _ToItem),
     **dict.fromkeys(_READS, _ItemDelta),
 }
 _NOT_SCOPED: Final = (
-    "Responses definitions fold Scoped envelopes, not raw events: use "
+    "Responses definitions fold Envelope envelopes, not raw events: use "
     "openai_responses.PROTOCOL.engine() (its push takes raw events), or push "
-    "openai_responses.scope(events) / openai_responses.Scoper()(event)"
+    "openai_responses.prepare(events) / openai_responses.Preparer()(event)"
 )
 event_type: Final = type
 """Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
-class (``scope``'s envelopes name their definition by class; ``type``, a C call). A
+class (``prepare``'s envelopes name their definition by class; ``type``, a C call). A
 raw event dict is routed to the response definition, whose ``match`` names the fix."""
 
 # Deltas wait for a frame (as do the events that change nothing: they are never
@@ -456,18 +456,18 @@ class ResponseDefinition:
 
     def match(self, event: object) -> Claim | None:
         """Start on ``response.created``, update on the other lifecycle events and
-        ``error`` (the scoper's claim)."""
+        ``error`` (the preparer's claim)."""
         if type(event) is _ToResponse:
             return event.response_claim
-        if isinstance(event, Scoped):  # an item's envelope (an engine without routing)
+        if isinstance(event, Envelope):  # an item's envelope (an engine without routing)
             return None
         raise not_routed(_NOT_SCOPED, event)
 
-    def start(self, event: Scoped, reader: object) -> ResponseState:
+    def start(self, event: Envelope, reader: object) -> ResponseState:
         """The response as ``response.created`` announced it."""
         return ResponseState(event.event["response"])
 
-    def update(self, state: ResponseState, event: Scoped) -> ResponseState:
+    def update(self, state: ResponseState, event: Envelope) -> ResponseState:
         """Record a lifecycle event (its response payload) or an ``error`` event."""
         raw = event.event
         kind = raw["type"]
@@ -485,14 +485,13 @@ class ResponseDefinition:
         return msgspec.structs.replace(state, status=kind, latest=response)
 
     def render_text(self, node: Node) -> str:
-        """``response (model) status``, and the error message if there is one."""
+        """``assistant (model) [status]`` (unless completed), and the error if any."""
+        from ._render_protocols import responses_heading
+
         state: ResponseState = node.state
         payload = state.latest or state.created
-        parts = ["response", f"({payload.get('model', '?')})", f"[{payload.get('status', '?')}]"]
         error = state.error or payload.get("error")
-        if isinstance(error, dict):
-            parts.append(f"error: {error.get('message') or error.get('code')}")
-        return " ".join(parts)
+        return responses_heading({**payload, "error": error} if error else payload)
 
     def render_html(self, node: Node) -> str:
         """A metadata row: status (when not completed), model, token counts, error."""
@@ -516,7 +515,7 @@ def _item_updated(state: ItemState, raw: dict[str, Any]) -> ItemState:
     plus reasoning summaries. A run goes through ``_fold_item``."""
     kind = raw["type"]
     reads = _TEXT_DELTAS.get(kind)
-    if reads is not None:  # a delta appending to the item's text: read as the scoper does
+    if reads is not None:  # a delta appending to the item's text: read as the preparer does
         field, at_key = reads
         index = 0 if at_key is None else raw.get(at_key)
         if type(index) is not int:
@@ -598,18 +597,18 @@ def _delta_appended(state: ItemState, field: str, index: int, text: str) -> Item
     return _appended(state, field, index, text)
 
 
-def _fold_item(state: ItemState, events: Sequence[Scoped]) -> ItemState:
+def _fold_item(state: ItemState, events: Sequence[Envelope]) -> ItemState:
     """``state`` after the events of ``events``, one after the other (``update_many``,
     through ``definitions._runs.fold_run``).
 
     Nearly every item event of a run is a delta appending to one text of the item (its
-    *field*, see ``_appended``, and part index), which the scoper read off the event
-    once (``Scoped.field``, ``at``, ``text``). The deltas into the text the run's first
+    *field*, see ``_appended``, and part index), which the preparer read off the event
+    once (``Envelope.field``, ``at``, ``text``). The deltas into the text the run's first
     delta names are its pieces, each stretch joined and appended at once
     (``_delta_appended``, which checks what ``_item_updated`` checks). An event that
     changes no item (progress, a text's ``done``) is an empty piece, which changes
     nothing either: it joins the stretch around it. Every other event (another text's
-    delta, a part added, an envelope not made by a scoper) goes to ``_item_updated``.
+    delta, a part added, an envelope not made by a preparer) goes to ``_item_updated``.
     """
     none = _NONE
     for first in events:
@@ -630,8 +629,12 @@ def _fold_item(state: ItemState, events: Sequence[Scoped]) -> ItemState:
     )
 
 
-def _update(state: ItemState, event: Scoped) -> ItemState:
+def _update(state: ItemState, event: Envelope) -> ItemState:
     return _item_updated(state, event.event)
+
+
+# Items whose text renders while streaming; any other shows what is pending.
+_TEXT_ITEMS: Final = frozenset({"message", "function_call", "reasoning"})
 
 
 class ItemDefinition:
@@ -645,11 +648,11 @@ class ItemDefinition:
     publication: Final = _ITEM_PUBLICATION
 
     # Start on ``output_item.added``; update on events carrying its ``output_index``:
-    # the scoper's claim, None in the other envelopes. A C function: the engine calls
+    # the preparer's claim, None in the other envelopes. A C function: the engine calls
     # it once per delta.
-    match: Final[Callable[[Scoped], Claim | None]] = attrgetter("claim")
+    match: Final[Callable[[Envelope], Claim | None]] = attrgetter("claim")
 
-    def start(self, event: Scoped, reader: object) -> ItemState:
+    def start(self, event: Envelope, reader: object) -> ItemState:
         """The item as ``output_item.added`` announced it."""
         raw = event.event
         item = raw["item"]
@@ -665,41 +668,31 @@ class ItemDefinition:
             summary = tuple(PartState(p) for p in item.get("summary") or ())
         return ItemState(event.response_id, raw["output_index"], item, parts, _EMPTY, summary)
 
-    def update(self, state: ItemState, event: Scoped) -> ItemState:
+    def update(self, state: ItemState, event: Envelope) -> ItemState:
         """Fold one item event the way the SDK does, plus reasoning summaries."""
         return _item_updated(state, event.event)
 
-    def update_many(self, state: ItemState, events: list[Scoped]) -> ItemState:
+    def update_many(self, state: ItemState, events: list[Envelope]) -> ItemState:
         """``update`` over a run of item events (the engine hands an item's deltas over
         together): consecutive deltas into one text append it once, joined."""
         return _fold_item(state, events)
 
     def render_text(self, node: Node) -> str:
-        """Message text, ``name(arguments)`` for calls, the summary for reasoning."""
+        """Message text, calls as tool lines, the summary for reasoning."""
+        from ._render_protocols import responses_item_text
+
         state: ItemState = node.state
         item = state.done if state.done is not None else _snapshot_item(state)
-        kind = item.get("type")
-        if kind == "message":
-            lines = []
-            for part in item.get("content") or ():
-                if part.get("type") == "refusal":
-                    lines.append(f"[refusal] {part.get('refusal', '')}")
-                else:
-                    lines.append(str(part.get("text", "")))
-            return "\n".join(lines)
-        if kind == "function_call":
-            return f"{item.get('name', '')}({item.get('arguments', '')})"
-        if kind == "reasoning":
-            texts = [str(p.get("text", "")) for p in item.get("summary") or ()]
-            return "[reasoning] " + "\n".join(texts)
-        if kind == "compaction":
-            from .compaction import row_text
+        if state.done is None and state.pending and item.get("type") not in _TEXT_ITEMS:
+            return f"[{item.get('type')}] {state.pending}"
+        return responses_item_text(item)
 
-            return row_text("", "encrypted summary" if item.get("encrypted_content") else "")
-        if state.done is None and state.pending:
-            return f"[{kind}] {state.pending}"
-        rest = {k: v for k, v in item.items() if k not in ("type", "id")}
-        return f"[{kind}] {payload(rest)}"
+    def tool_calls(self, node: Node) -> tuple[str, ...]:
+        """The call id of a function call item."""
+        from ._render_protocols import responses_calls
+
+        state: ItemState = node.state
+        return responses_calls(state.done if state.done is not None else _snapshot_item(state))
 
     def render_html(self, node: Node) -> str:
         """Messages as Markdown bubbles, calls as tool cards, reasoning folded."""
@@ -975,8 +968,8 @@ PROTOCOL: Final = ProtocolSet(
     title="OpenAI Responses",
     detect=detect,
     definitions=DEFINITIONS,
-    prepare=scope,
-    pre_pass=Scoper,
+    prepare=prepare,
+    pre_pass=Preparer,
     event_type=event_type,
     rebuild=responses,
 )
@@ -987,3 +980,9 @@ def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
     """The final responses of one recording's raw events (in order): dicts or the SDK's
     typed ``ResponseStreamEvent`` objects; see ``responses``."""
     return PROTOCOL.fold(events)
+
+
+# The names of one release ago (every set now says prepare, Preparer, Envelope).
+__getattr__ = renamed(
+    __name__, globals(), {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"}
+)

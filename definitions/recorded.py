@@ -12,7 +12,7 @@ the end (see ``docs/recorded-conversations.md`` for the format)::
     {"type": "recording/end", "call": 0, "complete": true}
 
 The view shows each request's new input once, then the answer. The pre-pass
-(``Recorder``, one per stream; ``prepare`` maps a whole stream through one) does
+(``Preparer``, one per stream; ``prepare`` maps a whole stream through one) does
 what no pure ``match`` can, remembering the previous request:
 
 - a ``recording/request`` is read as generic messages (``definitions._requests_read``,
@@ -68,9 +68,28 @@ from engine import (
     ToolCall,
     ToolResult,
 )
+from engine._deprecation import renamed
 
 from . import anthropic, bedrock, gemini, openai_chat, openai_responses
 from ._protocol import ProtocolSet, not_routed
+from ._render import Outcome, call_card, carried, long_text, tool_text
+from ._render_protocols import (
+    anthropic_html,
+    anthropic_links,
+    anthropic_text,
+    chat_choices,
+    chat_html,
+    chat_text,
+    converse_calls,
+    converse_html,
+    converse_text,
+    gemini_calls,
+    gemini_html,
+    gemini_text,
+    responses_calls,
+    responses_html,
+    responses_text,
+)
 from ._requests_read import APIS, answer_message, api_of_url, continues_previous, request_messages
 
 __all__ = [
@@ -78,9 +97,10 @@ __all__ = [
     "PROTOCOL",
     "TYPES",
     "AnswerState",
+    "Envelope",
     "ErrorState",
     "InCall",
-    "Recorder",
+    "Preparer",
     "RequestState",
     "api_of_url",
     "calls",
@@ -161,11 +181,11 @@ class ErrorState(msgspec.Struct, frozen=True, gc=False):
 # -- envelopes ------------------------------------------------------------------------
 
 
-class _Envelope(msgspec.Struct, frozen=True, gc=False):
+class Envelope(msgspec.Struct, frozen=True, gc=False):
     """What the pre-pass hands the definitions; ``route`` is the engine's key."""
 
 
-class InCall(_Envelope, frozen=True, array_like=True):
+class InCall(Envelope, frozen=True, array_like=True):
     """A provider set's envelope (``inner``) within call ``prefix`` (``"call-<n>/"``);
     ``route`` is ``(set name, the set's own routing key of inner)``."""
 
@@ -174,19 +194,19 @@ class InCall(_Envelope, frozen=True, array_like=True):
     inner: Any
 
 
-class _Request(_Envelope, frozen=True):
+class _Request(Envelope, frozen=True):
     route: ClassVar = "recorded/request"
     id: str
     state: RequestState
 
 
-class _Answer(_Envelope, frozen=True):
+class _Answer(Envelope, frozen=True):
     route: ClassVar = "recorded/answer"
     id: str
     state: AnswerState
 
 
-class _Failure(_Envelope, frozen=True):
+class _Failure(Envelope, frozen=True):
     route: ClassVar = "recorded/failure"
     request: str  # the request node's id
     id: str  # the error row's id
@@ -196,7 +216,7 @@ class _Failure(_Envelope, frozen=True):
 _NOT_PREPARED: Final = (
     "recorded definitions fold the recorded pre-pass's envelopes, not raw recording "
     "events: use recorded.PROTOCOL.engine() (its push takes raw events), or push "
-    "recorded.prepare(events) / recorded.Recorder()(event)"
+    "recorded.prepare(events) / recorded.Preparer()(event)"
 )
 
 
@@ -240,7 +260,7 @@ class _Call:
         self.failed = False
 
 
-class Recorder:
+class Preparer:
     """The recorded pre-pass of one stream: each raw recording event in order, its
     envelope out (``None``: nothing to fold). See the module docstring."""
 
@@ -251,7 +271,7 @@ class Recorder:
         # The conversation as the last request had it, an answer's place as _Answered.
         self._history: list[Message | _Answered] = []
 
-    def __call__(self, event: Any) -> _Envelope | None:
+    def __call__(self, event: Any) -> Envelope | None:
         """The envelope of ``event`` (a dict, or a mapping), or ``None``."""
         self._position += 1
         if not isinstance(event, dict):
@@ -342,7 +362,7 @@ class Recorder:
         )
         return _Request(f"call-{number}", state)
 
-    def _event(self, event: dict[str, Any]) -> _Envelope | None:
+    def _event(self, event: dict[str, Any]) -> Envelope | None:
         call = self._call(event)
         if call is None:
             return None
@@ -363,7 +383,7 @@ class Recorder:
             return None
         return InCall(call.prefix, (call.set.name, call.set.event_type(inner)), inner)
 
-    def _body(self, event: dict[str, Any]) -> _Envelope | None:
+    def _body(self, event: dict[str, Any]) -> Envelope | None:
         call = self._call(event)
         if call is None:
             return None
@@ -384,7 +404,7 @@ class Recorder:
         state = AnswerState(call.number, call.api, body, message)
         return _Answer(f"{call.prefix}answer", state)
 
-    def _end(self, event: dict[str, Any]) -> _Envelope | None:
+    def _end(self, event: dict[str, Any]) -> Envelope | None:
         call = self._call(event)
         if call is None:
             return None
@@ -463,8 +483,8 @@ def _stream_error(name: str, raw: dict[str, Any]) -> str | None:
     return None
 
 
-def prepare(events: Iterable[Any]) -> Iterator[_Envelope]:
-    """The batch pre-pass: one stream's raw events through one ``Recorder`` (counted,
+def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
+    """The batch pre-pass: one stream's raw events through one ``Preparer`` (counted,
     ``PROTOCOL.pre_pass()``: an event it cannot read is an ``EventError``)."""
     recorder = PROTOCOL.pre_pass()
     for event in events:
@@ -518,6 +538,20 @@ class RequestDefinition:
         out.extend(_message_html(m) for m in state.messages)
         return "".join(out)
 
+    def tool_calls(self, node: Node) -> list[str]:
+        """The ids of the calls its new messages show (a rewritten history's)."""
+        return [call_id for m in node.state.messages for call_id, _ in _calls_of(m)]
+
+    def tool_results(self, node: Node) -> list[tuple[str, Outcome]]:
+        """Its tool results, each as the outcome of its call."""
+        return [
+            (part.call_id, _outcome(part))
+            for m in node.state.messages
+            if not isinstance(m.content, str)
+            for part in m.parts
+            if isinstance(part, ToolResult)
+        ]
+
 
 def _rewritten(state: RequestState) -> str:
     return (
@@ -546,14 +580,31 @@ class AnswerDefinition:
         return state
 
     def render_text(self, node: Node) -> str:
-        """The answer as the streamed ones read: text, thinking, tool calls."""
+        """The answer as the streamed ones read: its heading (role, model, stop),
+        then its blocks in the order the body has them."""
         state: AnswerState = node.state
-        return _message_text(state.message)
+        text = _ANSWERS[state.api][0]
+        return "\n\n".join(text(output) for output in _outputs(state))
 
     def render_html(self, node: Node) -> str:
-        """The answer as a bubble, thinking folded, calls as cards."""
+        """The answer as the streamed ones are drawn: metadata row, bubbles, thinking
+        folded, calls as cards, in the body's order."""
         state: AnswerState = node.state
-        return _message_html(state.message)
+        html = _ANSWERS[state.api][1]
+        return "".join(html(output) for output in _outputs(state))
+
+    def tool_calls(self, node: Node) -> list[str]:
+        """The ids of the answer's calls."""
+        state: AnswerState = node.state
+        calls = _ANSWERS[state.api][2]
+        return [call_id for output in _outputs(state) for call_id in calls(output)]
+
+    def tool_results(self, node: Node) -> list[tuple[str, Outcome]]:
+        """Its server tools' results (Anthropic's), as their calls' outcomes."""
+        state: AnswerState = node.state
+        if state.api != "anthropic.messages":
+            return []
+        return [r for output in _outputs(state) for r in anthropic_links(output)[1]]
 
     def render_json(self, node: Node) -> dict[str, Any]:
         """The call, the API and the body as recorded."""
@@ -623,7 +674,8 @@ class _InCallDefinition:
         many = getattr(inner, "update_many", None)
         if many is not None:
             self.update_many = lambda state, events: many(state, [e.inner for e in events])
-        for member in ("render_text", "render_html", "render_json"):
+        members = ("render_text", "render_html", "render_json", "continues")
+        for member in (*members, "tool_calls", "tool_results"):
             render = getattr(inner, member, None)
             if render is not None:
                 setattr(self, member, render)
@@ -662,48 +714,116 @@ DEFINITIONS: Final = (
 definitions scoped by call, and failures."""
 
 
-# -- rendering a generic message -------------------------------------------------------
+# -- rendering ------------------------------------------------------------------------
+
+# Per API: a whole answer (the non-streamed body, or one object a list body folds to)
+# as text and as HTML, and the ids of its calls: drawn as its protocol set draws a
+# streamed one, so both read alike.
+_ANSWERS: Final[
+    Mapping[str, tuple[Callable[[Any], str], Callable[[Any], str], Callable[[Any], Any]]]
+] = {
+    "anthropic.messages": (anthropic_text, anthropic_html, lambda o: anthropic_links(o)[0]),
+    "openai.chat": (
+        lambda o: chat_text(o.get("model"), chat_choices(o)),
+        lambda o: chat_html(o.get("model"), chat_choices(o), o.get("usage")),
+        lambda o: [
+            c[1] for choice in chat_choices(o) for c in choice.calls if isinstance(c[1], str)
+        ],
+    ),
+    "openai.responses": (
+        responses_text,
+        responses_html,
+        lambda o: [
+            c
+            for item in o.get("output") or ()
+            if isinstance(item, dict)
+            for c in responses_calls(item)
+        ],
+    ),
+    "gemini.generate_content": (gemini_text, gemini_html, gemini_calls),
+    "bedrock.converse": (converse_text, converse_html, converse_calls),
+}
+
+
+def _outputs(state: AnswerState) -> list[dict[str, Any]]:
+    """The answer's final objects: the body, or what a list body (a stream read
+    whole) folds to."""
+    body = state.body
+    if isinstance(body, list):
+        return [o for o in _SETS[APIS[state.api]].fold(body) if isinstance(o, dict)]
+    return [body] if isinstance(body, dict) else []
+
+
+def _calls_of(message: Message) -> list[tuple[str, ToolCall]]:
+    if isinstance(message.content, str):
+        return []
+    out = []
+    for part in message.parts:
+        call = part.call if isinstance(part, Native) else part
+        if isinstance(call, ToolCall) and call.id:
+            out.append((call.id, call))
+    return out
+
+
+def _result_content(result: ToolResult) -> str:
+    content = result.content
+    if isinstance(content, str):
+        return content
+    return "".join(p.text if isinstance(p, Text) else f"[{p.media_type}]" for p in content)
+
+
+def _outcome(result: ToolResult) -> Outcome:
+    status = "failed" if result.is_error else "done"
+    return Outcome(status, _result_content(result), result.name or "")
 
 
 def _message_text(message: Message) -> str:
+    """A generic message as text, its parts in order: ``role: text``, thinking, calls
+    (their joined results under them), results not shown on their call's card."""
     role = message.role.value
     if isinstance(message.content, str):
-        return f"{role}: {message.content}"
+        return f"{role}: {long_text(message.content)}"
     lines: list[str] = []
     said: list[str] = []
+
+    def flush() -> None:
+        if said:
+            lines.append(f"{role}: {long_text(''.join(said))}")
+            said.clear()
+
     for part in message.parts:
         if isinstance(part, Text):
             said.append(part.text)
-        elif isinstance(part, Reasoning):
+            continue
+        if isinstance(part, Native) and part.call is None:
             if part.text:
-                lines.append(f"[thinking] {part.text}")
-        elif isinstance(part, ToolCall):
-            lines.append(f"tool_use {part.name}({part.arguments})")
-        elif isinstance(part, ToolResult):
-            lines.append(_result_text(part))
-        elif isinstance(part, Native):
-            call = part.call
-            if call is not None:
-                lines.append(f"tool_use {call.name}({call.arguments})")
-            elif part.text:
                 said.append(part.text)
+            continue
+        flush()
+        if isinstance(part, Reasoning):
+            if part.text:
+                lines.append(f"[thinking] {long_text(part.text)}")
+        elif isinstance(part, ToolCall | Native):
+            call = part if isinstance(part, ToolCall) else part.call
+            assert call is not None
+            lines.append(tool_text(call.name, call.id, "called", call.arguments))
+        elif isinstance(part, ToolResult):
+            if not carried(part.call_id):
+                lines.append(_result_text(part))
         else:
             lines.append(f"[{type(part).__name__.lower()}]")
-    if said:
-        lines.insert(0, f"{role}: {''.join(said)}")
-    return "\n".join(lines)
+    flush()
+    return "\n\n".join(lines)
 
 
 def _result_text(result: ToolResult) -> str:
-    content = result.content
-    if not isinstance(content, str):
-        content = "".join(p.text if isinstance(p, Text) else f"[{p.media_type}]" for p in content)
     name = f" {result.name}" if result.name else ""
     status = "failed" if result.is_error else "done"
-    return f"tool result{name} [{result.call_id}] {status}\n{content}"
+    return f"tool result{name} [{result.call_id}] {status}\n{long_text(_result_content(result))}"
 
 
 def _message_html(message: Message) -> str:
+    """A generic message as HTML, its parts in order (see ``_message_text``)."""
     from ._render import bubble, folded, markdown, plain, tool_card
 
     role = message.role.value
@@ -732,22 +852,15 @@ def _message_html(message: Message) -> str:
         elif isinstance(part, ToolCall | Native):
             call = part if isinstance(part, ToolCall) else part.call
             assert call is not None
-            out.append(tool_card(call.name, "called", arguments=call.arguments))
-        elif isinstance(part, ToolResult):
+            out.append(call_card(call.name, call.id, "called", arguments=call.arguments))
+        elif isinstance(part, ToolResult) and not carried(part.call_id):
             status = "failed" if part.is_error else "done"
-            content = part.content if isinstance(part.content, str) else _result_text(part)
+            content = _result_content(part)
+            name = part.name or part.call_id
             if part.is_error:
-                out.append(
-                    tool_card(
-                        part.name or part.call_id, status, error=content, preview=part.call_id
-                    )
-                )
+                out.append(tool_card(name, status, error=content, preview=part.call_id))
             else:
-                out.append(
-                    tool_card(
-                        part.name or part.call_id, status, result=content, preview=part.call_id
-                    )
-                )
+                out.append(tool_card(name, status, result=content, preview=part.call_id))
     flush()
     return "".join(out)
 
@@ -844,8 +957,12 @@ PROTOCOL: Final = ProtocolSet(
     detect=detect,
     definitions=DEFINITIONS,
     prepare=prepare,
-    pre_pass=Recorder,
+    pre_pass=Preparer,
     event_type=event_type,
     rebuild=_rebuild,
 )
 """The recorded-calls protocol set (``definitions.ProtocolSet``)."""
+
+
+# The names of one release ago (every set now says prepare, Preparer, Envelope).
+__getattr__ = renamed(__name__, globals(), {"Recorder": "Preparer"})

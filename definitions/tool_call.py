@@ -291,7 +291,9 @@ def _dump(value: Any, indent: int | None = None) -> str:
 def _outcome(state: ToolCallState) -> list[tuple[str, str]]:
     if state.status == "done":
         output = state.output
-        return [("output", output if isinstance(output, str) else _dump(output))]
+        from ._render import long_text
+
+        return [("output", long_text(output if isinstance(output, str) else _dump(output)))]
     if state.status == "failed":
         return [("error", state.error or "")]
     if state.status == "denied":

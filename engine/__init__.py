@@ -13,6 +13,7 @@ of provider-native items, ``CoopContext``, which builds the next request from
 cooperating areas, and the economy (docs/context.md states its rules).
 """
 
+from ._cursor import Cursor as Cursor
 from ._engine import ConversationEngine as ConversationEngine
 from ._engine import create_conversation_engine as create_conversation_engine
 from ._errors import ConversationError as ConversationError
@@ -74,6 +75,7 @@ __all__ = [
     "ConversationEngine",
     "ConversationError",
     "CoopContext",
+    "Cursor",
     "Definition",
     "DefinitionError",
     "EventError",
@@ -114,12 +116,12 @@ from .context import Economist as Economist
 from .context import Economized as Economized
 from .context import Economy as Economy
 from .context import Marks as Marks
+from .context import Restart as Restart
 from .context import Spill as Spill
-from .context import command_of as command_of
 from .context import compaction_of as compaction_of
 from .context import economize as economize
-from .context import is_ephemeral as is_ephemeral
 from .context import is_summary as is_summary
+from .context import restart as restart
 from .context import since_compaction as since_compaction
 from .context import spill_name as spill_name
 from .context import without_compactions as without_compactions
@@ -130,12 +132,12 @@ __all__ += [
     "Economized",
     "Economy",
     "Marks",
+    "Restart",
     "Spill",
-    "command_of",
     "compaction_of",
     "economize",
-    "is_ephemeral",
     "is_summary",
+    "restart",
     "since_compaction",
     "spill_name",
     "without_compactions",

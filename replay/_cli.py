@@ -25,6 +25,7 @@ import importlib
 import io
 import os
 import sys
+import tempfile
 import timeit
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
@@ -35,13 +36,16 @@ from typing import Any, TextIO
 import attrs
 import msgspec
 
+from definitions._render import FOLD_CHARS, FOLD_LINES
 from engine import ConversationError, Node, Registration, create_conversation_engine
 
+from . import _branches
 from ._determinism import check_determinism, steps
 from ._errors import DefinitionSpecError, LogError, StoreError
 from ._progress import Progress
 from .context import _command as _context
 from .context._recorded import describe_requests
+from .context._requests import definition_set_of, is_record
 from .logs._formats import Loaded, Recording, load_events, parse_piece
 from .protocols._detect import (
     DefinitionSet,
@@ -50,6 +54,7 @@ from .protocols._detect import (
     protocol_definitions,
 )
 from .protocols._unclaimed import unclaimed_note
+from .render._branches import BranchPage, render_branches_html
 from .render._common import encode, render_json
 from .render._html import render_html
 from .render._text import text_pieces
@@ -217,12 +222,46 @@ def _write(text: str | Iterable[str], output: str | None) -> None:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    if args.branches or args.leaf is not None:
+        return _replay_branched(args)
+    try:
+        return _replay_stream(args)
+    except _branches.Branched:  # a tree, not a line: read it whole
+        if args.log == "-":
+            raise _Failure("-: a log with branch events is read twice; give it as a file") from None
+        return _replay_branched(args)
+
+
+def _replay_branched(args: argparse.Namespace) -> int:
+    log = _chosen_events(args.log, args.lenient, args.definitions)
+    if log.note is not None:
+        _warn(log.note)
+    events = log.events if args.at is None else log.events[: args.at]
+    branched = _branches.BranchedLog(events, log.definitions)
+    if args.branches:
+        _write(branched.listing(), args.output)
+        return 0
+    view = branched.view(args.leaf)
+    notes = {key: _branches.note(version) for key, version in view.markers.items()}
+    if args.format == "html":
+        title = "Conversation" if args.log == "-" else Path(args.log).name
+        pages = [BranchPage(v.leaf, v.nodes, v.markers) for v in branched.views()]
+        _write(
+            render_branches_html(pages, log.definitions.definitions, active=view.leaf, title=title),
+            args.output,
+        )
+        return 0
+    _write(_rendered(args, log.definitions, view.nodes, len(events), notes), args.output)
+    return 0
+
+
+def _replay_stream(args: argparse.Namespace) -> int:
     with _recording(args.log) as recording:
         chosen, note, head = _choose(recording, args.log, args.definitions)
         with Progress("folding", recording.size, unit="bytes") as bar:
             events = _Events(recording, args.lenient, chosen.vocabulary, bar, head)
             source: Iterable[Any] = events if args.at is None else islice(events, args.at)
-            nodes, unclaimed = fold(chosen, source)
+            nodes, unclaimed = fold(chosen, _branches.guard(source))
         if head is None and unclaimed:  # the first events, to name the set to try
             head = _head(recording)
     if note is not None:  # once the log was read: a bad line is the error to see first
@@ -233,6 +272,18 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     unclaimed_warning = unclaimed_note(unclaimed, count, head[0] if head else [], chosen.name)
     if unclaimed_warning is not None:
         _warn(unclaimed_warning)
+    _write(_rendered(args, chosen, nodes, count), args.output)
+    return 0
+
+
+def _rendered(
+    args: argparse.Namespace,
+    chosen: DefinitionSet,
+    nodes: tuple[Node, ...],
+    count: int,
+    notes: dict[str, str] | None = None,
+) -> str | Iterable[str]:
+    """The view as ``--format`` asks (``notes``: a line under a node, by key)."""
     definitions = chosen.definitions
     text: str | Iterable[str]
     if args.format == "json" and chosen.protocol is not None:
@@ -248,12 +299,13 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     else:
         to_terminal = args.output in (None, "-")
         color = {"always": True, "never": False}.get(args.color, None if to_terminal else False)
-        text = text_pieces(nodes, definitions, color=color, keys=args.keys)
+        text = text_pieces(
+            nodes, definitions, color=color, keys=args.keys, notes=notes, full=args.full
+        )
         if not nodes:
             # Say so rather than print nothing: an empty view is a finding, not a failure.
             text = f"(no nodes after {count} events)\n"
-    _write(text, args.output)
-    return 0
+    return text
 
 
 # -- context -----------------------------------------------------------------------------
@@ -262,6 +314,10 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 def _cmd_context(args: argparse.Namespace) -> int:
     try:
         events = _load(args.log, args.lenient).events
+        if args.leaf is not None or _branches.has_branches(events):
+            plain = [e for e in events if not _branches.is_branch_event(e)]
+            chosen = definition_set_of([e for e in plain if not is_record(e)])
+            events = _branches.BranchedLog(events, chosen).path(args.leaf)
         with Progress("building requests", None, unit="requests") as bar:
             text = _context.command(events, args, bar.advance)
     except ValueError as exc:
@@ -278,6 +334,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     chosen = log.definitions
     if log.note is not None:
         _warn(log.note)
+    if _branches.has_branches(log.events):
+        return _check_branches(args, log)
     # The raw events and the set's pre-pass, not the wrapped events: each window is cut
     # from the raw log and wrapped afresh, as a paginated reader would (a pre-pass
     # must cope with a stream that starts in the middle of a message).
@@ -297,6 +355,34 @@ def _cmd_check(args: argparse.Namespace) -> int:
         if said is not None:
             print(said)
     return 0 if report.ok else 1
+
+
+def _check_branches(args: argparse.Namespace, log: _Chosen) -> int:
+    """``check`` of a log with branches: every leaf's path proved as a log of its own."""
+    branched = _branches.BranchedLog(log.events, log.definitions)
+    chosen = log.definitions
+    ok = True
+    leaves = branched.tree.leaves()
+    with Progress("checking", steps(rounds=args.rounds) * len(leaves), unit="ways") as bar:
+        reports = [
+            (
+                leaf.id,
+                check_determinism(
+                    branched.path(leaf.id),
+                    chosen.definitions,
+                    seed=args.seed,
+                    rounds=args.rounds,
+                    event_type=chosen.event_type,
+                    prepare=chosen.prepare,
+                    progress=bar.advance,
+                ),
+            )
+            for leaf in leaves
+        ]
+    for leaf, report in reports:
+        ok = ok and report.ok
+        print(f"{args.log} (branch {leaf}): {report.describe()}")
+    return 0 if ok else 1
 
 
 # -- bench -------------------------------------------------------------------------------
@@ -484,6 +570,19 @@ def _add_log(parser: argparse.ArgumentParser, help: str = "the recording ('-': s
     )
 
 
+def _add_branch_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--branches",
+        action="store_true",
+        help="list the leaves of a log with branches (id, depth, last line; * active)",
+    )
+    parser.add_argument(
+        "--leaf",
+        metavar="ID",
+        help="render the path to this branch's tip (default: the active one)",
+    )
+
+
 def _non_negative(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -521,7 +620,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="text: head each node with its #seq and key (as --format nodes names them)",
     )
+    replay.add_argument(
+        "--full",
+        action="store_true",
+        help=f"text: show long content whole (else each message text or tool output "
+        f"is folded after {FOLD_LINES} lines or {FOLD_CHARS:,} characters)",
+    )
     replay.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
+    _add_branch_options(replay)
     replay.add_argument(
         "--color",
         choices=("auto", "always", "never"),
@@ -550,6 +656,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_log(context)
     _context.add_arguments(context)
+    context.add_argument(
+        "--leaf", metavar="ID", help="the branch whose path to continue (default: the active one)"
+    )
     context.set_defaults(handler=_cmd_context)
 
     bench = commands.add_parser(
@@ -647,16 +756,28 @@ def _cmd_record(args: argparse.Namespace) -> int:
         raise _Failure("convo record: give -o LOG or --store STORE (with --conversation)")
     if args.store is not None and args.conversation is None:
         raise _Failure("convo record: --store needs --conversation")
+    log = None if args.output is None else os.path.abspath(args.output)
     env = _auto.environment(
-        dict(os.environ),
-        log=None if args.output is None else os.path.abspath(args.output),
-        store=args.store,
-        conversation=args.conversation,
+        dict(os.environ), log=log, store=args.store, conversation=args.conversation
     )
-    try:
-        return _auto.run(program, env, subprocess.call)
-    except FileNotFoundError as exc:
-        raise _Failure(f"convo record: cannot run {program[0]!r}: {exc.strerror}") from exc
+    before = _auto.calls_in(log, args.store, args.conversation)
+    with tempfile.TemporaryDirectory(prefix="convo-record-") as directory:
+        report = os.path.join(directory, "report")
+        with open(report, "wb"):
+            pass
+        env[_auto.ENV_REPORT] = report
+        try:
+            status = _auto.run(program, env, subprocess.call)
+        except FileNotFoundError as exc:
+            raise _Failure(f"convo record: cannot run {program[0]!r}: {exc.strerror}") from exc
+        if _auto.calls_in(log, args.store, args.conversation) <= before:
+            with open(report, encoding="utf-8", errors="replace") as f:
+                why = _auto.nothing_recorded(f.read())
+            print(
+                f"convo record: 0 calls recorded into {args.output or describe(args.store)}: {why}",
+                file=sys.stderr,
+            )
+    return status
 
 
 # -- entry point -----------------------------------------------------------------------

@@ -43,7 +43,7 @@ nothing is lost. Every node a notification delivered new is re-encoded at the en
 a state that changed after it was delivered was mutated in place.
 
 With a protocol's pre-pass (``prepare``: raw events in, the envelopes the
-definitions match out, e.g. ``definitions.anthropic.scope``), ``events`` are raw:
+definitions match out, e.g. ``definitions.anthropic.prepare``), ``events`` are raw:
 every way feeds a fresh run of the pre-pass, and a window is cut from the raw log
 and wrapped afresh, as a paginated reader would (so a pre-pass that cannot take a
 stream starting inside a message shows here). Positions in a report are positions

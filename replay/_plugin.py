@@ -7,7 +7,9 @@ Fixtures:
   as indented JSON, with the snapshot stored next to the test in
   ``__snapshots__/<module>/<test>.json``. A missing snapshot is written (and the
   test passes); a different one fails with a unified diff. ``pytest
-  --convo-update-snapshots`` rewrites them.
+  --convo-update-snapshots`` rewrites them. Values that change on every re-record
+  (provider ids, timestamps, request ids) are masked first (``mask_volatile``), and
+  the snapshot names where: ``{"masked": [paths], "nodes": [...]}``.
 - ``convo_assert_deterministic``: ``assert_deterministic`` with the seed of
   ``--convo-seed`` (default 0): fails with the first divergence.
 - ``convo_recorder``: ``convo_recorder.wrap(client)`` records an official SDK client's
@@ -33,8 +35,9 @@ import sys
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Final
 
+import msgspec
 import pytest
 
 from definitions._protocol import Unrouted
@@ -45,7 +48,11 @@ from ._replay import replay
 from .protocols._detect import DefinitionSet, detect_protocol, protocol_definitions
 from .render._common import render_json
 
-__all__ = ["ConvoSnapshot"]
+# Keys in the order they were given ("masked" before "nodes"), the nodes as render_json
+# sorted theirs.
+_encode = msgspec.json.Encoder().encode
+
+__all__ = ["ID_KEYS", "TIME_KEYS", "ConvoSnapshot", "mask_volatile"]
 
 _UPDATE = "--convo-update-snapshots"
 _written_key = pytest.StashKey[list[Path]]()
@@ -101,6 +108,113 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             terminalreporter.write_line(f"wrote {path}")
 
 
+# -- masking what changes on every re-record ---------------------------------------------
+
+ID_KEYS: Final = frozenset(
+    {
+        "id",
+        "responseId",
+        "response_id",
+        "request_id",
+        "requestId",
+        "request-id",
+        "x-request-id",
+        "system_fingerprint",
+        "previous_response_id",
+    }
+)
+"""Keys whose string values of 8 characters or more are ids a provider (or its
+gateway) makes anew on every call: masked as ``<id N>``, numbered by first appearance
+(equal ids stay equal), and so wherever that value appears, in node keys too."""
+TIME_KEYS: Final = frozenset(
+    {
+        "created",
+        "created_at",
+        "completed_at",
+        "createTime",
+        "updateTime",
+        "timestamp",
+        "retrieved_at",
+        "time",
+    }
+)
+"""Keys whose values are when something happened: masked as ``<time>``."""
+# Provider ids under any key (a tool call id sent back as tool_use_id, call_id, ...).
+_PROVIDER_ID: Final = re.compile(
+    r"(?:msg|toolu|srvtoolu|chatcmpl|resp|rs|fc|call|req|ws|ctc|mcpr|ig|cu|lsh)[_-][A-Za-z0-9_-]{8,}"
+)
+_MIN_ID: Final = 8
+
+
+def _matches(pattern: str, path: tuple[str, ...]) -> bool:
+    """Whether ``path`` (the keys to a value in a node's JSON, ``*`` for list indexes)
+    ends with what ``pattern`` names: dotted keys (``usage.input_tokens``; ``*``
+    matches any one step), a bare key matching that key anywhere."""
+    steps = pattern.split(".")
+    if len(steps) > len(path):
+        return False
+    tail = path[len(path) - len(steps) :]
+    return all(s in ("*", p) for s, p in zip(steps, tail, strict=True))
+
+
+def mask_volatile(
+    nodes: list[Any], *, mask: Collection[str] = (), keep: Collection[str] = ()
+) -> tuple[list[Any], list[str]]:
+    """``nodes`` (a view as ``render_json`` gives it, decoded) with what changes on
+    every re-record masked, and the paths masked (sorted, list indexes as ``*``).
+
+    Masked: ids (``ID_KEYS``, and any string shaped like a provider's id: ``msg_...``,
+    ``toolu_...``, ``chatcmpl-...``, ``call_...``) as ``<id N>``, numbered by first
+    appearance, also where a node's key or id holds them; times (``TIME_KEYS``) as
+    ``<time>``; whatever ``mask`` names as ``<masked>``. ``keep`` names what stays
+    (it wins). A pattern names the end of a value's path in the node: dotted keys
+    (``body.usage``, ``state.message.id``; ``*`` for any one step), or one key,
+    wherever it is."""
+    ids: dict[str, str] = {}
+    masked: set[str] = set()
+
+    def kept(path: tuple[str, ...]) -> bool:
+        return any(_matches(p, path) for p in keep)
+
+    def walk(value: Any, path: tuple[str, ...]) -> Any:
+        if isinstance(value, dict):
+            return {k: walk(v, (*path, str(k))) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, (*path, "*")) for v in value]
+        if not path or kept(path):
+            return value
+        key = path[-1]
+        if any(_matches(p, path) for p in mask):
+            masked.add(".".join(path))
+            return "<masked>"
+        if key in TIME_KEYS and value is not None:
+            masked.add(".".join(path))
+            return "<time>"
+        if isinstance(value, str) and (
+            (key in ID_KEYS and len(value) >= _MIN_ID) or _PROVIDER_ID.fullmatch(value)
+        ):
+            masked.add(".".join(path))
+            return ids.setdefault(value, f"<id {len(ids) + 1}>")
+        return value
+
+    # A node's own fields (key, kind, id, seq) are the engine's: only its state is
+    # read for what to mask.
+    out = [
+        {**node, "state": walk(node["state"], ("state",))}
+        if isinstance(node, dict) and "state" in node
+        else node
+        for node in nodes
+    ]
+    if ids:  # a node's key and id name what they belong to by those ids: "kind:msg_1/0"
+        split = re.compile("([:/])")
+        for node in out:
+            for field in ("key", "id"):
+                if isinstance(node, dict) and isinstance(node.get(field), str):
+                    parts = split.split(node[field])
+                    node[field] = "".join(ids.get(part, part) for part in parts)
+    return out, sorted(masked)
+
+
 class ConvoSnapshot:
     """The ``convo_snapshot`` fixture: replay a log and compare its view with a snapshot.
 
@@ -130,16 +244,23 @@ class ConvoSnapshot:
         *,
         name: str | None = None,
         event_type: Callable[[Any], Hashable] | None = None,
+        mask: Collection[str] = (),
+        keep: Collection[str] = (),
     ) -> tuple[Node, ...]:
         """Replay ``log`` through ``definitions`` (default: the detected protocol's),
-        compare the view's JSON with the snapshot, and return the nodes."""
+        mask what changes on every re-record (``mask_volatile``: ``mask`` and ``keep``
+        name more to mask, or what to leave), compare the view's JSON with the
+        snapshot, and return the nodes."""
         if name is None:
             self._calls += 1
         events = list(_events(log))
         chosen = definition_set(definitions, events)
         route = event_type or chosen.event_type
         nodes = replay(chosen.feed(events), chosen.definitions, event_type=route)
-        self.assert_matches(render_json(nodes, chosen.definitions, indent=2) + b"\n", name)
+        view = msgspec.json.decode(render_json(nodes, chosen.definitions))
+        shown, masked = mask_volatile(view, mask=mask, keep=keep)
+        data = _encode({"masked": masked, "nodes": shown})
+        self.assert_matches(msgspec.json.format(data, indent=2) + b"\n", name)
         return nodes
 
     def assert_matches(self, actual: bytes, name: str | None = None) -> None:

@@ -35,8 +35,8 @@ def modules() -> Iterator[tuple[str, Path]]:
         yield name, path
 
 
-def imported(name: str, path: Path) -> set[str]:
-    """The ``replay`` modules ``name`` imports, resolved to absolute names."""
+def imported(name: str, path: Path, top: str = "replay") -> set[str]:
+    """The ``top`` modules ``name`` imports, resolved to absolute names."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -52,7 +52,7 @@ def imported(name: str, path: Path) -> set[str]:
                 found.add(target)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-    return {t for t in found if t == "replay" or t.startswith("replay.")}
+    return {t for t in found if t == top or t.startswith(f"{top}.")}
 
 
 def room(module: str) -> str:
@@ -93,3 +93,26 @@ def test_no_module_imports_itself_in_a_circle() -> None:
 def test_at_most_twelve_modules_at_the_top_of_replay() -> None:
     top = sorted(p.name for p in (ROOT / "replay").glob("*.py"))
     assert len(top) <= 12, top
+
+
+def _engine_modules() -> Iterator[tuple[str, Path]]:
+    for path in sorted((ROOT / "engine").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        yield ".".join(parts[:-1] if parts[-1] == "__init__" else parts), path
+
+
+ENGINE = {name: imported(name, path, "engine") for name, path in _engine_modules()}
+
+
+@pytest.mark.parametrize("name", sorted(n for n in ENGINE if not n.startswith("engine.context")))
+def test_the_fold_never_imports_the_context(name: str) -> None:
+    # engine/__init__ re-exports the context's names for users; nothing of the fold may.
+    if name == "engine":
+        return
+    assert not {t for t in ENGINE[name] if t.startswith("engine.context")}, name
+
+
+@pytest.mark.parametrize("name", sorted(n for n in ENGINE if n.startswith("engine.context")))
+def test_the_context_imports_only_the_errors_of_the_fold(name: str) -> None:
+    outside = {t for t in ENGINE[name] if not t.startswith("engine.context")}
+    assert outside <= {"engine._errors"}, f"{name} imports {sorted(outside)}"

@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["engine", "engine.testing", "definitions", "replay"]
+PACKAGES = [
+    "engine",
+    "engine.context",
+    "engine.testing",
+    "definitions",
+    "definitions.harness",
+    "replay",
+    "replay.serve",
+]
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -23,6 +31,25 @@ def test_every_public_name_resolves_and_has_a_docstring(package: str) -> None:
         value = getattr(module, name)
         if inspect.isclass(value) or inspect.isfunction(value):
             assert inspect.getdoc(value), f"{package}.{name} has no docstring"
+
+
+def test_engine_re_exports_the_context() -> None:
+    # Users import the context's names from ``engine`` today; that keeps working.
+    import engine
+    import engine.context
+
+    assert set(engine.context.__all__) <= set(engine.__all__)
+    for name in engine.context.__all__:
+        assert getattr(engine, name) is getattr(engine.context, name)
+
+
+def test_the_engine_knows_no_harness() -> None:
+    # The shell and harness tables live in definitions.harness; the economy is given them.
+    import engine
+    import engine.context
+
+    for module in (engine, engine.context):
+        assert not {"is_ephemeral", "command_of"} & set(dir(module))
 
 
 def _imports(folder: Path) -> set[str]:

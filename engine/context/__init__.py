@@ -36,9 +36,7 @@ from ._economy import Economized as Economized
 from ._economy import Economy as Economy
 from ._economy import Marks as Marks
 from ._economy import Spill as Spill
-from ._economy import command_of as command_of
 from ._economy import economize as economize
-from ._economy import is_ephemeral as is_ephemeral
 from ._economy import spill_name as spill_name
 from ._message import Compaction as Compaction
 from ._message import File as File
@@ -81,10 +79,8 @@ __all__ = [
     "Text",
     "ToolCall",
     "ToolResult",
-    "command_of",
     "compaction_of",
     "economize",
-    "is_ephemeral",
     "is_summary",
     "restart",
     "since_compaction",

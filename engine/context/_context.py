@@ -1,22 +1,22 @@
 """The cooperative model context: areas, effect ranges, collection at safepoints.
 
-Theory of operation (docs/context.md, rules 1-7; seed 000):
+Theory of operation (docs/context.md, rules C1-C7; seed 000):
 
-- ``Context`` is an append-only list of provider-native items (rule 1). A gateway
+- ``Context`` is an append-only list of provider-native items (rule C1). A gateway
   turns each generic ``Message`` into its items; ``gateway=None`` keeps the
   messages themselves. Only ``CoopContext``'s collection removes items, and only a
   tail.
-- ``CoopContext.render()`` is the safepoint. In this order: collect (rule 5:
+- ``CoopContext.render()`` is the safepoint. In this order: collect (rule C5:
   the tail component of overlapping effect ranges, when all of its areas are
   retired, plus retired areas that never rendered anything); append the
-  conversation items queued with ``extend`` since the last render (rule 4); run
-  one unfold pass over the ring of areas from the cursor (rule 2), extending
-  effect ranges (rule 3). A retired area's last call is thus answered by the model
+  conversation items queued with ``extend`` since the last render (rule C4); run
+  one unfold pass over the ring of areas from the cursor (rule C2), extending
+  effect ranges (rule C3). A retired area's last call is thus answered by the model
   before its tail is collected, and that answer (which arrives after the
   collection) follows the promoted messages.
-- The collection plan is fixed before any callback runs (rule 6); a raising
+- The collection plan is fixed before any callback runs (rule C6); a raising
   ``promote()`` cancels it, raising ``gc_prologue()`` calls do not.
-- Every render produces a ``RenderRecord`` (rule 7): what was collected and
+- Every render produces a ``RenderRecord`` (rule C7): what was collected and
   promoted, how many conversation messages were appended, which area appended
   which messages. ``Context.apply(record, conversation)`` replays one without the
   areas, so the same records rebuild the same items.
@@ -147,7 +147,7 @@ class Collection(msgspec.Struct, frozen=True):
 
 
 class RenderRecord(msgspec.Struct, frozen=True):
-    """What one ``render()`` did, enough to redo it without the areas (rule 7).
+    """What one ``render()`` did, enough to redo it without the areas (rule C7).
 
     ``call`` counts renders from 0; ``collection`` is ``None`` when nothing was
     collected; ``conversation`` is how many queued conversation messages were
@@ -233,7 +233,7 @@ class Context(Sequence[Any]):
         return added
 
     def apply(self, record: RenderRecord, conversation: Sequence[Message]) -> None:
-        """Redo a recorded render (rule 7): ``conversation`` is its conversation messages.
+        """Redo a recorded render (rule C7): ``conversation`` is its conversation messages.
 
         Raises ``ValueError`` when the record does not fit this context.
         """
@@ -323,7 +323,7 @@ class CoopContext:
     ``register(area)`` adds an area to the end of the ring; ``extend(messages)``
     queues what the log added since the last call; ``render()`` is the safepoint
     and one unfold pass (docs/context.md, rules 2-6) and returns the ``Context``.
-    ``records`` holds one ``RenderRecord`` per render (rule 7).
+    ``records`` holds one ``RenderRecord`` per render (rule C7).
     """
 
     def __init__(self, context: Context) -> None:
@@ -390,7 +390,7 @@ class CoopContext:
 
     def extend(self, messages: Iterable[Message]) -> None:
         """Queue conversation messages (model output, tool results, user turns) in log
-        order; the next ``render()`` appends them before its pass (rule 4)."""
+        order; the next ``render()`` appends them before its pass (rule C4)."""
         for message in messages:
             if not isinstance(message, Message):
                 raise TypeError(

@@ -25,6 +25,7 @@ one place (``conversation``); the rest of the conversation is
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -35,6 +36,7 @@ import msgspec
 
 from definitions.conversation import answer_unanswered, conversation_messages
 from definitions.gateways import Gateway
+from definitions.harness import glance
 from engine import (
     INTERRUPTED,
     Economist,
@@ -46,10 +48,10 @@ from engine import (
     Role,
     compaction_of,
     is_summary,
+    restart,
     since_compaction,
     without_compactions,
 )
-from engine.context import restart
 
 from ._workbench import Workbench, WorkbenchIndex
 
@@ -69,7 +71,7 @@ __all__ = [
 POLICIES: Final[dict[str, Callable[[], Economy]]] = {
     "none": Economy.none,
     "live": Economy.live,
-    "resume": Economy.resume,
+    "resume": functools.partial(Economy.resume, glance=glance),
 }
 """The policy sets ``convo context --policy`` names."""
 

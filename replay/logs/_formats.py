@@ -57,7 +57,7 @@ import io
 import json
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import IO, Any, Final, Literal, cast, get_args
 
 import attrs
@@ -77,6 +77,7 @@ from ._jsonl import (
     parse_log,
     read_source,
 )
+from ._secrets import kept_headers, kept_url
 from .sessions import TranscriptFormat, read_transcript
 from .sessions import detect as detect_session
 
@@ -515,14 +516,10 @@ def _load_sse(
 
 _YAML_CASSETTE = re.compile(rb"\A(?:\s*(?:#[^\n]*)?\n)*(?:---\s*\n)?interactions:")
 _JSON_CASSETTE = re.compile(rb'\A\s*\{\s*"(?:interactions|version)"')
+
+
 # Headers a recording keeps: none can carry a secret (an allow-list, so a new
 # credential header is left out by default).
-_KEPT_HEADERS = frozenset(
-    {"content-type", "accept", "anthropic-version", "anthropic-beta", "openai-beta", "user-agent"}
-)
-_SECRET_QUERY = re.compile(r"^(?:key|api_key|api-key|x-amz-.*)$", re.IGNORECASE)
-
-
 def _is_cassette(data: bytes) -> bool:
     """Whether ``data`` opens a VCR cassette: YAML whose first key is
     ``interactions``, or the JSON serializer's object (which pytest-recording writes
@@ -584,34 +581,6 @@ def _str(value: Any) -> str:
     return str(value)
 
 
-def _headers(headers: Any, kept: Callable[[str], bool]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    if not isinstance(headers, dict):
-        return out
-    for name, value in headers.items():
-        key = _str(name).lower()
-        if kept(key):
-            out[key] = ", ".join(_str(v) for v in value) if isinstance(value, list) else _str(value)
-    return out
-
-
-def _request_header(name: str) -> bool:
-    return name in _KEPT_HEADERS or name.startswith("x-stainless-")
-
-
-def _response_header(name: str) -> bool:
-    return name == "content-type" or name.endswith(("request-id", "requestid"))
-
-
-def _clean_url(url: str) -> str:
-    """``url`` without the query parameters that carry a key or a signature."""
-    base, _, query = url.partition("?")
-    if not query:
-        return url
-    kept = [p for p in query.split("&") if not _SECRET_QUERY.match(p.split("=", 1)[0])]
-    return f"{base}?{'&'.join(kept)}" if kept else base
-
-
 def _bytes(body: Any) -> bytes:
     """A cassette body (a string, bytes, or ``{"string": ...}``) as bytes, gunzipped."""
     if isinstance(body, dict):
@@ -656,18 +625,21 @@ def _interaction(interaction: dict[str, Any], call: int) -> list[dict[str, Any]]
             "call": call,
             "api": api,
             "method": _str(request.get("method") or "POST"),
-            "url": _clean_url(url),
-            "headers": _headers(request.get("headers"), _request_header),
+            "url": kept_url(url),
+            "headers": kept_headers(request.get("headers"), response=False),
             "body": body,
             "stream": stream,
         }
     ]
     status = response.get("status") or {}
     code = status.get("code") if isinstance(status, dict) else status
-    headers = _headers(response.get("headers"), _response_header)
+    headers = kept_headers(response.get("headers"), response=True)
     out.append({"type": "recording/response", "call": call, "status": code, "headers": headers})
     raw = _bytes(response.get("body"))
     kind = headers.get("content-type", "")
+    parsed = response.get("parsed_body")  # a serializer that stores the JSON parsed
+    if isinstance(parsed, dict | list) and not raw.strip():
+        raw = msgspec.json.encode(parsed)
     if "event-stream" in kind and not raw.lstrip().startswith((b"{", b"[")):
         frames, _ = _load_sse(raw, None, True, None)
         out += [{"type": "recording/event", "call": call, "event": e} for e in frames]

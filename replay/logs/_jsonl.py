@@ -36,6 +36,7 @@ import functools
 import os
 import re
 import sys
+import time as time_module
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Generic, Literal, TypeVar, overload
@@ -190,14 +191,24 @@ def write_log(
     return lines.count(b"\n")
 
 
+def _identity(status: os.stat_result) -> tuple[int, int]:
+    return status.st_dev, status.st_ino
+
+
 class LogWriter:
-    """Appends events to a log, one line per event, flushed to the OS line by line.
+    """Appends events to a log, one line per event, written to the OS line by line.
 
     Opening an existing log continues its positions after the last good entry. An
     unterminated last line (a crash while appending) is cut off first, so the next
     line starts clean; the cut line is in ``recovered``. Not thread-safe: give each
-    thread its own writer, or lock around ``append``. Lines are flushed, not
+    thread its own writer, or lock around ``append``. Lines are written unbuffered, not
     fsync'ed: a crash of the process loses nothing, a crash of the machine may.
+
+    Faults leave the log valid: a write the OS refuses part of (disk full, a file size
+    limit) is cut off again and its lines counted in ``dropped`` (``OSError`` raised);
+    a log deleted or replaced (rotated) since it was opened is noticed when the lock is
+    taken (``FileNotFoundError``); with ``lock_wait`` the lock is waited for at most
+    that many seconds (``TimeoutError``).
 
     Several processes may append to one log (``convo record`` of a program that starts
     others): each write holds an exclusive ``flock`` on the file and, when another
@@ -213,17 +224,24 @@ class LogWriter:
         *,
         conversation: str | None = None,
         time: Callable[[], float] | None = None,
+        lock_wait: float | None = None,
     ) -> None:
         self.path = os.fspath(path)
         self.conversation = conversation
         self._time = time
         self.recovered: tuple[LogError, ...] = ()
         self.position = 0
+        self.dropped = 0  # lines a failed write left out (their bytes cut off again)
+        self.dropped_bytes = 0
+        self.lock_wait = lock_wait
         self._end = 0  # where this writer's view of the file ends, in bytes
         self._lines = 0  # the lines before _end, to number a bad line read later
         self._held = False
         self._lockable = fcntl is not None
-        self._file: IO[bytes] = open(self.path, "a+b")  # noqa: SIM115 (closed in close())
+        # Unbuffered: a write the OS refuses (disk full, file size limit) must not stay
+        # in a buffer to be written later, after the lines that follow it.
+        self._file: IO[bytes] = open(self.path, "a+b", buffering=0)  # noqa: SIM115 (closed in close())
+        self._identity = _identity(os.fstat(self._file.fileno()))
         try:
             with self.exclusive():
                 pass
@@ -249,17 +267,57 @@ class LogWriter:
     def _hold(self) -> list[Entry[Any]]:
         if self._lockable:
             try:
-                fcntl.flock(self._file.fileno(), fcntl.LOCK_EX)
+                self._lock()
             except OSError as exc:
                 if exc.errno not in _NO_LOCKS:
                     raise
                 self._lockable = False  # a file system without locks: one writer there
         self._held = True
         try:
+            self._check_identity()
             return self._catch_up()
         except BaseException:
             self._release()
             raise
+
+    def _lock(self) -> None:
+        """Take the lock, waiting at most ``lock_wait`` seconds when it is set (a process
+        stopped while holding it must not stop this one): ``TimeoutError`` after that."""
+        fd = self._file.fileno()
+        if self.lock_wait is None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return
+        deadline = time_module.monotonic() + self.lock_wait
+        pause = 0.001
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                left = deadline - time_module.monotonic()
+                if left <= 0:
+                    raise TimeoutError(
+                        errno.ETIMEDOUT,
+                        f"another process held the lock of {self.path} for more than "
+                        f"{self.lock_wait:g} s",
+                    ) from None
+                time_module.sleep(min(pause, left))
+                pause = min(pause * 2, 0.05)
+
+    def _check_identity(self) -> None:
+        """Raise ``FileNotFoundError`` when the path no longer names the file this writer
+        opened (deleted, or rotated: renamed and replaced): lines written to it now
+        would reach no reader."""
+        try:
+            now = _identity(os.stat(self.path))
+        except FileNotFoundError:
+            now = None
+        if now != self._identity:
+            raise FileNotFoundError(
+                errno.ENOENT,
+                f"{self.path} was {'deleted' if now is None else 'replaced (rotated)'} "
+                "since this writer opened it; nothing more is written to it",
+            )
 
     def _release(self) -> None:
         self._held = False
@@ -286,13 +344,12 @@ class LogWriter:
                 self._file.truncate(self._end + data.rfind(b"\n") + 1)
             else:
                 self._file.write(b"\n")
-            self._file.flush()
         self._end = self._file.seek(0, os.SEEK_END)
         self._lines += data.count(b"\n") + (not data.endswith(b"\n") and not problems)
         return entries
 
     def append(self, event: Any) -> Entry[Any]:
-        """Write ``event`` as the next line and flush it. Returns the entry written."""
+        """Write ``event`` as the next line. Returns the entry written."""
         held = self._held  # (no context manager here: ~1.5 us more per line)
         if not held:
             self._hold()
@@ -311,8 +368,8 @@ class LogWriter:
 
     def extend(self, runs: Iterable[tuple[float | None, Iterable[Any]]]) -> None:
         """Write runs of events, each run's events stamped with its time, as the next
-        lines in one write and one flush: for many small events (a recorder's stream
-        events), a flush per line would cost more than the events."""
+        lines in one write: for many small events (a recorder's stream events), a write
+        per line would cost more than the events."""
         with self.exclusive():
             conversation = self.conversation
             entries: list[Entry[Any]] = []
@@ -324,8 +381,21 @@ class LogWriter:
             self._write(_encoder.encode_lines(entries), len(entries))
 
     def _write(self, data: bytes, lines: int) -> None:
-        self._file.write(data)
-        self._file.flush()
+        """Write ``data`` whole or not at all: when the OS refuses part of it (disk full,
+        ``RLIMIT_FSIZE``), what did reach the file is cut off again, the lines are
+        counted in ``dropped`` and the ``OSError`` raised; positions stay gapless."""
+        view = memoryview(data)
+        done = 0
+        try:
+            while done < len(data):
+                done += self._file.write(view[done:]) or 0
+        except OSError:
+            self.dropped += lines
+            self.dropped_bytes += len(data)
+            if done:
+                with contextlib.suppress(OSError):  # else the next hold cuts the torn line
+                    self._file.truncate(self._end)
+            raise
         self.position += lines
         self._lines += lines
         self._end += len(data)

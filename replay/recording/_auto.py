@@ -8,6 +8,11 @@ environment variables (``CONVO_RECORD_LOG``, or ``CONVO_RECORD_STORE`` with
 their modules are first imported (an import hook: a program that never imports an SDK
 pays nothing for it), so each client is recorded from birth, all into one recorder.
 Nothing here may break the program: a failure is a ``RecordingLostWarning`` on stderr.
+
+When no call was recorded, ``convo record`` says so and why (``nothing_recorded``):
+each process that loads the hooks (or finds it cannot import this library) writes one
+line to the file ``CONVO_RECORD_REPORT`` names, so a program whose Python never loaded
+them (``python -I``, another Python) is told apart from one that made no model call.
 """
 
 from __future__ import annotations
@@ -26,12 +31,23 @@ from typing import Any
 
 from ._errors import RecordingLostWarning
 
-__all__ = ["DIRECTORY", "ENV_CONVERSATION", "ENV_LOG", "ENV_STORE", "install_hooks"]
+__all__ = [
+    "DIRECTORY",
+    "ENV_CONVERSATION",
+    "ENV_LOG",
+    "ENV_REPORT",
+    "ENV_STORE",
+    "calls_in",
+    "install_hooks",
+    "nothing_recorded",
+    "report",
+]
 
 DIRECTORY = Path(__file__).with_name("_autorecord")
 ENV_LOG = "CONVO_RECORD_LOG"
 ENV_STORE = "CONVO_RECORD_STORE"
 ENV_CONVERSATION = "CONVO_RECORD_CONVERSATION"
+ENV_REPORT = "CONVO_RECORD_REPORT"
 
 # module -> the classes in it whose constructors record the client they build.
 _TARGETS: dict[str, tuple[str, ...]] = {
@@ -157,11 +173,65 @@ def install_hooks() -> None:
     """Patch the SDK client classes as their modules are imported (once per process)."""
     if os.environ.get(ENV_LOG) is None and os.environ.get(ENV_STORE) is None:
         return
+    report("loaded")
     if not any(isinstance(finder, _Finder) for finder in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
     for name in [*_TARGETS, _BOTOCORE]:  # already imported (unlikely at start): patch now
         if name in sys.modules:
             _patch(name, sys.modules[name])
+
+
+def report(line: str) -> None:
+    """Append ``line`` (with this process's id) to the report file, if there is one;
+    never raises (a report that cannot be written only weakens the final word)."""
+    path = os.environ.get(ENV_REPORT)
+    if not path:
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        try:  # one short write with O_APPEND: processes' lines never interleave
+            os.write(fd, f"{os.getpid()} {line}\n".encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+def calls_in(log: str | None, store: str | None, conversation: str | None) -> int:
+    """How many calls the log or store's conversation holds (0 when it is not there)."""
+    from ._recorder import recorded_calls
+
+    if store is not None:
+        from ..stores._open import open_store
+
+        try:
+            with open_store(store, mode="ro") as opened:
+                return recorded_calls(opened.read(conversation or ""))
+        except Exception:  # not there yet (or unreadable: the run says so itself)
+            return 0
+    if log is None or not os.path.exists(log):
+        return 0
+    from ..logs._jsonl import read_log
+
+    return recorded_calls(read_log(log, lenient=True).events())
+
+
+def nothing_recorded(report_text: str) -> str:
+    """Why a run recorded no call, from its report (one line per process that loaded
+    the hooks or could not)."""
+    lines = [line.partition(" ")[2] for line in report_text.splitlines()]
+    failed = [line for line in lines if line.startswith("cannot import")]
+    if "loaded" not in lines and failed:
+        return f"the program's Python {failed[0]}: install convo-engine in it"
+    if not lines:
+        return (
+            "the program's Python never loaded the recorder: it ignores PYTHONPATH "
+            "(python -I or -E), is a Python without convo-engine, or is not Python"
+        )
+    return (
+        "the program made no model call through a supported SDK client (anthropic, "
+        "openai, google-genai, boto3 bedrock-runtime), or none could be written"
+    )
 
 
 def environment(

@@ -9,8 +9,15 @@ the ``Call`` it returns is told what happens next by the instrumented transport:
 it completes are parsed then, stamped with their arrival time, and written in one
 batch at most ``BATCH`` seconds later) and ``finish`` (read to the end, or cut:
 ``recording/end`` with ``complete`` false and the error). A call's methods never raise:
-a record that cannot be written (disk full, store down) is counted in ``lost`` and
-warned about (``RecordingLostWarning``), and the SDK carries on unchanged.
+a record that cannot be written (disk full, a file size limit, store down, the log
+deleted or rotated, its lock held by another process past ``LOCK_WAIT``) is counted in
+``lost`` and warned about (``RecordingLostWarning``), and the SDK carries on unchanged.
+A call that lost a record writes nothing more but its end, ``complete`` false with the
+reason (``LOST``): what the log keeps of it is a clean prefix, which playback raises at,
+never a stream with a hole that would play back as a shorter, complete answer.
+
+Time comes from the recorder's ``clock`` (``time.time`` unless given): each record is
+stamped with it and the batching rule reads it, so both are tested without sleeping.
 
 Writes are serialised by a lock, so a client used from several threads (or an async
 client's concurrent calls) interleaves whole records, each naming its call.
@@ -18,6 +25,7 @@ client's concurrent calls) interleaves whole records, each naming its call.
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import time
@@ -29,16 +37,15 @@ import msgspec
 
 from .._errors import ConcurrencyError
 from ..logs._jsonl import LogWriter, read_log
+from ..logs._secrets import kept_headers, kept_url, scrub, withheld
 from ..stores._open import open_store
 from ._errors import RecordingError, RecordingLostWarning
 from ._wire import (
     BodyParser,
     StreamEvent,
     api_of,
-    harmless_headers,
     is_stream,
     request_body,
-    safe_url,
 )
 
 __all__ = ["Call", "Log", "Recorder", "open_sink"]
@@ -55,6 +62,15 @@ Batches = list[tuple[float, Sequence[Record]]]
 _encoder = msgspec.json.Encoder()
 
 
+class PartlyWritten(Exception):
+    """``_Sink.extend`` failed after writing the first ``written`` records (the
+    exception's cause says why)."""
+
+    def __init__(self, written: int) -> None:
+        super().__init__(f"{written} records written")
+        self.written = written
+
+
 class _Sink:
     """Appends one record with its time; raises what the medium raises."""
 
@@ -67,10 +83,9 @@ class _Sink:
         raise NotImplementedError
 
     def extend(self, batches: Batches) -> None:
-        """Append each batch's records, stamped with the batch's time."""
-        for at, records in batches:
-            for record in records:
-                self.append(record, at)
+        """Append each batch's records, stamped with the batch's time; on failure raise
+        what the medium raised, or ``PartlyWritten`` when some records were written."""
+        raise NotImplementedError
 
     def look(self) -> None:
         """Read the records the log or conversation holds, for ``calls``."""
@@ -93,7 +108,9 @@ class _LogSink(_Sink):
     def __init__(self, path: str | os.PathLike[str], conversation: str | None) -> None:
         self.path = os.fspath(path)
         self._now = 0.0
-        self._writer = LogWriter(self.path, conversation=conversation, time=self._clock)
+        self._writer = LogWriter(
+            self.path, conversation=conversation, time=self._clock, lock_wait=LOCK_WAIT
+        )
 
     def _clock(self) -> float:
         return self._now
@@ -133,10 +150,30 @@ class _StoreSink(_Sink):
         self._conversation = conversation
         self._owned = owned
         self._seen = 0  # how many of the conversation's events this sink has looked at
+        self._identity = _identity(self.path)
+
+    def _check(self) -> None:
+        # An SQLite store deleted or replaced under the recorder would take its appends
+        # into the unlinked file, where no reader finds them.
+        if self._identity is not None and _identity(self.path) != self._identity:
+            raise FileNotFoundError(
+                errno.ENOENT, f"the store {self.path} was deleted or replaced since it was opened"
+            )
 
     def append(self, record: Record, at: float) -> None:
+        self._check()
         # A stream event is kept as its JSON bytes (msgspec.Raw): a store takes objects.
         self._store.append(self._conversation, [_objects(record)], time=at)
+
+    def extend(self, batches: Batches) -> None:
+        self._check()
+        written = 0
+        for at, records in batches:  # one append (one transaction) per batch, its time
+            try:
+                self._store.append(self._conversation, [_objects(r) for r in records], time=at)
+            except Exception as exc:
+                raise PartlyWritten(written) from exc
+            written += len(records)
 
     def look(self) -> None:
         events = self._store.read(self._conversation)
@@ -146,6 +183,7 @@ class _StoreSink(_Sink):
     def begin(self, build: Callable[[int], dict[str, Any]], at: float) -> dict[str, Any]:
         # Optimistic: append only if nobody appended since the look; else look again.
         store, conversation = self._store, self._conversation
+        self._check()
         while True:
             length = store.length(conversation)
             self._note(store.read(conversation, self._seen, length))
@@ -161,6 +199,16 @@ class _StoreSink(_Sink):
     def close(self) -> None:
         if self._owned:
             self._store.close()
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """The file ``path`` names (device, inode), or None where it names no file (a
+    PostgreSQL store's URL, a file not there)."""
+    try:
+        status = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return status.st_dev, status.st_ino
 
 
 def _objects(record: Record) -> dict[str, Any]:
@@ -203,13 +251,16 @@ class Recorder:
 
     ``path`` is where they go, ``calls`` the number of the next call, ``lost`` how many
     records could not be written (each loss is also warned about with
-    ``RecordingLostWarning``).
+    ``RecordingLostWarning``; ``problem`` is the last reason). ``clock`` gives the time
+    records are stamped with (seconds since the epoch; ``time.time`` unless given).
     """
 
-    def __init__(self, sink: _Sink) -> None:
+    def __init__(self, sink: _Sink, *, clock: Callable[[], float] = time.time) -> None:
         self._sink = sink
         self.path = sink.path
+        self.clock = clock
         self.lost = 0
+        self.problem: str | None = None
         self._lock = threading.Lock()
         sink.look()
         self.calls = sink.calls
@@ -226,13 +277,14 @@ class Recorder:
         """Start the next call: write its request and return its ``Call``. Its number
         follows every call in the log, those other processes recorded into it too."""
         body = request_body(content)
+        pairs = list(headers)
         request: dict[str, Any] = {
             "type": "recording/request",
             "call": -1,
             "api": api_of(provider, path),
             "method": method,
-            "url": safe_url(url),
-            "headers": harmless_headers(headers, response=False),
+            "url": kept_url(url),
+            "headers": kept_headers(pairs, response=False),
             "body": body,
             "stream": is_stream(path, body),
         }
@@ -243,39 +295,46 @@ class Recorder:
 
         with self._lock:
             try:
-                written = self._sink.begin(numbered, time.time())
-            except Exception:
-                written = None
-                self.lost += 1
+                self._sink.begin(numbered, self.clock())
+                written = True
+            except Exception as exc:
+                written = False
+                self._count(1, exc)
             n = self.calls
             self.calls += 1
-        call = Call(self, n)
-        if written is None:
-            call._lost("recording/request")
+        call = Call(self, n, withheld(url, pairs))
+        if not written:
+            call._lost("recording/request", 1, unwritten=True)
         return call
+
+    def _count(self, records: int, exc: BaseException) -> None:
+        if isinstance(exc, PartlyWritten) and exc.__cause__ is not None:
+            exc = exc.__cause__
+        self.lost += records
+        self.problem = f"{type(exc).__name__}: {exc}"
 
     def write(self, record: Record, at: float) -> bool:
         """Append ``record`` stamped ``at``; on failure count it lost and return false."""
-        try:
-            with self._lock:
+        with self._lock:
+            try:
                 self._sink.append(record, at)
-        except Exception:
-            with self._lock:
-                self.lost += 1
-            return False
+            except Exception as exc:
+                self._count(1, exc)
+                return False
         return True
 
-    def write_many(self, batches: Batches) -> bool:
-        """Append each batch's records, stamped with its time, at once; on failure count
-        them lost."""
-        try:
-            with self._lock:
+    def write_many(self, batches: Batches) -> int:
+        """Append each batch's records, stamped with its time, at once; returns how many
+        could not be written (counted lost), 0 when all were."""
+        with self._lock:
+            try:
                 self._sink.extend(batches)
-        except Exception:
-            with self._lock:
-                self.lost += sum(len(records) for _, records in batches)
-            return False
-        return True
+            except Exception as exc:
+                written = exc.written if isinstance(exc, PartlyWritten) else 0
+                lost = sum(len(records) for _, records in batches) - written
+                self._count(lost, exc)
+                return lost
+        return 0
 
     def close(self) -> None:
         """Close the log (or the store this recorder opened)."""
@@ -284,7 +343,10 @@ class Recorder:
 
 
 class Call:
-    """One call being recorded: told the response head, each body chunk, and the end."""
+    """One call being recorded: told the response head, each body chunk, and the end.
+
+    After a record of the call is lost the call writes nothing but its end (counting
+    what it leaves out as lost), which says why: the log keeps a clean prefix of it."""
 
     __slots__ = (
         "_done",
@@ -295,16 +357,22 @@ class Call:
         "_pending",
         "_problem",
         "_received",
+        "_unwritten",
+        "_withheld",
         "n",
         "recorder",
     )
 
-    def __init__(self, recorder: Recorder, n: int) -> None:
+    def __init__(self, recorder: Recorder, n: int, secrets: Sequence[str] = ()) -> None:
         self.recorder = recorder
         self.n = n
+        # What the request's recorded form left out (keys, tokens): an error text that
+        # quotes one (httpx names a header value it refuses) is written without it.
+        self._withheld = secrets
         self._parser: BodyParser | None = None
         self._problem: str | None = None
-        self._failed = False  # a loss was warned about: once per call is enough
+        self._failed = 0  # records of this call lost (then only its end is written)
+        self._unwritten = False  # its request was lost: the log has nothing of it
         self._done = False
         self._received = 0
         self._pending: Batches = []
@@ -312,8 +380,15 @@ class Call:
         self._expected: int | None = None  # the content-length, when the server gave one
 
     def write(self, record: Record, at: float) -> None:
-        if not self.recorder.write(record, at):
-            self._lost(record["type"] if isinstance(record, dict) else "recording/event")
+        if self._failed:
+            self._skip(1)
+        elif not self.recorder.write(record, at):
+            self._lost(record["type"] if isinstance(record, dict) else "recording/event", 1)
+
+    def _skip(self, records: int) -> None:
+        with self.recorder._lock:
+            self.recorder.lost += records
+        self._failed += records
 
     def response(self, status: int, headers: Iterable[tuple[str, str]]) -> None:
         """The response head arrived."""
@@ -329,9 +404,9 @@ class Call:
                 "type": "recording/response",
                 "call": self.n,
                 "status": status,
-                "headers": harmless_headers(pairs, response=True),
+                "headers": kept_headers(pairs, response=True),
             },
-            time.time(),
+            self.recorder.clock(),
         )
 
     def chunk(self, data: bytes) -> None:
@@ -339,7 +414,7 @@ class Call:
         with those of the pieces before it, at most ``BATCH`` seconds after it came."""
         if self._parser is None or self._problem is not None or self._done:
             return
-        at = time.time()
+        at = self.recorder.clock()
         self._received += len(data)
         # Parsed now, while the SDK's bytes are still in the processor's caches; written
         # with the events before it.
@@ -356,18 +431,26 @@ class Call:
     def _drain(self, now: float) -> None:
         batches = self._pending
         self._pending, self._drained = [], now
-        if batches and not self.recorder.write_many(batches):
-            self._lost("recording/event")
-
-    def _lost(self, kind: str) -> None:
-        if self._failed:
+        if not batches:
             return
-        self._failed = True
+        if self._failed:
+            self._skip(sum(len(records) for _, records in batches))
+            return
+        lost = self.recorder.write_many(batches)
+        if lost:
+            self._lost("recording/event", lost)
+
+    def _lost(self, kind: str, records: int, *, unwritten: bool = False) -> None:
+        first = not self._failed
+        self._failed += records
+        self._unwritten = self._unwritten or unwritten
+        if not first:
+            return
         warnings.warn(
             RecordingLostWarning(
                 f"call {self.n}: a {kind} record could not be written to "
-                f"{self.recorder.path}; the SDK's call goes on unrecorded there "
-                f"({self.recorder.lost} records lost so far)"
+                f"{self.recorder.path} ({self.recorder.problem}); the SDK's call goes on, "
+                f"its recording ends there ({self.recorder.lost} records lost so far)"
             ),
             stacklevel=4,
         )
@@ -376,7 +459,7 @@ class Call:
         """The body was read to its end (``error`` None) or cut by ``error``; idempotent."""
         if self._done:
             return
-        self._drain(time.time())
+        self._drain(self.recorder.clock())
         self._done = True
         parser, self._parser = self._parser, None
         if error == CLOSED_EARLY and parser is not None and self._at_end(parser):
@@ -385,21 +468,33 @@ class Call:
             # The transport saw no error, but the body is shorter than announced (urllib3
             # under botocore does not check): cut, though the SDK raised nothing.
             error = f"{INCOMPLETE}: {self._received} of {self._expected} bytes arrived"
-        at = time.time()
+        at = self.recorder.clock()
         if parser is not None and self._problem is None:
             try:
                 for record in parser.close():
                     self.write(record, at)
             except Exception as exc:
                 self._problem = f"{type(exc).__name__}: {exc}"
+        if self._unwritten:
+            self._skip(1)  # an end with no request in the log would name no call
+            return
         end: dict[str, Any] = {"type": "recording/end", "call": self.n, "complete": True}
-        if error is not None or self._problem is not None:
+        if self._failed:
+            end["complete"] = False
+            text = (
+                f"{LOST}: {self._failed} records of this call could not be written "
+                f"({self.recorder.problem})"
+            )
+        elif error is not None or self._problem is not None:
             end["complete"] = False
             if isinstance(error, BaseException):
-                end["error"] = f"{type(error).__name__}: {error}"
+                text = f"{type(error).__name__}: {error}"
             else:
-                end["error"] = error or f"the body could not be parsed: {self._problem}"
-        self.write(end, at)
+                text = error or f"the body could not be parsed: {self._problem}"
+        if not end["complete"]:
+            end["error"] = scrub(text, self._withheld)
+        if not self.recorder.write(end, at):
+            self._lost("recording/end", 1)
 
     def _at_end(self, parser: BodyParser) -> bool:
         return parser.done or (self._expected is not None and self._received >= self._expected)
@@ -409,7 +504,15 @@ BATCH = 0.05
 """Seconds a stream event may wait to be written with the ones after it: one write per
 batch instead of one per event keeps the recorder's cost a few percent of the SDK's."""
 
+LOCK_WAIT = 1.0
+"""Seconds a write waits for the log's lock that another process holds (a process
+stopped while holding it would otherwise stop this one's SDK calls): after that the
+records are counted lost and the SDK goes on."""
+
 CLOSED_EARLY = "ClosedEarly: the client closed the response before its end"
 INCOMPLETE = "IncompleteBody"
 """The error name of a body cut short that the transport did not raise about: playback
 ends it there without raising, as the transport did."""
+LOST = "RecordingLost"
+"""The error name of a call the recorder could not write whole: playback raises at its
+end, as at a cut."""

@@ -11,8 +11,8 @@ it comes and returns the recorded events it completes: one per SSE frame
 provider. ``frames`` does the reverse for playback: recorded events back to the bytes
 the SDK parses (SSE frames, event-stream frames, or the body).
 
-Secrets: headers are kept only when on an allow-list of harmless names; URLs lose their
-userinfo and every query parameter that names a key, token, signature or credential.
+Secrets: what of a request or response is kept is ``replay.logs._secrets``'s rule, the
+one every importer applies too.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import re
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import msgspec
 
@@ -34,10 +33,8 @@ __all__ = [
     "StreamEvent",
     "api_of",
     "frames",
-    "harmless_headers",
     "is_stream",
     "request_body",
-    "safe_url",
 ]
 
 API_NAMES: Final = (
@@ -47,69 +44,6 @@ API_NAMES: Final = (
     "gemini.generate_content",
     "bedrock.converse",
 )
-
-# Headers worth keeping (content negotiation, versions, request ids, retry hints). A
-# name not listed is dropped: a new secret-bearing header cannot leak by default.
-_REQUEST_HEADERS: Final = frozenset(
-    {
-        "accept",
-        "content-type",
-        "user-agent",
-        "anthropic-version",
-        "anthropic-beta",
-        "openai-beta",
-        "x-stainless-lang",
-        "x-stainless-package-version",
-        "x-stainless-runtime",
-        "x-stainless-runtime-version",
-        "x-stainless-retry-count",
-        "x-stainless-helper-method",
-        "x-stainless-stream-helper",
-        "x-goog-api-client",
-        "amz-sdk-request",
-    }
-)
-_RESPONSE_HEADERS: Final = frozenset(
-    {
-        "content-type",
-        "request-id",
-        "x-request-id",
-        "x-amzn-requestid",
-        "x-amzn-errortype",
-        "openai-processing-ms",
-        "openai-version",
-        "retry-after",
-        "retry-after-ms",
-        "x-should-retry",
-        "server-timing",
-    }
-)
-_RESPONSE_PREFIXES: Final = ("anthropic-ratelimit-", "x-ratelimit-", "x-amzn-bedrock-")
-_SECRET_PARAMS: Final = ("key", "token", "secret", "signature", "credential", "sig", "x-amz-")
-
-
-def harmless_headers(headers: Iterable[tuple[str, str]], *, response: bool) -> dict[str, str]:
-    """The allow-listed headers of a request or response, names lower-cased."""
-    allowed = _RESPONSE_HEADERS if response else _REQUEST_HEADERS
-    kept: dict[str, str] = {}
-    for name, value in headers:
-        lower = name.lower()
-        if lower in allowed or (response and lower.startswith(_RESPONSE_PREFIXES)):
-            kept[lower] = value
-    return kept
-
-
-def safe_url(url: str) -> str:
-    """``url`` without userinfo and without query parameters that may carry a secret
-    (``key``, ``api_key``, ``X-Amz-Signature``, ...)."""
-    parts = urlsplit(url)
-    host = parts.netloc.rpartition("@")[2]
-    query = [
-        (name, value)
-        for name, value in parse_qsl(parts.query, keep_blank_values=True)
-        if not any(word in name.lower() for word in _SECRET_PARAMS)
-    ]
-    return urlunsplit((parts.scheme, host, parts.path, urlencode(query), ""))
 
 
 def api_of(provider: str, path: str) -> str:

@@ -17,11 +17,12 @@ from typing import Any
 import msgspec
 
 from definitions import StreamedText
+from definitions._render import Joined, Outcome, join_tools
 from engine import Node
 
 from .._errors import RenderError
 
-__all__ = ["render_json"]
+__all__ = ["ToolJoin", "render_json"]
 
 
 def _enc_hook(value: Any) -> Any:
@@ -71,6 +72,55 @@ def call_member(member: Callable[[Node], Any], node: Node, method: str) -> Any:
             key=node.key,
             method=method,
         ) from exc
+
+
+class ToolJoin:
+    """The join of tool calls and their results over a view (``definitions._render``'s
+    ``join_tools``), from the definitions' ``tool_calls`` and ``tool_results``
+    members. ``of(nodes)`` is each node key's ``Joined``; a node's calls and results
+    are read once per state object (a streaming text asks nothing new per frame), and
+    the join is made again only when some node's calls or results changed."""
+
+    def __init__(self, definitions: Iterable[Any]) -> None:
+        definitions = tuple(definitions)
+        self._calls = members(definitions, "tool_calls")
+        self._results = members(definitions, "tool_results")
+        # key -> (state object, its calls, its results), for the nodes last joined
+        self._links: dict[str, tuple[object, tuple[str, ...], tuple[tuple[str, Outcome], ...]]]
+        self._links = {}
+        self._joined: dict[str, Joined] = {}
+
+    def of(self, nodes: Iterable[Node]) -> dict[str, Joined]:
+        """Per node key, what the join gives it (a key absent: nothing)."""
+        if not self._calls:
+            return self._joined
+        nodes = tuple(nodes)
+        known = self._links
+        changed = len(known) != len(nodes)
+        links = []
+        for node in nodes:
+            entry = known.get(node.key)
+            if entry is not None and entry[0] is node.state:
+                links.append(entry[1:])
+                continue
+            calls = self._calls.get(node.kind)
+            results = self._results.get(node.kind)
+            link = (
+                tuple(call_member(calls, node, "tool_calls")) if calls else (),
+                tuple(call_member(results, node, "tool_results")) if results else (),
+            )
+            changed = changed or entry is None or entry[1:] != link
+            known[node.key] = (node.state, *link)
+            links.append(link)
+        if changed:
+            if len(known) != len(nodes):  # nodes gone: forget them
+                keep = {node.key for node in nodes}
+                self._links = {k: v for k, v in known.items() if k in keep}
+            by_key = {node.key: link for node, link in zip(nodes, links, strict=True)}
+            self._joined = join_tools(
+                nodes, lambda node: by_key[node.key][0], lambda node: by_key[node.key][1]
+            )
+        return self._joined
 
 
 def render_json(nodes: Iterable[Node], definitions: Iterable[Any], *, indent: int = 0) -> bytes:

@@ -25,12 +25,20 @@ from typing import Any
 
 import attrs
 
-from definitions._render import BLOCK_MARK, Blocks, render_blocks
+from definitions._render import (
+    BLOCK_MARK,
+    NOT_JOINED,
+    Blocks,
+    Joined,
+    joined,
+    render_blocks,
+    unjoined,
+)
 from engine import Node
 
-from ._common import call_member, members, pretty_state
+from ._common import ToolJoin, call_member, members, pretty_state
 
-__all__ = ["BlockPatch", "HtmlRenderer", "render_html"]
+__all__ = ["BlockPatch", "HtmlRenderer", "kind_stylesheets", "render_html"]
 
 # The one stylesheet of every view: the static page inlines it, the live page links
 # it (replay/static/convo.css), so both look the same.
@@ -38,6 +46,14 @@ _STYLE = resources.files("replay").joinpath("static/convo.css").read_text(encodi
 
 # No script may run, whatever a body contains; styles only from the inline sheet.
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'"
+
+
+def kind_stylesheets(definitions: Iterable[Any]) -> list[str]:
+    """The CSS the definitions bring, each once, in order: a definition's
+    ``stylesheet`` attribute (CSS text) styles its kind wherever it is shown (the
+    static page inlines it, the live page serves it as ``kinds.css``)."""
+    found = (getattr(definition, "stylesheet", None) for definition in definitions)
+    return list(dict.fromkeys(css for css in found if isinstance(css, str) and css))
 
 
 def _fallback(node: Node) -> str:
@@ -58,10 +74,12 @@ class BlockPatch:
 class _Rendered:
     """One node version's fragment: ``pieces`` around ``blocks`` (one piece more)."""
 
-    __slots__ = ("_html", "blocks", "kind", "pieces", "seq", "state")
+    __slots__ = ("_html", "blocks", "join", "kind", "pieces", "seq", "state")
 
-    def __init__(self, node: Node, pieces: tuple[str, ...], blocks: tuple[Blocks, ...]) -> None:
-        self.state, self.seq, self.kind = node.state, node.seq, node.kind
+    def __init__(
+        self, node: Node, join: Joined, pieces: tuple[str, ...], blocks: tuple[Blocks, ...]
+    ) -> None:
+        self.state, self.seq, self.kind, self.join = node.state, node.seq, node.kind, join
         self.pieces, self.blocks = pieces, blocks
         self._html: str | None = None
 
@@ -95,7 +113,9 @@ class HtmlRenderer:
     Use one per live view (e.g. as a subscriber's renderer): ``fragment(node)`` is
     the node's ``<article>``; ``render_nodes(nodes)`` their concatenation;
     ``render(nodes)`` the complete page; ``patch(node, ...)`` what changed in its
-    Markdown since the version last rendered. The cache holds one fragment per key
+    Markdown since the version last rendered; ``join(nodes)`` joins tool calls and
+    their results over the view (one card each: see ``definitions._render``) and
+    names the nodes whose fragment that changed. The cache holds one fragment per key
     of the last view rendered (keys absent from it are dropped), keyed by the state
     object's identity, so it never grows beyond the view. ``hits`` and ``misses``
     count fragment lookups.
@@ -103,11 +123,28 @@ class HtmlRenderer:
 
     def __init__(self, definitions: Iterable[Any], *, title: str = "Conversation") -> None:
         self.title = title
+        definitions = tuple(definitions)
+        self.stylesheets = kind_stylesheets(definitions)
         self._render: dict[str, Callable[[Node], Any]] = members(definitions, "render_html")
         # key -> the last version rendered; holding the state keeps its identity unique.
         self._cache: dict[str, _Rendered] = {}
+        self._tools = ToolJoin(definitions)
+        self._joins: dict[str, Joined] = {}
         self.hits = 0
         self.misses = 0
+
+    def join(self, nodes: Iterable[Node]) -> set[str]:
+        """Join the tool calls and results of ``nodes`` (the whole view) for the
+        fragments rendered next; the keys whose fragment the join changed."""
+        before = self._joins
+        after = self._joins = self._tools.of(nodes)
+        if after is before:
+            return set()
+        return {
+            key
+            for key in before.keys() | after.keys()
+            if before.get(key, NOT_JOINED) != after.get(key, NOT_JOINED)
+        }
 
     def fragment(self, node: Node) -> str:
         """The node wrapped in ``<article id=key data-key data-kind data-seq>``."""
@@ -135,26 +172,32 @@ class HtmlRenderer:
 
     def _rendered(self, node: Node) -> _Rendered:
         cached = self._cache.get(node.key)
+        join = self._joins.get(node.key, NOT_JOINED)
         if (
             cached is not None
             and cached.state is node.state
             and cached.seq == node.seq
             and cached.kind == node.kind
+            and cached.join == join
         ):
             self.hits += 1
             return cached
         self.misses += 1
-        rendered = self._cache[node.key] = self._wrap(node)
+        rendered = self._cache[node.key] = self._wrap(node, join)
         return rendered
 
-    def _wrap(self, node: Node) -> _Rendered:
+    def _wrap(self, node: Node, join: Joined) -> _Rendered:
         member = self._render.get(node.kind)
         pieces: list[str]
         blocks: list[Blocks] = []
         if member is None:
             pieces = [_fallback(node)]
         else:
-            pieces, blocks = render_blocks(lambda: call_member(member, node, "render_html"))
+            token = joined(join)
+            try:
+                pieces, blocks = render_blocks(lambda: call_member(member, node, "render_html"))
+            finally:
+                unjoined(token)
         key = escape(node.key, quote=True)
         kind = escape(node.kind, quote=True)
         # The key is for scripts and links (id, data-key), never shown; a node with
@@ -167,11 +210,12 @@ class HtmlRenderer:
             f'data-seq="{node.seq}"{hidden}>{pieces[0]}'
         )
         pieces[-1] += "</article>\n"
-        return _Rendered(node, tuple(pieces), tuple(blocks))
+        return _Rendered(node, join, tuple(pieces), tuple(blocks))
 
     def render_nodes(self, nodes: Iterable[Node]) -> str:
         """The nodes' fragments in order; drops cached fragments of keys not among them."""
         nodes = tuple(nodes)
+        self.join(nodes)
         fragments = [self.fragment(node) for node in nodes]
         if len(self._cache) > len(fragments):
             keep = {node.key for node in nodes}
@@ -182,12 +226,14 @@ class HtmlRenderer:
         """A complete, self-contained HTML page of the view."""
         nodes = tuple(nodes)
         title = escape(self.title, quote=True)
+        # "</" would end the <style> element; in CSS "<\/" reads the same.
+        kinds = "".join(f"{css}\n" for css in self.stylesheets).replace("</", "<\\/")
         return (
             "<!DOCTYPE html>\n"
             '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f"<title>{title}</title>\n<style>\n{_STYLE}</style>\n</head>\n<body>\n"
+            f"<title>{title}</title>\n<style>\n{_STYLE}{kinds}</style>\n</head>\n<body>\n"
             f'<main>\n<h1>{title}</h1>\n<div class="conversation">\n'
             f"{self.render_nodes(nodes)}</div>\n</main>\n</body>\n</html>\n"
         )

@@ -13,13 +13,21 @@ import io
 import re
 import shutil
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from definitions._render import clean
+from definitions._render import (
+    NOT_JOINED,
+    Joined,
+    clean,
+    folding,
+    joined,
+    unfolding,
+    unjoined,
+)
 from engine import Node
 
-from ._common import call_member, members, pretty_state
+from ._common import ToolJoin, call_member, members, pretty_state
 
 __all__ = ["render_text", "strip_controls", "text_pieces"]
 
@@ -48,11 +56,18 @@ def strip_controls(text: str) -> str:
     return clean(_SEQUENCES.sub("", text).translate(_CONTROLS))
 
 
-def _body(node: Node, render: dict[str, Any]) -> str:
+def _body(node: Node, render: dict[str, Any], join: Joined, full: bool) -> str:
     member = render.get(node.kind)
     if member is None:
         return pretty_state(node.state)
-    return str(call_member(member, node, "render_text"))
+    if join is NOT_JOINED and full:
+        return str(call_member(member, node, "render_text"))
+    token, fold = joined(join), folding(not full)
+    try:
+        return str(call_member(member, node, "render_text"))
+    finally:
+        unfolding(fold)
+        unjoined(token)
 
 
 def _use_color(color: bool | None) -> bool:
@@ -68,6 +83,8 @@ def render_text(
     *,
     color: bool | None = None,
     keys: bool = False,
+    notes: Mapping[str, str] | None = None,
+    full: bool = True,
 ) -> str:
     """The view as text to read: each node's body, a blank line between nodes.
 
@@ -80,7 +97,7 @@ def render_text(
     installed; ``True`` styles whenever rich is installed; without rich, or with
     ``False``, the text is plain.
     """
-    return "".join(text_pieces(nodes, definitions, color=color, keys=keys))
+    return "".join(text_pieces(nodes, definitions, color=color, keys=keys, notes=notes, full=full))
 
 
 def text_pieces(
@@ -89,40 +106,66 @@ def text_pieces(
     *,
     color: bool | None = None,
     keys: bool = False,
+    notes: Mapping[str, str] | None = None,
+    full: bool = True,
 ) -> Iterator[str]:
     """``render_text``'s text in pieces, in order: a view of any size is written from
     them without a second copy of it (a long message is never indented into a copy)."""
-    parts = _parts(nodes, members(definitions, "render_text"), keys)
+    nodes = tuple(nodes)
+    definitions = tuple(definitions)
+    join = ToolJoin(definitions).of(nodes)
+    render = members(definitions, "render_text")
+    parts = _parts(nodes, render, members(definitions, "continues"), join, keys, full, notes or {})
     if _use_color(color):
-        shown = [(header, _indent(body) if keys else body) for header, body in parts]
+        shown = [(header, _indent(body) if keys else body, on) for header, body, on in parts]
         styled = _render_rich(shown)
         if styled is not None:
             yield styled
             return
         parts = iter(shown)
-    for n, (header, body) in enumerate(parts):
+    any_shown = False
+    for n, (header, body, on_line) in enumerate(parts):
         if keys:
             yield header
             yield "\n"
             yield from _indented(body)
+            yield "\n"
         else:
+            # A body that goes on the line of the one before it (a cited sentence's
+            # next piece) follows it directly; any other after a blank line.
             if n:
-                yield "\n"
+                yield "" if on_line else "\n\n"
             yield body
+            any_shown = True
+    if any_shown:
         yield "\n"
 
 
-def _parts(nodes: Iterable[Node], render: dict[str, Any], keys: bool) -> Iterator[tuple[str, str]]:
-    # (header, body) per node shown: with keys every node under its key, else the
-    # nodes with something to say (a step or an empty container says nothing).
+def _parts(
+    nodes: Iterable[Node],
+    render: dict[str, Any],
+    continues: dict[str, Any],
+    join: dict[str, Joined],
+    keys: bool,
+    full: bool,
+    notes: Mapping[str, str],
+) -> Iterator[tuple[str, str, bool]]:
+    # (header, body, on the line before) per node shown: with keys every node under
+    # its key, else the nodes with something to say (a step or an empty container
+    # says nothing). A note (a branch's version marker) ends its node's body.
     for node in nodes:
-        body = strip_controls(_body(node, render))
+        body = strip_controls(_body(node, render, join.get(node.key, NOT_JOINED), full))
+        note = notes.get(node.key)
+        if note is not None:
+            body = f"{body.rstrip(chr(10))}\n({strip_controls(note)})"
         if keys:
-            yield strip_controls(f"#{node.seq} {node.key}"), body
+            yield strip_controls(f"#{node.seq} {node.key}"), body, False
         elif body.strip():
+            member = continues.get(node.kind)
+            on_line = member is not None and bool(call_member(member, node, "continues"))
             # Exactly one blank line between nodes: a text block's own leading and
             # trailing newlines (Markdown's paragraph breaks) would add more.
-            yield "", body.strip("\n")
+            yield "", body.strip("\n"), on_line
 
 
 def _indented(body: str) -> Iterator[str]:
@@ -144,7 +187,7 @@ def _indent(body: str) -> str:
     return "".join(_indented(body))
 
 
-def _render_rich(parts: list[tuple[str, str]]) -> str | None:
+def _render_rich(parts: list[tuple[str, str, bool]]) -> str | None:
     """The styled form through rich, or ``None`` when rich is not installed."""
     try:
         # Lazily: rich is optional, and costs ~50 ms to import.
@@ -162,13 +205,15 @@ def _render_rich(parts: list[tuple[str, str]]) -> str | None:
         emoji=False,
         highlight=False,
     )
-    for n, (header, body) in enumerate(parts):
+    for n, (header, body, _) in enumerate(parts):
         # Text objects, never markup strings: "[bold]" in content stays literal.
         if header:
             console.print(Text(header, style="bold cyan"), soft_wrap=True)
-        elif n:
+        elif n and not parts[n][2]:
             console.print()
-        console.print(_styled(body, Text), soft_wrap=True)
+        # A body the next goes on the line of ends without its line break.
+        on_line = n + 1 < len(parts) and parts[n + 1][2]
+        console.print(_styled(body, Text), soft_wrap=True, end="" if on_line else "\n")
     return out.getvalue()
 
 

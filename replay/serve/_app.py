@@ -57,7 +57,8 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from html import escape
 from itertools import compress
 from operator import is_not
@@ -68,6 +69,7 @@ from urllib.parse import quote
 import msgspec
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
@@ -75,8 +77,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from definitions import builtin
 from engine import (
+    ConversationEngine,
     ConversationError,
     Node,
     Registration,
@@ -85,27 +87,36 @@ from engine import (
 )
 
 from .._errors import ConcurrencyError, RenderError, StoreBusyError, UnstorableEventError
-from ..protocols._detect import SCAN, DefinitionSet, detect_protocol, protocol_definitions
+from ..protocols._detect import DefinitionSet, detect_protocol, protocol_definitions
 from ..protocols._feed import event_feed
 from ..protocols._unclaimed import unclaimed_note
-from ..render._html import HtmlRenderer
+from ..render._html import HtmlRenderer, kind_stylesheets
 from ..stores._open import open_store
 from ..stores._postgres import PostgresEventStore
 from ..stores._sqlite import EventStore
 from ._clock import FrameClock
 from ._engines import BATCH, Engines, Hook, follow_store
+from ._options import ServeOptions
 from ._security import (
+    BadEventsError,
     BodyError,
     ReadTokenMiddleware,
-    allowed_hosts,
     bearer_matches,
-    check_token,
     conversation_problem,
     parse_events,
     read_body,
 )
 
-__all__ = ["CSP", "Live", "create_app", "parse_events"]
+__all__ = [
+    "CSP",
+    "Live",
+    "ServeOptions",
+    "Source",
+    "assets_html",
+    "conversation_html",
+    "create_app",
+    "parse_events",
+]
 
 log = logging.getLogger("replay.serve")
 
@@ -116,7 +127,7 @@ CSP = (
     "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 """The Content-Security-Policy of every response: our own static script and
-stylesheet only, no inline script, style or handler, whatever a node contains."""
+stylesheets only, no inline script, style or handler, whatever a node contains."""
 
 _SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()),
@@ -124,10 +135,16 @@ _SECURITY_HEADERS = [
     (b"referrer-policy", b"no-referrer"),
 ]
 
+Store = EventStore | PostgresEventStore
+Source = str | os.PathLike[str] | Store | Mapping[str, ConversationEngine]
+"""What a live app serves: a store's name (a SQLite path or a ``postgresql://`` URL,
+opened and closed by the app), an open store (used, never closed), or engines you
+push into yourself, by conversation id (a recorded agent's, a test's)."""
+
 _MAX_BODY = 8 * 1024 * 1024
 _IDLE_GRACE = 30.0  # seconds a clientless hub is kept whatever the idle limit
+_RECENT = 32  # notification positions a catch-up is merged from; older cursors start over
 _encode = msgspec.json.Encoder().encode
-_decode_any: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 
 
 class _Client:
@@ -137,24 +154,19 @@ class _Client:
         self.wake = asyncio.Event()
 
 
-class _Conversation:
-    """One open conversation: its engine, renderer, change stamps and clients."""
+# A node as sent, with the version the receiving clients have (None: send it whole).
+_Changed = list[tuple[Node, tuple[object, int] | None]]
 
-    def __init__(
-        self,
-        conversation: str,
-        registration: Registration,
-        clock: Scheduler,
-        chosen: DefinitionSet | None = None,
-        first_events: Sequence[Any] = (),
-    ):
+
+class _Conversation:
+    """One open conversation's view as clients see it: its nodes, change stamps and
+    clients, and the messages that bring a client up to date. Where the nodes come
+    from is a subclass's business (``_Folded``: a store; ``_Attached``: an engine)."""
+
+    def __init__(self, conversation: str, definitions: Iterable[Any] | None) -> None:
         self.id = conversation
-        # The set's pre-pass as a function of one event (None: events go in as they are).
-        self.chosen = chosen
-        self._feed = None if chosen is None else event_feed(chosen)
-        self.position = 0  # events folded: the next store position to read
+        self.position = 0  # the stamp the next notification gets
         self.notified = 0  # position of the latest notification
-        self.failures = 0  # events a definition rejected (logged, skipped)
         self.nodes: tuple[Node, ...] = ()
         self.changed_at: dict[str, int] = {}
         self.clients: set[_Client] = set()
@@ -162,52 +174,38 @@ class _Conversation:
         self.lock = asyncio.Lock()  # one catch-up at a time
         self.last_used = time.monotonic()
         # previous position, position, the nodes changed with their versions before
-        self._latest: tuple[int, int, list[tuple[Node, tuple[object, int] | None]]] | None = None
+        self._latest: tuple[int, int, _Changed] | None = None
         self._latest_frame: bytes | None = None
-        # Catch-ups since the latest notification by cursor: lagging clients at one
-        # cursor (a burst outran them all) share one encoding too.
+        # The positions clients can hold, for merged catch-ups; any other cursor is
+        # made up or too old, and starts over (one shared whole view, see frame_since).
+        self._recent: deque[int] = deque([0], maxlen=_RECENT)
         self._catch_ups: dict[int, bytes] = {}
-        self._renderer = HtmlRenderer(registration.definitions, title=conversation)
-        self._first_events = first_events  # what detection looked at, for the note
-        self.engine = create_conversation_engine(registration, clock)
-        self.engine.subscribe(self._on_nodes)
+        self._renderer = (
+            None if definitions is None else HtmlRenderer(definitions, title=conversation)
+        )
 
-    # -- folding -------------------------------------------------------------------
-
-    async def catch_up(self, store: EventStore | PostgresEventStore) -> None:
-        """Fold every event the store has beyond ``position``."""
-        async with self.lock:
-            while True:
-                start = self.position
-                rows = await asyncio.to_thread(store.read, self.id, start, start + BATCH)
-                self.fold(rows, start)
-                if len(rows) < BATCH:
-                    return
+    async def catch_up(self, store: Store | None) -> None:
+        """Bring the view up to its source's end (nothing to do by default)."""
 
     def fold(self, events: Sequence[Any], start: int) -> None:
-        """Push ``events`` (store positions ``start``, ``start + 1``, ...) one at a time."""
-        push = self.engine.push
-        feed = self._feed
-        for offset, event in enumerate(events):
-            self.position = start + offset + 1
-            try:
-                # The protocol's pre-pass may refuse an odd event too (a bare error),
-                # and gives None for an event its set skips (nothing to fold).
-                envelope = event if feed is None else feed(event)
-                if envelope is not None:
-                    push(envelope)
-            except (ConversationError, ValueError, TypeError, KeyError) as exc:
-                # A bad event must not stop the view: the engine left no trace of it.
-                self.failures += 1
-                log.warning(
-                    "conversation %r, event #%d skipped: %s", self.id, self.position - 1, exc
-                )
+        """Fold store events from ``start`` on (only a store's conversation has any)."""
+
+    def close(self) -> None:
+        """Let go of the source (nothing to do by default)."""
+
+    def unclaimed_note(self) -> str | None:
+        """``"N events claimed by no definition; try -d ..."`` when some were."""
+        return None
+
+    def current(self) -> tuple[Node, ...]:
+        """The view as last notified, pending frames flushed first."""
+        return self.nodes
 
     def _on_nodes(self, nodes: tuple[Node, ...]) -> None:
         position = self.position
         previous = self.nodes
         changed_at = self.changed_at
-        changed: list[tuple[Node, tuple[object, int] | None]] = []
+        changed: _Changed = []
         # The nodes that are not the object they were (map and compress run in C),
         # then the new ones after them.
         for i in compress(range(len(previous)), map(is_not, nodes, previous)):
@@ -217,6 +215,14 @@ class _Conversation:
         for node in nodes[len(previous) :]:
             changed_at[node.key] = position
             changed.append((node, None))
+        # A result joined to its call's card changes that card's node too.
+        rejoined = self._renderer.join(nodes)
+        if rejoined:
+            sent = {node.key for node, _ in changed}
+            for node in nodes:
+                if node.key in rejoined and node.key not in sent:
+                    changed_at[node.key] = position
+                    changed.append((node, None))
         self.nodes = nodes
         if not changed:
             return
@@ -224,6 +230,7 @@ class _Conversation:
         self._latest_frame = None
         self._catch_ups.clear()
         self.notified = position
+        self._recent.append(position)
         for client in self.clients:
             client.wake.set()
 
@@ -231,6 +238,7 @@ class _Conversation:
 
     def fragment(self, node: Node) -> str:
         """The node's ``<article>``; a definition that fails to render shows the error."""
+        assert self._renderer is not None  # there are nodes only once there is a set
         try:
             return self._renderer.fragment(node)
         except RenderError as exc:
@@ -250,8 +258,11 @@ class _Conversation:
         patches) for clients that saw the notification before the latest; merged
         from the stamps, with whole nodes, for the others and for a stream's
         ``first`` message (a client that opens or resumes rebuilds its nodes whole),
-        encoded once per cursor; a ``reset`` with every node for a cursor beyond
-        ``notified``.
+        encoded once per cursor. Cursors are clamped, so catch-ups stay few and small
+        whatever clients send: one beyond ``notified`` (the store was replaced) gets
+        a ``reset`` with every node; one between recent notifications is read as the
+        one before it; one older than the last ``_RECENT`` notifications gets every
+        node, as a client that opens (one encoding shared by all of them).
         """
         if cursor == self.notified:
             return None
@@ -260,20 +271,22 @@ class _Conversation:
             if self._latest_frame is None:
                 self._latest_frame = self._encode(latest[2], latest[1], reset=False)
             return self._latest_frame, latest[1]
+        reset = cursor > self.notified
+        if reset:
+            cursor = -1
+        elif cursor not in self._recent:
+            # The latest recent position at or before it (a superset of what it
+            # misses), or 0 for one older than them all: at most _RECENT + 2 keys.
+            cursor = max((p for p in self._recent if p <= cursor), default=0)
         frame = self._catch_ups.get(cursor)
         if frame is None:
-            if cursor > self.notified:
-                nodes = [(node, None) for node in self.nodes]
-            else:
-                changed_at = self.changed_at
-                nodes = [(node, None) for node in self.nodes if changed_at[node.key] > cursor]
-            frame = self._encode(nodes, self.notified, reset=cursor > self.notified)
+            changed_at = self.changed_at
+            nodes: _Changed = [(node, None) for node in self.nodes if changed_at[node.key] > cursor]
+            frame = self._encode(nodes, self.notified, reset=reset)
             self._catch_ups[cursor] = frame
         return frame, self.notified
 
-    def _encode(
-        self, nodes: Sequence[tuple[Node, tuple[object, int] | None]], position: int, *, reset: bool
-    ) -> bytes:
+    def _encode(self, nodes: _Changed, position: int, *, reset: bool) -> bytes:
         entries = [self._entry(node, since) for node, since in nodes]
         data = _encode({"position": position, "reset": reset, "nodes": entries})
         return b"id: %d\nevent: patch\ndata: %s\n\n" % (position, data)
@@ -281,7 +294,7 @@ class _Conversation:
     def _entry(self, node: Node, since: tuple[object, int] | None) -> dict[str, Any]:
         """The node as sent: ``blocks`` (patches against the version ``since``, which
         the client has) when only its Markdown blocks changed, else ``html`` whole."""
-        if since is not None:
+        if since is not None and self._renderer is not None:
             try:
                 patches = self._renderer.patch(node, *since)
             except RenderError:
@@ -291,41 +304,142 @@ class _Conversation:
                 return {"key": node.key, "seq": node.seq, "blocks": blocks}
         return {"key": node.key, "seq": node.seq, "html": self.fragment(node)}
 
+
+class _Folded(_Conversation):
+    """A conversation of a store: events folded by an engine of its own, ``position``
+    being how many of its store events are folded. Its set is chosen from its first
+    events, so a conversation with none yet waits for them (a page opened early goes
+    live when they come)."""
+
+    def __init__(
+        self,
+        conversation: str,
+        choose: Callable[[Sequence[Any]], tuple[DefinitionSet, Registration]],
+        clock: Scheduler,
+    ) -> None:
+        super().__init__(conversation, None)
+        self._choose = choose
+        self._clock = clock
+        self.chosen: DefinitionSet | None = None
+        self.engine: ConversationEngine | None = None
+        self._feed: Callable[[Any], Any] | None = None
+        self._first_events: Sequence[Any] = ()  # what detection looked at, for the note
+        self.failures = 0  # events a definition rejected (logged, skipped)
+
+    def _begin(self, first: Sequence[Any]) -> ConversationEngine:
+        chosen, registration = self._choose(first)
+        self.chosen = chosen
+        self._first_events = first
+        self._feed = event_feed(chosen)
+        self._renderer = HtmlRenderer(registration.definitions, title=self.id)
+        engine = self.engine = create_conversation_engine(registration, self._clock)
+        engine.subscribe(self._on_nodes)
+        return engine
+
+    async def catch_up(self, store: Store | None) -> None:
+        """Fold every event the store has beyond ``position``."""
+        assert store is not None
+        async with self.lock:
+            while True:
+                start = self.position
+                rows = await asyncio.to_thread(store.read, self.id, start, start + BATCH)
+                self.fold(rows, start)
+                if len(rows) < BATCH:
+                    return
+
+    def fold(self, events: Sequence[Any], start: int) -> None:
+        """Push ``events`` (store positions ``start``, ``start + 1``, ...) one at a time,
+        ``position`` set before each push, so a notification always knows exactly
+        which prefix of the log it shows."""
+        if not events:
+            return
+        engine = self.engine or self._begin(events)
+        push = engine.push
+        feed = self._feed
+        for offset, event in enumerate(events):
+            self.position = start + offset + 1
+            try:
+                # The protocol's pre-pass may refuse an odd event too (a bare error),
+                # and gives None for an event its set skips (nothing to fold).
+                envelope = event if feed is None else feed(event)
+                if envelope is not None:
+                    push(envelope)
+            except (ConversationError, ValueError, TypeError, KeyError) as exc:
+                # A bad event must not stop the view: the engine left no trace of it.
+                self.failures += 1
+                log.warning(
+                    "conversation %r, event #%d skipped: %s", self.id, self.position - 1, exc
+                )
+
     def unclaimed_note(self) -> str | None:
-        """``"N events claimed by no definition; try -d ..."`` when some were, else None."""
+        if self.engine is None or self.chosen is None:
+            return None
         unclaimed = self.engine.statistics().events_unclaimed
         if unclaimed <= 0:
             return None
-        name = "the given definitions" if self.chosen is None else self.chosen.name
-        return unclaimed_note(unclaimed, self.position, self._first_events, name)
+        return unclaimed_note(unclaimed, self.position, self._first_events, self.chosen.name)
 
-    def page_body(self) -> str:
-        """The fragments of the view as last notified (pending frames flushed first)."""
-        self.engine.flush()
-        return "".join(self.fragment(node) for node in self.nodes)
+    def current(self) -> tuple[Node, ...]:
+        if self.engine is not None:
+            self.engine.flush()  # delivered here, on the loop: _on_nodes has run
+        return self.nodes
+
+
+class _Attached(_Conversation):
+    """A conversation whose engine someone else pushes into, from any thread.
+
+    A notification is handed to the loop (``call_soon_threadsafe``), which reads the
+    engine's view there: deliveries may overtake each other, the view read is always
+    the latest. ``position`` counts deliveries."""
+
+    def __init__(
+        self, conversation: str, engine: ConversationEngine, definitions: Iterable[Any]
+    ) -> None:
+        super().__init__(conversation, definitions)
+        self.engine = engine
+        self._loop = asyncio.get_running_loop()
+        self._unsubscribe = engine.subscribe(self._notified)
+        self._deliver()
+
+    def _notified(self, nodes: tuple[Node, ...]) -> None:
+        # On whatever thread delivered; a stopped loop has nobody left to tell.
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(self._deliver)
+
+    def _deliver(self) -> None:
+        nodes = self.engine.nodes()
+        if nodes is not self.nodes:
+            self.position += 1
+            self._on_nodes(nodes)
+
+    def current(self) -> tuple[Node, ...]:
+        self._deliver()
+        return self.nodes
+
+    def close(self) -> None:
+        self._unsubscribe()
 
 
 class Live:
-    """The open conversations of one store and the task that keeps them current.
+    """The open conversations of one source and the task that keeps them current.
 
-    ``open(id)`` folds a conversation on first use; ``kick()`` makes the SQLite
+    ``open(id)`` loads a conversation on first use; ``kick()`` makes the SQLite
     poller look at the store now. At most ``max_loaded`` conversations stay loaded
-    beyond those being watched (and any used in the last 30 s), least recently
-    used first out; ``on_load``/``on_evict`` hooks see each load and eviction.
-    ``store`` is a SQLite path or a ``postgresql://`` URL.
+    beyond those being watched (``replay.serve._engines.Engines``); ``on_load`` and
+    ``on_evict`` hooks (sync or async) are told of each load and eviction.
     """
 
     def __init__(
         self,
-        store: str | os.PathLike[str],
-        definitions: Iterable[Any] | DefinitionSet | None = None,
+        source: Source,
+        options: ServeOptions | None = None,
         *,
-        poll_interval: float = 0.05,
-        frame_interval: float = 0.016,
-        max_loaded: int = 64,
         on_load: Sequence[Hook] = (),
         on_evict: Sequence[Hook] = (),
     ) -> None:
+        options = options or ServeOptions()
+        self.options = options
+        definitions = options.definitions
         # None: each conversation's protocol is detected from its first events, as
         # `convo replay` does; a DefinitionSet or definitions: every conversation's.
         if definitions is None or isinstance(definitions, DefinitionSet):
@@ -335,60 +449,106 @@ class Live:
         # Validated and routed once per set for every conversation's engine (bad
         # definitions fail here, before the server serves anything).
         self._registrations: dict[str, tuple[DefinitionSet, Registration]] = {}
+        self._styles: dict[str, None] = dict.fromkeys(options.stylesheets)  # ordered, once
         if self.fixed is not None:
             self._registration(self.fixed)
-        self.poll_interval = poll_interval
-        self.clock = FrameClock(frame_interval)
-        self.store = open_store(store)
-        self.path = self.store.path
-        self.writer = open_store(store)  # appends never wait behind a long read
+        self.clock = FrameClock(options.frame_interval)
+        self.engines: Mapping[str, ConversationEngine] | None = None
+        self.store: Store | None = None
+        self.writer: Store | None = None
+        self._owned: list[Store] = []
+        self.closed = False  # the server is stopping (close_streams)
+        if isinstance(source, Mapping):
+            self.engines = source
+        elif isinstance(source, EventStore | PostgresEventStore):
+            self.store = self.writer = source
+        else:
+            self.store = open_store(source)
+            self.writer = open_store(source)  # appends never wait behind a long read
+            self._owned = [self.store, self.writer]
         self.conversations: Engines[_Conversation] = Engines(
             self._load,
-            max_loaded=max_loaded,
+            max_loaded=options.max_loaded,
             idle_grace=_IDLE_GRACE,
             on_load=on_load,
             on_evict=on_evict,
         )
         self._kick: asyncio.Event | None = None
         self._follower: asyncio.Task[None] | None = None
+        # The index's followers: a version bumped at each store hint, one listing
+        # read and encoded per version however many pages show it.
+        self.index_version = 0
+        self.index_clients: set[_Client] = set()
+        self._index_frame: tuple[int, bytes] | None = None
 
     def start(self) -> None:
         """Start following the store on the running loop; idempotent."""
+        if self.store is None:
+            return
         if self._follower is None or self._follower.done():
             self._kick = asyncio.Event()
             self._follower = asyncio.get_running_loop().create_task(
                 follow_store(
                     self.store,
                     self.conversations,
-                    poll_interval=self.poll_interval,
+                    poll_interval=self.options.poll_interval,
                     kick=self._kick,
+                    on_change=self._store_changed,
                 )
             )
 
     async def stop(self) -> None:
-        """Stop following and close the store connections."""
+        """Stop following, let go of the engines and close the stores the app opened."""
         if self._follower is not None:
             self._follower.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._follower
             self._follower = None
-        self.store.close()
-        self.writer.close()
+        for hub in self.conversations.values():
+            hub.close()
+        for store in self._owned:
+            store.close()
 
     def close_streams(self) -> None:
         """End every open stream with a complete response (the server is stopping)."""
+        self.closed = True
+        for client in self.index_clients:
+            client.wake.set()
         for hub in self.conversations.values():
             hub.closed = True
             for client in hub.clients:
                 client.wake.set()
+
+    def _store_changed(self, change: object) -> None:
+        self.index_version += 1
+        for client in self.index_clients:
+            client.wake.set()
+
+    async def index_frame(self, root: str) -> tuple[int, bytes]:
+        """The SSE message of the index as of now, and its version (shared per version)."""
+        version = self.index_version
+        if self._index_frame is None or self._index_frame[0] != version:
+            html = _listing(root, await self.listing())
+            data = _encode({"html": html})
+            self._index_frame = (version, b"event: index\ndata: %s\n\n" % data)
+        return self._index_frame
 
     def kick(self) -> None:
         """Make the poller check the store now instead of at its next tick."""
         if self._kick is not None:
             self._kick.set()
 
+    async def listing(self) -> dict[str, int]:
+        """Every conversation with its length: events in the store, or pushed into
+        the engine."""
+        if self.engines is not None:
+            return {cid: e.statistics().events_pushed for cid, e in self.engines.items()}
+        assert self.store is not None
+        return await asyncio.to_thread(self.store.conversations)
+
     async def open(self, conversation: str) -> _Conversation | None:
-        """The live conversation, folded up to the store's end; ``None`` if unknown."""
+        """The live conversation, brought up to its source's end; ``None`` if there
+        can be no such conversation (not an engine given, or not a valid id)."""
         self.start()
         hub = await self.conversations.open(conversation)
         if hub is None:
@@ -398,20 +558,32 @@ class Live:
         return hub
 
     async def _load(self, conversation: str) -> _Conversation | None:
-        # The first events, to detect its protocol from (none: no such conversation).
-        first = await asyncio.to_thread(self.store.read, conversation, 0, SCAN)
-        if not first:
-            return None
+        if self.engines is not None:
+            engine = self.engines.get(conversation)
+            if engine is None:
+                return None
+            chosen = self.fixed or protocol_definitions("builtin")
+            return _Attached(conversation, engine, self._registration(chosen)[1].definitions)
+        # An id nothing could be appended to (ingest's rule) is shown only if the
+        # store has it (written by other means); any other may wait for its events.
+        if conversation_problem(conversation) is not None:
+            assert self.store is not None
+            if not await asyncio.to_thread(self.store.length, conversation):
+                return None
+        return _Folded(conversation, self._choose, self.clock)
+
+    def _choose(self, first: Sequence[Any]) -> tuple[DefinitionSet, Registration]:
         chosen = self.fixed
         if chosen is None:
             chosen = protocol_definitions(detect_protocol(first).protocol)
-        chosen, registration = self._registration(chosen)
-        return _Conversation(conversation, registration, self.clock, chosen, first)
+        return self._registration(chosen)
 
     async def append(
         self, conversation: str, events: Sequence[Any], expected_position: int | None
     ) -> int:
         """Append to the store (in a worker thread) and wake the poller; the new length."""
+        if self.writer is None:
+            raise _Problem(403, "ingest is off: this server shows engines, not a store")
         length = await asyncio.to_thread(
             self.writer.append,
             conversation,
@@ -422,43 +594,291 @@ class Live:
         self.kick()
         return length
 
+    def stylesheet(self) -> str:
+        """The CSS the definitions (a ``stylesheet`` attribute) and the options bring."""
+        return "\n".join(self._styles)
+
     def _registration(self, chosen: DefinitionSet) -> tuple[DefinitionSet, Registration]:
         found = self._registrations.get(chosen.name)
         if found is None:
             registration = Registration(chosen.definitions, event_type=chosen.event_type)
             found = self._registrations[chosen.name] = (chosen, registration)
+            self._styles.update(dict.fromkeys(kind_stylesheets(chosen.definitions)))
         return found
 
 
-# -- request handling ---------------------------------------------------------------
+# -- errors ---------------------------------------------------------------------------
 
 
-def _href(request: Request, conversation: str, suffix: str = "") -> str:
-    root = request.scope.get("root_path", "")
+class _Problem(Exception):
+    """A request refused: its status, the JSON ``error`` and any extra fields."""
+
+    def __init__(
+        self, status: int, message: str, *, headers: Mapping[str, str] | None = None, **extra: Any
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.headers = dict(headers or {})
+        self.extra = extra
+
+
+class _PageError(Exception):
+    """A page that cannot be shown: an HTML page with the status and why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+async def _problem(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, _Problem)
+    return JSONResponse(
+        {"error": str(exc), **exc.extra}, status_code=exc.status, headers=exc.headers
+    )
+
+
+async def _page_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, _PageError)
+    body = f'<h1>{exc.status}</h1>\n<p class="note">{escape(str(exc), quote=True)}</p>\n'
+    html = _page(request, str(exc.status), body)
+    return HTMLResponse(html, status_code=exc.status)
+
+
+def _as_problem(
+    status: int, *, prefix: str = "", headers: Mapping[str, str] | None = None
+) -> Callable[[Request, Exception], Awaitable[Response]]:
+    """A handler answering an exception as a problem with ``status``."""
+
+    async def handle(request: Request, exc: Exception) -> Response:
+        extra: dict[str, Any] = {}
+        if isinstance(exc, ConcurrencyError):
+            extra = {"expected": exc.expected, "actual": exc.actual}
+        code = exc.status if isinstance(exc, BodyError) else status
+        return await _problem(request, _Problem(code, f"{prefix}{exc}", headers=headers, **extra))
+
+    return handle
+
+
+_HANDLERS: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+    _Problem: _problem,
+    _PageError: _page_error,
+    BodyError: _as_problem(400),  # with the status its reading gave (408, 413)
+    BadEventsError: _as_problem(400, prefix="bad events: "),
+    UnstorableEventError: _as_problem(400, prefix="bad events: "),
+    ConcurrencyError: _as_problem(409),
+    StoreBusyError: _as_problem(503, headers={"retry-after": "1"}),
+}
+
+
+# -- the page, for this app's routes and for your own templates -----------------------
+
+
+def _root(request: Request) -> str:
+    root: str = request.scope.get("root_path", "")
+    return root
+
+
+def _href(root: str, conversation: str, suffix: str = "") -> str:
     return f"{root}/conversations/{quote(conversation, safe='')}{suffix}"
 
 
+def assets_html(app: Starlette, *, at: str = "") -> str:
+    """The ``<link>`` and ``<script>`` tags of the live view for a page's ``<head>``:
+    the stylesheet, the kinds' stylesheets and the script that keeps
+    ``conversation_html`` sections live. ``at`` is where ``app`` is mounted
+    (``"/chat"``; ``""`` at the root)."""
+    root = escape(at, quote=True)
+    kinds = ""
+    if app.state.live.stylesheet():
+        kinds = f'<link rel="stylesheet" href="{root}/kinds.css">\n'
+    return (
+        f'<link rel="stylesheet" href="{root}/static/convo.css">\n{kinds}'
+        f'<script src="{root}/static/convo.js" defer></script>\n'
+    )
+
+
+async def conversation_html(app: Starlette, conversation: str, *, at: str = "") -> str:
+    """A conversation as server-rendered HTML that ``assets_html``'s script keeps live:
+    a ``<section>`` of its nodes, streaming from ``app`` mounted at ``at``. A
+    conversation of a store with no events yet is an empty section that fills when
+    they come. ``LookupError`` for a conversation ``app`` cannot show."""
+    live: Live = app.state.live
+    hub = await live.open(conversation)
+    if hub is None:
+        raise LookupError(f"no conversation {conversation!r} here")
+    nodes = hub.current()
+    fragments = "".join(hub.fragment(node) for node in nodes)
+    stream = escape(_href(at, conversation, "/stream"), quote=True)
+    note = hub.unclaimed_note()
+    unclaimed = "" if note is None else f'<p class="note unclaimed">{escape(note)}</p>\n'
+    # Nothing between the tags when there are no nodes: the stylesheet says
+    # "waiting" on an :empty section (without the script too).
+    return (
+        f"{unclaimed}"
+        f'<section class="conversation" data-stream="{stream}" '
+        f'data-position="{hub.notified}" data-live="off">'
+        f"{fragments}</section>\n"
+    )
+
+
 def _page(request: Request, title: str, body: str) -> str:
-    root = escape(request.scope.get("root_path", ""), quote=True)
+    root = _root(request)
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{escape(title, quote=True)} · convo</title>\n"
-        f'<link rel="stylesheet" href="{root}/static/convo.css">\n'
-        f'<script src="{root}/static/convo.js" defer></script>\n'
-        f'</head>\n<body>\n<nav class="bar"><a href="{root}/">convo</a></nav>\n'
+        f"{assets_html(request.app, at=root)}</head>\n<body>\n"
+        f'<nav class="bar"><a href="{escape(root, quote=True)}/">convo</a></nav>\n'
         f"<main>\n{body}</main>\n</body>\n</html>\n"
     )
 
 
-def _error(request: Request, status: int, message: str) -> HTMLResponse:
-    body = f'<h1>{status}</h1>\n<p class="note">{escape(message, quote=True)}</p>\n'
-    return HTMLResponse(_page(request, str(status), body), status_code=status)
+# -- the routes -------------------------------------------------------------------------
 
 
-def _problem(status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=status)
+def _live(request: Request) -> Live:
+    live: Live = request.app.state.live
+    return live
+
+
+def _listing(root: str, conversations: Mapping[str, int]) -> str:
+    """The index's list, which the script keeps current from ``{root}/index/stream``
+    (the stylesheet says when it is empty)."""
+    rows = "".join(
+        f'<li><a href="{escape(_href(root, cid), quote=True)}">'
+        f'{escape(cid, quote=True)}</a> <span class="count">{length} events</span></li>\n'
+        for cid, length in conversations.items()
+    )
+    stream = escape(f"{root}/index/stream", quote=True)
+    return f'<ul class="conversations" data-stream="{stream}">{rows}</ul>\n'
+
+
+async def _index(request: Request) -> Response:
+    listing = _listing(_root(request), await _live(request).listing())
+    return HTMLResponse(_page(request, "Conversations", f"<h1>Conversations</h1>\n{listing}"))
+
+
+async def _index_stream(request: Request) -> Response:
+    live = _live(request)
+    options = live.options
+    return EventSourceResponse(
+        _index_frames(live, _root(request)),
+        ping=options.ping_interval,
+        send_timeout=options.send_timeout,
+        sep="\n",
+    )
+
+
+async def _index_frames(live: Live, root: str) -> AsyncIterator[bytes]:
+    """The index's SSE body: the listing now, then again after each store change."""
+    client = _Client()
+    live.index_clients.add(client)
+    try:
+        yield b"retry: 1000\n\n"
+        while not live.closed:
+            client.wake.clear()
+            _, frame = await live.index_frame(root)
+            yield frame
+            await client.wake.wait()
+    finally:
+        live.index_clients.discard(client)
+
+
+async def _conversation_page(request: Request) -> Response:
+    conversation: str = request.path_params["conversation"]
+    root = _root(request)
+    try:
+        section = await conversation_html(request.app, conversation, at=root)
+    except LookupError:
+        raise _PageError(404, f"No conversation {conversation!r} here.") from None
+    title = escape(conversation, quote=True)
+    body = (
+        f"<h1>{title}</h1>\n{section}"
+        '<noscript><p class="note">JavaScript is off: reload for new events.</p></noscript>\n'
+    )
+    return HTMLResponse(_page(request, conversation, body))
+
+
+async def _stream(request: Request) -> Response:
+    conversation: str = request.path_params["conversation"]
+    resume = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+    try:
+        cursor = int(resume)
+        if cursor < 0:
+            raise ValueError
+    except ValueError:
+        problem = f"Last-Event-ID/after must be a position >= 0, not {resume!r}"
+        raise _Problem(400, problem) from None
+    hub = await _live(request).open(conversation)
+    if hub is None:
+        raise _Problem(404, f"no conversation {conversation!r}")
+    options = _live(request).options
+    return EventSourceResponse(
+        _frames(hub, cursor),
+        ping=options.ping_interval,
+        send_timeout=options.send_timeout,
+        sep="\n",
+    )
+
+
+async def _ingest(request: Request) -> Response:
+    live = _live(request)
+    token = live.options.token
+    if token is None:
+        raise _Problem(403, "ingest is off: start the server with a token (--token)")
+    if not bearer_matches(request.headers.get("authorization", ""), token):
+        raise _Problem(
+            401,
+            "missing or wrong token: send Authorization: Bearer TOKEN",
+            headers={"www-authenticate": "Bearer"},
+        )
+    raw = request.headers.get("x-expected-position") or request.query_params.get(
+        "expected_position"
+    )
+    expected: int | None = None
+    if raw is not None:
+        try:
+            expected = int(raw)
+            if expected < 0:
+                raise ValueError
+        except ValueError:
+            raise _Problem(400, f"expected position must be an integer >= 0, not {raw!r}") from None
+    conversation: str = request.path_params["conversation"]
+    if (problem := conversation_problem(conversation)) is not None:
+        raise _Problem(400, problem)
+    body = await read_body(request, limit=_MAX_BODY, timeout=live.options.body_timeout)
+    events = parse_events(body, live.options.vocabulary)
+    length = await live.append(conversation, events, expected)
+    return JSONResponse(
+        {"conversation": conversation, "appended": len(events), "position": length},
+        status_code=201,
+    )
+
+
+async def _kinds_css(request: Request) -> Response:
+    return Response(
+        _live(request).stylesheet(),
+        media_type="text/css",
+        headers={"cache-control": "no-cache"},
+    )
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: Starlette) -> AsyncIterator[None]:
+    live: Live = app.state.live
+    live.start()
+    loop = asyncio.get_running_loop()
+    tasks = [loop.create_task(job(live)) for job in live.options.background]
+    try:
+        yield
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await live.stop()
 
 
 class _SecurityHeaders:
@@ -480,175 +900,62 @@ class _SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+_ROUTES = [
+    Route("/", _index),
+    Route("/kinds.css", _kinds_css),
+    Route("/index/stream", _index_stream),
+    # The suffixed routes first: a conversation id may contain "/".
+    Route("/conversations/{conversation:path}/stream", _stream),
+    Route("/conversations/{conversation:path}/events", _ingest, methods=["POST"]),
+    Route("/conversations/{conversation:path}", _conversation_page),
+    Mount("/static", StaticFiles(directory=STATIC), name="static"),
+]
+
+
 def create_app(
-    store: str | os.PathLike[str],
+    source: Source,
+    options: ServeOptions | None = None,
     *,
-    definitions: Iterable[Any] | DefinitionSet | None = None,
-    token: str | None = None,
-    read_token: str | None = None,
-    hosts: Sequence[str] = allowed_hosts("127.0.0.1"),
-    vocabulary: Any = builtin.Event,
-    body_timeout: float = 10.0,
-    poll_interval: float = 0.05,
-    frame_interval: float = 0.016,
-    ping_interval: float = 15.0,
-    send_timeout: float = 30.0,
-    background: Sequence[Callable[[Live], Coroutine[Any, Any, None]]] = (),
-    max_loaded: int = 64,
+    on_load: Sequence[Hook] = (),
+    on_evict: Sequence[Hook] = (),
 ) -> Starlette:
-    """The ASGI app serving the conversations of ``store`` (a SQLite file's path or a
-    ``postgresql://`` URL: many servers may serve one database).
+    """The live view of ``source`` as an ASGI app, to serve alone or mount in yours.
+
+    ``source`` is a store's name (a SQLite path or a ``postgresql://`` URL: many
+    servers may serve one database), an open ``EventStore`` or
+    ``PostgresEventStore``, or a mapping of conversation ids to engines you push into
+    (from any thread). ``options`` (``ServeOptions``) says how to fold, guard and pace.
 
     Routes: ``GET /`` lists conversations; ``GET /conversations/{id}`` is the
-    server-rendered page (works without JavaScript); ``GET /conversations/{id}/stream``
-    the SSE stream of keyed node fragments (resumes from ``Last-Event-ID`` or
-    ``?after=``); ``POST /conversations/{id}/events`` appends JSON or JSON Lines
-    events, only when ``token`` is set and given as ``Authorization: Bearer``, with
-    optimistic concurrency through ``X-Expected-Position`` or ``?expected_position=``.
-    ``definitions`` is every conversation's set (definitions or a ``DefinitionSet``);
-    ``None`` detects each conversation's protocol from its first events, as ``convo
-    replay`` does. ``background`` coroutines (e.g. the demo writer) run for the app's
-    lifetime.
-    ``app.state.live`` is the ``Live`` registry.
+    server-rendered page (works without JavaScript; for an id with no events yet it
+    waits for them); ``GET /conversations/{id}/stream`` the SSE stream of keyed node
+    fragments (resumes from ``Last-Event-ID`` or ``?after=``); ``POST
+    /conversations/{id}/events`` appends JSON or JSON Lines events to a store, only
+    with ``options.token`` given as ``Authorization: Bearer``, with optimistic
+    concurrency through ``X-Expected-Position`` or ``?expected_position=``.
+    ``app.state.live`` is the ``Live`` registry. Mounted in another app, the host
+    runs this app's lifespan from its own: ``app.router.lifespan_context(app)``.
 
-    Safety (``replay.serve._security``): only requests whose ``Host`` is in ``hosts``
-    are answered (loopback names by default; ``["*"]`` for any); with ``read_token``
-    every page and stream needs it too (the same value as ``token`` is fine); tokens
-    shorter than 16 characters are a ``ValueError``. Ingested events must be JSON
-    objects that ``vocabulary`` accepts (``None``: any object), in a body that
-    arrives within ``body_timeout`` seconds, for an id with no ``/``.
+    Safety (``replay.serve._security``): only requests whose ``Host`` is in
+    ``options.hosts`` are answered; with a read token every page and stream needs it;
+    ingested events must be JSON objects that ``options.vocabulary`` accepts, in a
+    body that arrives within ``options.body_timeout`` seconds, for an id with no ``/``.
     """
-    check_token(token, "the ingest token")
-    check_token(read_token, "the read token")
-    live = Live(
-        store,
-        definitions,
-        poll_interval=poll_interval,
-        frame_interval=frame_interval,
-        max_loaded=max_loaded,
-    )
-
-    async def index(request: Request) -> Response:
-        conversations = await asyncio.to_thread(live.store.conversations)
-        if conversations:
-            rows = "".join(
-                f'<li><a href="{escape(_href(request, cid), quote=True)}">'
-                f'{escape(cid, quote=True)}</a> <span class="count">{length} events</span></li>\n'
-                for cid, length in conversations.items()
-            )
-            listing = f'<ul class="conversations">\n{rows}</ul>\n'
-        else:
-            listing = '<p class="note">No conversations in this store yet.</p>\n'
-        return HTMLResponse(_page(request, "Conversations", f"<h1>Conversations</h1>\n{listing}"))
-
-    async def page(request: Request) -> Response:
-        conversation: str = request.path_params["conversation"]
-        hub = await live.open(conversation)
-        if hub is None:
-            return _error(request, 404, f"No conversation {conversation!r} in this store.")
-        fragments = hub.page_body()
-        stream = escape(_href(request, conversation, "/stream"), quote=True)
-        title = escape(conversation, quote=True)
-        note = hub.unclaimed_note()
-        unclaimed = "" if note is None else f'<p class="note unclaimed">{escape(note)}</p>\n'
-        body = (
-            f"<h1>{title}</h1>\n{unclaimed}"
-            f'<section class="conversation" data-stream="{stream}" '
-            f'data-position="{hub.notified}" data-live="off" aria-live="polite">\n'
-            f"{fragments}</section>\n"
-            '<noscript><p class="note">JavaScript is off: reload for new events.</p></noscript>\n'
-        )
-        return HTMLResponse(_page(request, conversation, body))
-
-    async def stream(request: Request) -> Response:
-        conversation: str = request.path_params["conversation"]
-        resume = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
-        try:
-            cursor = int(resume)
-            if cursor < 0:
-                raise ValueError
-        except ValueError:
-            return _problem(400, f"Last-Event-ID/after must be a position >= 0, not {resume!r}")
-        hub = await live.open(conversation)
-        if hub is None:
-            return _problem(404, f"no conversation {conversation!r}")
-        return EventSourceResponse(
-            _frames(hub, cursor), ping=ping_interval, send_timeout=send_timeout, sep="\n"
-        )
-
-    async def ingest(request: Request) -> Response:
-        if token is None:
-            return _problem(403, "ingest is off: start the server with a token (--token)")
-        if not bearer_matches(request.headers.get("authorization", ""), token):
-            response = _problem(401, "missing or wrong token: send Authorization: Bearer TOKEN")
-            response.headers["www-authenticate"] = "Bearer"
-            return response
-        raw = request.headers.get("x-expected-position") or request.query_params.get(
-            "expected_position"
-        )
-        expected: int | None = None
-        if raw is not None:
-            try:
-                expected = int(raw)
-                if expected < 0:
-                    raise ValueError
-            except ValueError:
-                return _problem(400, f"expected position must be an integer >= 0, not {raw!r}")
-        conversation: str = request.path_params["conversation"]
-        if (problem := conversation_problem(conversation)) is not None:
-            return _problem(400, problem)
-        try:
-            body = await read_body(request, limit=_MAX_BODY, timeout=body_timeout)
-            events = parse_events(body, vocabulary)
-        except BodyError as exc:
-            return _problem(exc.status, str(exc))
-        except ValueError as exc:
-            return _problem(400, f"bad events: {exc}")
-        try:
-            length = await live.append(conversation, events, expected)
-        except UnstorableEventError as exc:
-            return _problem(400, f"bad events: {exc}")
-        except ConcurrencyError as exc:
-            return _problem(409, str(exc), expected=exc.expected, actual=exc.actual)
-        except StoreBusyError as exc:
-            response = _problem(503, str(exc))
-            response.headers["retry-after"] = "1"
-            return response
-        return JSONResponse(
-            {"conversation": conversation, "appended": len(events), "position": length},
-            status_code=201,
-        )
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        live.start()
-        tasks = [asyncio.get_running_loop().create_task(job(live)) for job in background]
-        try:
-            yield
-        finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-            await live.stop()
-
+    options = options or ServeOptions()
+    live = Live(source, options, on_load=on_load, on_evict=on_evict)
+    middleware = [
+        Middleware(_SecurityHeaders),
+        Middleware(TrustedHostMiddleware, allowed_hosts=list(options.hosts), www_redirect=False),
+    ]
+    if options.read_token is not None:
+        middleware.append(Middleware(ReadTokenMiddleware, token=options.read_token))
     app = Starlette(
-        routes=[
-            Route("/", index),
-            # The suffixed routes first: a conversation id may contain "/".
-            Route("/conversations/{conversation:path}/stream", stream),
-            Route("/conversations/{conversation:path}/events", ingest, methods=["POST"]),
-            Route("/conversations/{conversation:path}", page),
-            Mount("/static", StaticFiles(directory=STATIC), name="static"),
-        ],
-        lifespan=lifespan,
+        routes=_ROUTES,
+        middleware=middleware,
+        exception_handlers=_HANDLERS,
+        lifespan=_lifespan,
     )
     app.state.live = live
-    if read_token is not None:
-        app.add_middleware(ReadTokenMiddleware, token=read_token)
-    app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(hosts), www_redirect=False)
-    app.add_middleware(_SecurityHeaders)
     return app
 
 

@@ -18,6 +18,8 @@ from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from definitions import builtin
 from engine import RegistrationError, create_conversation_engine
 
@@ -209,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from ._app import create_app
+        from ._app import ServeOptions, create_app
     except ImportError as exc:
         print(f"{_INSTALL} ({exc})", file=sys.stderr)
         return 2
@@ -217,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
     from ..logs._formats import load_events
     from ..stores._open import open_store
     from ..stores._sqlite import EventStore
-    from ._security import allowed_hosts, check_token
+    from ._security import allowed_hosts
 
     if args.log is None and args.store is None and not args.demo:
         print("convo serve: give a LOG, --store FILE or --demo", file=sys.stderr)
@@ -225,12 +227,18 @@ def run(args: argparse.Namespace) -> int:
     if args.log is not None and args.store is not None:
         print("convo serve: give a LOG or --store FILE, not both", file=sys.stderr)
         return 2
-    for value, what in ((args.token, "the ingest token"), (args.read_token, "the read token")):
-        try:
-            check_token(value, what)
-        except ValueError as exc:
-            print(f"convo serve: {exc}", file=sys.stderr)
-            return 2
+    try:
+        # Every setting in one record, checked as it is built (tokens too short...).
+        options = ServeOptions(
+            token=args.token,
+            read_token=args.read_token,
+            hosts=allowed_hosts(args.host, args.allow_host),
+            poll_interval=args.poll_interval,
+            max_loaded=args.max_loaded,
+        )
+    except ValueError as exc:
+        print(f"convo serve: {exc}", file=sys.stderr)
+        return 2
     if args.store is not None:
         # A mistyped path must not be served as a new empty store.
         try:
@@ -255,18 +263,14 @@ def run(args: argparse.Namespace) -> int:
                 example = load_events(EXAMPLE).events
                 background.append(demo_writer(example, speed=args.demo_speed))
             chosen = _chosen(args.definitions, events)
-            app = create_app(
-                path,
+            options = attrs.evolve(
+                options,
                 definitions=chosen,
                 # Ingest takes what the named set folds; by default the built-in kinds.
                 vocabulary=builtin.Event if chosen is None else chosen.vocabulary,
-                token=args.token,
-                read_token=args.read_token,
-                hosts=allowed_hosts(args.host, args.allow_host),
-                poll_interval=args.poll_interval,
                 background=background,
-                max_loaded=args.max_loaded,
             )
+            app = create_app(path, options)
             config = uvicorn.Config(
                 app, host=args.host, port=args.port, log_level="warning", lifespan="on"
             )

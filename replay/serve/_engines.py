@@ -167,18 +167,22 @@ async def follow_store(
     poll_interval: float = 0.05,
     kick: asyncio.Event | None = None,
     retry: float = 1.0,
+    on_change: Callable[[StoreChange], object] | None = None,
 ) -> None:
     """Keep the loaded ``hubs`` caught up with ``store``, forever (cancel to stop).
 
     A hint for one conversation catches up that hub if it is loaded and behind; a
     look-at-everything hint reads the new events of every loaded hub in one query
     (``read_many``), so a poll costs one worker-thread hop and one statement however
-    many conversations changed. A broken feed (the database went away) is logged and
-    reopened after ``retry`` s.
+    many conversations changed. ``on_change`` is told of every hint, loaded
+    conversation or not (the index follows the store by it). A broken feed (the
+    database went away) is logged and reopened after ``retry`` s.
     """
     while True:
         try:
             async for change in changes(store, poll_interval=poll_interval, kick=kick):
+                if on_change is not None:
+                    on_change(change)
                 await _apply(store, hubs, change)
         except Exception:
             log.exception("following the event store failed; retrying")

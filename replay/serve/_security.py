@@ -42,6 +42,7 @@ from ..logs._jsonl import event_types
 __all__ = [
     "LOOPBACK_HOSTS",
     "MIN_TOKEN",
+    "BadEventsError",
     "BodyError",
     "ReadTokenMiddleware",
     "allowed_hosts",
@@ -165,6 +166,10 @@ def _cookie(header: str) -> str | None:
     return None if morsel is None else morsel.value
 
 
+class BadEventsError(ValueError):
+    """An ingest body whose events the server will not store: which line or item, and why."""
+
+
 class BodyError(Exception):
     """A request body that was not read: ``status`` (408, 413) and why."""
 
@@ -211,15 +216,16 @@ def parse_events(body: bytes, vocabulary: Any = None) -> list[dict[str, Any]]:
     """The events of an ingest body: one JSON object, a JSON array of objects, or JSON
     Lines (one object per line, blank lines ignored).
 
-    Raises ``ValueError`` naming the line (or array item) that is not a JSON object,
-    is nested past the recursion limit, or that ``vocabulary`` (an event vocabulary,
-    as ``convo replay`` decodes with) refuses: the same rule as the replay's. The
-    events are returned as plain objects, as they are stored.
+    Raises ``BadEventsError`` (a ``ValueError``) naming the line (or array item)
+    that is not a JSON object, is nested past the recursion limit, or that
+    ``vocabulary`` (an event vocabulary, as ``convo replay`` decodes with) refuses:
+    the same rule as the replay's. The events are returned as plain objects, as
+    they are stored.
     """
     try:
         whole = _decode.decode(body)
     except RecursionError:
-        raise ValueError(_DEEP) from None
+        raise BadEventsError(_DEEP) from None
     except msgspec.DecodeError:
         items = _lines(body)
         where = [f"line {number}" for number, _ in items]
@@ -231,16 +237,16 @@ def parse_events(body: bytes, vocabulary: Any = None) -> list[dict[str, Any]]:
         else:
             where = ["the body"]
     if not events:
-        raise ValueError("no events in the body")
+        raise BadEventsError("no events in the body")
     typed = None if vocabulary is None else event_types(vocabulary)
     for place, event in zip(where, events, strict=True):
         if not isinstance(event, dict):
-            raise ValueError(f"{place}: an event is a JSON object")
+            raise BadEventsError(f"{place}: an event is a JSON object")
         if typed is not None:
             try:
                 typed.convert(event)
             except msgspec.ValidationError as exc:
-                raise ValueError(f"{place}: {exc}") from None
+                raise BadEventsError(f"{place}: {exc}") from None
     return events
 
 
@@ -255,7 +261,7 @@ def _lines(body: bytes) -> list[tuple[int, Any]]:
         try:
             items.append((number, _decode.decode(line)))
         except RecursionError:
-            raise ValueError(f"line {number}: {_DEEP}") from None
+            raise BadEventsError(f"line {number}: {_DEEP}") from None
         except msgspec.DecodeError as exc:
-            raise ValueError(f"line {number}: {exc}") from None
+            raise BadEventsError(f"line {number}: {exc}") from None
     return items

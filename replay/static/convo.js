@@ -1,14 +1,23 @@
 // Keeps server-rendered conversations live: one EventSource per <section data-stream>.
 //
 // Each "patch" message is {position, reset, nodes: [{key, seq, html | blocks}]}. A
-// node with html whose key is on the page is replaced in place; a new key is inserted
-// in seq order (at the end, in practice). A node with blocks (a streaming text) keeps
-// its element: in its Markdown container `at` ([data-blocks], in document order) the
-// last `drop` blocks (each a <!--b--> comment and what follows it) give way to
-// `html`, so a frame costs what changed, not the text's length. The script knows nothing about kinds: every node arrives
-// as a server-rendered, escaped <article>, so adding a kind never changes this file.
+// node with html whose key is on the page is patched in place (morph): only what
+// changed inside it changes, so what the reader did stays (a tool card they opened
+// stays open, focus stays, a selection in unchanged text survives). A new key is
+// inserted in seq order (at the end, in practice). A node with blocks (a streaming
+// text) keeps its element: in its Markdown container `at` ([data-blocks], in
+// document order) the last `drop` blocks (each a <!--b--> comment and what follows
+// it) give way to `html`, so a frame costs what changed, not the text's length.
+// The script knows nothing about kinds: every node arrives as a server-rendered,
+// escaped <article>, so adding a kind never changes this file.
 // The browser resumes a dropped stream itself, sending the last message id as
 // Last-Event-ID; the server answers with exactly what was missed.
+//
+// Screen readers: the conversation is not a live region (each delta would be read
+// out again); a message is announced once, when it is complete (no part of it
+// [data-status="streaming"]), through one polite live region per conversation.
+//
+// A <ul data-stream> (the index) is replaced whole by each "index" message.
 "use strict";
 
 (() => {
@@ -37,15 +46,74 @@
     }
   }
 
+  // Make `from` (on the page) equal to `to` (parsed), keeping every node of `from`
+  // whose place and tag still fit. The reader's own state is theirs: an open or
+  // closed <details> stays as they left it.
+  function morph(from, to) {
+    if (from.nodeType === Node.ELEMENT_NODE) {
+      const mine = from.tagName === "DETAILS" ? "open" : null;
+      for (const { name } of [...from.attributes]) {
+        if (name !== mine && !to.hasAttribute(name)) from.removeAttribute(name);
+      }
+      for (const { name, value } of to.attributes) {
+        if (name !== mine && from.getAttribute(name) !== value) from.setAttribute(name, value);
+      }
+    }
+    let here = from.firstChild;
+    let next = to.firstChild;
+    while (next) {
+      const after = next.nextSibling;
+      if (here && here.nodeType === next.nodeType && here.nodeName === next.nodeName) {
+        if (here.nodeType === Node.ELEMENT_NODE) morph(here, next);
+        else if (here.data !== next.data) here.data = next.data;
+        here = here.nextSibling;
+      } else {
+        from.insertBefore(next, here);
+      }
+      next = after;
+    }
+    while (here) {
+      const gone = here;
+      here = here.nextSibling;
+      gone.remove();
+    }
+  }
+
   function nearBottom() {
     const page = document.scrollingElement || document.documentElement;
     return page.scrollHeight - page.scrollTop - page.clientHeight < 48;
   }
 
+  // A message to announce: the node shows a turn (.msg) and nothing in it streams.
+  function complete(element) {
+    return element.querySelector(".msg") !== null
+      && element.querySelector('[data-status="streaming"]') === null;
+  }
+
   function connect(section) {
     const byKey = new Map();
+    const announced = new Set();
     for (const element of section.children) {
-      if (element.dataset.key !== undefined) byKey.set(element.dataset.key, element);
+      if (element.dataset.key === undefined) continue;
+      byKey.set(element.dataset.key, element);
+      if (complete(element)) announced.add(element.dataset.key);  // read with the page
+    }
+    const region = document.createElement("div");
+    region.className = "announce";
+    region.setAttribute("aria-live", "polite");
+    section.after(region);
+
+    function announce(element) {
+      const key = element.dataset.key;
+      if (announced.has(key) || element.hidden || !complete(element)) return;
+      announced.add(key);
+      const turn = element.querySelector(".msg");
+      const who = turn.querySelector(".who");
+      const said = [...turn.childNodes].filter((part) => part !== who);
+      const line = document.createElement("p");
+      line.textContent = (who ? `${who.textContent}: ` : "")
+        + said.map((part) => part.textContent).join("").trim();
+      region.replaceChildren(line);
     }
 
     function insert(element, seq) {
@@ -73,11 +141,19 @@
         }
         const element = parse(node.html).firstElementChild;
         if (!element) continue;
-        if (old && old.isConnected) old.replaceWith(element);
-        else insert(element, node.seq);
-        byKey.set(node.key, element);
+        if (old && old.isConnected && old.tagName === element.tagName) {
+          morph(old, element);
+          boxes.delete(old);  // its containers may be new elements now
+          announce(old);
+        } else {
+          if (old) old.remove();
+          insert(element, node.seq);
+          byKey.set(node.key, element);
+          announce(element);
+        }
       }
       section.dataset.position = String(patch.position);
+      section.dataset.nodes = String(byKey.size);
       if (follow) window.scrollTo(0, document.documentElement.scrollHeight);
     }
 
@@ -93,5 +169,19 @@
     source.addEventListener("patch", (event) => apply(JSON.parse(event.data)));
   }
 
+  function connectIndex(list) {
+    const source = new EventSource(new URL(list.dataset.stream, document.baseURI));
+    source.addEventListener("open", () => {
+      list.dataset.live = "open";
+    });
+    source.addEventListener("index", (event) => {
+      const fresh = parse(JSON.parse(event.data).html).firstElementChild;
+      if (!fresh) return;
+      fresh.dataset.live = list.dataset.live;
+      morph(list, fresh);
+    });
+  }
+
   document.querySelectorAll("section[data-stream]").forEach(connect);
+  document.querySelectorAll("ul[data-stream]").forEach(connectIndex);
 })();

@@ -33,6 +33,8 @@ psycopg is imported when a store is opened, not with the package (the
 from __future__ import annotations
 
 import contextlib
+import os
+import socket
 import threading
 import uuid
 from collections.abc import AsyncGenerator, Iterable, Mapping
@@ -203,20 +205,31 @@ class PostgresEventStore:
     connection, calls serialized); it reconnects after a lost connection.
     """
 
-    def __init__(self, dsn: str, *, mode: StoreMode = "rwc", connect_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        mode: StoreMode = "rwc",
+        connect_timeout: float = 10.0,
+        append_timeout: float = 30.0,
+    ) -> None:
         """Connect to ``dsn`` (a ``postgresql://`` URL or libpq string).
 
         ``mode`` as for ``EventStore``: ``"rwc"`` creates the tables and function
         when missing, ``"rw"`` refuses a database without them, ``"ro"`` too and
         makes the session read-only. A connection attempt gives up after
-        ``connect_timeout`` seconds. ``StoreError`` naming the server (never the
-        password) and the cause if it cannot connect or refuses.
+        ``connect_timeout`` seconds; an append that has no answer after
+        ``append_timeout`` seconds (a server stopped, a network that drops packets) is
+        ended on this side: its connection is shut and ``AppendUnknownError`` raised,
+        as for any connection lost mid-append. ``StoreError`` naming the server (never
+        the password) and the cause if it cannot connect or refuses.
         """
         self.dsn = dsn
         self.path = describe(dsn)  # the name messages use, as for the SQLite store
         self.mode: StoreMode = mode
         self._pg = psycopg_module()
         self.connect_timeout = connect_timeout
+        self.append_timeout = append_timeout
         self._lock = threading.Lock()
         self._closed = False
         self._db: psycopg.Connection[Any] = self._connect()
@@ -265,10 +278,13 @@ class PostgresEventStore:
         stale: ConcurrencyError | None = None
         with self._lock:
             db = self._connection()
+            deadline = _Deadline(db, self.append_timeout)
             try:
-                row = db.execute(_APPEND, params).fetchone()
+                with deadline:
+                    row = db.execute(_APPEND, params).fetchone()
             except self._pg.OperationalError as exc:
-                raise AppendUnknownError(conversation, append_id, _first_line(exc)) from exc
+                cause = deadline.expired or _first_line(exc)
+                raise AppendUnknownError(conversation, append_id, cause) from exc
             except self._pg.Error as exc:
                 if exc.sqlstate == _STALE and expected_position is not None:
                     actual = int(exc.diag.message_primary or 0)
@@ -435,6 +451,40 @@ class PostgresEventStore:
     def _failure(self, what: str, exc: Exception) -> StoreError:
         # The message names the server (not the password): it may reach a log.
         return StoreError(f"{self.path}: {what}: {_first_line(exc)}")
+
+
+class _Deadline:
+    """Shuts ``db``'s socket if the block it guards outlasts ``seconds``: the blocked
+    call then fails at once (psycopg's ``OperationalError``), where waiting on a server
+    that no longer answers would last for ever. ``expired`` says so afterwards."""
+
+    def __init__(self, db: psycopg.Connection[Any], seconds: float) -> None:
+        self._db = db
+        self._seconds = seconds
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._lock = threading.Lock()  # the block ends, or the deadline fires: not both
+        self._over = False
+        self.expired: str | None = None
+
+    def _expire(self) -> None:
+        with self._lock:
+            if self._over:
+                return
+            self.expired = f"no answer within {self._seconds:g} s (the client-side deadline)"
+            with (
+                contextlib.suppress(OSError),
+                socket.socket(fileno=os.dup(self._db.pgconn.socket)) as dup,
+            ):
+                dup.shutdown(socket.SHUT_RDWR)
+
+    def __enter__(self) -> None:
+        self._timer.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        with self._lock:
+            self._over = True
+        self._timer.cancel()
 
 
 def parse_hint(payload: str) -> StoreChange:

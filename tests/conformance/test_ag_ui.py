@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from definitions import ag_ui, event_type
+from definitions import ag_ui
 from engine import DefinitionError, create_conversation_engine
 from tests._shared import shared_files
 from tests.conformance._node_oracles import assert_same, load_events, run_batch, run_oracle
@@ -118,18 +118,16 @@ class TestAttribution:
 
     def test_raw_dicts_pushed_without_the_router_name_the_fix(self) -> None:
         engine = create_conversation_engine(ag_ui.DEFINITIONS)
-        with pytest.raises(DefinitionError, match="Router"):
+        with pytest.raises(DefinitionError, match="Preparer"):
             engine.push(text("m", "x")[0])
 
-    def test_router_as_push_hook_matches_fold(self) -> None:
+    def test_the_live_engine_and_an_unrouted_one_match_fold(self) -> None:
         events = RUN + text("m", "a", "b") + END
-        engine = create_conversation_engine(
-            ag_ui.DEFINITIONS, hooks=[ag_ui.Router()], event_type=event_type
-        )
+        engine = ag_ui.PROTOCOL.engine()  # the common live path: the pre-pass as a hook
         engine.push_many(events)
         assert ag_ui.messages(engine.nodes()) == ag_ui.fold(events)
-        unrouted = create_conversation_engine(ag_ui.DEFINITIONS, hooks=[ag_ui.Router()])
-        unrouted.push_many(events)  # no event_type: every match sees every envelope
+        unrouted = create_conversation_engine(ag_ui.DEFINITIONS)
+        unrouted.push_many(ag_ui.prepare(events))  # no event_type: every match sees all
         assert ag_ui.messages(unrouted.nodes()) == ag_ui.fold(events)
 
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from definitions import ai_sdk, event_type
+from definitions import ai_sdk
 from engine import DefinitionError, create_conversation_engine
 from tests._shared import shared_files
 from tests.conformance._node_oracles import assert_same, load_events, run_batch, run_oracle
@@ -94,18 +94,16 @@ class TestAttribution:
 
     def test_raw_dicts_pushed_without_the_router_name_the_fix(self) -> None:
         engine = create_conversation_engine(ai_sdk.DEFINITIONS)
-        with pytest.raises(DefinitionError, match="Router"):
+        with pytest.raises(DefinitionError, match="Preparer"):
             engine.push({"type": "start", "messageId": "a"})
 
-    def test_router_as_push_hook_matches_fold(self) -> None:
+    def test_the_live_engine_and_an_unrouted_one_match_fold(self) -> None:
         events = message("a", *text("0", "x", "y"))
-        engine = create_conversation_engine(
-            ai_sdk.DEFINITIONS, hooks=[ai_sdk.Router()], event_type=event_type
-        )
+        engine = ai_sdk.PROTOCOL.engine()  # the common live path: the pre-pass as a hook
         engine.push_many(events)
         assert ai_sdk.ui_messages(engine.nodes()) == ai_sdk.fold(events)
-        unrouted = create_conversation_engine(ai_sdk.DEFINITIONS, hooks=[ai_sdk.Router()])
-        unrouted.push_many(events)  # no event_type: every match sees every envelope
+        unrouted = create_conversation_engine(ai_sdk.DEFINITIONS)
+        unrouted.push_many(ai_sdk.prepare(events))  # no event_type: every match sees all
         assert ai_sdk.ui_messages(unrouted.nodes()) == ai_sdk.fold(events)
 
 

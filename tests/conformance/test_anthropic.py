@@ -82,7 +82,7 @@ def test_window_cut_mid_message(events: list[dict[str, Any]], cut: int) -> None:
     rebuilt = anthropic.fold(window)
     assert_same(rebuilt, per_message_reference(window))
     engine = create_conversation_engine(anthropic.DEFINITIONS, event_type=anthropic.event_type)
-    engine.push_many(anthropic.scope(window))
+    engine.push_many(anthropic.prepare(window))
     started = {e["message"]["id"] for e in window if e.get("type") == "message_start"}
     for node in engine.nodes():
         owner = node.id if node.kind == "anthropic_message" else node.state.message_id
@@ -170,9 +170,9 @@ def test_a_hand_built_envelope_without_a_block_claim_folds_the_same() -> None:
         {"type": "content_block_stop", "index": 0},
         {"type": "message_stop"},
     ]
-    scoped = list(anthropic.scope(events))
+    scoped = list(anthropic.prepare(events))
     assert any(envelope.block is not None for envelope in scoped)
-    by_hand = [anthropic.Scoped(envelope.message_id, envelope.event) for envelope in scoped]
+    by_hand = [anthropic.Envelope(envelope.message_id, envelope.event) for envelope in scoped]
     engines = []
     for envelopes in (scoped, by_hand):
         engine = create_conversation_engine(anthropic.DEFINITIONS, event_type=anthropic.event_type)
@@ -224,7 +224,7 @@ _ODD_EVENTS = st.one_of(
 )
 
 
-def _folded(envelopes: list[anthropic.Scoped]) -> tuple[object, str | None]:
+def _folded(envelopes: list[anthropic.Envelope]) -> tuple[object, str | None]:
     engine = create_conversation_engine(anthropic.DEFINITIONS, event_type=anthropic.event_type)
     error = None
     rest = envelopes
@@ -244,17 +244,17 @@ def _folded(envelopes: list[anthropic.Scoped]) -> tuple[object, str | None]:
 @given(st.lists(_ODD_EVENTS, max_size=30))
 def test_scope_claims_what_match_would(events: list[dict[str, Any]]) -> None:
     """On any stream (odd indexes, repeated starts, events before any message_start),
-    ``scope`` gives the envelopes ``Scoper`` gives, and its block claims fold the same
+    ``prepare`` gives the envelopes ``Preparer`` gives, and its block claims fold the same
     nodes (and fail at the same events) as envelopes whose claims ``match`` works out."""
-    scoped = list(anthropic.scope(events))
-    scoper = anthropic.Scoper()
+    scoped = list(anthropic.prepare(events))
+    scoper = anthropic.Preparer()
     assert scoped == [scoper(event) for event in events if event.get("type") != "ping"]
-    by_hand = [anthropic.Scoped(envelope.message_id, envelope.event) for envelope in scoped]
+    by_hand = [anthropic.Envelope(envelope.message_id, envelope.event) for envelope in scoped]
     assert _folded(scoped) == _folded(by_hand)
 
 
 def test_event_type_is_the_inner_type_however_an_envelope_was_made() -> None:
-    """``event_type`` routes scope()'s envelopes, a hand-built ``Scoped`` and ``Scoper``'s
+    """``event_type`` routes prepare()'s envelopes, a hand-built ``Envelope`` and ``Preparer``'s
     envelopes by their event's type; anything else (a raw event pushed without the
     pre-pass) raises a TypeError naming the fix."""
 
@@ -268,12 +268,12 @@ def test_event_type_is_the_inner_type_however_an_envelope_was_made() -> None:
         {"type": "error", "error": {}},
         {"no": "type"},
     ]
-    scoper = anthropic.Scoper()
-    for event, envelope in zip(events, anthropic.scope(events), strict=True):
+    scoper = anthropic.Preparer()
+    for event, envelope in zip(events, anthropic.prepare(events), strict=True):
         assert anthropic.event_type(envelope) == event.get("type")
         assert anthropic.event_type(scoper(event)) == event.get("type")
-        assert anthropic.event_type(anthropic.Scoped("m", event)) == event.get("type")
-        assert isinstance(envelope, anthropic.Scoped)
+        assert anthropic.event_type(anthropic.Envelope("m", event)) == event.get("type")
+        assert isinstance(envelope, anthropic.Envelope)
     for other in ({"type": "message.delta"}, {"id": 1}, anthropic.MessageState({}), 5):
         with pytest.raises(TypeError, match=r"anthropic\.PROTOCOL\.engine\(\)"):
             anthropic.event_type(other)

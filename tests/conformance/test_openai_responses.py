@@ -129,7 +129,7 @@ def ours(events: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
     engine = create_conversation_engine(
         openai_responses.DEFINITIONS, event_type=openai_responses.event_type
     )
-    engine.push_many(openai_responses.scope(events))
+    engine.push_many(openai_responses.prepare(events))
     nodes = engine.nodes()
     return openai_responses.responses(nodes), openai_responses.snapshots(nodes)
 
@@ -429,7 +429,7 @@ def test_window_cut_mid_response(events: list[dict[str, Any]], cut: int) -> None
     engine = create_conversation_engine(
         openai_responses.DEFINITIONS, event_type=openai_responses.event_type
     )
-    scoper = openai_responses.Scoper()  # the live, one-event-at-a-time form
+    scoper = openai_responses.Preparer()  # the live, one-event-at-a-time form
     for event in window:
         engine.push(scoper(event))
     started = {window[i]["response"]["id"] for i in created}
@@ -522,7 +522,7 @@ def test_renderers_escape_everything() -> None:
     engine = create_conversation_engine(
         openai_responses.DEFINITIONS, event_type=openai_responses.event_type
     )
-    engine.push_many(openai_responses.scope(events))
+    engine.push_many(openai_responses.prepare(events))
     by_kind = {d.kind: d for d in openai_responses.DEFINITIONS}
     texts = []
     for node in engine.nodes():
@@ -532,8 +532,8 @@ def test_renderers_escape_everything() -> None:
         for raw in ("<script", "<b>", "<i>", "<v>", "<m>"):
             assert raw not in fragment
     assert texts == [
-        "response (<m>) [x]",
+        "assistant (<m>) [x]",
         "<script>alert(1)</script>",
-        '<b>({"<i>")',
+        'tool <b> called\n  arguments: {"<i>"',
         "[custom_tool_call] <v>",
     ]

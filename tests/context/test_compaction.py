@@ -132,7 +132,8 @@ def test_the_request_after_a_compaction_starts_at_it_on_every_provider(
             assert "PRESERVED" in body
         assert "be brief" in body  # the system prompt is not history
         for text in replaced:
-            assert f'"{text}"' not in body and f"{text}r" not in body, (provider, text)
+            assert f'"{text}"' not in body, (provider, text)
+            assert f"{text}r" not in body, (provider, text)
         for text in kept:
             assert text in body, (provider, text)
         # the counterfactual holds everything and no summary

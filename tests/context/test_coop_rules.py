@@ -1,4 +1,5 @@
-"""CONTEXT.md rules 1-7, one test (or a few) per rule; each fails if its rule breaks."""
+"""The context's rules C1-C7 (docs/context.md), one section of tests (or a few) per rule;
+each fails if its rule breaks."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ class Doubling:
         return [("a", message.content), ("b", message.content)]
 
 
-# -- rule 1: the context ------------------------------------------------------
+# -- rule C1: the context ------------------------------------------------------
 
 
 def test_context_is_a_sequence_of_the_messages_without_gateway() -> None:
@@ -62,7 +63,7 @@ def test_context_has_no_public_way_to_remove_items() -> None:
     assert public == {"apply", "count", "emplace_message", "gateway", "index", "messages"}
 
 
-# -- rule 2: the unfold pass --------------------------------------------------
+# -- rule C2: the unfold pass --------------------------------------------------
 
 
 def test_pass_visits_each_area_once_in_registration_order() -> None:
@@ -144,7 +145,7 @@ def test_render_returns_the_same_context_and_calls_nothing_else() -> None:
     assert len(context) == 0
 
 
-# -- rule 3: effect ranges ----------------------------------------------------
+# -- rule C3: effect ranges ----------------------------------------------------
 
 
 def test_observe_sees_exactly_the_areas_range() -> None:
@@ -190,7 +191,7 @@ def test_snapshot_is_read_only() -> None:
         snapshot[0] = user("x")  # type: ignore[index]
 
 
-# -- rule 4: conversation items -----------------------------------------------
+# -- rule C4: conversation items -----------------------------------------------
 
 
 def test_conversation_is_appended_in_log_order_before_the_pass() -> None:
@@ -203,7 +204,7 @@ def test_conversation_is_appended_in_log_order_before_the_pass() -> None:
     assert texts(coop.context) == ["u0", "a0", "m0", "u1", "a1"]
 
 
-# -- rule 5: collection at a safepoint ----------------------------------------
+# -- rule C5: collection at a safepoint ----------------------------------------
 
 
 def subtask_run() -> tuple[CoopContext, Scripted, Scripted, list[str]]:
@@ -311,7 +312,7 @@ def test_cursor_on_a_removed_area_moves_to_the_next_remaining() -> None:
     assert log[3:] == ["a.observe", "a.render"]
 
 
-# -- rule 6: callbacks cannot change a plan ------------------------------------
+# -- rule C6: callbacks cannot change a plan ------------------------------------
 
 
 class Meddling(Scripted):
@@ -452,7 +453,7 @@ def test_registration_rejects_the_same_instance_twice() -> None:
     assert coop.register(Scripted("a")) == "Scripted#1"
 
 
-# -- rule 7: prompt replay --------------------------------------------------------
+# -- rule C7: prompt replay --------------------------------------------------------
 
 
 def test_records_rebuild_every_call_without_the_areas() -> None:
@@ -480,3 +481,16 @@ def test_a_record_that_does_not_fit_is_refused() -> None:
     (record,) = coop.records
     with pytest.raises(ValueError, match="conversation messages"):
         Context().apply(record, [user("x")])
+
+
+def test_every_rule_of_the_page_has_its_section_here() -> None:
+    # The page numbers the context's rules apart from the fold's: C1-C7, each tested here.
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs" / "context.md").read_text(encoding="utf-8")
+    numbered = re.findall(r"^- \*\*(C\d)\. ", page, flags=re.M)
+    assert numbered == [f"C{n}" for n in range(1, 8)]
+    here = Path(__file__).read_text(encoding="utf-8")
+    assert re.findall(r"^# -- rule (C\d):", here, flags=re.M) == numbered

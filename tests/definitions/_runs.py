@@ -58,8 +58,8 @@ class Counting:
 
 
 def check_route_is_the_router(module: Any, events: list[Any]) -> None:
-    """``module.Router().route(events)`` gives the envelopes (and raises the error) of
-    the live pre-pass (a ``Router`` called on each event, counted): its fast path for a
+    """``module.Preparer().prepare(events)`` gives the envelopes (and raises the error) of
+    the live pre-pass (a ``Preparer`` called on each event, counted): its fast path for a
     repeated delta changes nothing (``ag_ui``, ``ai_sdk``)."""
     router = module.PROTOCOL.pre_pass()
     expected: list[Any] = []
@@ -75,7 +75,7 @@ def check_route_is_the_router(module: Any, events: list[Any]) -> None:
     got: list[Any] = []
 
     def take() -> None:
-        got.extend(msgspec.structs.astuple(routed) for routed in module.Router().route(events))
+        got.extend(msgspec.structs.astuple(routed) for routed in module.Preparer().prepare(events))
 
     if failure is None:
         take()
@@ -94,7 +94,7 @@ def check_routes_are_rows(module: Any, events: list[Any]) -> None:
     route, and those are read off the table: a route made outside it (a combination
     the table lacks) would reach only the guard, and fold to nothing.
     """
-    router = module.Router()
+    router = module.Preparer()
     guard, *definitions = module.DEFINITIONS
     for event in events:
         try:

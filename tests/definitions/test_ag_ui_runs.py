@@ -116,12 +116,12 @@ def started(definition: Any, start: dict[str, Any]) -> tuple[Any, Any]:
     (each through a router that has seen only the start: an end does not stop the
     next event from reaching the node, so runs go on after it)."""
     kind = definition.kind
-    routed = ag_ui.Router()(start)
+    routed = ag_ui.Preparer()(start)
     assert definition.match(routed).role == "start"
     state = definition.start(routed, None)
 
     def envelope(event: dict[str, Any]) -> Any:
-        router = ag_ui.Router()
+        router = ag_ui.Preparer()
         router(RUN)
         router(start)
         routed = router(event)
@@ -207,7 +207,7 @@ def test_a_streamed_node_is_folded_through_one_update_many_call(stream: str) -> 
     definitions[which] = counting = Counting(definitions[which])
     engine = create_conversation_engine(definitions, event_type=ag_ui.event_type)
     end = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
-    engine.push_many(ag_ui.Router().route([RUN, *head, *[delta] * 50, end]))
+    engine.push_many(ag_ui.Preparer().prepare([RUN, *head, *[delta] * 50, end]))
     assert counting.runs == [49]  # the first delta is folded by update, the rest as a run
     node = next(node for node in engine.nodes() if node.kind == definitions[which].kind)
     text = node.state.content if which == 1 else node.state.arguments
@@ -224,7 +224,7 @@ def test_publication_by_type_is_publication_by_event(definition: Any) -> None:
     # envelope: both say what the route's row of the table does (deltas wait for a frame).
     publication = definition.publication
     for route in definition.event_types:
-        envelope = ag_ui.Routed({}, route)
+        envelope = ag_ui.Envelope({}, route)
         assert publication.get(route, "immediate") == publication(envelope) == route.publication
 
 
@@ -235,9 +235,9 @@ def test_fold_with_runs_is_the_fold_one_event_at_a_time(events: list[dict[str, A
     stream = [RUN, MESSAGE_STARTS[0], TOOL_STARTS[0], *events]
     engine = create_conversation_engine(ag_ui.DEFINITIONS, event_type=ag_ui.event_type)
     with contextlib.suppress(DefinitionError):  # a bad delta: the events before it stay
-        engine.push_many(ag_ui.Router().route(stream))
+        engine.push_many(ag_ui.Preparer().prepare(stream))
     one = create_conversation_engine(ag_ui.DEFINITIONS, event_type=ag_ui.event_type)
-    router = ag_ui.Router()
+    router = ag_ui.Preparer()
     for event in stream:
         try:
             one.push(router(event))

@@ -132,7 +132,7 @@ def started(definition: Any, start: dict[str, Any]) -> tuple[Any, Any]:
     """The part's first state, and a function that routes an update chunk for it
     (each through a router that has seen only the start: an end does not stop the
     next chunk from reaching the part, so runs go on after it)."""
-    router = ai_sdk.Router()
+    router = ai_sdk.Preparer()
     router(START)
     routed = router(start)
     claim = definition.match(routed)
@@ -141,7 +141,7 @@ def started(definition: Any, start: dict[str, Any]) -> tuple[Any, Any]:
     part = claim.id
 
     def envelope(event: dict[str, Any]) -> Any:
-        router = ai_sdk.Router()
+        router = ai_sdk.Preparer()
         router(START)
         router(start)
         routed = router(event)
@@ -206,7 +206,7 @@ def test_a_streamed_part_is_folded_through_one_update_many_call(stream: str) -> 
     definitions[which] = counting = Counting(definitions[which])
     engine = create_conversation_engine(definitions, event_type=ai_sdk.event_type)
     chunks = [START, {"type": "start-step"}, start, *[delta] * 50, {"type": "finish"}]
-    engine.push_many(ai_sdk.Router().route(chunks))
+    engine.push_many(ai_sdk.Preparer().prepare(chunks))
     assert counting.runs == [49]  # the first delta is folded by update, the rest as a run
     part = next(node.state for node in engine.nodes() if node.kind == definitions[which].kind)
     assert str(part.raw if which == 5 else part.text) == "ab" * 50
@@ -222,7 +222,7 @@ def test_publication_by_type_is_publication_by_event(definition: Any) -> None:
     # envelope: both say what the route's row of the table does (deltas wait for a frame).
     publication = definition.publication
     for route in definition.event_types:
-        envelope = ai_sdk.Routed({}, route)
+        envelope = ai_sdk.Envelope({}, route)
         assert publication.get(route, "immediate") == publication(envelope) == route.publication
 
 
@@ -239,9 +239,9 @@ def test_fold_with_runs_is_the_fold_one_event_at_a_time(events: list[dict[str, A
     stream = [START, *starts, *events]
     engine = create_conversation_engine(ai_sdk.DEFINITIONS, event_type=ai_sdk.event_type)
     with contextlib.suppress(DefinitionError):  # a bad delta: the events before it stay
-        engine.push_many(ai_sdk.Router().route(stream))
+        engine.push_many(ai_sdk.Preparer().prepare(stream))
     one = create_conversation_engine(ai_sdk.DEFINITIONS, event_type=ai_sdk.event_type)
-    router = ai_sdk.Router()
+    router = ai_sdk.Preparer()
     for event in stream:
         try:
             one.push(router(event))

@@ -164,14 +164,14 @@ class TestToolUpdate:
         chunks=st.lists(CHUNKS, max_size=8),
     )
     def test_update_is_the_model(self, start: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
-        routed = ai_sdk.Routed(start, tool=Claim("0/1", "start"))  # message "0", part 1
+        routed = ai_sdk.Envelope(start, tool=Claim("0/1", "start"))  # message "0", part 1
         dynamic = bool(start.get("dynamic"))
-        first = ai_sdk.ToolPart("0", "c", start.get("toolName") or "", dynamic, "")
+        first = ai_sdk.ToolPartState("0", "c", start.get("toolName") or "", dynamic, "")
         expected = model_update(first, routed)
         got = TOOL.start(routed, None)
         assert got == expected
         for chunk in chunks:
-            routed = ai_sdk.Routed(chunk)
+            routed = ai_sdk.Envelope(chunk)
             expected = model_update(expected, routed)
             got = TOOL.update(got, routed)
             assert got == expected

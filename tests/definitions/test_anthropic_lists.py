@@ -80,7 +80,7 @@ def stream(
 
 def view(events: list[Any]) -> tuple[list[Any], list[Any]]:
     engine = create_conversation_engine(anthropic.DEFINITIONS, event_type=anthropic.event_type)
-    engine.push_many(anthropic.scope(events))
+    engine.push_many(anthropic.prepare(events))
     nodes = [n for n in engine.nodes() if n.kind == anthropic.BLOCK.kind]
     return nodes, anthropic.fold(events)
 
@@ -98,9 +98,9 @@ def test_an_item_split_off_by_a_citation_keeps_its_bullet() -> None:
     texts = [anthropic.BLOCK.render_text(n) for n in nodes]
     assert texts == [
         "Key highlights include:",
-        "- Microsoft shook up its AI stack.",
+        "- Microsoft shook up its AI stack. [A <https://example.com/a>]",
         "",
-        "- Oracle raised $15B.",
+        "- Oracle raised $15B. [A <https://example.com/a>]",
     ]
     html = [anthropic.BLOCK.render_html(n) for n in nodes]
     assert "<h2>" not in html[0]  # "include:\n-" is no heading underline

@@ -34,11 +34,11 @@ deltas = st.one_of(
 block_types = st.sampled_from(["text", "thinking", "tool_use", "server_tool_use", "image", 5])
 
 
-def scoped(delta: dict[str, Any] | None) -> anthropic.Scoped:
+def scoped(delta: dict[str, Any] | None) -> anthropic.Envelope:
     """A delta, or for ``None`` the block's stop."""
     if delta is None:
-        return anthropic.Scoped("m", {"type": "content_block_stop", "index": 0})
-    return anthropic.Scoped("m", {"type": "content_block_delta", "index": 0, "delta": delta})
+        return anthropic.Envelope("m", {"type": "content_block_stop", "index": 0})
+    return anthropic.Envelope("m", {"type": "content_block_delta", "index": 0, "delta": delta})
 
 
 def one_of_a_kind(draw: Any, block_type: object) -> list[dict[str, Any] | None]:
@@ -73,7 +73,7 @@ NO_NODES = _NoNodes()
 @given(st.data(), block_types)
 def test_update_many_is_update_over_the_run(data: Any, block_type: object) -> None:
     state = BLOCK.start(
-        anthropic.Scoped(
+        anthropic.Envelope(
             "m", {"type": "content_block_start", "index": 0, "content_block": {"type": block_type}}
         ),
         NO_NODES,
@@ -84,7 +84,7 @@ def test_update_many_is_update_over_the_run(data: Any, block_type: object) -> No
 @pytest.mark.parametrize("bad", [None, 5])
 def test_a_bad_text_anywhere_fails_the_run(bad: object) -> None:
     state = BLOCK.start(
-        anthropic.Scoped(
+        anthropic.Envelope(
             "m", {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}
         ),
         NO_NODES,
@@ -113,7 +113,7 @@ def test_a_streamed_block_is_folded_through_one_update_many_call() -> None:
     engine = create_conversation_engine(
         [anthropic.MESSAGE, counting := Counting(BLOCK)], event_type=anthropic.event_type
     )
-    engine.push_many(anthropic.scope(events))
+    engine.push_many(anthropic.prepare(events))
     assert counting.runs == [39]  # the first delta is folded by update, the rest as a run
     assert anthropic.messages(engine.nodes())[0]["content"][0]["text"] == "ab" * 40
 
@@ -122,7 +122,7 @@ def test_a_streamed_block_is_folded_through_one_update_many_call() -> None:
 def test_an_unhashable_block_type_folds_as_update_does(block_type: object) -> None:
     """A block whose type is unhashable trips ``update`` only on some deltas."""
     state = BLOCK.start(
-        anthropic.Scoped(
+        anthropic.Envelope(
             "m", {"type": "content_block_start", "index": 0, "content_block": {"type": block_type}}
         ),
         NO_NODES,

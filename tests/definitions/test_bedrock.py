@@ -141,7 +141,7 @@ class TestFrames:
         loaded = load_events(path)
         assert (loaded.format, loaded.events) == ("eventstream", events)
         assert main(["replay", str(path)]) == 0
-        assert "hi\n[end_turn]" in capsys.readouterr().out
+        assert "assistant [end_turn]\n\nhi\n" in capsys.readouterr().out
         broken = bytearray(eventstream(events))
         broken[-1] ^= 1
         path.write_bytes(bytes(broken))
@@ -258,7 +258,9 @@ class TestRender:
         ]
         [node] = bedrock.PROTOCOL.replay(events)
         assert bedrock.MESSAGE.render_text(node) == (
-            '[reasoning] hm\n<i>x</i>\nget({"q": 1})\n[end_turn]'
+            "assistant [end_turn]\n\n[reasoning] hm\n\n<i>x</i>\n\n"
+            f"tool get [{node.state.blocks[2].start['toolUse']['toolUseId']}] called\n"
+            '  arguments: {"q": 1}'
         )
         html = bedrock.MESSAGE.render_html(node)
         assert "<i>" not in html

@@ -354,7 +354,9 @@ class TestRender:
         ]
         [node] = gemini.PROTOCOL.replay(events)
         definition = gemini.RESPONSE
-        assert definition.render_text(node) == '[thought] hm\n<b>hi</b>\nf({"x": 1})\n[STOP]'
+        assert definition.render_text(node) == (
+            'assistant [STOP]\n\n[thought] hm\n\n<b>hi</b>\n\ntool f called\n  arguments: {"x": 1}'
+        )
         html = definition.render_html(node)
         assert "<b>" not in html
         assert "&lt;b&gt;hi&lt;/b&gt;" in html

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from definitions import openai_chat
-from definitions.openai_chat import ScopedChunk
+from definitions.openai_chat import Envelope as ScopedChunk
 from engine import Claim, DefinitionError, create_conversation_engine
 
 from ._runs import Counting, check_run
@@ -179,12 +179,14 @@ runs = st.lists(
 )
 
 
+@pytest.mark.slow  # hundreds of generated runs
 @settings(max_examples=1000)
 @given(state=started(), events=runs)
 def test_update_many_is_update_over_the_run(state: Any, events: list[ScopedChunk]) -> None:
     check_run(DEFINITION, state, events)
 
 
+@pytest.mark.slow  # hundreds of generated runs
 @settings(max_examples=1000)
 @given(state=started(), extra=st.one_of(appends(), other_chunks()))
 def test_update_takes_appends_the_way_the_general_fold_does(
@@ -219,7 +221,7 @@ def test_a_streamed_completion_is_folded_through_update_many(field: str) -> None
     ]
     definition = Counting(DEFINITION)
     engine = create_conversation_engine([definition], event_type=openai_chat.event_type)
-    engine.push_many(openai_chat.scope(chunks))
+    engine.push_many(openai_chat.prepare(chunks))
     assert definition.runs == [51]  # the first chunk is folded by update, the rest as a run
     (completion,) = openai_chat.completions(engine.nodes())
     message = completion["choices"][0]["message"]
@@ -250,7 +252,7 @@ def test_scope_sets_the_claim_match_would_compute(ids: list[tuple[Any, bool]]) -
         else:
             event["id"] = chunk_id
         chunks.append(event)
-    for scoped in openai_chat.scope(chunks):
+    for scoped in openai_chat.prepare(chunks):
         plain = ScopedChunk(scoped.completion, scoped.opens, scoped.chunk)
         claim = DEFINITION.match(scoped)
         assert claim == DEFINITION.match(plain)
@@ -271,7 +273,7 @@ def test_event_type_routes_what_scope_yields_to_the_completion() -> None:
     with pytest.raises(DefinitionError, match=r"openai_chat\.PROTOCOL\.engine\(\)"):
         engine.push_many(chunks)
     assert engine.nodes() == ()
-    engine.push_many(openai_chat.scope(chunks))
+    engine.push_many(openai_chat.prepare(chunks))
     assert [node.kind for node in engine.nodes()] == [DEFINITION.kind]
-    for event in [*openai_chat.scope(chunks), ScopedChunk("c", True, chunks[0])]:
+    for event in [*openai_chat.prepare(chunks), ScopedChunk("c", True, chunks[0])]:
         assert openai_chat.event_type(event) in DEFINITION.event_types

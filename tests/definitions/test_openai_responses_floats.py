@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -67,6 +68,8 @@ responses = st.fixed_dictionaries(
     {key: shaped(sub) for key, sub in RESPONSE.items()},
     optional={"id": st.just("r"), "usage": st.fixed_dictionaries({"input_tokens": scalars})},
 )
+
+pytestmark = pytest.mark.slow  # 2,000 generated responses
 
 
 @settings(max_examples=2000)

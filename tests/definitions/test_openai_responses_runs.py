@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from definitions import openai_responses
-from definitions.openai_responses import Scoped
+from definitions.openai_responses import Envelope as Scoped
 from engine import create_conversation_engine
 
 from ._runs import Counting, check_run
@@ -142,12 +142,14 @@ same_type_runs = st.sampled_from(
 )
 
 
+@pytest.mark.slow  # hundreds of generated runs
 @settings(max_examples=1000)
 @given(state=started(), events=runs)
 def test_update_many_is_update_over_the_run(state: Any, events: list[Scoped]) -> None:
     check_run(ITEM, state, events)
 
 
+@pytest.mark.slow  # hundreds of generated runs
 @settings(max_examples=500)
 @given(state=started(), events=same_type_runs)
 def test_update_many_is_update_over_a_run_of_one_type(state: Any, events: list[Scoped]) -> None:
@@ -156,7 +158,7 @@ def test_update_many_is_update_over_a_run_of_one_type(state: Any, events: list[S
 
 # The envelopes a scoper makes (in response "r"): a delta's text, part and field read
 # once, which update_many takes instead of reading the event again.
-SCOPER = openai_responses.Scoper()
+SCOPER = openai_responses.Preparer()
 SCOPER({"type": "response.created", "response": {"id": "r"}})
 QUIET = [
     event("response.output_text.done", content_index=0, text="whole"),
@@ -192,12 +194,14 @@ scoped_same_type_runs = st.sampled_from(
 )
 
 
+@pytest.mark.slow  # hundreds of generated runs
 @settings(max_examples=1000)
 @given(state=started(), events=scoped_runs)
 def test_update_many_is_update_over_a_scoped_run(state: Any, events: list[Scoped]) -> None:
     check_run(ITEM, state, events)
 
 
+@pytest.mark.slow  # hundreds of generated runs
 @settings(max_examples=1000)
 @given(state=started(), events=scoped_same_type_runs)
 def test_update_many_is_update_over_a_scoped_run_of_one_type(
@@ -233,9 +237,9 @@ responses_events = st.one_of(
 @given(events=st.lists(responses_events, max_size=20))
 def test_scope_wraps_each_event_as_a_scoper_does(events: list[dict[str, Any]]) -> None:
     # scope() inlines the scoper's path for the common delta: the same envelopes.
-    scoper = openai_responses.Scoper()
+    scoper = openai_responses.Preparer()
     live = [scoper(raw) for raw in events]
-    scoped = list(openai_responses.scope(events))
+    scoped = list(openai_responses.prepare(events))
     assert scoped == live
     assert [type(e) for e in scoped] == [type(e) for e in live]
     assert all(e.event is raw for e, raw in zip(scoped, events, strict=True))
@@ -288,7 +292,7 @@ def test_a_streamed_item_is_folded_through_update_many(item_type: str) -> None:
     engine = create_conversation_engine(
         [openai_responses.RESPONSE, counting], event_type=openai_responses.event_type
     )
-    engine.push_many(openai_responses.scope(events))
+    engine.push_many(openai_responses.prepare(events))
     assert counting.runs == [49]  # the first delta is folded by update, the rest as a run
     (snapshot,) = openai_responses.snapshots(engine.nodes())
     (output,) = snapshot["output"]
@@ -315,7 +319,7 @@ def test_publication_is_by_envelope_class_routed_or_not() -> None:
     # end are published at once; deltas wait for a frame, and so do the events that
     # change nothing (never published: they ride along in a run of deltas).
     publication = ITEM.publication
-    scoper = openai_responses.Scoper()
+    scoper = openai_responses.Preparer()
     scoper({"type": "response.created", "response": {"id": "r"}})
     for kind in openai_responses._ITEM_TYPES:
         scoped = scoper({"type": kind, "output_index": 0, "item": {"type": "message"}})
@@ -338,7 +342,7 @@ def test_publication_is_by_envelope_class_routed_or_not() -> None:
     )
     unrouted = create_conversation_engine(openai_responses.DEFINITIONS)
     for engine in (routed, unrouted):
-        engine.push_many(openai_responses.scope(events))
+        engine.push_many(openai_responses.prepare(events))
     assert unrouted.nodes() == routed.nodes()
 
 
@@ -364,11 +368,11 @@ def test_the_envelopes_route_by_the_shared_key_beside_other_definitions() -> Non
     alone = create_conversation_engine(
         openai_responses.DEFINITIONS, event_type=openai_responses.event_type
     )
-    alone.push_many(openai_responses.scope(events))
+    alone.push_many(openai_responses.prepare(events))
     mixed = create_conversation_engine(
         [*builtin.DEFINITIONS, *openai_responses.DEFINITIONS], event_type=definitions.event_type
     )
-    mixed.push_many(openai_responses.scope(events))
+    mixed.push_many(openai_responses.prepare(events))
     assert openai_responses.snapshots(mixed.nodes()) == openai_responses.snapshots(alone.nodes())
     assert openai_responses.snapshots(alone.nodes())[0]["output"][0]["content"][0]["text"] == "abc"
 
@@ -390,7 +394,7 @@ def test_a_field_equal_to_none_but_not_the_interned_object_folds_as_update() -> 
         event("response.output_text.done", content_index=0, text="a"),
         event("response.output_text.delta", content_index=0, delta="b"),
     ]
-    envelopes = list(openai_responses.scope(raw))
+    envelopes = list(openai_responses.prepare(raw))
     interned = [e for e in envelopes if e.field == "none"]
     assert interned  # the output_text.done: an event that changes nothing
     rebuilt = [
@@ -437,7 +441,7 @@ def test_an_empty_delta_changes_nothing_and_progress_joins_the_run(item_type: st
     engine = create_conversation_engine(
         [openai_responses.RESPONSE, counting], event_type=openai_responses.event_type
     )
-    scoped = list(openai_responses.scope([*events, {**delta, "delta": ""}, quiet]))
+    scoped = list(openai_responses.prepare([*events, {**delta, "delta": ""}, quiet]))
     engine.push_many(scoped[:-2])
     assert counting.runs == [6]
     expected = create_conversation_engine(openai_responses.DEFINITIONS)  # one at a time

@@ -62,7 +62,7 @@ def test_anthropic_server_tool_result_renders_its_titles_not_its_blob() -> None:
         {"type": "content_block_stop", "index": 0},
     ]
     engine = create_conversation_engine(anthropic.DEFINITIONS, event_type=anthropic.event_type)
-    engine.push_many(anthropic.scope(events))
+    engine.push_many(anthropic.prepare(events))
     block = engine.nodes()[1]
     text = anthropic.BLOCK.render_text(block)
     assert '"title": "News"' in text

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
+from definitions.harness import glance
 from engine import Economy, Marks, Message, Native, Reasoning, Role, Text, ToolCall, ToolResult
 
 
@@ -139,4 +140,5 @@ def economies(draw: st.DrawFn) -> Economy:
         trim_min_chars=draw(st.sampled_from([1, 2000])),
         trim_keep_recent=draw(st.integers(0, 21)),
         clear_at_least=draw(st.sampled_from([0, 100, 4000, 10**9])),
+        glance=draw(st.sampled_from([glance, None])),
     )

@@ -7,6 +7,7 @@ from typing import Any
 from definitions import builtin, event_type
 from definitions.conversation import NO_RESULT
 from definitions.gateways import GATEWAYS
+from definitions.harness import glance
 from engine import INTERRUPTED, Economy, Role, Text, ToolResult, economize
 from replay import replay
 from replay.context._economy import conversation, requests
@@ -44,7 +45,7 @@ def test_a_cut_call_is_answered_neutrally_and_repaired_at_resume() -> None:
     talk = talk_of({"type": "interruption.mark", "id": "i", "cause": "cut", "tool_call_id": "c1"})
     assert talk.marks.interrupted == {"c1"}
     assert result(talk.messages, "c1").content == NO_RESULT
-    out = economize(talk.messages, Economy.resume(), talk.marks)
+    out = economize(talk.messages, Economy.resume(glance=glance), talk.marks)
     assert result(out.messages, "c1").content == INTERRUPTED
     for gateway in GATEWAYS.values():
         assert all(not r.problems for r in requests(talk, gateway, Economy.none()))
@@ -68,9 +69,9 @@ def test_retry_debris_is_marked_and_dropped_at_resume() -> None:
     assert talk.messages[index].content == error
     assert index not in talk.calls  # no model call answered with it
     kept = economize(talk.messages, Economy.none(), talk.marks).messages
-    dropped = economize(talk.messages, Economy.resume(), talk.marks).messages
+    dropped = economize(talk.messages, Economy.resume(glance=glance), talk.marks).messages
     assert any(Text(error) in m.parts for m in kept)
     assert not any(Text(error) in m.parts for m in dropped)
     for gateway in GATEWAYS.values():
-        for economy in (Economy.none(), Economy.resume()):
+        for economy in (Economy.none(), Economy.resume(glance=glance)):
             assert all(not r.problems for r in requests(talk, gateway, economy))

@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import Economy, Message, Role, Text, ToolCall, ToolResult, command_of, economize
-from engine import is_ephemeral as ephemeral
+from definitions.harness import command_of, glance
+from definitions.harness import is_ephemeral as ephemeral
+from engine import Economy, Message, Role, Text, ToolCall, ToolResult, economize
 
 # Real commands, as the models wrote them in ../shared/fixtures/transcripts.
 REAL_GLANCES = [
@@ -161,7 +162,7 @@ class TestOnePredicate:
                 Message(role=Role.user, content=(ToolResult(call_id=f"c{n}", content="out"),))
             )
         messages.append(Message(role=Role.assistant, content=(Text("done"),)))
-        out = economize(messages, Economy(keep_recent=0))
+        out = economize(messages, Economy(glance=glance, keep_recent=0))
         assert out.expired == {f"c{n}" for n, c in enumerate(commands) if ephemeral(c)}
 
     def test_codex_argv(self) -> None:
@@ -248,7 +249,7 @@ class TestFileTools:
                 Message(role=Role.user, content=(ToolResult(call_id=f"r{n}", content="1\tx"),))
             )
         messages.append(Message(role=Role.assistant, content=(Text("done"),)))
-        out = economize(messages, Economy.resume())
+        out = economize(messages, Economy.resume(glance=glance))
         assert out.expired == {"r0", "r1", "r2"}  # the 6 latest are kept
         first = out.messages[2].content[0]
         assert isinstance(first, ToolResult)

@@ -8,6 +8,7 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 
+from definitions.harness import glance
 from engine import (
     INTERRUPTED,
     Economist,
@@ -68,7 +69,7 @@ class TestDefaults:
         assert not Economy.none().load_time
         assert Economy.live().spill_threshold == 4000
         assert not Economy.live().load_time
-        assert Economy.resume().load_time
+        assert Economy.resume(glance=glance).load_time
 
 
 class TestSpill:
@@ -128,7 +129,7 @@ class TestExpiry:
         return [*messages, assistant("done")]
 
     def test_older_than_the_six_latest_expire(self) -> None:
-        out = economize(self.session(9), Economy.resume())
+        out = economize(self.session(9), Economy.resume(glance=glance))
         assert out.expired == {"c0", "c1", "c2"}
         sentence = result_of(out.messages, "c0").content
         assert isinstance(sentence, str)
@@ -141,7 +142,7 @@ class TestExpiry:
         messages = [user("go"), assistant(call("d", "git diff")), user(result("d", BIG))]
         for n in range(6):
             messages += [assistant(call(f"c{n}", "ls")), user(result(f"c{n}", "a b"))]
-        out = economize([*messages, assistant("ok")], Economy.resume())
+        out = economize([*messages, assistant("ok")], Economy.resume(glance=glance))
         assert "d" in out.expired
         assert "expired" in str(result_of(out.messages, "d").content)
 
@@ -160,7 +161,7 @@ class TestDenials:
         return [*messages, assistant("ok")]
 
     def test_the_latest_stays_and_siblings_stay(self) -> None:
-        out = economize(self.session(), Economy.resume())
+        out = economize(self.session(), Economy.resume(glance=glance))
         assert out.pruned == {"d0", "d1"}
         ids = {p.id for m in out.messages for p in m.parts if isinstance(p, ToolCall)}
         assert ids == {"d2", "s0", "s1", "s2"}
@@ -175,7 +176,7 @@ class TestDenials:
             user(result("e", "no", denied=True)),
             assistant("ok"),
         ]
-        out = economize(messages, Economy.resume())
+        out = economize(messages, Economy.resume(glance=glance))
         assert out.pruned == {"d"}
         # the reasoning went with its tool turn; the user turns around it merged
         assert [m.role for m in out.messages] == [
@@ -188,13 +189,15 @@ class TestDenials:
         assert not pairing_problems(out.messages)
 
     def test_keep_every_denial(self) -> None:
-        assert not economize(self.session(), Economy(keep_denials=None)).pruned
+        assert not economize(self.session(), Economy(glance=glance, keep_denials=None)).pruned
 
 
 class TestInterruptionsAndDebris:
     def test_an_interrupted_call_keeps_its_entry_with_the_neutral_sentence(self) -> None:
         messages = one_call("partial output")
-        out = economize(messages, Economy.resume(), Marks(interrupted=frozenset({"c1"})))
+        out = economize(
+            messages, Economy.resume(glance=glance), Marks(interrupted=frozenset({"c1"}))
+        )
         answer = result_of(out.messages, "c1")
         assert answer.content == INTERRUPTED
         assert any(isinstance(p, ToolCall) for m in out.messages for p in m.parts)
@@ -203,7 +206,7 @@ class TestInterruptionsAndDebris:
     def test_retry_debris_is_dropped(self) -> None:
         messages = [user("go"), assistant("API Error: overloaded"), assistant("hello")]
         marks = Marks(debris=frozenset({1}))
-        out = economize(messages, Economy.resume(), marks)
+        out = economize(messages, Economy.resume(glance=glance), marks)
         assert [m.parts for m in out.messages] == [(Text("go"),), (Text("hello"),)]
         assert economize(messages, Economy.none(), marks).messages == tuple(messages)
 
@@ -216,10 +219,10 @@ class TestTrim:
         return [*messages, assistant("ok")]
 
     def test_off_by_default(self) -> None:
-        assert not economize(self.session(25), Economy.resume()).trimmed
+        assert not economize(self.session(25), Economy.resume(glance=glance)).trimmed
 
     def test_all_but_the_twenty_latest(self) -> None:
-        out = economize(self.session(25), Economy(trim=True))
+        out = economize(self.session(25), Economy(glance=glance, trim=True))
         assert out.trimmed == {f"c{n}" for n in range(5)}
         assert {s.content for s in out.spills} == {"y" * 2500}
         assert str(result_of(out.messages, "c0").content).startswith("[output spilled: 2,500")
@@ -227,7 +230,7 @@ class TestTrim:
 
 class TestSafepoint:
     def test_decisions_stand_until_a_collection_frees_enough(self) -> None:
-        economist = Economist(Economy(clear_at_least=500))
+        economist = Economist(Economy(glance=glance, clear_at_least=500))
         messages = [user("go")]
         for n in range(7):
             messages += [assistant(call(f"c{n}", "ls")), user(result(f"c{n}", "f" * 300))]
@@ -321,7 +324,7 @@ def test_a_call_inside_a_native_block_leaves_with_its_result() -> None:
         user(result("d1", "no", denied=True)),
         assistant("ok"),
     ]
-    out = economize(messages, Economy.resume())
+    out = economize(messages, Economy.resume(glance=glance))
     assert out.pruned == {"d0"}
     assert not any(isinstance(p, Native) for m in out.messages for p in m.parts)
     assert not pairing_problems(out.messages)

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 
 from definitions import builtin, event_type
 from definitions.gateways import GATEWAYS
+from definitions.harness import glance
 from engine import Economy, Marks, Message, Text, ToolResult, economize
 from replay import replay
 from replay.context._economy import Conversation, conversation, measure, requests
@@ -35,8 +36,8 @@ FILES = [
 POLICIES = {
     "none": Economy.none(),
     "live": Economy.live(),
-    "resume": Economy.resume(),
-    "wide": Economy(trim=True, keep_recent=2, keep_denials=0),
+    "resume": Economy.resume(glance=glance),
+    "wide": Economy(glance=glance, trim=True, keep_recent=2, keep_denials=0),
 }
 
 
@@ -103,9 +104,11 @@ def test_every_batching_gives_the_same_requests(name: str) -> None:
     rng = random.Random(name)
     gateway = GATEWAYS["openai-responses"]
     for thread in all_threads(name)[:2]:
-        digest = measure(requests(talk(name, thread), gateway, Economy.resume())).digest
+        digest = measure(
+            requests(talk(name, thread), gateway, Economy.resume(glance=glance))
+        ).digest
         batched = talk(name, thread, batch=rng.randint(1, 40))
-        assert measure(requests(batched, gateway, Economy.resume())).digest == digest
+        assert measure(requests(batched, gateway, Economy.resume(glance=glance))).digest == digest
 
 
 class TestTheClaudeCodeSession:
@@ -128,7 +131,7 @@ class TestTheClaudeCodeSession:
             if isinstance(p, ToolResult) and p.denied
         ]
         assert len(denied) == 2
-        out = economize(conversation_.messages, Economy.resume(), conversation_.marks)
+        out = economize(conversation_.messages, Economy.resume(glance=glance), conversation_.marks)
         assert out.pruned == {denied[0]}
         # the harness's interruption notices stay, in the user turns
         texts = [p.text for m in out.messages for p in m.parts if isinstance(p, Text)]

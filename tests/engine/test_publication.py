@@ -296,11 +296,11 @@ class TestAsyncioScheduler:
                 tallies(), scheduler=AsyncioScheduler(interval=interval)
             )
             seen: list[Any] = []
-            engine.subscribe(seen.append)
+            fired = asyncio.Event()
+            engine.subscribe(lambda notification: (seen.append(notification), fired.set()))
             engine.push_many([ev("a", "start", "1", pub=FRAME)])
             before = len(seen)
-            while not seen:
-                await asyncio.sleep(0.001)
+            await asyncio.wait_for(fired.wait(), 30)  # a hang guard, not a timing assertion
             return before, len(seen)
 
         assert asyncio.run(scenario()) == (0, 1)

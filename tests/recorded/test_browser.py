@@ -31,6 +31,8 @@ from tests.serve.test_browser import (
     wait_live,
 )
 
+pytestmark = pytest.mark.slow  # Chromium
+
 
 def _record(store: Path, events: list[dict[str, object]]) -> None:
     """Append ``events`` one at a time from another process, as a recorder would."""

@@ -64,10 +64,13 @@ def test_the_view_shows_each_input_once_then_the_answer() -> None:
     assert text.count("What is the weather in Paris?") == 1
     assert text.count("system: You are terse.") == 1
     assert text.count("Let me look.") == 1  # the answer, not its echo in call 1's request
-    assert "tool result get_weather [call_1] done\nSunny" in text
+    # The call and its result are one card (the result came in call 1's request).
+    card = 'tool get_weather [call_1] done\n  arguments: {"city": "Paris"}\n  output: Sunny'
+    assert card in text
+    assert "tool result" not in text
     order = [
         text.index(s)
-        for s in ("system:", "user:", "Let me look.", "get_weather(", "Sunny", "sunny in Paris")
+        for s in ("system:", "user:", "Let me look.", "get_weather", "Sunny", "sunny in Paris")
     ]
     assert order == sorted(order)
 

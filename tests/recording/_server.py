@@ -56,6 +56,9 @@ class Loopback(http.server.ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.answers: dict[str, list[Answer]] = {}
         self.requests: list[tuple[str, bytes]] = []
+        # Set by a test whose clients must stream at the same time: each answer starts
+        # only when the barrier's parties have all asked (a hang guard bounds the wait).
+        self.together: threading.Barrier | None = None
         self._ids = itertools.count()
         self._lock = threading.Lock()
 
@@ -89,6 +92,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if answer is None:
             self.send_error(404)
             return
+        if self.server.together is not None:
+            self.server.together.wait(timeout=60)
         # The client may give up first (a timeout test): nothing left to answer then.
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             self._answer(answer)

@@ -140,3 +140,22 @@ def test_convo_record_records_the_child_processes_into_the_same_log(tmp_path: Pa
         (1, "child"),
         (2, "parent"),
     ]
+
+
+def test_convo_record_says_why_nothing_was_recorded(tmp_path: Path) -> None:
+    """A Python that ignores PYTHONPATH (``-I``) never loads the recorder; a program that
+    makes no model call loads it for nothing: both runs end with one line saying so,
+    and the program's exit status unchanged."""
+    log = tmp_path / "calls.jsonl"
+    env = dict(os.environ)
+    python = sys.executable
+    isolated = convo("record", "-o", str(log), "--", python, "-I", "-c", "print(1)", env=env)
+    assert isolated.returncode == 0
+    assert isolated.stdout == "1\n"
+    assert "convo record: 0 calls recorded into" in isolated.stderr
+    assert "never loaded the recorder" in isolated.stderr
+    idle = convo("record", "-o", str(log), "--", sys.executable, "-c", "exit(4)", env=env)
+    assert idle.returncode == 4
+    assert "0 calls recorded" in idle.stderr
+    assert "made no model call" in idle.stderr
+    print(f"faults: convo record with python -I: {isolated.stderr.strip()!r}")

@@ -9,9 +9,11 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import attrs
+import pytest
 
 import replay
 from replay.recording._player import RecordedCall, read_calls
@@ -22,8 +24,9 @@ PROCESSES = 3
 CALLS = 4
 ASK = {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
 
-# One recording process: CALLS streamed calls, each paced so that the processes'
-# streams interleave in the log.
+# One recording process: CALLS streamed calls. The server starts each round of calls
+# only when every process has asked, and paces it over several of the recorder's
+# batches, so the processes' streams interleave in the log however loaded the machine.
 WORKER = textwrap.dedent(
     """
     import sys
@@ -42,12 +45,15 @@ WORKER = textwrap.dedent(
     """
 )
 
+pytestmark = pytest.mark.slow  # three SDK processes each, paced streams
+
 
 def record_at_once(tmp_path: Path, log: Path, kind: str) -> None:
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
-    paced = attrs.evolve(_server.anthropic_stream(), pace=0.003)
+    paced = attrs.evolve(_server.anthropic_stream(), pace=0.015)
     with _server.serving() as server:
+        server.together = threading.Barrier(PROCESSES)
         base = server.root(paced)
         workers = [
             subprocess.Popen(

@@ -13,7 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from definitions._eventstream import encode_frame
-from replay.recording._wire import BodyParser, frames, harmless_headers, safe_url
+from replay.logs._secrets import kept_headers, kept_url
+from replay.recording._wire import BodyParser, frames
 
 SSE = "text/event-stream"
 EVENTSTREAM = "application/vnd.amazon.eventstream"
@@ -119,7 +120,7 @@ def test_urls_lose_userinfo_and_secret_parameters() -> None:
         "https://user:pw@generativelanguage.googleapis.com/v1beta/models/g:streamGenerateContent"
         "?alt=sse&key=AIzaSECRET&X-Amz-Signature=abc&X-Amz-Credential=AKIA&api_key=k"
     )
-    assert safe_url(url) == (
+    assert kept_url(url) == (
         "https://generativelanguage.googleapis.com/v1beta/models/g:streamGenerateContent?alt=sse"
     )
 
@@ -138,12 +139,12 @@ def test_only_harmless_headers_are_kept() -> None:
         ("anthropic-version", "2023-06-01"),
         ("Content-Type", "application/json"),
     ]
-    assert harmless_headers(sent, response=False) == {
+    assert kept_headers(sent, response=False) == {
         "anthropic-version": "2023-06-01",
         "content-type": "application/json",
     }
     received = [("set-cookie", "s"), ("request-id", "req_1"), ("x-amzn-RequestId", "r")]
-    assert harmless_headers(received, response=True) == {
+    assert kept_headers(received, response=True) == {
         "request-id": "req_1",
         "x-amzn-requestid": "r",
     }

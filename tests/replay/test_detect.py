@@ -233,7 +233,7 @@ class TestProtocolDefinitions:
         first = list(chosen.feed([event]))
         second = list(chosen.feed([event]))
         # A router kept across logs would see "m" again and claim an update.
-        assert isinstance(first[0], ag_ui.Routed)
+        assert isinstance(first[0], ag_ui.Envelope)
         assert first[0].message == second[0].message
         assert first[0].message is not None
         assert first[0].message.role == "start"
@@ -272,7 +272,7 @@ class TestLoadDefinitions:
         for spec in ("definitions.anthropic", "definitions.anthropic:DEFINITIONS"):
             chosen = load_definitions([spec])
             assert chosen.definitions == anthropic.DEFINITIONS
-            assert (chosen.prepare, chosen.event_type) == (anthropic.scope, anthropic.event_type)
+            assert (chosen.prepare, chosen.event_type) == (anthropic.prepare, anthropic.event_type)
 
     def test_an_attribute_naming_a_module(self) -> None:
         assert load_definitions(["definitions:ai_sdk"]).definitions == ai_sdk.DEFINITIONS
@@ -289,7 +289,7 @@ class TestLoadDefinitions:
 
     def test_one_pre_pass_combines_with_plain_definitions(self) -> None:
         chosen = load_definitions([f"{__name__}:ONE", "definitions.openai_chat"])
-        assert chosen.prepare is openai_chat.scope
+        assert chosen.prepare is openai_chat.prepare
 
     @pytest.mark.parametrize(
         ("spec", "reason"),

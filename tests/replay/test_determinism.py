@@ -324,14 +324,14 @@ CUT = [*_anthropic_message("msg_A", 20), *_anthropic_message("msg_B", 4)]
 
 
 def _fragile_scope(events: Iterable[Any]) -> Iterator[Any]:
-    """``anthropic.scope`` that cannot take a stream starting inside a message."""
+    """``anthropic.prepare`` that cannot take a stream starting inside a message."""
     anthropic = pytest.importorskip("definitions.anthropic")
     seen_start = False
     for event in events:
         seen_start = seen_start or event.get("type") == "message_start"
         if not seen_start:
             raise ValueError(f"{event.get('type')} before any message_start")
-        yield from anthropic.scope([event])
+        yield from anthropic.prepare([event])
 
 
 class TestPrepare:

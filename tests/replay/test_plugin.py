@@ -213,7 +213,7 @@ EVENTS = [
 
 def test_raw_events(convo_assert_deterministic):
     report = convo_assert_deterministic(
-        EVENTS, anthropic.DEFINITIONS, prepare=anthropic.scope, event_type=anthropic.event_type
+        EVENTS, anthropic.DEFINITIONS, prepare=anthropic.prepare, event_type=anthropic.event_type
     )
     assert report.ok
 """

@@ -21,7 +21,8 @@ require_serve()
 
 from definitions import builtin, event_type  # noqa: E402
 from replay import EventStore, HtmlRenderer, replay  # noqa: E402
-from replay.serve._app import CSP, create_app, parse_events  # noqa: E402
+from replay.serve import ServeOptions, create_app  # noqa: E402
+from replay.serve._app import CSP, parse_events  # noqa: E402
 from tests.serve._helpers import (  # noqa: E402
     PAYLOADS,
     SseStream,
@@ -64,7 +65,7 @@ def app_for(store: Path, **options: Any) -> Any:
     # A long poll interval: tests that need the store read kick the poller (or wait on
     # data_version from another connection, which the poller sees on its next tick).
     options.setdefault("poll_interval", 0.02)
-    return create_app(store, **options)
+    return create_app(store, ServeOptions(**options))
 
 
 def test_bad_definitions_fail_when_the_app_is_made(store: Path) -> None:
@@ -108,7 +109,34 @@ class TestIndex:
         async def scenario() -> None:
             async with running(app_for(tmp_path / "empty.sqlite")) as client:
                 response = await client.get("/")
-                assert "No conversations" in response.text
+                # The stylesheet says "No conversations" on an empty list.
+                assert '<ul class="conversations" data-stream="/index/stream"></ul>' in (
+                    response.text
+                )
+
+        asyncio.run(scenario())
+
+    def test_the_index_follows_the_store(self, tmp_path: Path) -> None:
+        """The index's stream sends the listing, then again as conversations appear
+        and grow (written by another connection, as another process would)."""
+        path = make_store(tmp_path / "s.sqlite", {"a": [{"type": "reasoning.start", "id": "r"}]})
+        start = {"type": "message.start", "id": "m", "role": "user"}
+
+        async def scenario() -> None:
+            app = app_for(path)
+            async with running(app), SseStream(app, "/index/stream") as stream:
+                await stream.ready()
+                first = await stream.message()
+                assert first["event"] == "index"
+                assert json.loads(first["data"])["html"].count("<li>") == 1
+                with EventStore(path) as other:
+                    other.append("b", [start])
+                    other.append("a", [start])
+                html = ""
+                while "2 events" not in html or 'href="/conversations/b"' not in html:
+                    html = json.loads((await stream.message())["data"])["html"]
+                problems, _ = markup_problems(html)
+                assert problems == []
 
         asyncio.run(scenario())
 
@@ -137,12 +165,30 @@ class TestPage:
 
         asyncio.run(scenario())
 
-    def test_unknown_conversation_is_404(self, store: Path) -> None:
+    def test_a_conversation_with_no_events_yet_waits_and_goes_live(self, store: Path) -> None:
+        """A page opened before the first event: an empty section with its stream,
+        which brings the first events when they come; an id that cannot be one is 404."""
+
         async def scenario() -> None:
-            async with running(app_for(store)) as client:
-                response = await client.get("/conversations/nope")
-                assert response.status_code == 404
-                assert (await client.get("/conversations/nope/stream")).status_code == 404
+            app = app_for(store)
+            async with running(app) as client:
+                response = await client.get("/conversations/later")
+                assert response.status_code == 200
+                assert 'data-stream="/conversations/later/stream"' in response.text
+                assert 'data-position="0"' in response.text
+                assert 'data-position="0" data-live="off"></section>' in response.text
+                async with SseStream(app, "/conversations/later/stream?after=0") as stream:
+                    await stream.ready()
+                    with EventStore(store) as other:
+                        other.append(
+                            "later", [{"type": "message.start", "id": "m", "role": "user"}]
+                        )
+                    patch = await stream.patch()
+                    assert patch["position"] == 1
+                    assert [n["key"] for n in patch["nodes"]] == ["message:m"]
+                bad = "/conversations/" + "x" * 300
+                assert (await client.get(bad)).status_code == 404
+                assert (await client.get(bad + "/stream")).status_code == 404
 
         asyncio.run(scenario())
 
@@ -349,7 +395,9 @@ class TestStream:
                     in_flight, catch_up = await stalled.until(51)
                     assert in_flight["position"] == 2
                     assert catch_up["position"] == 51
-                    assert len(catch_up["nodes"]) == 49
+                    # 49 changed since, but its cursor is older than the notifications
+                    # a catch-up is merged from: every node, as for a new client.
+                    assert len(catch_up["nodes"]) == 51
                     await stalled.close()
                     assert len(hub.clients) == 1
                 assert hub.clients == set()

@@ -32,6 +32,8 @@ import pytest
 from replay import EventStore
 from tests._shared import require
 
+pytestmark = pytest.mark.slow  # Chromium
+
 ROOT = Path(__file__).parents[2]
 EXAMPLE = ROOT / "replay" / "examples" / "agent_session.jsonl"
 CHROMIUM = "/usr/bin/chromium"
@@ -552,3 +554,110 @@ def test_events_no_definition_claims_are_said_on_the_page_and_the_command_line(
         err = server.process.stderr.read()
         assert "warning: 21 of 21 events claimed by no definition" in err
         assert "try -d definitions.anthropic" in err
+
+
+def test_updates_keep_the_readers_place_and_announce_each_message_once(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """A node that changes is patched inside, not replaced: a tool card the reader
+    opened stays open when its result comes, the focus stays on it, a selection in
+    a message's text survives that message ending; the live region announces each
+    message once, when it is complete, not at each delta."""
+    first = "The answer begins here and the reader selects these words."
+    events: list[dict[str, Any]] = [
+        {"type": "message.start", "id": "m1", "role": "assistant", "text": first},
+        {"type": "tool_call.start", "id": "t", "name": "grep"},
+        {"type": "tool_call.arguments_delta", "id": "t", "text": '{"q": "bug"}'},
+        {"type": "tool_call.arguments_end", "id": "t"},
+    ]
+    later: list[dict[str, Any]] = [
+        {"type": "message.end", "id": "m1"},
+        {"type": "tool_call.result", "id": "t", "output": "found 3 matches"},
+    ]
+    second: list[dict[str, Any]] = [{"type": "message.start", "id": "m2", "role": "assistant"}]
+    second += [{"type": "message.delta", "id": "m2", "text": f"word{i} "} for i in range(40)]
+    second.append({"type": "message.end", "id": "m2"})
+    store = tmp_path / "events.sqlite"
+    with EventStore(store) as writer:
+        writer.append("c", events)
+    server = Server(store)
+    try:
+        page = browser.new_page()
+        page.goto(f"{server.url}/conversations/c")
+        wait_live(page)
+        assert page.get_attribute("section.conversation", "aria-live") is None
+        card = 'article[data-key="tool_call:t"] details'
+        page.click(f"{card} > summary")  # the reader opens the card; focus is on it
+        page.evaluate(
+            """([card, text]) => {
+                document.querySelector(card).__mark = 1;
+                const words = document.querySelector('article[data-key="message:m1"] .md p');
+                const node = words.firstChild;
+                const range = document.createRange();
+                const at = node.data.indexOf('selects');
+                range.setStart(node, at);
+                range.setEnd(node, at + 'selects these words'.length);
+                getSelection().removeAllRanges();
+                getSelection().addRange(range);
+                window.__said = [];
+                new MutationObserver(() => {
+                    const said = document.querySelector('.announce').textContent;
+                    if (said) window.__said.push(said);
+                }).observe(document.querySelector('.announce'),
+                           {childList: true, subtree: true, characterData: true});
+            }""",
+            [card, first],
+        )
+        page.focus(f"{card} > summary")
+        append_elsewhere(store, "c", later, chunks=1)
+        wait_position(page, len(events) + len(later))
+        assert page.get_attribute(card, "data-status") == "done"
+        assert "found 3 matches" in (page.text_content(card) or "")
+        assert page.evaluate(f"document.querySelector('{card}').open") is True
+        assert page.evaluate(f"document.querySelector('{card}').__mark") == 1
+        focused = page.evaluate(
+            f"document.activeElement === document.querySelector('{card} > summary')"
+        )
+        assert focused is True
+        assert page.evaluate("getSelection().toString()") == "selects these words"
+        assert page.evaluate("getSelection().anchorNode.isConnected") is True
+
+        append_elsewhere(store, "c", second, chunks=6)
+        wait_position(page, len(events) + len(later) + len(second))
+        said = page.evaluate("window.__said")
+        assert len(said) == 2, said  # m1 when it ended, m2 once complete
+        assert first in said[0]
+        assert said[1].startswith("assistant: word0 word1")
+        assert said[1].endswith("word39")
+        page.close()
+    finally:
+        server.stop()
+
+
+def test_a_page_opened_before_its_first_event_and_the_index_go_live(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """A conversation's page opened before it has any event waits, and shows the
+    events when they come; an open index lists conversations as they appear and grow."""
+    store = tmp_path / "events.sqlite"
+    with EventStore(store) as writer:
+        writer.append("old", [{"type": "reasoning.start", "id": "r"}])
+    server = Server(store)
+    try:
+        index = browser.new_page()
+        index.goto(f"{server.url}/")
+        index.wait_for_selector('ul.conversations[data-live="open"]', timeout=GUARD_MS)
+        waiting = browser.new_page()
+        waiting.goto(f"{server.url}/conversations/new")
+        wait_live(waiting)
+        assert keys(waiting) == []
+        start = {"type": "message.start", "id": "m", "role": "user", "text": "first words"}
+        append_elsewhere(store, "new", [start], chunks=1)
+        wait_position(waiting, 1)
+        assert keys(waiting) == ["message:m"]
+        assert "first words" in waiting.inner_text("section.conversation")
+        index.wait_for_selector('ul.conversations a[href="/conversations/new"]', timeout=GUARD_MS)
+        index.close()
+        waiting.close()
+    finally:
+        server.stop()

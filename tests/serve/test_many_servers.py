@@ -29,6 +29,8 @@ from tests._postgres import Server  # noqa: E402
 from tests.serve._helpers import HANG_GUARD, apply  # noqa: E402
 from tests.serve.test_app import example_events, final_view  # noqa: E402
 
+pytestmark = pytest.mark.slow  # several server processes
+
 TOKEN = "a-long-enough-test-token"
 
 

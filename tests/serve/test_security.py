@@ -22,7 +22,8 @@ require_serve()
 
 from definitions import builtin  # noqa: E402
 from replay import EventStore, LogError, load_events  # noqa: E402
-from replay.serve._app import create_app, parse_events  # noqa: E402
+from replay.serve import ServeOptions, create_app  # noqa: E402
+from replay.serve._app import parse_events  # noqa: E402
 from replay.serve._command import main  # noqa: E402
 from replay.serve._security import allowed_hosts  # noqa: E402
 from tests.serve._helpers import running  # noqa: E402
@@ -42,7 +43,7 @@ def store(tmp_path: Path) -> Path:
 
 
 def app_for(store: Path, **options: Any) -> Any:
-    return create_app(store, poll_interval=3600.0, **options)
+    return create_app(store, ServeOptions(poll_interval=3600.0, **options))
 
 
 def run(scenario: Any) -> None:
@@ -99,7 +100,7 @@ class TestTokens:
     @pytest.mark.parametrize("which", ["token", "read_token"])
     def test_a_short_token_is_refused(self, store: Path, token: str, which: str) -> None:
         with pytest.raises(ValueError, match="at least 16 random characters"):
-            create_app(store, **{which: token})
+            ServeOptions(**{which: token})
 
     @pytest.mark.parametrize("argv", [["--token", ""], ["--read-token", "abc"]])
     def test_the_command_refuses_it_at_start_up(

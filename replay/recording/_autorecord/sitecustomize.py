@@ -13,9 +13,25 @@ import sys
 def _install() -> None:
     try:
         from replay.recording._auto import install_hooks
-    except ImportError:  # convo-engine is not importable here: record nothing
+    except ImportError as exc:  # convo-engine is not importable here: record nothing
+        _report(f"cannot import convo-engine ({exc})")
         return
     install_hooks()
+
+
+def _report(line: str) -> None:
+    # What replay.recording._auto.report does, for a Python that cannot import it.
+    path = os.environ.get("CONVO_RECORD_REPORT")
+    if not path:
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            os.write(fd, f"{os.getpid()} {line}\n".encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
 
 
 def _chain() -> None:

@@ -1,0 +1,70 @@
+"""Renamed public names: each old name still resolves, for one release, to the new
+one, with a ``DeprecationWarning`` that names the new one; unknown names still fail."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+# module -> {old name: new name}
+RENAMED: dict[str, dict[str, str]] = {
+    "definitions.anthropic": {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"},
+    "definitions.openai_chat": {
+        "scope": "prepare",
+        "Scoper": "Preparer",
+        "ScopedChunk": "Envelope",
+    },
+    "definitions.openai_responses": {
+        "scope": "prepare",
+        "Scoper": "Preparer",
+        "Scoped": "Envelope",
+    },
+    "definitions.gemini": {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"},
+    "definitions.bedrock": {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"},
+    "definitions.ag_ui": {
+        "route": "prepare",
+        "Router": "Preparer",
+        "Routed": "Envelope",
+        "Message": "MessageState",
+        "ToolCall": "ToolCallState",
+        "Run": "RunState",
+        "EventNode": "EventState",
+    },
+    "definitions.ai_sdk": {
+        "route": "prepare",
+        "Router": "Preparer",
+        "Routed": "Envelope",
+        "TextPart": "TextPartState",
+        "ToolPart": "ToolPartState",
+        "Part": "PartState",
+        "Step": "StepState",
+    },
+    "definitions.recorded": {"Recorder": "Preparer"},
+}
+PAIRS = [(module, old, new) for module, names in RENAMED.items() for old, new in names.items()]
+
+
+@pytest.mark.parametrize(("module", "old", "new"), PAIRS)
+def test_an_old_name_is_the_new_one_with_a_warning(module: str, old: str, new: str) -> None:
+    imported = importlib.import_module(module)
+    with pytest.warns(DeprecationWarning, match=rf"{module}\.{old} is deprecated.*{module}\.{new}"):
+        value = getattr(imported, old)
+    assert value is getattr(imported, new)
+    assert new in imported.__all__
+    assert old not in imported.__all__
+
+
+@pytest.mark.parametrize("module", sorted(RENAMED))
+def test_any_other_missing_name_is_still_an_attribute_error(module: str) -> None:
+    imported = importlib.import_module(module)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        imported.no_such_name  # noqa: B018
+
+
+def test_from_import_of_an_old_name_warns_too() -> None:
+    with pytest.warns(DeprecationWarning, match="definitions.anthropic.scope"):
+        from definitions.anthropic import scope
+    from definitions.anthropic import prepare
+
+    assert scope is prepare
