@@ -112,6 +112,7 @@ __all__ = [
 # The context economy: policies of the model context, decided purely, and compaction:
 # where the next request starts after the history was summarised (engine.context).
 from .context import INTERRUPTED as INTERRUPTED
+from .context import Compactor as Compactor
 from .context import Economist as Economist
 from .context import Economized as Economized
 from .context import Economy as Economy
@@ -128,6 +129,7 @@ from .context import without_compactions as without_compactions
 
 __all__ += [
     "INTERRUPTED",
+    "Compactor",
     "Economist",
     "Economized",
     "Economy",

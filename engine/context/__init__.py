@@ -14,6 +14,7 @@ Pure like the fold beside it: no I/O, no clock. It may import only ``engine``'s
 errors; the fold never imports it.
 """
 
+from ._compaction import Compactor as Compactor
 from ._compaction import Restart as Restart
 from ._compaction import compaction_of as compaction_of
 from ._compaction import is_summary as is_summary
@@ -58,6 +59,7 @@ __all__ = [
     "AreaLifeState",
     "Collection",
     "Compaction",
+    "Compactor",
     "Context",
     "ContextAreaImplementation",
     "CoopContext",

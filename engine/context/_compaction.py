@@ -10,7 +10,13 @@ every projection agrees), ``since_compaction`` applies it, and
 ``without_compactions`` is the counterfactual: the conversation as if no
 compaction had happened (the summaries and what they carried left out).
 
-Pure, like the rest of ``engine.context``: it imports only the messages.
+``Compactor`` is the economy's side of compacting: it decides *when* (the
+request would exceed a size); the application writes the summary (a model call
+of its own, recorded like any other) and appends the compaction to the log, so a
+replay never calls the model again.
+
+Pure, like the rest of ``engine.context``: it imports only the messages and the
+economy's sizes.
 """
 
 from __future__ import annotations
@@ -18,9 +24,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import msgspec
+
+from ._economy import message_size
 from ._message import Compaction, Message, Role
 
 __all__ = [
+    "Compactor",
     "Restart",
     "compaction_of",
     "is_summary",
@@ -113,3 +123,23 @@ def without_compactions(messages: Sequence[Message]) -> list[Message]:
         if parts:
             out.append(Message(role=message.role, content=parts))
     return out
+
+
+class Compactor(msgspec.Struct, frozen=True, kw_only=True):
+    """When to compact: once the next request's conversation (from the latest
+    compaction on) reaches ``threshold`` chars (the economy's sizes: text,
+    arguments, results).
+
+    A policy hook: any object with the same ``due`` serves. It decides *when*; the
+    application writes the summary and appends the compaction to the log.
+    """
+
+    threshold: int = 100_000
+
+    def __post_init__(self) -> None:
+        if type(self.threshold) is not int or self.threshold <= 0:
+            raise ValueError(f"Compactor.threshold must be an int > 0, not {self.threshold!r}")
+
+    def due(self, messages: Sequence[Message]) -> bool:
+        """Whether the request after ``messages`` should be compacted first."""
+        return sum(message_size(m) for m in since_compaction(messages)) >= self.threshold
