@@ -1,4 +1,4 @@
-"""Gateways: generic messages <-> the request items of four provider APIs.
+"""Gateways: generic messages <-> the request items of five provider APIs.
 
 Each gateway is one small class with the same members: ``items(message)`` (the
 ``engine.Gateway`` protocol: a message's native request items), ``request(items,
@@ -17,17 +17,18 @@ Rules that hold for every gateway (written here once):
   message, Chat and Responses as items right after the call); a turn's other
   content follows them.
 - A message whose parts all leave becomes no item.
-- System messages: Anthropic and Gemini take the system prompt apart from the
+- System messages: Anthropic, Gemini and Bedrock take the system prompt apart from the
   messages, so ``request`` lifts the leading system items into ``system`` /
   ``systemInstruction``; a system message after the conversation began is sent
   as a caller turn (moving it up would change the cached prefix). Chat and
   Responses keep system messages where they are.
-- Gemini requires alternating roles, so its ``request`` merges consecutive
-  contents of one role (Anthropic merges them on its side).
+- Gemini and Bedrock require alternating roles, so their ``request`` merges
+  consecutive contents of one role (Anthropic merges them on its side).
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Final
 
@@ -51,6 +52,7 @@ from ._gateway_check import Entry, Problem, Side, Turn, add, alternation, check,
 
 __all__ = [
     "AnthropicGateway",
+    "BedrockGateway",
     "GeminiGateway",
     "OpenAIChatGateway",
     "OpenAIResponsesGateway",
@@ -858,3 +860,208 @@ class GeminiGateway:
                     entries.append(Entry("content", index))
             add(turns, "model" if role == "model" else "caller", index, entries)
         return sorted(problems + alternation(roles) + check(turns), key=lambda p: p.index)
+
+
+# -- Bedrock Converse ------------------------------------------------------------------
+
+_IMAGE_FORMATS: Final = frozenset({"png", "jpeg", "gif", "webp"})
+_DOCUMENT_FORMATS: Final[dict[str, str]] = {
+    "application/pdf": "pdf",
+    "text/csv": "csv",
+    "application/msword": "doc",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.ms-excel": "xls",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "text/html": "html",
+    "text/plain": "txt",
+    "text/markdown": "md",
+}
+
+
+class BedrockGateway:
+    """Bedrock Converse: ``{"role", "content": [blocks]}`` messages, each block an
+    object with one key (``text``, ``toolUse``, ``toolResult``, ``reasoningContent``,
+    ``image``, ``document``); the system prompt is ``system``. Binary data (image and
+    document bytes, redacted reasoning) is base64 text, as on the wire: decode it
+    before handing the request to boto3, which takes bytes."""
+
+    name: ClassVar[str] = "bedrock"
+
+    def items(self, message: Message) -> list[dict[str, Any]]:
+        """The message as one Converse message (none when nothing is left)."""
+        if isinstance(message.content, str):
+            text = message.content
+            return [{"role": message.role.value, "content": [{"text": text}]}] if text else []
+        results, rest = _split(message, self.name)
+        blocks = [self._result(r) for r in results]
+        blocks.extend(_items(rest, self._block))
+        if not blocks:
+            return []
+        return [{"role": message.role.value, "content": blocks}]
+
+    def _result(self, result: ToolResult) -> dict[str, Any]:
+        content: list[dict[str, Any]]
+        if isinstance(result.content, str):
+            text = _denied_or(result, result.content)
+            content = [{"text": text}] if text else []
+        else:
+            content = _items(result.content, self._block)
+            if not content and result.denied:
+                content = [{"text": DENIED}]
+        block: dict[str, Any] = {"toolUseId": result.call_id, "content": content}
+        if result.is_error or result.denied:
+            block["status"] = "error"
+        return {"toolResult": block}
+
+    def _block(self, part: Part) -> dict[str, Any] | None:
+        if isinstance(part, Text):
+            return {"text": part.text}
+        if isinstance(part, Reasoning):
+            if part.encrypted is not None:
+                return {"reasoningContent": {"redactedContent": part.encrypted}}
+            said: dict[str, Any] = {"text": part.text}
+            if part.signature is not None:
+                said["signature"] = part.signature
+            return {"reasoningContent": {"reasoningText": said}}
+        if isinstance(part, ToolCall):
+            return {
+                "toolUse": {
+                    "toolUseId": part.id,
+                    "name": part.name,
+                    "input": _object(part.arguments),
+                }
+            }
+        if isinstance(part, Image):
+            kind = part.media_type.partition("/")[2]
+            source = self._source(part.data, part.url)
+            if kind in _IMAGE_FORMATS and source is not None:
+                return {"image": {"format": kind, "source": source}}
+            return {"text": f"[image {part.url or part.media_type}]"}
+        if isinstance(part, File):
+            kind = _DOCUMENT_FORMATS.get(part.media_type, "")
+            source = self._source(part.data, part.url)
+            if kind and source is not None:
+                name = part.name or "document"
+                return {"document": {"format": kind, "name": name, "source": source}}
+            return {"text": f"[file {part.name or part.url or part.media_type}]"}
+        return None
+
+    @staticmethod
+    def _source(data: str | None, url: str | None) -> dict[str, Any] | None:
+        """Where Converse reads media from: the bytes, or an S3 object (no other URL)."""
+        if data is not None:
+            return {"bytes": data}
+        if url is not None and url.startswith("s3://"):
+            return {"s3Location": {"uri": url}}
+        return None
+
+    def request(
+        self,
+        items: Iterable[dict[str, Any]],
+        *,
+        model: str = "",
+        tools: Sequence[dict[str, Any]] = (),
+        **options: Any,
+    ) -> dict[str, Any]:
+        """``client.converse(**request)`` (blobs as base64 text: see the class):
+        leading system items become ``system``; consecutive messages of one role are
+        merged (Converse wants them alternating). ``tools`` go in ``toolConfig``."""
+        listed = list(items)
+        lead = _leading_system(listed)
+        messages: list[dict[str, Any]] = []
+        for item in listed[lead:]:
+            role = "user" if item.get("role") == "system" else item.get("role")
+            if messages and messages[-1]["role"] == role:
+                merged = [*messages[-1]["content"], *item["content"]]
+                messages[-1] = {"role": role, "content": merged}
+            else:
+                messages.append({**item, "role": role})
+        head: dict[str, Any] = {"modelId": model}
+        system = [b for item in listed[:lead] for b in item["content"]]
+        if system:
+            head["system"] = system
+        head["messages"] = messages
+        if tools:
+            config = dict(options.pop("toolConfig", None) or {})
+            config["tools"] = [*config.get("tools", ()), *tools]
+            options["toolConfig"] = config
+        return _payload(head, (), options)
+
+    def message(self, output: Any) -> Message:
+        """A Converse response (``{"output": {"message": ...}}``), or its message, as a
+        generic assistant message: text, tool use, reasoning (Bedrock's own, so only
+        Bedrock takes it back), any other block ``Native``."""
+        if isinstance(output, dict) and "output" in output:
+            output = (output.get("output") or {}).get("message") or {}
+        content = output.get("content") if isinstance(output, dict) else None
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        return Message(role=Role.assistant, content=tuple(self._part(b) for b in blocks))
+
+    def _part(self, block: dict[str, Any]) -> Part:
+        if set(block) == {"text"}:
+            return Text(str(block["text"]))
+        use = block.get("toolUse")
+        if isinstance(use, dict) and len(block) == 1:
+            return ToolCall(
+                str(use.get("toolUseId")),
+                str(use.get("name", "")),
+                _arguments(use.get("input", {})),
+            )
+        reasoning = block.get("reasoningContent")
+        if isinstance(reasoning, dict) and len(block) == 1:
+            said = reasoning.get("reasoningText")
+            if isinstance(said, dict):
+                return Reasoning(
+                    str(said.get("text", "")), self.name, signature=said.get("signature")
+                )
+            redacted = reasoning.get("redactedContent")
+            if redacted is not None:
+                return Reasoning(provider=self.name, encrypted=_base64(redacted))
+        return Native(self.name, _arguments(block), str(block.get("text", "")))
+
+    def validate(self, request: dict[str, Any]) -> list[Problem]:
+        """Every way Converse would refuse ``request``."""
+        messages = request.get("messages")
+        if not isinstance(messages, list):
+            return not_a_list(messages, "messages")
+        problems: list[Problem] = []
+        turns: list[Turn] = []
+        roles: list[tuple[int, str]] = []
+        for index, item in enumerate(messages):
+            role = item.get("role") if isinstance(item, dict) else None
+            if role not in ("user", "assistant"):
+                problems.append(Problem("malformed", index, f"role {role!r}"))
+                continue
+            roles.append((index, role))
+            content = item.get("content")
+            blocks = content if isinstance(content, list) else []
+            if not blocks:
+                problems.append(Problem("empty-content", index, "a message with no content"))
+            entries: list[Entry] = []
+            for block in blocks:
+                if not isinstance(block, dict):
+                    problems.append(
+                        Problem("malformed", index, "a content block that is not an object")
+                    )
+                    continue
+                if "toolUse" in block:
+                    entries.append(Entry("call", index, str(block["toolUse"].get("toolUseId"))))
+                elif "toolResult" in block:
+                    entries.append(
+                        Entry("result", index, str(block["toolResult"].get("toolUseId")))
+                    )
+                elif "reasoningContent" in block:
+                    entries.append(Entry("reasoning", index))
+                else:
+                    if block.keys() == {"text"} and not block["text"]:
+                        problems.append(Problem("empty-content", index, "a blank text block"))
+                    entries.append(Entry("content", index))
+            add(turns, "model" if role == "assistant" else "caller", index, entries)
+        return sorted(problems + alternation(roles) + check(turns), key=lambda p: p.index)
+
+
+def _base64(value: Any) -> str:
+    """Bytes as base64 text (a recording holds them so already)."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    return str(value)

@@ -10,8 +10,7 @@ non-streamed response body) as one assistant ``Message``.
 
 Assistant turns inside a request and answers are read by the provider's own gateway
 (``message(output)``), so a turn the agent sends back reads exactly as the answer it
-came from. Bedrock Converse has no gateway: its content blocks are read here
-(``converse_message``). A block no generic part carries is a ``Native`` part of that
+came from. A block no generic part carries is a ``Native`` part of that
 provider, as the gateways make them; ``cache_control`` markers are dropped (agents
 move them from turn to turn: they say nothing of the conversation). A tool result
 gets the name of the call it answers when an earlier turn of the request made it
@@ -23,28 +22,33 @@ Imports only ``engine`` and the other definitions modules.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
+from urllib.parse import unquote
 
 import msgspec
 
-from engine import File, Image, Message, Native, Part, Reasoning, Role, Text, ToolCall, ToolResult
+from engine import File, Image, Message, Native, Part, Role, Text, ToolCall, ToolResult
 
 from ._gateways import (
+    _DOCUMENT_FORMATS,
     _FOREIGN_SIGNATURE,
     AnthropicGateway,
+    BedrockGateway,
     GeminiGateway,
     OpenAIChatGateway,
     OpenAIResponsesGateway,
+    _base64,
 )
 
 __all__ = [
     "APIS",
+    "PROVIDERS",
     "answer_message",
+    "api_of",
     "api_of_url",
     "continues_previous",
-    "converse_message",
+    "model_of_url",
     "request_messages",
 ]
 
@@ -57,11 +61,21 @@ APIS: Final[Mapping[str, str]] = {
 }
 """Every API a recording names -> the protocol set that folds its stream."""
 
+PROVIDERS: Final[Mapping[str, str]] = {
+    "anthropic.messages": "anthropic",
+    "openai.chat": "openai-chat",
+    "openai.responses": "openai-responses",
+    "gemini.generate_content": "gemini",
+    "bedrock.converse": "bedrock",
+}
+"""Every API a recording names -> the gateway that writes its requests."""
+
 _ANTHROPIC: Final = AnthropicGateway()
 _CHAT: Final = OpenAIChatGateway()
 _RESPONSES: Final = OpenAIResponsesGateway()
 _GEMINI: Final = GeminiGateway()
-_BEDROCK: Final = "bedrock"  # the provider tag of Bedrock's reasoning and native blocks
+_CONVERSE: Final = BedrockGateway()
+_BEDROCK: Final = _CONVERSE.name  # the provider tag of Bedrock's native blocks
 
 
 def api_of_url(url: str) -> str | None:
@@ -79,6 +93,25 @@ def api_of_url(url: str) -> str | None:
     if path.endswith(("/converse", "/converse-stream")):
         return "bedrock.converse"
     return None
+
+
+def api_of(event: Mapping[str, Any]) -> str | None:
+    """The API a ``recording/request`` event names: its ``api``, else its URL's."""
+    api = event.get("api")
+    if api is None and isinstance(event.get("url"), str):
+        api = api_of_url(event["url"])
+    return api if isinstance(api, str) else None
+
+
+def model_of_url(url: str) -> str:
+    """The model a request URL's path names (Gemini's ``.../models/M:generateContent``,
+    Bedrock's ``.../model/M/converse``), or ``""``."""
+    path = unquote(url.split("?", 1)[0].rstrip("/"))
+    if "/models/" in path and ":" in path.rsplit("/models/", 1)[1]:
+        return path.rsplit("/models/", 1)[1].split(":", 1)[0]
+    if "/model/" in path and path.endswith(("/converse", "/converse-stream")):
+        return path.rsplit("/model/", 1)[1].rsplit("/", 1)[0]
+    return ""
 
 
 def _json(value: Any) -> str:
@@ -424,43 +457,6 @@ def _gemini_part(part: dict[str, Any], names: _Names) -> Part:
 # -- Bedrock Converse ------------------------------------------------------------------
 
 
-def converse_message(output: Any) -> Message:
-    """A Converse response (``{"output": {"message": ...}}``), or its message, as a
-    generic assistant message: text, tool use, reasoning (Bedrock's own, so only
-    Bedrock takes it back), any other block ``Native``."""
-    if isinstance(output, dict) and "output" in output:
-        output = (output.get("output") or {}).get("message") or {}
-    content = output.get("content") if isinstance(output, dict) else None
-    return Message(
-        role=Role.assistant, content=tuple(_converse_model_part(b) for b in _objects(content))
-    )
-
-
-def _converse_model_part(block: dict[str, Any]) -> Part:
-    if set(block) == {"text"}:
-        return Text(str(block["text"]))
-    use = block.get("toolUse")
-    if isinstance(use, dict) and len(block) == 1:
-        return ToolCall(
-            str(use.get("toolUseId")), str(use.get("name", "")), _json(use.get("input", {}))
-        )
-    reasoning = block.get("reasoningContent")
-    if isinstance(reasoning, dict) and len(block) == 1:
-        said = reasoning.get("reasoningText")
-        if isinstance(said, dict):
-            return Reasoning(str(said.get("text", "")), _BEDROCK, signature=said.get("signature"))
-        redacted = reasoning.get("redactedContent")
-        if redacted is not None:
-            return Reasoning(provider=_BEDROCK, encrypted=_base64(redacted))
-    return Native(_BEDROCK, _json(block), str(block.get("text", "")))
-
-
-def _base64(value: Any) -> str:
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode()
-    return str(value)
-
-
 def _converse(body: dict[str, Any], names: _Names) -> list[Message]:
     out: list[Message] = []
     system = _text_of(body.get("system"))
@@ -468,7 +464,7 @@ def _converse(body: dict[str, Any], names: _Names) -> list[Message]:
         out.append(Message(role=Role.system, content=system))
     for item in _objects(body.get("messages")):
         if item.get("role") == "assistant":
-            out.append(names.saw(converse_message(item)))
+            out.append(names.saw(_CONVERSE.message(item)))
             continue
         parts = tuple(_converse_part(b, names) for b in _objects(item.get("content")))
         out.append(Message(role=Role.user, content=parts))
@@ -501,10 +497,11 @@ def _converse_part(block: dict[str, Any], names: _Names) -> Part:
     return Native(_BEDROCK, _json(block), str(block.get("text", "")))
 
 
+_MEDIA_TYPES: Final = {fmt: media for media, fmt in _DOCUMENT_FORMATS.items()}
 _CONVERSE_MEDIA: Final[dict[str, Callable[[str, str, Any], Image | File]]] = {
     "image": lambda fmt, data, name: Image(f"image/{fmt}", data=data),
     "document": lambda fmt, data, name: File(
-        "application/pdf" if fmt == "pdf" else f"text/{fmt}", data=data, name=name
+        _MEDIA_TYPES.get(fmt, f"text/{fmt}"), data=data, name=name
     ),
 }
 
@@ -530,7 +527,7 @@ def answer_message(api: str, outputs: Sequence[Any]) -> Message:
         "openai.chat": _CHAT.message,
         "openai.responses": _RESPONSES.message,
         "gemini.generate_content": _GEMINI.message,
-        "bedrock.converse": converse_message,
+        "bedrock.converse": _CONVERSE.message,
     }[api]
     parts: list[Part] = []
     for output in outputs:

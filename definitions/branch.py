@@ -43,7 +43,7 @@ from typing import Any, Final, TypeAlias
 import attrs
 import msgspec
 
-from engine import ConversationError, Cursor, Node, Registration
+from engine import ConversationError, Cursor, DefinitionError, Node, Registration
 
 __all__ = [
     "MAIN",
@@ -58,6 +58,7 @@ __all__ = [
     "Tree",
     "Version",
     "is_branch_event",
+    "join_paths",
     "path_events",
     "starts_of",
 ]
@@ -279,8 +280,9 @@ class Tree:
             found.append(Leaf(branch, self.depth(tip), tip))
         return found
 
-    def _latest_leaf(self) -> dict[int, str]:
-        """For each position under a leaf: the leaf with the greatest tip below it."""
+    def latest_leaves(self) -> dict[int, str]:
+        """For each event of the tree: the leaf with the greatest tip below it (the
+        version a switch to that event shows)."""
         best: dict[int, str] = {}
         for leaf in sorted(self.leaves(), key=lambda leaf: leaf.tip, reverse=True):
             at = leaf.tip
@@ -288,6 +290,12 @@ class Tree:
                 best[at] = leaf.id
                 at = self._parents[at]
         return best
+
+    def branch_points(self) -> list[tuple[int, list[int]]]:
+        """Every event with more than one child (-1: the root), and its children."""
+        self.children(-1)
+        assert self._children is not None
+        return [(p, kids) for p, kids in sorted(self._children.items()) if len(kids) > 1]
 
     def versions(self, branch: str | None = None) -> dict[int, Version]:
         """The events of ``branch``'s path that have siblings, by position."""
@@ -297,7 +305,7 @@ class Tree:
             siblings = self.children(self._parents[position])
             if len(siblings) > 1:
                 if latest is None:
-                    latest = self._latest_leaf()
+                    latest = self.latest_leaves()
                 found[position] = Version(
                     siblings.index(position) + 1,
                     len(siblings),
@@ -310,6 +318,84 @@ def path_events(events: Sequence[Any], tree: Tree, branch: str | None = None) ->
     """The linear log of ``branch``'s path (default: the active one): what folds to
     its view, by the one rule."""
     return [events[at] for at in tree.path(branch)]
+
+
+def _common(left: Sequence[Any], right: Sequence[Any]) -> int:
+    n = 0
+    for a, b in zip(left, right, strict=False):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
+def join_paths(
+    paths: Sequence[tuple[str, Sequence[Any]]],
+    starts: Callable[[Any], Iterable[str]],
+    *,
+    active: str | None = None,
+) -> list[Any]:
+    """One log whose branches are ``paths`` (``(name, events)``, oldest first; the
+    first is ``main`` whatever its name): how an importer keeps the versions a
+    product stored as a tree. Each later path shares the longest prefix it has with
+    an earlier one and branches at the last node start within it (``branch.edit``
+    when that node is a user message, else ``branch.regenerate``); a path that is a
+    prefix of an earlier one adds nothing. ``active`` (default: the last path) is
+    chosen at the end. By the one rule, the path of each branch is its events."""
+    if not paths:
+        return []
+    first = list(paths[0][1])
+    log = list(first)
+    built: list[tuple[str, list[Any]]] = [(MAIN, first)]
+    names = {paths[0][0]: MAIN}
+    current = MAIN
+    for name, events in paths[1:]:
+        events = list(events)
+        shared, base = max(
+            ((_common(other, events), other_name) for other_name, other in built),
+            key=lambda found: (found[0], found[1] == current),  # a tie: no choose
+        )
+        other = dict(built)[base]
+        if shared == len(events):
+            names[name] = base
+            continue
+        if current != base:
+            log.append({"type": "branch.choose", "id": base})
+        if shared == len(other):  # it goes on from where the other ends
+            log.extend(events[shared:])
+            current = base
+            names[name] = base
+            built = [(n, events if n == base else e) for n, e in built]
+            continue
+        at = shared
+        while at >= 0 and not (keys := list(starts(other[at]))):
+            at -= 1
+        if at < 0:
+            raise ValueError(f"path {name!r} shares no node start with an earlier path")
+        first_event = events[at]
+        user = (
+            type(first_event) is dict
+            and first_event.get("type") == "message.start"
+            and first_event.get("role") == "user"
+        )
+        tag = "branch.edit" if user else "branch.regenerate"
+        log.append({"type": tag, "id": name, "of": keys[0]})
+        log.extend(events[at:])
+        built.append((name, events))
+        names[name] = current = name
+    wanted = names.get(active, active) if active is not None else current
+    if wanted != current:
+        log.append({"type": "branch.choose", "id": wanted})
+    return log
+
+
+def _in_log(error: DefinitionError, position: int, branch: str | None) -> DefinitionError:
+    """``error``, raised on a branch's path, naming the event's log position."""
+    path = f"event #{error.position} of branch {branch or 'the active one'!r}'s path"
+    message = str(error).replace(f" at event #{error.position}", f" at event #{position} ({path})")
+    return DefinitionError(
+        message, kind=error.kind, method=error.method, position=position, key=error.key
+    )
 
 
 class Branches:
@@ -363,8 +449,11 @@ class Branches:
         forward.reverse()
         try:
             cursor.forward(events[p] for p in forward)
-        except BaseException:  # stand on the shared point again, whole
-            cursor.back(len(cursor) - tree.depth(at))
+        except BaseException as exc:  # stand on the shared point again, whole
+            failed = len(cursor)  # the failing event's index on the path
+            cursor.back(failed - tree.depth(at))
+            if isinstance(exc, DefinitionError) and exc.position == failed:
+                raise _in_log(exc, forward[failed - tree.depth(at)], branch) from exc.__cause__
             raise
         self._on = target
         return cursor.nodes()

@@ -16,6 +16,11 @@ One gateway per provider API, each with the same members:
   ``reasoning-separated``, ``roles-not-alternating``, ``empty-content``,
   ``malformed``.
 
+Beside the conversation a request carries a model, tools, a tool choice and
+settings: ``carry`` takes them from a recorded request into any provider's shape,
+naming what the target has no place for (``Carried.notes``; see
+``definitions._settings``).
+
 Crossing providers: reasoning and ``Native`` parts go back only to the provider
 that made them (``provider`` is the gateway's name); elsewhere reasoning is left
 out, a ``Native`` part is sent as its ``text`` and a compaction as its summary text
@@ -30,43 +35,59 @@ from typing import Final, TypeAlias
 
 from ._gateway_check import Problem as Problem
 from ._gateways import AnthropicGateway as AnthropicGateway
+from ._gateways import BedrockGateway as BedrockGateway
 from ._gateways import GeminiGateway as GeminiGateway
 from ._gateways import OpenAIChatGateway as OpenAIChatGateway
 from ._gateways import OpenAIResponsesGateway as OpenAIResponsesGateway
 from ._gateways import crossing as crossing
+from ._settings import Carried as Carried
+from ._settings import Settings as Settings
+from ._settings import Tool as Tool
+from ._settings import carry as carry
+from ._settings import read_settings as read_settings
 
 __all__ = [
     "ANTHROPIC",
+    "BEDROCK",
     "GATEWAYS",
     "GEMINI",
     "OPENAI_CHAT",
     "OPENAI_RESPONSES",
     "AnthropicGateway",
+    "BedrockGateway",
+    "Carried",
     "Gateway",
     "GeminiGateway",
     "OpenAIChatGateway",
     "OpenAIResponsesGateway",
     "Problem",
+    "Settings",
+    "Tool",
+    "carry",
     "crossing",
     "gateway",
+    "read_settings",
 ]
 
 ANTHROPIC: Final = AnthropicGateway()
 OPENAI_CHAT: Final = OpenAIChatGateway()
 OPENAI_RESPONSES: Final = OpenAIResponsesGateway()
 GEMINI: Final = GeminiGateway()
+BEDROCK: Final = BedrockGateway()
 
-Gateway: TypeAlias = AnthropicGateway | OpenAIChatGateway | OpenAIResponsesGateway | GeminiGateway
-"""Any of the four gateways."""
+Gateway: TypeAlias = (
+    AnthropicGateway | OpenAIChatGateway | OpenAIResponsesGateway | GeminiGateway | BedrockGateway
+)
+"""Any of the five gateways."""
 
 GATEWAYS: Final[dict[str, Gateway]] = {
-    g.name: g for g in (ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, GEMINI)
+    g.name: g for g in (ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, GEMINI, BEDROCK)
 }
 
 
 def gateway(name: str) -> Gateway:
     """The gateway called ``name`` (``anthropic``, ``openai-chat``, ``openai-responses``,
-    ``gemini``); ``ValueError`` naming the choices otherwise."""
+    ``gemini``, ``bedrock``); ``ValueError`` naming the choices otherwise."""
     try:
         return GATEWAYS[name]
     except KeyError:

@@ -90,7 +90,14 @@ from ._render_protocols import (
     responses_html,
     responses_text,
 )
-from ._requests_read import APIS, answer_message, api_of_url, continues_previous, request_messages
+from ._requests_read import (
+    APIS,
+    answer_message,
+    api_of,
+    api_of_url,
+    continues_previous,
+    request_messages,
+)
 
 __all__ = [
     "DEFINITIONS",
@@ -315,10 +322,8 @@ class Preparer:
             raise self._error(f"recording/request needs a 'call' int >= 0, got {number!r}")
         if number in self._calls:
             raise self._error(f"a second recording/request for call {number}")
-        api = event.get("api")
-        if api is None and isinstance(event.get("url"), str):
-            api = api_of_url(event["url"])
-        if not isinstance(api, str) or api not in APIS:
+        api = api_of(event)
+        if api is None or api not in APIS:
             raise self._error(
                 f"call {number}: unknown api {api!r}; expected one of {', '.join(APIS)}"
             )

@@ -47,9 +47,10 @@ from ._progress import Progress
 from .context import _command as _context
 from .context._compaction import compaction_event
 from .context._recorded import describe_requests
-from .context._requests import check_requests, definition_set_of, is_record
+from .context._requests import check_requests, definition_set_of
 from .logs._formats import Loaded, Recording, load_events, parse_piece
-from .logs._jsonl import LogWriter, write_log
+from .logs._jsonl import LogWriter, read_source, write_log
+from .logs.sessions import read_transcript
 from .protocols._detect import (
     DefinitionSet,
     detect_protocol,
@@ -187,14 +188,38 @@ class _Chosen:
     note: str | None  # a doubt about the detection, to warn of
 
 
-def _chosen_events(log: str, lenient: bool, specs: Sequence[str] | None) -> _Chosen:
+def _chosen_events(
+    log: str, lenient: bool, specs: Sequence[str] | None, conversation: str | None = None
+) -> _Chosen:
     """The whole log, decoded as replay decodes it for the set that folds it (named by
     ``specs``, else detected), warning of skipped lines as replay does: for the
-    commands that need every event at once."""
+    commands that need every event at once. ``conversation`` picks one conversation
+    of a file that holds several (a chat export)."""
+    if conversation is not None:
+        events = _conversation(log, lenient, conversation)
+        chosen = load_definitions(specs) if specs else definition_set_of(events)
+        return _Chosen(events, chosen, None)
     with _recording(log) as recording:
         chosen, note, head = _choose(recording, log, specs)
         events = list(_Events(recording, lenient, chosen.vocabulary, head=head))
     return _Chosen(events, chosen, note)
+
+
+def _conversation(log: str, lenient: bool, conversation: str) -> list[Any]:
+    """The events of conversation ``conversation`` of the file ``log`` (an export or
+    a session that holds several)."""
+    source = sys.stdin.buffer if log == "-" else log
+    data, path = read_source(source)
+    transcript = read_transcript(data, path=path, lenient=lenient)
+    if transcript is None:
+        raise _Failure(f"{log}: --conversation picks a conversation of an export or session file")
+    for problem in transcript.problems:
+        _warn(f"skipped: {problem}")
+    for thread in transcript.threads:
+        if thread.name == conversation:
+            return thread.events
+    names = ", ".join(thread.name for thread in transcript.threads)
+    raise _Failure(f"{log}: no conversation {conversation!r} (conversations: {names})")
 
 
 def fold(chosen: DefinitionSet, events: Iterable[Any]) -> tuple[tuple[Node, ...], int]:
@@ -225,7 +250,7 @@ def _write(text: str | Iterable[str], output: str | None) -> None:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    if args.branches or args.leaf is not None:
+    if args.branches or args.leaf is not None or args.conversation is not None:
         return _replay_branched(args)
     try:
         return _replay_stream(args)
@@ -236,7 +261,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _replay_branched(args: argparse.Namespace) -> int:
-    log = _chosen_events(args.log, args.lenient, args.definitions)
+    log = _chosen_events(args.log, args.lenient, args.definitions, args.conversation)
     if log.note is not None:
         _warn(log.note)
     events = log.events if args.at is None else log.events[: args.at]
@@ -316,11 +341,10 @@ def _rendered(
 
 def _cmd_context(args: argparse.Namespace) -> int:
     try:
-        events = _load(args.log, args.lenient).events
-        if args.leaf is not None or _branches.has_branches(events):
-            plain = [e for e in events if not _branches.is_branch_event(e)]
-            chosen = definition_set_of([e for e in plain if not is_record(e)])
-            events = _branches.BranchedLog(events, chosen).path(args.leaf)
+        if args.conversation is not None:
+            events = _conversation(args.log, args.lenient, args.conversation)
+        else:
+            events = _load(args.log, args.lenient).events
         with Progress("building requests", None, unit="requests") as bar:
             text = _context.command(events, args, bar.advance)
     except ValueError as exc:
@@ -369,7 +393,7 @@ def _cmd_compact(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    log = _chosen_events(args.log, args.lenient, args.definitions)
+    log = _chosen_events(args.log, args.lenient, args.definitions, args.conversation)
     chosen = log.definitions
     if log.note is not None:
         _warn(log.note)
@@ -505,9 +529,42 @@ def _existing_store(path: str) -> EventStore | PostgresEventStore:
     return open_store(path, mode="ro")
 
 
+_EXPORTS = ("chatgpt", "claude-ai")  # files of many conversations: each is imported
+
+
+def _import_export(args: argparse.Namespace, store: EventStore | PostgresEventStore) -> int:
+    """Every conversation of a chat export (``--conversation``: that one), each under
+    its own id, each in one transaction; one that exists is refused unless --append."""
+    data, path = read_source(args.log)
+    transcript = read_transcript(data, path=path, lenient=args.lenient)
+    assert transcript is not None
+    threads = [t for t in transcript.threads if args.conversation in (None, t.name)]
+    if not threads:
+        names = ", ".join(t.name for t in transcript.threads)
+        raise _Failure(
+            f"{args.log}: no conversation {args.conversation!r} (conversations: {names})"
+        )
+    existing = store.conversations()
+    taken = [t.name for t in threads if existing.get(t.name)]
+    if taken and not args.append:
+        raise _Failure(
+            f"{args.store}: conversations {', '.join(map(repr, taken))} already exist; "
+            "nothing was imported (--append adds to them)"
+        )
+    for thread in threads:
+        store.append(thread.name, thread.events)
+    count = sum(len(t.events) for t in threads)
+    print(f"imported {len(threads)} conversations, {count} events")
+    return 0
+
+
 def _cmd_store_import(args: argparse.Namespace) -> int:
     conversation = args.conversation or Path(args.log).stem
     with _recording(args.log) as recording, open_store(args.store) as store:
+        if recording.format in _EXPORTS:
+            return _import_export(args, store)
+        if args.fork_of is not None:
+            return _import_fork(args, recording, store, conversation)
         expected = None if args.append else 0
         if expected is not None and (existing := store.length(conversation)):
             raise _Failure(
@@ -519,6 +576,31 @@ def _cmd_store_import(args: argparse.Namespace) -> int:
             events = _Events(recording, args.lenient, progress=bar)
             length = store.append(conversation, events, expected_position=expected)
     print(f"imported {events.count} events into {conversation!r} ({length} in all)")
+    return 0
+
+
+def _import_fork(
+    args: argparse.Namespace,
+    recording: Recording,
+    store: EventStore | PostgresEventStore,
+    conversation: str,
+) -> int:
+    """Import a log that continues another conversation (a forked session): a fork of
+    the prefix it shares with ``--fork-of`` (none of it copied), then its own events."""
+    events = list(_Events(recording, args.lenient))
+    source = store.read(args.fork_of)
+    if not source:
+        raise _Failure(f"{args.store}: no conversation {args.fork_of!r} to fork")
+    shared = next(
+        (n for n, (a, b) in enumerate(zip(source, events, strict=False)) if a != b),
+        min(len(source), len(events)),
+    )
+    store.fork(args.fork_of, conversation, shared)
+    length = store.append(conversation, events[shared:], expected_position=shared)
+    print(
+        f"imported {len(events)} events into {conversation!r} ({length} in all): "
+        f"the first {shared} are {args.fork_of!r}'s, not copied"
+    )
     return 0
 
 
@@ -554,6 +636,14 @@ def _cmd_store_ls(args: argparse.Namespace) -> int:
         conversations = store.conversations()
     for conversation, length in conversations.items():
         print(f"{conversation}\t{length}")
+    return 0
+
+
+def _cmd_store_fork(args: argparse.Namespace) -> int:
+    with open_store(args.store, mode="rw") as store:
+        prefix = store.length(args.source) if args.at is None else args.at
+        store.fork(args.source, args.conversation, prefix)
+    print(f"forked {args.conversation!r} from the first {prefix} events of {args.source!r}")
     return 0
 
 
@@ -620,6 +710,14 @@ def _add_log(parser: argparse.ArgumentParser, help: str = "the recording ('-': s
     )
 
 
+def _add_conversation(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--conversation",
+        metavar="ID",
+        help="the conversation to read, of a file that holds several (a chat export)",
+    )
+
+
 def _add_branch_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--branches",
@@ -678,6 +776,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
     _add_branch_options(replay)
+    _add_conversation(replay)
     replay.add_argument(
         "--color",
         choices=("auto", "always", "never"),
@@ -693,6 +792,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_log(check)
     _add_definitions(check)
+    _add_conversation(check)
     check.add_argument("--seed", type=int, default=0, help="fixes every random choice")
     check.add_argument(
         "--rounds", type=_non_negative, default=3, help="random variants per way (default 3)"
@@ -731,6 +831,7 @@ def build_parser() -> argparse.ArgumentParser:
     context.add_argument(
         "--leaf", metavar="ID", help="the branch whose path to continue (default: the active one)"
     )
+    _add_conversation(context)
     context.set_defaults(handler=_cmd_context)
 
     bench = commands.add_parser(
@@ -753,10 +854,20 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("store", metavar="STORE", help=_STORE_HELP)
     _add_log(imp)
     imp.add_argument(
-        "--conversation", "-c", metavar="ID", help="its id (default: the log's file name)"
+        "--conversation",
+        "-c",
+        metavar="ID",
+        help="its id (default: the log's file name); of a chat export, the one conversation "
+        "to import (default: every one, each under its own id)",
     )
     imp.add_argument(
         "--append", action="store_true", help="append to the conversation if it exists"
+    )
+    imp.add_argument(
+        "--fork-of",
+        metavar="SOURCE",
+        help="the log continues conversation SOURCE (a forked session): store the prefix "
+        "they share as a fork of it, none of it copied",
     )
     imp.set_defaults(handler=_cmd_store_import)
     exp = actions.add_parser("export", help="write a conversation as a JSON Lines log")
@@ -767,6 +878,16 @@ def build_parser() -> argparse.ArgumentParser:
     ls = actions.add_parser("ls", help="list conversations and their lengths")
     ls.add_argument("store", metavar="STORE")
     ls.set_defaults(handler=_cmd_store_ls)
+    fork = actions.add_parser(
+        "fork", help="start a conversation from another's first events (none copied)"
+    )
+    fork.add_argument("store", metavar="STORE", help=_STORE_HELP)
+    fork.add_argument("source", metavar="SOURCE", help="the conversation to fork")
+    fork.add_argument("conversation", metavar="ID", help="the new conversation")
+    fork.add_argument(
+        "--at", type=_non_negative, metavar="P", help="its first P events (default: all)"
+    )
+    fork.set_defaults(handler=_cmd_store_fork)
     app = actions.add_parser(
         "append",
         help="append events read from stdin (JSON Lines); prints the new length",
@@ -803,6 +924,38 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--conversation", metavar="ID", help="the store's conversation")
     record.add_argument("program", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
     record.set_defaults(handler=_cmd_record)
+
+    playback = commands.add_parser(
+        "playback-server",
+        help="serve a recording or cassette as the providers' HTTP APIs, for any language",
+        description="Serve RECORDING (our log, or a VCR.py / pytest-recording cassette) on a "
+        "loopback port as the Anthropic, OpenAI (Chat, Responses), Gemini and Bedrock HTTP "
+        "APIs: point a client's base URL at it and each request is answered from the "
+        "recording, as replay.playback answers, a request the recording does not hold "
+        "getting HTTP 400 with the first difference. Runs until interrupted.",
+    )
+    playback.add_argument("recording", nargs="?", metavar="RECORDING", help="the recording")
+    playback.add_argument(
+        "--example",
+        action="store_true",
+        help="serve the recording the package ships (the recording guide's calls; implies "
+        "--any-order)",
+    )
+    playback.add_argument("--host", default="127.0.0.1", help="a loopback address")
+    playback.add_argument("--port", type=int, default=8765, help="0: a free port")
+    playback.add_argument(
+        "--speed", type=float, help="pace streams by the recorded times (1.0: real time)"
+    )
+    playback.add_argument(
+        "--any-order",
+        action="store_true",
+        help="answer each request with the first recorded call it matches, however often",
+    )
+    playback.add_argument(
+        "--strict", action="store_true", help="a null and an absent field do not match"
+    )
+    playback.add_argument("--conversation", metavar="ID", help="the store's conversation")
+    playback.set_defaults(handler=_cmd_playback_server)
 
     serve = commands.add_parser(
         "serve", help="serve a live view (the [serve] extra)", description="Serve a live view."
@@ -850,6 +1003,37 @@ def _cmd_record(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     return status
+
+
+def _cmd_playback_server(args: argparse.Namespace) -> int:
+    from .recording import EXAMPLE
+    from .recording._errors import RecordingError
+    from .recording._player import Player, read_calls
+    from .recording._server import PlaybackServer
+
+    if (args.recording is None) == (not args.example):
+        raise _Failure("convo playback-server: give RECORDING or --example")
+    path = str(EXAMPLE) if args.example else args.recording
+    try:
+        calls = read_calls(path, args.conversation)
+        player = Player(
+            calls,
+            speed=args.speed,
+            path=path,
+            strict=args.strict,
+            any_order=args.any_order or args.example,
+        )
+        server = PlaybackServer(player, host=args.host, port=args.port)
+    except RecordingError as exc:
+        raise _Failure(f"convo playback-server: {exc}") from exc
+    except OSError as exc:  # the port is taken
+        raise _Failure(f"convo playback-server: {args.host}:{args.port}: {exc.strerror}") from exc
+    print(f"serving {path} ({len(calls)} calls) at {server.url}", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+    return 0
 
 
 # -- entry point -----------------------------------------------------------------------

@@ -85,8 +85,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_written_key] = []
     config.addinivalue_line(
         "markers",
-        "convo_recording(allow_unused=False): convo_recorder options; allow_unused lets "
-        "the test pass with recorded calls it did not make",
+        "convo_recording(allow_unused=False, cassette=None, strict=False): convo_recorder "
+        "options; allow_unused lets the test pass with recorded calls it did not make; "
+        "cassette names a VCR.py cassette to play back (relative to the test's folder); "
+        "strict tells a null from an absent field",
     )
 
 
@@ -321,6 +323,12 @@ def _set_module(chosen: DefinitionSet) -> ModuleType | None:
     return sys.modules.get(modules.pop()) if len(modules) == 1 else None
 
 
+def _cassette(request: pytest.FixtureRequest) -> str:
+    """The name pytest-recording gives a test's cassette: ``[Class.]test[params].yaml``."""
+    name = request.node.name.replace("/", "-")
+    return f"{request.cls.__name__}.{name}.yaml" if request.cls else f"{name}.yaml"
+
+
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "_"
 
@@ -385,13 +393,22 @@ def convo_recorder(request: pytest.FixtureRequest) -> Iterator[Any]:
     from .recording._pytest import ConvoRecorder  # here: the plugin loads without it
 
     module = Path(str(request.node.path))
-    path = module.parent / "recordings" / module.stem / f"{_safe(request.node.name)}.jsonl"
-    recorder = ConvoRecorder(path, str(request.config.getoption("--convo-record-mode")))
+    test = _safe(request.node.name)
+    path = module.parent / "recordings" / module.stem / f"{test}.jsonl"
+    marker = request.node.get_closest_marker("convo_recording")
+    options = {} if marker is None else marker.kwargs
+    cassette = options.get("cassette")
+    recorder = ConvoRecorder(
+        path,
+        str(request.config.getoption("--convo-record-mode")),
+        # pytest-recording's place for the test's cassette, or the one named
+        cassette=module.parent / (cassette or f"cassettes/{module.stem}/{_cassette(request)}"),
+        strict=bool(options.get("strict", False)),
+    )
     try:
         yield recorder
     finally:
         recorder.close()
-    marker = request.node.get_closest_marker("convo_recording")
     allowed = marker is not None and marker.kwargs.get("allow_unused", False)
     stale = recorder.unused()
     if stale is not None and not allowed and request.node.stash.get(_passed_key, False):

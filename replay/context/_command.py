@@ -1,9 +1,21 @@
 """``convo context``: the command line of the model-context projection and its economy.
 
-``add_arguments`` declares the options, ``command`` computes what the command prints
-for a recording's events. The projection itself is ``_requests`` (plain requests) and
-``_economy`` (requests under a policy, with figures); this module only reads options
-and reports. May import: ``_requests``, ``_economy``, ``_workbench``, ``definitions``.
+``command`` reads in one pass, top to bottom:
+
+1. options: the command line as ``ContextOptions``, the events of one branch's path
+   (``--leaf``, else the active one; ``definitions.branch``) cut at ``--at``, and
+   what every request carries beside the conversation (``carried``: the recorded
+   model, tools and settings, the flags' overrides; what cannot cross to the
+   provider is warned of);
+2. requests: the request before every model call and the one after the log, plain
+   (``_requests.requests``) or under an economy policy (``_economy.requests``);
+3. economy: with ``--stats``, the figures of those requests instead of them;
+4. output: each validator problem on stderr, then the last request (JSON) or every
+   one before a call (``--calls``, JSON Lines). A request that could not be sent (no
+   conversation, no model) is a ``ValueError`` instead.
+
+May import: ``_requests``, ``_economy``, ``_siblings``, ``_workbench``, ``definitions``,
+``engine``.
 """
 
 from __future__ import annotations
@@ -13,24 +25,32 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+import attrs
 import msgspec
 
-from definitions.gateways import GATEWAYS, Problem, gateway
-from engine import Economy, Node
+from definitions.branch import Branches, is_branch_event, path_events
+from definitions.gateways import GATEWAYS, Carried, Problem, gateway
+from engine import Economy
 
-from ._economy import POLICIES, CallRequest, conversation, measure, timed
+from ._economy import POLICIES, CallRequest, Conversation, conversation, measure, timed
 from ._economy import requests as economy_requests
-from ._requests import ContextOptions, definition_set_of, is_record, request_bytes, requests
+from ._requests import (
+    ContextOptions,
+    carried,
+    definition_set_of,
+    is_record,
+    request_bytes,
+    requests,
+    require_sendable,
+)
+from ._siblings import SiblingPrefix, sibling_prefixes
 from ._workbench import Workbench
 
 __all__ = ["add_arguments", "command", "options_from"]
 
 
-# -- convo context ---------------------------------------------------------------------
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``convo context`` (after LOG); policies add theirs here."""
+    """The options of ``convo context`` (after LOG)."""
     parser.add_argument(
         "--provider", "-p", choices=sorted(GATEWAYS), required=True, help="whose request"
     )
@@ -42,7 +62,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--at", type=_count, metavar="N", help="project only the first N events of the log"
     )
-    parser.add_argument("--model", default="", help="the model named in each request")
+    parser.add_argument(
+        "--model",
+        default="",
+        help="the model named in each request (default: the one the log's last request "
+        "named, when it was to the same provider)",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=_count,
+        metavar="N",
+        help="the output limit of each request (default: the recorded one; 4096 for "
+        "anthropic when none is known)",
+    )
     parser.add_argument(
         "--before-compaction",
         action="store_true",
@@ -50,59 +82,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "whole history, no summary), to compare with the request that starts at the "
         "latest compaction",
     )
-    _add_economy_arguments(parser)
-
-
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
-    return value
-
-
-def options_from(args: argparse.Namespace) -> ContextOptions:
-    """The ``ContextOptions`` the command line asks for."""
-    return ContextOptions(model=args.model, compaction=not args.before_compaction)
-
-
-def warn(index: int, problems: Iterable[Problem]) -> None:
-    """Report call ``index``'s validator problems on stderr."""
-    for problem in problems:
-        print(
-            f"warning: call {index}: {problem.code} at item {problem.index}: {problem.detail}",
-            file=sys.stderr,
-        )
-
-
-def command(
-    events: Sequence[Any], args: argparse.Namespace, progress: Callable[[], None] | None = None
-) -> str:
-    """What ``convo context`` prints for ``events``; each validator problem is reported
-    on stderr; ``progress`` is called as each request is built. ``ValueError`` for bad
-    input (an ``--at`` past the end, a bad record)."""
-    if args.at is not None:
-        if args.at > len(events):
-            raise ValueError(f"--at {args.at}: the log has only {len(events)} events")
-        events = events[: args.at]
-    if _economy_wanted(args):
-        plain = [e for e in events if not is_record(e)]
-        return _economy_command(definition_set_of(plain).replay(plain), args, progress)
-    calls = requests(events, args.provider, options=options_from(args), progress=progress)
-    shown = calls[:-1] if args.calls else calls[-1:]
-    for call in shown:
-        warn(call.index, call.problems)
-        for note in call.notes:
-            print(f"note: call {call.index}: {note}", file=sys.stderr)
-    if args.calls:
-        return "".join(request_bytes(c.request).decode() + "\n" for c in shown)
-    return msgspec.json.format(request_bytes(shown[0].request), indent=2).decode() + "\n"
-
-
-# -- the economy's options: --policy / --workbench / --stats --------------------------
-
-
-def _add_economy_arguments(parser: argparse.ArgumentParser) -> None:
-    """The economy's options of ``convo context``."""
     parser.add_argument(
         "--policy",
         choices=list(POLICIES),
@@ -123,56 +102,137 @@ def _add_economy_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
+    return value
+
+
+def options_from(args: argparse.Namespace) -> ContextOptions:
+    """The ``ContextOptions`` the command line asks for."""
+    return ContextOptions(
+        model=args.model, max_tokens=args.max_tokens, compaction=not args.before_compaction
+    )
+
+
+def warn(index: int, problems: Iterable[Problem]) -> None:
+    """Report call ``index``'s validator problems on stderr."""
+    for problem in problems:
+        print(
+            f"warning: call {index}: {problem.code} at item {problem.index}: {problem.detail}",
+            file=sys.stderr,
+        )
+
+
+@attrs.frozen
+class _Shown:
+    """One request as the command prints it: call ``index``, the payload, its problems
+    and what it could not carry as recorded (``notes``)."""
+
+    index: int
+    payload: dict[str, Any]
+    problems: tuple[Problem, ...]
+    notes: tuple[str, ...] = ()
+
+
+def command(
+    events: Sequence[Any], args: argparse.Namespace, progress: Callable[[], None] | None = None
+) -> str:
+    """What ``convo context`` prints for ``events`` (see the module docstring); what
+    could not be carried and each validator problem are reported on stderr;
+    ``progress`` is called as each request is built. ``ValueError`` for bad input (an
+    ``--at`` past the end, a bad record) and for a request that could not be sent."""
+    # 1. options
+    siblings: list[SiblingPrefix] = []
+    leaf = getattr(args, "leaf", None)
+    if leaf is not None or any(map(is_branch_event, events)):
+        # One branch's path is its log (definitions.branch); --stats adds what each
+        # version's request shares with its sibling's.
+        plain = [e for e in events if not is_record(e) and not is_branch_event(e)]
+        chosen = definition_set_of(plain)
+        branches = Branches(events, chosen.definitions, event_type=chosen.event_type)
+        if args.stats:
+            siblings = sibling_prefixes(events, chosen, gateway(args.provider))
+        events = path_events(events, branches.tree, leaf)
+    if args.at is not None:
+        if args.at > len(events):
+            raise ValueError(f"--at {args.at}: the log has only {len(events)} events")
+        events = events[: args.at]
+    options = options_from(args)
+    head = carried(events, args.provider, options)
+    for note in head.notes:
+        print(f"warning: {note}", file=sys.stderr)
+    # 2. requests
+    economized: list[CallRequest] = []
+    seconds: list[float] = []
+    talk = None
+    if _economy_wanted(args):
+        plain = [e for e in events if not is_record(e)]
+        talk = conversation(
+            definition_set_of(plain).replay(plain), compaction=not args.before_compaction
+        )
+        economy = POLICIES[args.policy or "none"]()
+        bench = Workbench(args.workbench) if args.workbench is not None else None
+        made = economy_requests(talk, gateway(args.provider), economy, workbench=bench, head=head)
+        economized, seconds = timed(_told(made, progress))
+        calls = [_Shown(c.call, c.payload, c.problems) for c in economized]
+    else:
+        plain = requests(events, args.provider, options=options, progress=progress, head=head)
+        calls = [_Shown(c.index, c.request, c.problems, c.notes) for c in plain]
+    # 3. economy
+    if talk is not None and args.stats:
+        return _figures(talk, args, head, economized, seconds, siblings)
+    # 4. output
+    require_sendable(calls[-1].payload, head, len(events))
+    shown = calls[:-1] if args.calls else calls[-1:]
+    for call in shown:
+        warn(call.index, call.problems)
+        for note in call.notes:
+            print(f"note: call {call.index}: {note}", file=sys.stderr)
+    if args.calls:
+        return "".join(request_bytes(c.payload).decode() + "\n" for c in shown)
+    return msgspec.json.format(request_bytes(shown[0].payload), indent=2).decode() + "\n"
+
+
 def _economy_wanted(args: argparse.Namespace) -> bool:
     """Whether the command line asks for the economy (any of its options)."""
     return args.policy is not None or args.workbench is not None or args.stats
 
 
-def _economy_command(
-    nodes: Iterable[Node], args: argparse.Namespace, progress: Callable[[], None] | None
+def _figures(
+    talk: Conversation,
+    args: argparse.Namespace,
+    head: Carried,
+    calls: list[CallRequest],
+    seconds: list[float],
+    siblings: Sequence[SiblingPrefix] = (),
 ) -> str:
-    """What ``convo context`` prints under the economy's options: the request before
-    every model call (``--calls``, JSON Lines) or after the log, or the figures
-    (``--stats``). Each validator problem is reported on stderr."""
-    target = gateway(args.provider)
-    talk = conversation(nodes, compaction=not args.before_compaction)
-    policy = args.policy or "none"
-    bench = Workbench(args.workbench) if args.workbench is not None else None
-    calls, seconds = timed(
-        _told(
-            economy_requests(talk, target, POLICIES[policy](), workbench=bench, model=args.model),
-            progress,
-        )
-    )
-    before = calls[:-1]  # the request before every model call; the last follows the log
-    if args.stats:
-        figures = measure(before)
-        tenth = max(1, len(before) // 10)
-        first, last = seconds[: len(before)][:tenth], seconds[: len(before)][-tenth:]
-        baseline = (
-            figures
-            if policy == "none"
-            else measure(
-                list(economy_requests(talk, target, Economy.none(), model=args.model))[:-1]
-            )
-        )
-        out = {
-            "provider": target.name,
-            "policy": policy,
-            **figures.as_dict(),
-            "chars_none": baseline.total,
-            "reduction": round(1 - figures.total / baseline.total, 4) if baseline.total else 0.0,
-            "ms_per_call_first_tenth": round(1000 * sum(first) / len(first), 3) if first else 0,
-            "ms_per_call_last_tenth": round(1000 * sum(last) / len(last), 3) if last else 0,
-            "sizes": list(figures.sizes),
-        }
-        return msgspec.json.encode(out).decode() + "\n"
-    shown = before if args.calls else calls[-1:]
-    for call in shown:
-        warn(call.call, call.problems)
-    if args.calls:
-        return "".join(msgspec.json.encode(c.payload).decode() + "\n" for c in shown)
-    return msgspec.json.format(msgspec.json.encode(shown[0].payload), indent=2).decode() + "\n"
+    """``--stats``: the figures of the requests before every model call, beside those
+    of the same requests with no policy, and at each branch point what a version's
+    request shares with its sibling's."""
+    before = calls[:-1]  # the last request follows the log: no call answered it
+    figures = measure(before)
+    if args.policy in (None, "none"):
+        baseline = figures
+    else:
+        unchanged = economy_requests(talk, gateway(args.provider), Economy.none(), head=head)
+        baseline = measure(list(unchanged)[:-1])
+    tenth = max(1, len(before) // 10)
+    first, last = seconds[: len(before)][:tenth], seconds[: len(before)][-tenth:]
+    out = {
+        "provider": args.provider,
+        "policy": args.policy or "none",
+        **figures.as_dict(),
+        "chars_none": baseline.total,
+        "reduction": round(1 - figures.total / baseline.total, 4) if baseline.total else 0.0,
+        "ms_per_call_first_tenth": round(1000 * sum(first) / len(first), 3) if first else 0,
+        "ms_per_call_last_tenth": round(1000 * sum(last) / len(last), 3) if last else 0,
+        "sizes": list(figures.sizes),
+    }
+    if siblings:
+        out["siblings"] = [sibling.as_dict() for sibling in siblings]
+    return msgspec.json.encode(out).decode() + "\n"
 
 
 def _told(

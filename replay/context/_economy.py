@@ -35,7 +35,7 @@ import attrs
 import msgspec
 
 from definitions.conversation import answer_unanswered, conversation_messages
-from definitions.gateways import Gateway
+from definitions.gateways import Carried, Gateway
 from definitions.harness import glance
 from engine import (
     INTERRUPTED,
@@ -53,6 +53,7 @@ from engine import (
     without_compactions,
 )
 
+from ._requests import conversation_items
 from ._workbench import Workbench, WorkbenchIndex
 
 __all__ = [
@@ -74,8 +75,6 @@ POLICIES: Final[dict[str, Callable[[], Economy]]] = {
     "resume": functools.partial(Economy.resume, glance=glance),
 }
 """The policy sets ``convo context --policy`` names."""
-
-_CONVERSATION_KEYS: Final = ("messages", "input", "contents")
 
 
 @attrs.frozen(kw_only=True)
@@ -182,10 +181,10 @@ class CallRequest:
 
 def serialize(payload: dict[str, Any]) -> bytes:
     """``payload`` with its conversation items last, one per line (see ``CallRequest``)."""
-    key = next((k for k in _CONVERSATION_KEYS if isinstance(payload.get(k), list)), None)
+    key, items = conversation_items(payload)
     head = {k: v for k, v in payload.items() if k != key}
     lines = [msgspec.json.encode(head)]
-    lines += [msgspec.json.encode(item) for item in (payload[key] if key else ())]
+    lines += [msgspec.json.encode(item) for item in items]
     return b"\n".join(lines) + b"\n"
 
 
@@ -195,13 +194,15 @@ def requests(
     economy: Economy,
     *,
     workbench: Workbench | None = None,
-    model: str = "",
+    head: Carried | None = None,
     safepoints: bool = False,
 ) -> Iterator[CallRequest]:
     """The request before every model call of ``talk`` under ``economy``, then the one
     after the whole log; spill files are written to ``workbench`` (which also gives
     the leading system message, its index) as they appear. Without a workbench
-    nothing is written: the pointers name ``economy.spill_dir``.
+    nothing is written: the pointers name ``economy.spill_dir``. ``head`` is what
+    each request carries beside the conversation (model, tools, settings:
+    ``replay.context._requests.carried``); none without it.
 
     With load-time policies, every request is a resume (decided afresh on the
     history so far, as an agent resumed before that call would send it); with
@@ -211,6 +212,7 @@ def requests(
     what arrived since the previous one."""
     if workbench is not None:
         economy = workbench.economy(economy)
+    head = head or Carried(provider=gateway.name)
     economist = Economist(economy)
     index = WorkbenchIndex(workbench) if workbench is not None else None
     converted: list[Sequence[Any]] = []  # each economized message's items, kept
@@ -231,7 +233,7 @@ def requests(
             workbench.write(out.spills)
             items += gateway.items(Message(role=Role.system, content=index.text()))
         items += [item for message_items in converted for item in message_items]
-        payload = gateway.request(items, model=model)
+        payload = gateway.request(items, model=head.model, **head.options)
         problems = tuple(gateway.validate(payload))
         yield CallRequest(call=n, payload=payload, economized=out, problems=problems)
 

@@ -22,9 +22,16 @@ from the records and the conversation at each record's position, without the
 area objects, byte for byte (``request_bytes``). Records are left out of the
 events the definitions fold.
 
-Where policies plug in (issue 18): ``ContextOptions`` is the one options record
-every entry point takes (``requests``, ``convo context``); a policy adds its
-fields there (``policy``, ``workbench``, ``stats``) and acts on the generic
+Beside the conversation (rule 8): every request carries the model, tools, tool
+choice and settings of the last request the log recorded (``carried``:
+``definitions.gateways.carry``, verbatim to the provider that recorded them,
+translated to another, what cannot cross named in ``Carried.notes``), with
+``ContextOptions.model`` / ``max_tokens`` overriding them. ``next_request`` is the
+one request after the log, refused (``ValueError``) where it could not be sent: a
+log with no conversation, or no model known.
+
+Where policies plug in: ``ContextOptions`` is the one options record every entry
+point takes (``requests``, ``convo context``); a policy acts on the generic
 messages between the ``Feeder`` and ``CoopContext.extend`` (``Feeder.feed`` is the
 single place messages enter a context), so every request still passes through
 the gateway and its validator (``Call.problems``).
@@ -40,8 +47,10 @@ from typing import Any, Final
 import attrs
 import msgspec
 
+from definitions._requests_read import PROVIDERS, api_of, model_of_url
+from definitions._settings import limited
 from definitions.conversation import answer_unanswered, conversation_messages
-from definitions.gateways import Gateway, Problem, crossing, gateway
+from definitions.gateways import Carried, Gateway, Problem, carry, crossing, gateway
 from engine import (
     Context,
     CoopContext,
@@ -62,10 +71,14 @@ __all__ = [
     "Call",
     "ContextOptions",
     "Feeder",
+    "NextRequest",
     "Prefix",
+    "carried",
     "check_requests",
+    "conversation_items",
     "definition_set_of",
     "is_record",
+    "next_request",
     "render_event",
     "request_bytes",
     "requests",
@@ -81,13 +94,14 @@ _record_decoder: Final = msgspec.json.Decoder(RenderRecord)
 class ContextOptions:
     """How a log is projected to requests.
 
-    ``model``/``max_tokens`` go into each request; ``answer_unanswered`` gives a
-    call the log moved past without a result a neutral error result (a provider
-    refuses the request otherwise).
+    ``model``/``max_tokens`` override the recorded ones in each request (empty /
+    ``None``: as recorded; Anthropic's request needs a ``max_tokens``, 4096 when
+    none is known); ``answer_unanswered`` gives a call the log moved past without a
+    result a neutral error result (a provider refuses the request otherwise).
     """
 
     model: str = ""
-    max_tokens: int = 4096
+    max_tokens: int | None = None
     answer_unanswered: bool = True
     compaction: bool = True
     """Start each request at the latest compaction before it (``False``: the
@@ -160,10 +174,47 @@ class Feeder:
         return new
 
 
-def _build(target: Gateway, context: Context, options: ContextOptions) -> dict[str, Any]:
-    if target.name == "anthropic":
-        return target.request(context, model=options.model, max_tokens=options.max_tokens)
-    return target.request(context, model=options.model)
+_CONVERSATION_KEYS: Final = ("messages", "input", "contents")
+
+
+def conversation_items(payload: dict[str, Any]) -> tuple[str | None, list[Any]]:
+    """The key of a request's conversation (``messages``, ``input``, ``contents``) and
+    its items (none: ``(None, [])``)."""
+    for key in _CONVERSATION_KEYS:
+        value = payload.get(key)
+        if isinstance(value, list):
+            return key, value
+    return None, []
+
+
+def carried(events: Iterable[Any], provider: str, options: ContextOptions) -> Carried:
+    """What a request for ``provider`` carries beside the conversation: the model,
+    tools, tool choice and settings of the last request ``events`` recorded
+    (``definitions.gateways.carry``), then ``options``' overrides."""
+    last: dict[str, Any] | None = None
+    for event in events:
+        if (
+            isinstance(event, dict)
+            and event.get("type") == "recording/request"
+            and isinstance(event.get("body"), dict)
+            and api_of(event) in PROVIDERS
+        ):
+            last = event
+    if last is None:
+        found = Carried(provider=provider)
+    else:
+        url = last.get("url")
+        found = carry(
+            provider,
+            PROVIDERS[str(api_of(last))],
+            last["body"],
+            model=model_of_url(url) if isinstance(url, str) else "",
+        )
+    model = options.model or found.model
+    settings = found.options
+    if options.max_tokens is not None:
+        settings = limited(provider, settings, options.max_tokens)
+    return attrs.evolve(found, model=model, options=settings)
 
 
 def _call(
@@ -171,10 +222,10 @@ def _call(
     position: int | None,
     target: Gateway,
     context: Context,
-    options: ContextOptions,
+    head: Carried,
     notes: tuple[str, ...] = (),
 ) -> Call:
-    request = _build(target, context, options)
+    request = target.request(context, model=head.model, **head.options)
     return Call(
         index=index,
         position=position,
@@ -196,6 +247,7 @@ def requests(
     options: ContextOptions | None = None,
     prefix: Prefix | None = None,
     progress: Callable[[], None] | None = None,
+    head: Carried | None = None,
 ) -> list[Call]:
     """The request before every model call of the log, then the one after it.
 
@@ -205,18 +257,60 @@ def requests(
     record's context plus the conversation since, before any area renders).
     ``prefix`` folds the log's (non-record) events as they come; the default is a
     live engine of the log's own definition set (``check_requests`` passes other
-    folds). ``progress`` is called as each request is built. ``ValueError`` for an
-    unknown provider or a record that does not fit the log.
+    folds). ``progress`` is called as each request is built. ``head`` is what each
+    request carries beside the conversation (default: ``carried``). ``ValueError``
+    for an unknown provider or a record that does not fit the log.
     """
     listed = list(events)
     target = gateway(provider)
     options = options or ContextOptions()
+    head = head or carried(listed, provider, options)
     plain = [e for e in listed if not is_record(e)]
     if prefix is None:
         prefix = Prefix(definition_set_of(plain))
     if any(is_record(e) for e in listed):
-        return _replayed(listed, target, options, prefix, progress or _nothing)
-    return _projected(prefix.extend(plain), target, options, progress or _nothing)
+        return _replayed(listed, target, options, head, prefix, progress or _nothing)
+    return _projected(prefix.extend(plain), target, options, head, progress or _nothing)
+
+
+@attrs.frozen(kw_only=True)
+class NextRequest:
+    """The request an agent would send after a log: ``request`` (the provider
+    payload), what its validator found (``problems``) and what the recorded request
+    had that could not be carried to this provider (``notes``)."""
+
+    request: dict[str, Any]
+    problems: tuple[Problem, ...]
+    notes: tuple[str, ...]
+
+
+def next_request(
+    events: Iterable[Any], provider: str, *, options: ContextOptions | None = None
+) -> NextRequest:
+    """The request ``provider`` would be sent after the log: its model, tools, tool
+    choice and settings those of the last recorded request (translated for another
+    provider), its messages the conversation then the last answer (``requests``).
+    ``ValueError`` where no request could be sent: no conversation in the log, or
+    no model known (none recorded for this provider and none in ``options``)."""
+    listed = list(events)
+    options = options or ContextOptions()
+    head = carried(listed, provider, options)
+    last = requests(listed, provider, options=options, head=head)[-1]
+    require_sendable(last.request, head, len(listed))
+    return NextRequest(request=last.request, problems=last.problems, notes=head.notes)
+
+
+def require_sendable(request: dict[str, Any], head: Carried, count: int) -> None:
+    """``ValueError`` unless ``request`` has a conversation and a model."""
+    if not conversation_items(request)[1]:
+        raise ValueError(f"no conversation to continue in the log's {count} events")
+    if not head.model:
+        why = (
+            f"the log's model {head.recorded!r} is not {head.provider}'s"
+            if head.recorded
+            else "the log records no request naming one"
+        )
+        raise ValueError(f"no model known for {head.provider} ({why}): name one with --model")
 
 
 def _nothing() -> None:
@@ -255,7 +349,11 @@ class Prefix:
 
 
 def _projected(
-    nodes: tuple[Node, ...], target: Gateway, options: ContextOptions, progress: Callable[[], None]
+    nodes: tuple[Node, ...],
+    target: Gateway,
+    options: ContextOptions,
+    head: Carried,
+    progress: Callable[[], None],
 ) -> list[Call]:
     conversation = conversation_messages(nodes)
     if not options.compaction:
@@ -269,7 +367,7 @@ def _projected(
             # each model turn answers one call
             coop.extend(feeder.feed(conversation, index))
             coop.render()
-            calls.append(_call(len(calls), None, target, coop.context, options, notes))
+            calls.append(_call(len(calls), None, target, coop.context, head, notes))
             progress()
         found = compaction_of(message)
         if found is not None:  # the next call starts at it
@@ -279,7 +377,7 @@ def _projected(
             notes = () if note is None else (note,)
     coop.extend(feeder.feed(conversation))
     coop.render()
-    calls.append(_call(len(calls), None, target, coop.context, options, notes))
+    calls.append(_call(len(calls), None, target, coop.context, head, notes))
     return calls
 
 
@@ -287,6 +385,7 @@ def _replayed(
     listed: Sequence[Any],
     target: Gateway,
     options: ContextOptions,
+    head: Carried,
     prefix: Prefix,
     progress: Callable[[], None],
 ) -> list[Call]:
@@ -314,13 +413,13 @@ def _replayed(
             context.apply(record, feeder.feed(conversation_messages(nodes)))
         except ValueError as exc:
             raise ValueError(f"event #{position}: {exc}") from exc
-        calls.append(_call(len(calls), position, target, context, options))
+        calls.append(_call(len(calls), position, target, context, head))
         progress()
     # After the log: what the next render would append before any area speaks.
     nodes = prefix.extend(new) if new else nodes
     for message in feeder.feed(conversation_messages(nodes)):
         context.emplace_message(message)
-    calls.append(_call(len(calls), len(listed), target, context, options))
+    calls.append(_call(len(calls), len(listed), target, context, head))
     return calls
 
 

@@ -20,12 +20,17 @@ built-in events of its primary conversation (``replay.logs.sessions``):
 - a VCR.py or pytest-recording cassette (YAML, or the JSON serializer's object; an
   ``interactions`` list): each interaction with a model API (its URL's path:
   ``definitions._requests_read.api_of_url``; others are left out) is one call of a
-  recording (``definitions.recorded``): ``recording/request`` (the body decoded, the
-  URL without key parameters, only harmless headers), ``recording/response``, the
-  body's SSE frames, event-stream frames or JSON array elements as
+  recording (``definitions.recorded``), as the recorder writes it: ``recording/request``
+  (the body decoded, the URL without key parameters, only harmless headers),
+  ``recording/response``, the body's SSE frames (with their ``event:`` names as
+  ``sse``, ``[DONE]`` as ``done``), event-stream frames or JSON array elements as
   ``recording/event``s, or the whole JSON body as ``recording/body``, then
   ``recording/end``. YAML needs PyYAML (the ``test`` extra): without it, a
-  ``LogError`` says what to install. A cassette is read whole.
+  ``LogError`` says what to install. A cassette is read whole, in time linear in its
+  size, and bounded: YAML aliases are refused (a kilobyte of aliases can stand for
+  gigabytes), a gzip body may inflate to 256 MiB at most, and an interaction whose
+  fields have the wrong shape (``request`` a list, ``status.code`` a string) is a
+  ``LogError`` naming the file and the interaction.
 
 One deliberate difference from the SDKs: a last SSE frame with no blank line after
 it is kept when its data is complete JSON. A live stream must discard it (the
@@ -53,10 +58,12 @@ the same decoding on one piece holding everything.
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
 import re
+import zlib
 from collections.abc import Iterator
 from typing import IO, Any, Final, Literal, cast, get_args
 
@@ -447,6 +454,40 @@ def _salvage_array(
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 
 
+def _sse_frames(
+    data: bytes, first_line: int = 1, final: bool = True
+) -> Iterator[tuple[str | None, bytes, tuple[int, int], int, bool]]:
+    """Each frame of an SSE text with data: ``(name, data, (line, column) where the
+    data starts, line of its end, truncated)``; ``data:`` lines joined with ``"\\n"``.
+    Frames without data (comments, a name alone) are not dispatched."""
+    name: str | None = None
+    payload: list[bytes] = []
+    first = (0, 1)
+    lines = _LINE_BREAK.split(data)
+    for number, raw in enumerate(lines, start=first_line):
+        if not raw:
+            if payload:
+                yield name, b"\n".join(payload), first, number, False
+            name, payload = None, []
+            continue
+        if raw.startswith(b":"):
+            continue
+        field, _, value = raw.partition(b":")
+        if value.startswith(b" "):
+            value = value[1:]
+        if field == b"data":
+            if not payload:
+                first = (number, len(raw) - len(value) + 1)
+            payload.append(value)
+        elif field == b"event":
+            name = value.decode("utf-8", "replace")
+        # id, retry and unknown fields do not change the events.
+    if payload:
+        # No blank line after the last frame: see the module docstring. (A piece that
+        # more follows ends after a blank line: never here.)
+        yield name, b"\n".join(payload), first, first_line + len(lines) - 1, final
+
+
 def _load_sse(
     data: bytes,
     path: str | None,
@@ -457,14 +498,9 @@ def _load_sse(
 ) -> tuple[list[Any], list[LogError]]:
     events: list[Any] = []
     problems: list[LogError] = []
-    name: str | None = None
-    payload: list[bytes] = []
-    first = (0, 1)  # line and column where the frame's data starts
-
-    def dispatch(line: int, truncated: bool) -> None:
-        text = b"\n".join(payload)
+    for name, text, first, line, truncated in _sse_frames(data, first_line, final):
         if not text or text.startswith(b"[DONE]") or name == "ping":
-            return
+            continue
         try:
             event = object_decoder.decode(text)
             if name and "type" not in event:
@@ -484,31 +520,8 @@ def _load_sse(
             if not (lenient or truncated):
                 raise error from exc
             problems.append(error)
-            return
+            continue
         events.append(event)
-
-    lines = _LINE_BREAK.split(data)
-    for number, raw in enumerate(lines, start=first_line):
-        if not raw:
-            dispatch(number, truncated=False)
-            name, payload = None, []
-            continue
-        if raw.startswith(b":"):
-            continue
-        field, _, value = raw.partition(b":")
-        if value.startswith(b" "):
-            value = value[1:]
-        if field == b"data":
-            if not payload:
-                first = (number, len(raw) - len(value) + 1)
-            payload.append(value)
-        elif field == b"event":
-            name = value.decode("utf-8", "replace")
-        # id, retry and unknown fields do not change the events.
-    if payload:
-        # No blank line after the last frame: see the module docstring. (A piece that
-        # more follows ends after a blank line: never here.)
-        dispatch(first_line + len(lines) - 1, truncated=final)
     return events, problems
 
 
@@ -535,7 +548,7 @@ def _cassette(data: bytes, path: str | None) -> Any:
     if data.lstrip().startswith(b"{"):
         try:
             return _any_decoder.decode(data)
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:  # nested too deep: RecursionError
             raise line_error(exc, data, path=path, line=1, what="JSON cassette") from exc
     try:
         import yaml  # type: ignore[import-untyped, unused-ignore]
@@ -548,7 +561,11 @@ def _cassette(data: bytes, path: str | None) -> Any:
             column=1,
         ) from None
     try:
-        return yaml.safe_load(data)
+        return yaml.load(data, Loader=_yaml_loader(yaml))  # safe: see _yaml_loader
+    except RecursionError:
+        raise LogError(
+            f"{where}: not a YAML cassette: nested too deep", path=path, line=1, column=1
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
@@ -557,22 +574,78 @@ def _cassette(data: bytes, path: str | None) -> Any:
         ) from exc
 
 
+_LOADER: list[Any] = []  # the loader class, made once PyYAML is imported
+
+
+def _yaml_loader(yaml: Any) -> Any:
+    """PyYAML's safe loader (its C parser where built) refusing aliases: an alias makes
+    one node stand for a copy of another, and a few hundred bytes of aliases of aliases
+    (a "billion laughs") stand for more data than any machine holds. VCR.py writes none
+    for the interactions it records, each built afresh."""
+    if not _LOADER:
+        base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+        class Loader(base):  # type: ignore[misc, valid-type]
+            def construct_object(self, node: Any, deep: bool = False) -> Any:
+                # A node met a second time is an alias (or a recursive one): refused.
+                if node in self.constructed_objects or node in self.recursive_objects:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        "a YAML alias (*name) is not read in a cassette (it could stand "
+                        "for more data than fits in memory)",
+                        node.start_mark,
+                    )
+                return super().construct_object(node, deep)
+
+        _LOADER.append(Loader)
+    return _LOADER[0]
+
+
 def _load_cassette(data: bytes, path: str | None) -> list[Any]:
     """The recording events of a cassette's model calls (see the module docstring)."""
     document = _cassette(data, path)
     interactions = document.get("interactions") if isinstance(document, dict) else None
+    where = path or "<bytes>"
     if not isinstance(interactions, list):
-        where = path or "<bytes>"
         raise LogError(
             f"{where}: a cassette needs an 'interactions' list", path=path, line=1, column=1
         )
     events: list[Any] = []
-    for interaction in interactions:
-        if isinstance(interaction, dict):
-            events.extend(
-                _interaction(interaction, sum(e["type"] == "recording/request" for e in events))
-            )
+    call = 0
+    for index, interaction in enumerate(interactions):
+        try:
+            records = _interaction(interaction, call)
+        except _Malformed as exc:
+            raise LogError(
+                f"{where}: interaction {index}: {exc}", path=path, line=1, column=1
+            ) from None
+        call += bool(records)
+        events += records
     return events
+
+
+class _Malformed(Exception):
+    """What is wrong with an interaction (the caller names the file and interaction)."""
+
+
+def _field(mapping: dict[str, Any], key: str, kinds: type | tuple[type, ...], what: str) -> Any:
+    """``mapping[key]`` when absent, null or of ``kinds``; else ``_Malformed``."""
+    value = mapping.get(key)
+    if value is None or (isinstance(value, kinds) and not isinstance(value, bool)):
+        return value
+    raise _Malformed(f"{what}.{key} is {type(value).__name__} {_short(value)}, not {_kinds(kinds)}")
+
+
+def _kinds(kinds: type | tuple[type, ...]) -> str:
+    names = {dict: "a mapping", str: "a string", bytes: "bytes", int: "an integer"}
+    each = kinds if isinstance(kinds, tuple) else (kinds,)
+    return " or ".join(names.get(kind, kind.__name__) for kind in each)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _str(value: Any) -> str:
@@ -581,40 +654,65 @@ def _str(value: Any) -> str:
     return str(value)
 
 
-def _bytes(body: Any) -> bytes:
-    """A cassette body (a string, bytes, or ``{"string": ...}``) as bytes, gunzipped."""
+_INFLATED_MAX = 256 << 20
+"""The most bytes a cassette's gzip body may inflate to: a few megabytes of zeros
+inflate to gigabytes (a "gzip bomb"); no model answer comes near this."""
+
+
+def _bytes(body: Any, what: str) -> bytes:
+    """A cassette body (a string, bytes, or ``{"string": ...}``, ``{"base64_string":
+    ...}``) as bytes, gunzipped (at most ``_INFLATED_MAX`` bytes)."""
     if isinstance(body, dict):
-        body = body.get("string", body.get("base64_string"))
+        if body.get("base64_string") is not None:
+            encoded = _field(body, "base64_string", (str, bytes), f"{what}.body")
+            try:
+                body = base64.b64decode(encoded)
+            except ValueError as exc:
+                raise _Malformed(f"{what}.body.base64_string is not base64: {exc}") from None
+        else:
+            body = _field(body, "string", (str, bytes), f"{what}.body")
+    elif body is not None and not isinstance(body, str | bytes):
+        raise _Malformed(f"{what}.body is {type(body).__name__}, not a string, bytes or mapping")
     if body is None:
         return b""
-    raw = body if isinstance(body, bytes) else str(body).encode()
+    raw = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
     if raw.startswith(b"\x1f\x8b"):
-        import gzip
-
-        raw = gzip.decompress(raw)
+        inflate = zlib.decompressobj(wbits=31)
+        try:
+            raw = inflate.decompress(raw, _INFLATED_MAX)
+        except zlib.error as exc:
+            raise _Malformed(f"{what}.body is not valid gzip: {exc}") from None
+        if inflate.unconsumed_tail:
+            raise _Malformed(
+                f"{what}.body inflates to more than {_INFLATED_MAX >> 20} MiB (a gzip bomb?)"
+            )
     return raw
 
 
 def _decoded(raw: bytes) -> Any:
     try:
         return _any_decoder.decode(raw) if raw.strip() else None
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return _NOT_JSON
 
 
 _NOT_JSON: Final = object()
 
 
-def _interaction(interaction: dict[str, Any], call: int) -> list[dict[str, Any]]:
-    request = interaction.get("request") or {}
-    response = interaction.get("response") or {}
-    url = _str(request.get("uri") or request.get("url") or "")
+def _interaction(interaction: Any, call: int) -> list[dict[str, Any]]:
+    """The records of one interaction as call ``call``, or none when it is not a model
+    call; ``_Malformed`` when a field has the wrong shape."""
+    if not isinstance(interaction, dict):
+        raise _Malformed(f"is {type(interaction).__name__}, not a mapping")
+    request = _field(interaction, "request", dict, "interaction") or {}
+    response = _field(interaction, "response", dict, "interaction") or {}
+    url = _field(request, "uri", str, "request") or _field(request, "url", str, "request") or ""
     api = api_of_url(url)
     if api is None:
         return []  # not a model call (a token fetch, a file upload)
     body = request.get("parsed_body")
     if body is None:
-        decoded = _decoded(_bytes(request.get("body")))
+        decoded = _decoded(_bytes(request.get("body"), "request"))
         body = None if decoded is _NOT_JSON else decoded
     stream = bool(isinstance(body, dict) and body.get("stream")) or url.split("?")[0].endswith(
         (":streamGenerateContent", "/converse-stream")
@@ -624,25 +722,28 @@ def _interaction(interaction: dict[str, Any], call: int) -> list[dict[str, Any]]
             "type": "recording/request",
             "call": call,
             "api": api,
-            "method": _str(request.get("method") or "POST"),
+            "method": _str(_field(request, "method", (str, bytes), "request") or "POST"),
             "url": kept_url(url),
-            "headers": kept_headers(request.get("headers"), response=False),
+            "headers": kept_headers(_field(request, "headers", dict, "request"), response=False),
             "body": body,
             "stream": stream,
         }
     ]
-    status = response.get("status") or {}
-    code = status.get("code") if isinstance(status, dict) else status
-    headers = kept_headers(response.get("headers"), response=True)
+    status = response.get("status")
+    code = (
+        _field(status, "code", int, "response.status")
+        if isinstance(status, dict)
+        else _field(response, "status", int, "response")
+    )
+    headers = kept_headers(_field(response, "headers", dict, "response"), response=True)
     out.append({"type": "recording/response", "call": call, "status": code, "headers": headers})
-    raw = _bytes(response.get("body"))
+    raw = _bytes(response.get("body"), "response")
     kind = headers.get("content-type", "")
     parsed = response.get("parsed_body")  # a serializer that stores the JSON parsed
     if isinstance(parsed, dict | list) and not raw.strip():
         raw = msgspec.json.encode(parsed)
     if "event-stream" in kind and not raw.lstrip().startswith((b"{", b"[")):
-        frames, _ = _load_sse(raw, None, True, None)
-        out += [{"type": "recording/event", "call": call, "event": e} for e in frames]
+        out += _sse_records(raw, call)
     elif is_eventstream(raw):
         try:
             frames = events_from_eventstream(raw)
@@ -663,3 +764,24 @@ def _interaction(interaction: dict[str, Any], call: int) -> list[dict[str, Any]]
             out.append({"type": "recording/body", "call": call, "body": decoded})
     out.append({"type": "recording/end", "call": call, "complete": True})
     return out
+
+
+def _sse_records(raw: bytes, call: int) -> list[dict[str, Any]]:
+    """An SSE body's frames as ``recording/event`` records, as the recorder writes
+    them: the event's JSON with its ``event:`` name (``sse``; the Anthropic SDK skips an
+    unnamed event), ``done`` for ``[DONE]``, ``text`` for data that is not JSON."""
+    records: list[dict[str, Any]] = []
+    for name, text, _, _, _ in _sse_frames(raw):
+        record: dict[str, Any] = {"type": "recording/event", "call": call}
+        if text == b"[DONE]":
+            record["done"] = True
+        else:
+            event = _decoded(text)
+            if event is _NOT_JSON:
+                record["text"] = text.decode("utf-8", "replace")
+            else:
+                record["event"] = event
+        if name:
+            record["sse"] = name
+        records.append(record)
+    return records

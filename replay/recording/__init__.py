@@ -12,6 +12,8 @@ May import: ``replay.logs``, ``replay.stores``, ``replay._errors``,
 imported only when a client of theirs is given.
 """
 
+from pathlib import Path as _Path
+
 from ._clients import SUPPORTED as SUPPORTED
 from ._clients import playback as playback
 from ._clients import playback_transport as playback_transport
@@ -26,8 +28,14 @@ from ._player import Player as Player
 from ._recorder import Recorder as Recorder
 from ._wire import API_NAMES as API_NAMES
 
+EXAMPLE = _Path(__file__).parent.parent / "examples" / "sdk_calls.jsonl"
+"""A recording the package ships: the calls of the recording guide's examples
+(``docs/recording.md``), to try playback and ``convo playback-server --example``
+without an API key."""
+
 __all__ = [
     "API_NAMES",
+    "EXAMPLE",
     "SUPPORTED",
     "PlaybackMismatchError",
     "Player",

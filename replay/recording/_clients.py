@@ -122,20 +122,24 @@ def playback(
     *,
     speed: float | None = None,
     conversation: str | None = None,
+    strict: bool = False,
 ) -> Any:
     """Make ``client`` answer every call from the recording ``log``, in order, with no
     network.
 
-    The SDK receives the recorded bytes (a stream re-emitted event by event); ``speed``
-    paces it by the recorded arrival times (1.0 real time, 2.0 twice as fast; ``None``
-    as fast as the SDK reads). A request that differs from the recorded one, or a call
-    beyond the recording, raises ``PlaybackMismatchError`` naming the first differing
-    field; anthropic and openai raise it as it is (it is also their base error class),
-    without retrying. Returns ``client`` itself.
+    ``log`` is our log, a store (with ``conversation``), or a VCR.py / pytest-recording
+    cassette as it is (YAML or JSON). The SDK receives the recorded bytes, chunk by
+    chunk as they arrived; ``speed`` paces them by the recorded arrival times (1.0 real
+    time, 2.0 twice as fast; ``None`` as fast as the SDK reads). A request that differs
+    from the recorded one, or a call beyond the recording, raises
+    ``PlaybackMismatchError`` naming the first differing field (a ``null`` and an absent
+    field match unless ``strict``); anthropic and openai raise it as it is (it is also
+    their base error class), without retrying. Returns ``client`` itself.
     """
     _provider(client)  # refused before the recording is read
     name = os.fsdecode(log) if isinstance(log, str | os.PathLike) else str(log.path)
-    return install(client, player=Player(read_calls(log, conversation), speed=speed, path=name))
+    player = Player(read_calls(log, conversation), speed=speed, path=name, strict=strict)
+    return install(client, player=player)
 
 
 def install(client: Any, *, recorder: Recorder | None = None, player: Player | None = None) -> Any:
@@ -204,11 +208,12 @@ def playback_transport(
     asynchronous: bool = False,
     speed: float | None = None,
     conversation: str | None = None,
+    strict: bool = False,
 ) -> Any:
     """A transport of ``library`` (``"httpx"`` or ``"httpx2"``) answering every call from
     the recording ``log`` as ``playback`` does."""
     name = os.fsdecode(log) if isinstance(log, str | os.PathLike) else str(log.path)
-    player = Player(read_calls(log, conversation), speed=speed, path=name)
+    player = Player(read_calls(log, conversation), speed=speed, path=name, strict=strict)
     transports = kit(library)
     cls = transports.async_playback if asynchronous else transports.playback
     return cls(player)

@@ -10,6 +10,15 @@ The record modes are pytest-recording's (VCR.py's, plus ``rewrite``):
 - ``all``: record every call, never play back (appending to the recording);
 - ``rewrite``: delete the recording, then record every call.
 
+A VCR.py / pytest-recording cassette already beside the test
+(``cassettes/<module>/<test>.yaml``, where pytest-recording keeps them, or the one the
+``convo_recording(cassette=...)`` marker names) is played back as it is, by the
+modes that play back (``none``, ``once``) while no recording of ours exists; the
+modes that record write our recording, never the cassette.
+
+A request matches its recorded call with a ``null`` and an absent field taken alike;
+``convo_recording(strict=True)`` tells them apart.
+
 A test that passes with recorded calls it never made fails at teardown (``unused``
 says why): its recording is stale. ``@pytest.mark.convo_recording(allow_unused=True)``
 allows it, for a test whose calls depend on something outside it.
@@ -34,12 +43,17 @@ class ConvoRecorder:
     """Records or plays back the clients a test wraps, by ``mode``, in one recording at
     ``path`` (several clients share it: their calls are numbered in one sequence)."""
 
-    def __init__(self, path: Path, mode: str) -> None:
+    def __init__(
+        self, path: Path, mode: str, *, cassette: Path | None = None, strict: bool = False
+    ) -> None:
         if mode not in MODES:
             raise RecordingError(f"unknown record mode {mode!r}: choose one of {', '.join(MODES)}")
-        self.path = path
         self.mode = mode
+        self.strict = strict
         exists = path.exists()
+        if not exists and mode in ("none", "once") and cassette is not None and cassette.exists():
+            path, exists = cassette, True  # played back as it is
+        self.path = path
         plays = mode == "none" or (exists and mode in ("once", "new_episodes"))
         self._plays = plays
         self._records = mode != "none" and not (exists and mode == "once")
@@ -73,7 +87,9 @@ class ConvoRecorder:
                 if self.mode == "none"
                 else ""
             )
-            self._player = Player(calls, speed=None, path=str(self.path), hint=hint)
+            self._player = Player(
+                calls, speed=None, path=str(self.path), hint=hint, strict=self.strict
+            )
         if self._records:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._recorder = Recorder(open_sink(self.path, None))

@@ -30,10 +30,14 @@ from definitions.recorded import api_of_url
 __all__ = [
     "API_NAMES",
     "BodyParser",
+    "Recorded",
     "StreamEvent",
     "api_of",
+    "frame",
     "frames",
     "is_stream",
+    "kind",
+    "recorded",
     "request_body",
 ]
 
@@ -106,7 +110,9 @@ class StreamEvent(
     payload_text: bool = False
 
 
-def _kind(content_type: str) -> str:
+def kind(content_type: str) -> str:
+    """How a body of ``content_type`` is framed: ``"sse"``, ``"eventstream"`` or
+    ``"body"``."""
     media = content_type.split(";", 1)[0].strip().lower()
     if media == "text/event-stream":
         return "sse"
@@ -128,7 +134,7 @@ class BodyParser:
 
     def __init__(self, call: int, content_type: str, content_encoding: str = "") -> None:
         self._call = call
-        self.kind = _kind(content_type)
+        self.kind = kind(content_type)
         encoding = content_encoding.strip().lower()
         self._inflate = (
             zlib.decompressobj(wbits=47) if encoding in ("gzip", "deflate", "x-gzip") else None
@@ -247,29 +253,60 @@ class BodyParser:
         return record
 
 
+class Recorded(msgspec.Struct, gc=False):
+    """A recording's record as playback reads it: a ``recording/event``'s ``event`` and a
+    ``recording/body``'s ``body`` kept as their JSON bytes (``msgspec.Raw``), framed
+    back as they were received, never decoded and encoded again."""
+
+    type: Any = None
+    call: Any = None
+    event: msgspec.Raw = msgspec.Raw()  # empty when absent
+    body: msgspec.Raw = msgspec.Raw()
+    text: Any = None
+    sse: Any = None
+    done: Any = False
+    exception: Any = False
+    error_frame: Any = False
+    payload_text: Any = False
+    status: Any = None
+    headers: Any = None
+    complete: Any = None
+    error: Any = None
+
+
+recorded = msgspec.json.Decoder(Recorded).decode
+"""A record's JSON as a ``Recorded``."""
+
+
+def frame(framing: str, record: Recorded) -> bytes:
+    """The bytes that carry ``record`` (a recorded event or a body) in ``framing``
+    (``kind``), as the server sent them."""
+    if record.type == "recording/body":
+        if record.body:
+            return bytes(record.body)
+        return str(record.text or "").encode()
+    if framing == "eventstream":
+        return _aws_frame(record)
+    if record.done:
+        return b"data: [DONE]\n\n"
+    head = b"event: " + str(record.sse).encode() + b"\n" if record.sse else b""
+    data = bytes(record.event) if record.event else str(record.text).encode()
+    if b"\n" in data:  # data of several lines: one data: line each
+        data = data.replace(b"\n", b"\ndata: ")
+    return head + b"data: " + data + b"\n\n"
+
+
 def frames(content_type: str, records: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
-    """The bytes that carry ``records`` (recorded events or one body) in the framing
-    ``content_type`` names: one chunk per event, as the server sent them."""
-    kind = _kind(content_type)
+    """The bytes that carry ``records`` (recorded events or one body, as objects) in
+    the framing ``content_type`` names: one chunk per event."""
+    framing = kind(content_type)
     for record in records:
-        if record.get("type") == "recording/body":
-            if "body" in record:
-                yield _encode(record["body"])
-            else:
-                yield str(record.get("text", "")).encode()
-        elif kind == "eventstream":
-            yield _aws_frame(record)
-        elif record.get("done"):
-            yield b"data: [DONE]\n\n"
-        else:
-            head = f"event: {record['sse']}\n".encode() if "sse" in record else b""
-            data = _encode(record["event"]) if "event" in record else record["text"].encode()
-            yield head + b"data: " + data + b"\n\n"
+        yield frame(framing, recorded(_encode(record)))
 
 
-def _aws_frame(record: Mapping[str, Any]) -> bytes:
-    [(name, payload)] = record["event"].items()
-    if record.get("error_frame"):
+def _aws_frame(record: Recorded) -> bytes:
+    [(name, payload)] = _decode(record.event or b"{}").items()
+    if record.error_frame:
         headers = {
             ":message-type": "error",
             ":error-code": str(payload.get("code") or ""),
@@ -277,8 +314,8 @@ def _aws_frame(record: Mapping[str, Any]) -> bytes:
         }
         return encode_frame(headers, b"")
     message_type, key = (
-        ("exception", ":exception-type") if record.get("exception") else ("event", ":event-type")
+        ("exception", ":exception-type") if record.exception else ("event", ":event-type")
     )
     headers = {":message-type": message_type, key: name, ":content-type": "application/json"}
-    body = payload.encode() if record.get("payload_text") else _encode(payload)
+    body = payload.encode() if record.payload_text else _encode(payload)
     return encode_frame(headers, body)

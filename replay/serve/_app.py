@@ -216,7 +216,7 @@ class _Conversation:
             changed_at[node.key] = position
             changed.append((node, None))
         # A result joined to its call's card changes that card's node too.
-        rejoined = self._renderer.join(nodes)
+        rejoined = self._renderer.join(nodes) if self._renderer is not None else None
         if rejoined:
             sent = {node.key for node, _ in changed}
             for node in nodes:

@@ -46,7 +46,10 @@ import msgspec
 
 from .._errors import ConcurrencyError, StoreError
 from ..logs._jsonl import Entry
-from ._sqlite import StoreMode, _blob, _check_window
+from . import _forks
+from ._forks import check_fork, windows
+from ._forks import check_window as _check_window
+from ._sqlite import StoreMode, _blob
 
 if TYPE_CHECKING:
     import psycopg
@@ -72,6 +75,11 @@ CREATE TABLE IF NOT EXISTS convo_events (
 CREATE TABLE IF NOT EXISTS convo_conversations (
     id text PRIMARY KEY,
     length bigint NOT NULL
+);
+CREATE TABLE IF NOT EXISTS convo_forks (
+    id text PRIMARY KEY,
+    source text NOT NULL,
+    prefix bigint NOT NULL
 );
 CREATE TABLE IF NOT EXISTS convo_appends (
     id uuid PRIMARY KEY,
@@ -125,6 +133,10 @@ _HAS_SCHEMA = (
     " SELECT 1 FROM pg_tables WHERE schemaname = current_schema()"
     " AND tablename IN ('convo_events', 'convo_conversations', 'convo_appends')"
     " UNION ALL SELECT 1 FROM pg_proc WHERE proname = 'convo_append') AS found"
+)
+_FORKS = (
+    "CREATE TABLE IF NOT EXISTS convo_forks"
+    " (id text PRIMARY KEY, source text NOT NULL, prefix bigint NOT NULL)"
 )
 _SCHEMA_LOCK = 0x636F6E766F  # an advisory lock id: creating the schema, one process at a time
 _APPEND = "SELECT convo_append(%s, %s, %s, %s, %s)"
@@ -232,6 +244,8 @@ class PostgresEventStore:
         self.append_timeout = append_timeout
         self._lock = threading.Lock()
         self._closed = False
+        self._forks: dict[str, tuple[str, int]] = {}  # found ones: a fork row never changes
+        self._has_forks = True
         self._db: psycopg.Connection[Any] = self._connect()
         try:
             with self._db.transaction():
@@ -244,6 +258,11 @@ class PostgresEventStore:
                         )
                     self._db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
                     self._db.execute(_SCHEMA)
+                elif mode != "ro":  # a store made before forks: the table is added
+                    self._db.execute(_FORKS)
+                else:
+                    found = self._db.execute("SELECT to_regclass('convo_forks')").fetchone()
+                    self._has_forks = found is not None and found[0] is not None
         except self._pg.Error as exc:
             self._db.close()
             raise self._failure("cannot create the schema", exc) from exc
@@ -316,27 +335,87 @@ class PostgresEventStore:
         )
         return Landed(rows[0][0], rows[0][1], rows[0][2]) if rows else None
 
+    def fork(self, source: str, conversation: str, prefix: int) -> int:
+        """Start ``conversation`` as the first ``prefix`` events of ``source``, copying
+        none, as ``EventStore.fork`` does; followers are told of it as of an append."""
+        with self._lock:
+            db = self._connection()
+            try:
+                with db.transaction():
+                    # Both rows locked in one order: a concurrent append or fork waits.
+                    rows = db.execute(
+                        "SELECT id, length FROM convo_conversations WHERE id = ANY(%s)"
+                        " ORDER BY id FOR UPDATE",
+                        ([source, conversation],),
+                    ).fetchall()
+                    lengths = {cid: int(length) for cid, length in rows}
+                    check_fork(
+                        self.path,
+                        source,
+                        conversation,
+                        prefix,
+                        lengths.get(source, 0),
+                        lengths.get(conversation),
+                    )
+                    db.execute(
+                        "INSERT INTO convo_forks (id, source, prefix) VALUES (%s, %s, %s)",
+                        (conversation, source, prefix),
+                    )
+                    db.execute(
+                        "INSERT INTO convo_conversations (id, length) VALUES (%s, %s)",
+                        (conversation, prefix),
+                    )
+                    db.execute(
+                        "SELECT pg_notify(%s, %s)",
+                        (CHANNEL, f"{prefix} {conversation}" if len(conversation) < 7000 else ""),
+                    )
+            except self._pg.Error as exc:
+                raise self._failure(f"conversation {conversation!r}: fork refused", exc) from exc
+        return prefix
+
+    def _fork_of(self, conversation: str) -> tuple[str, int] | None:
+        found = self._forks.get(conversation)
+        if found is None and self._has_forks:
+            rows = self._query(
+                "SELECT source, prefix FROM convo_forks WHERE id = %s", (conversation,)
+            )
+            if rows:
+                found = self._forks[conversation] = (rows[0][0], int(rows[0][1]))
+        return found
+
+    def _prefixes(self, conversations: list[str]) -> dict[str, int]:
+        if not self._has_forks:
+            return {}
+        rows = self._query(
+            "SELECT id, prefix FROM convo_forks WHERE id = ANY(%s)", (conversations,)
+        )
+        return {cid: int(prefix) for cid, prefix in rows}
+
+    def _rows(
+        self, columns: str, conversation: str, start: int, stop: int | None
+    ) -> list[tuple[Any, ...]]:
+        # A fork's prefix never changes: its windows read apart still read as one.
+        _check_window(start, stop)
+        rows: list[tuple[Any, ...]] = []
+        for owner, low, high in windows(conversation, start, stop, self._fork_of):
+            rows += self._query(
+                f"SELECT {columns} FROM convo_events"
+                " WHERE conversation = %s AND position >= %s AND position < %s"
+                " ORDER BY position",
+                (owner, low, _NO_STOP if high is None else high),
+            )
+        return rows
+
     def read(self, conversation: str, start: int = 0, stop: int | None = None) -> list[Any]:
         """The events at positions ``start`` <= p < ``stop`` (to the end when ``None``),
         in order, decoded to plain Python objects. Empty for an unknown conversation."""
-        _check_window(start, stop)
-        rows = self._query(
-            "SELECT event FROM convo_events"
-            " WHERE conversation = %s AND position >= %s AND position < %s ORDER BY position",
-            (conversation, start, _NO_STOP if stop is None else stop),
-        )
-        return [_decode(blob) for (blob,) in rows]
+        return [_decode(blob) for (blob,) in self._rows("event", conversation, start, stop)]
 
     def read_entries(
         self, conversation: str, start: int = 0, stop: int | None = None
     ) -> list[Entry[Any]]:
         """Like ``read``, each event in an ``Entry`` with its position, conversation and time."""
-        _check_window(start, stop)
-        rows = self._query(
-            "SELECT position, time, event FROM convo_events"
-            " WHERE conversation = %s AND position >= %s AND position < %s ORDER BY position",
-            (conversation, start, _NO_STOP if stop is None else stop),
-        )
+        rows = self._rows("position, time, event", conversation, start, stop)
         return [Entry(position, _decode(blob), conversation, t) for position, t, blob in rows]
 
     def read_many(
@@ -344,10 +423,15 @@ class PostgresEventStore:
     ) -> dict[str, list[Any]]:
         """For each conversation of ``starts``, its events from that position on (at most
         ``limit`` of them), decoded, in one query; conversations with none are left out."""
-        for start in starts.values():
-            _check_window(start, None)
-        if not starts:
-            return {}
+        return _forks.read_many(
+            starts,
+            limit,
+            self._prefixes,
+            self.read,
+            lambda own: self._read_many_own(own, limit),
+        )
+
+    def _read_many_own(self, starts: Mapping[str, int], limit: int | None) -> dict[str, list[Any]]:
         rows = self._query(
             "SELECT e.conversation, e.event"
             " FROM unnest(%s::text[], %s::bigint[]) WITH ORDINALITY AS w(conversation, start, n)"

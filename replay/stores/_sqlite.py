@@ -33,6 +33,9 @@ import msgspec
 
 from .._errors import ConcurrencyError, StoreBusyError, StoreError, UnstorableEventError
 from ..logs._jsonl import Entry
+from . import _forks
+from ._forks import check_fork, windows
+from ._forks import check_window as _check_window
 
 __all__ = [
     "EventStore",
@@ -46,6 +49,14 @@ read-write creating the store when the file is missing or empty."""
 _APPLICATION_ID = 0x436F6E76  # "Conv": what `PRAGMA application_id` of our files holds
 _SCHEMA_VERSION = 1  # `PRAGMA user_version`: the layout below
 
+# Forks (``_forks``): added to the first schema without a new version: a store made
+# before it gets the table when first opened to write, and reads as having no fork.
+_FORKS = """CREATE TABLE IF NOT EXISTS forks (
+    id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    prefix INTEGER NOT NULL
+) WITHOUT ROWID"""
+
 _SCHEMA = (
     """CREATE TABLE events (
     conversation TEXT NOT NULL,
@@ -58,6 +69,7 @@ _SCHEMA = (
     id TEXT PRIMARY KEY,
     length INTEGER NOT NULL
 ) WITHOUT ROWID""",
+    _FORKS,
     f"PRAGMA application_id = {_APPLICATION_ID}",
     f"PRAGMA user_version = {_SCHEMA_VERSION}",
 )
@@ -100,6 +112,8 @@ class EventStore:
         self.mode: StoreMode = mode
         self._lock = threading.Lock()
         self._closed = False
+        self._has_forks = True
+        self._forks: dict[str, tuple[str, int]] = {}  # found ones: a fork row never changes
         self._db = _connect(self.path, mode, max(busy_timeout, _CREATE_TIMEOUT))
         try:
             self._prepare()
@@ -128,6 +142,10 @@ class EventStore:
                     )
                 if attempt:
                     db.execute("ROLLBACK")
+                self._has_forks = "forks" in tables
+                if not self._has_forks and self.mode != "ro":
+                    db.execute(_FORKS)
+                    self._has_forks = True
                 return
             if application_id or tables:
                 if attempt:
@@ -203,6 +221,56 @@ class EventStore:
                 )
             return length + count
 
+    def fork(self, source: str, conversation: str, prefix: int) -> int:
+        """Start ``conversation`` as the first ``prefix`` events of ``source``, copying
+        none (``replay.stores._forks``); returns its length, ``prefix``. Appends to it
+        go after them; reads give the source's prefix, then its own events.
+        ``StoreError`` when ``conversation`` exists or ``source`` is shorter."""
+        with self._lock, self._guard("cannot fork"), _Transaction(self._db):
+            lengths = dict(
+                self._db.execute(
+                    "SELECT id, length FROM conversations WHERE id IN (?, ?)",
+                    (source, conversation),
+                ).fetchall()
+            )
+            check_fork(
+                self.path,
+                source,
+                conversation,
+                prefix,
+                lengths.get(source, 0),
+                lengths.get(conversation),
+            )
+            self._db.execute(
+                "INSERT INTO forks (id, source, prefix) VALUES (?, ?, ?)",
+                (conversation, source, prefix),
+            )
+            self._db.execute(
+                "INSERT INTO conversations (id, length) VALUES (?, ?)", (conversation, prefix)
+            )
+        return prefix
+
+    def _prefixes(self, conversations: list[str]) -> dict[str, int]:
+        if not self._has_forks:
+            return {}
+        with self._lock, self._guard("cannot read"):
+            rows = self._db.execute(
+                "SELECT id, prefix FROM forks WHERE id IN (SELECT value FROM json_each(?))",
+                (_encode(conversations),),
+            ).fetchall()
+        return dict(rows)
+
+    def _fork_of(self, conversation: str) -> tuple[str, int] | None:
+        # Under the lock. A fork row never changes once written: found ones are kept.
+        found = self._forks.get(conversation)
+        if found is None and self._has_forks:
+            row = self._db.execute(
+                "SELECT source, prefix FROM forks WHERE id = ?", (conversation,)
+            ).fetchone()
+            if row is not None:
+                found = self._forks[conversation] = (row[0], row[1])
+        return found
+
     def read(self, conversation: str, start: int = 0, stop: int | None = None) -> list[Any]:
         """The events at positions ``start`` <= p < ``stop`` (to the end when ``None``),
         in order, decoded to plain Python objects. Empty for an unknown conversation."""
@@ -224,12 +292,17 @@ class EventStore:
         ``limit`` of them), decoded, in one query; conversations with none are left out.
         What a live view of many conversations reads per change: one statement, not one
         per conversation (each costs an index seek, the unchanged ones nothing more)."""
-        for start in starts.values():
-            _check_window(start, None)
-        if not starts:
-            return {}
-        wanted = _encode(list(starts.items()))
+        return _forks.read_many(
+            starts,
+            limit,
+            self._prefixes,
+            self.read,
+            lambda own: self._read_many_own(own, limit),
+        )
+
+    def _read_many_own(self, starts: Mapping[str, int], limit: int | None) -> dict[str, list[Any]]:
         found: dict[str, list[Any]] = {}
+        wanted = _encode(list(starts.items()))
         with self._lock, self._guard("cannot read"):
             # One statement: a consistent snapshot even while others append.
             rows = self._db.execute(
@@ -277,13 +350,17 @@ class EventStore:
     ) -> list[tuple[int, float | None, bytes]]:
         _check_window(start, stop)
         with self._lock, self._guard("cannot read"):
-            # One statement: a consistent snapshot even while others append.
-            return self._db.execute(
-                "SELECT position, time, event FROM events"
-                " WHERE conversation = ? AND position >= ? AND position < ?"
-                " ORDER BY position",
-                (conversation, start, stop if stop is not None else 2**63 - 1),
-            ).fetchall()
+            # Each window one statement: a fork's prefix never changes, so the windows
+            # of a fork read at different moments still make one consistent read.
+            rows: list[tuple[int, float | None, bytes]] = []
+            for owner, low, high in windows(conversation, start, stop, self._fork_of):
+                rows += self._db.execute(
+                    "SELECT position, time, event FROM events"
+                    " WHERE conversation = ? AND position >= ? AND position < ?"
+                    " ORDER BY position",
+                    (owner, low, high if high is not None else 2**63 - 1),
+                ).fetchall()
+            return rows
 
     @contextlib.contextmanager
     def _guard(self, doing: str) -> Iterator[None]:
@@ -387,9 +464,3 @@ def _non_finite(value: Any) -> bool:
     if type(value) is list:
         return any(_non_finite(item) for item in value)
     return False
-
-
-def _check_window(start: int, stop: int | None) -> None:
-    """A read's window is of positions, never negative (both stores)."""
-    if start < 0 or (stop is not None and stop < 0):
-        raise ValueError(f"positions are >= 0, got start={start}, stop={stop}")

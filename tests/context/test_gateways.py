@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from definitions.gateways import (
     ANTHROPIC,
+    BEDROCK,
     GATEWAYS,
     GEMINI,
     OPENAI_CHAT,
@@ -61,8 +62,9 @@ ANSWER = Message(role=Role.assistant, content="a and b")
 
 def test_gateway_by_name() -> None:
     assert gateway("gemini") is GEMINI
-    with pytest.raises(ValueError, match="choose one of anthropic, gemini"):
-        gateway("bedrock")
+    assert gateway("bedrock") is BEDROCK
+    with pytest.raises(ValueError, match="choose one of anthropic, bedrock, gemini"):
+        gateway("cohere")
 
 
 # -- requests ----------------------------------------------------------------------
@@ -376,3 +378,75 @@ def test_dropping_a_result_is_always_caught(messages: list[Message], data: st.Da
     broken = messages[:index] + messages[index + 1 :]
     for gw in ALL:
         assert gw.validate(request(gw, broken)) != [], gw.name
+
+
+# -- Bedrock Converse against botocore's request model ---------------------------------
+
+
+def converse_problems(payload: dict[str, Any]) -> str:
+    """What botocore's own validator (the one ``client.converse`` runs) says of the
+    request: empty when it accepts it."""
+    import botocore.session
+    from botocore.validate import ParamValidator
+
+    model = botocore.session.get_session().get_service_model("bedrock-runtime")
+    shape = model.operation_model("Converse").input_shape
+    report = ParamValidator().validate(payload, shape)
+    return str(report.generate_report()) if report.has_errors() else ""
+
+
+def test_bedrock_request_lifts_the_system_prompt_and_pairs_tool_use() -> None:
+    payload = request(BEDROCK, [SYSTEM, ASK, call(), result(), ANSWER])
+    assert payload["modelId"] == "m"
+    assert payload["system"] == [{"text": "Be brief."}]
+    assert payload["messages"] == [
+        {"role": "user", "content": [{"text": "What is in /tmp?"}]},
+        {
+            "role": "assistant",
+            "content": [{"toolUse": {"toolUseId": "c1", "name": "ls", "input": {"path": "/tmp"}}}],
+        },
+        {
+            "role": "user",
+            "content": [{"toolResult": {"toolUseId": "c1", "content": [{"text": "a b"}]}}],
+        },
+        {"role": "assistant", "content": [{"text": "a and b"}]},
+    ]
+    assert converse_problems(payload) == ""
+
+
+def test_bedrock_reasoning_and_unknown_blocks_round_trip() -> None:
+    output = {
+        "role": "assistant",
+        "content": [
+            {"reasoningContent": {"reasoningText": {"text": "hm", "signature": "sig"}}},
+            {"reasoningContent": {"redactedContent": "b3BhcXVl"}},
+            {"text": "Looking."},
+            {"toolUse": {"toolUseId": "t1", "name": "ls", "input": {"a": [1]}}},
+            {"citationsContent": {"content": [{"text": "x"}], "citations": []}},
+        ],
+    }
+    message = BEDROCK.message({"output": {"message": output}})
+    assert message.parts[0] == Reasoning("hm", "bedrock", signature="sig")
+    assert isinstance(message.parts[4], Native)
+    assert BEDROCK.items(message) == [output]
+
+
+def test_bedrock_media_is_sent_as_bytes_or_named_in_text() -> None:
+    picture = Message(
+        role=Role.user,
+        content=(Text("see"), Image("image/png", data="AAAA"), Image("image/png", url="http://x")),
+    )
+    payload = request(BEDROCK, [picture])
+    assert payload["messages"][0]["content"] == [
+        {"text": "see"},
+        {"image": {"format": "png", "source": {"bytes": "AAAA"}}},
+        {"text": "[image http://x]"},
+    ]
+    assert converse_problems(payload) == ""
+
+
+@settings(max_examples=100, deadline=None)
+@given(conversations())
+def test_every_bedrock_request_passes_botocores_request_model(messages: list[Message]) -> None:
+    payload = request(BEDROCK, [SYSTEM, *messages])
+    assert converse_problems(payload) == ""

@@ -100,11 +100,14 @@ class TestCli:
         last = json.loads(log.read_bytes().splitlines()[-1])
         assert last["type"] == "compaction.mark"
         capsys.readouterr()
-        assert main(["context", str(log), "-p", "anthropic"]) == 0
+        assert main(["context", str(log), "-p", "anthropic", "--model", "m"]) == 0
         out = capsys.readouterr().out
         assert SUMMARY in out
         assert "ask1" not in out
-        assert main(["context", str(log), "-p", "anthropic", "--before-compaction"]) == 0
+        assert (
+            main(["context", str(log), "-p", "anthropic", "--model", "m", "--before-compaction"])
+            == 0
+        )
         out = capsys.readouterr().out
         assert SUMMARY not in out
         assert "ask1" in out

@@ -179,14 +179,15 @@ ITEMS = {
     "openai-chat": "messages",
     "openai-responses": "input",
     "gemini": "contents",
+    "bedrock": "messages",
 }
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_prefix_stability_without_collections(session: list[Any], provider: str) -> None:
     """Each request is the previous one plus what was appended, byte for byte: the
-    context's items, and the serialized item list of the payload (Gemini merges a
-    role's consecutive contents, so its last content may grow: all before it stay)."""
+    context's items, and the serialized item list of the payload (Gemini and Bedrock
+    merge a role's consecutive contents, so the last may grow: all before it stay)."""
     target = gateway(provider)
     coop = CoopContext(Context(target))
     coop.register(Notes())
@@ -202,7 +203,7 @@ def test_prefix_stability_without_collections(session: list[Any], provider: str)
         items = [request_bytes(item) for item in coop.render()]
         assert items[: len(previous)] == previous
         listed = target.request(coop.context, model="m")[ITEMS[provider]]
-        kept = previous_payload[:-1] if provider == "gemini" else previous_payload
+        kept = previous_payload[:-1] if provider in ("gemini", "bedrock") else previous_payload
         before = request_bytes(kept)[:-1]  # without the closing bracket
         assert request_bytes(listed).startswith(before)
         previous, previous_payload = items, listed
@@ -213,14 +214,16 @@ def test_prefix_stability_without_collections(session: list[Any], provider: str)
 def test_cli_prints_the_request_and_the_calls(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["context", str(SESSION), "--provider", "openai-responses"]) == 0
+    assert main(["context", str(SESSION), "--provider", "openai-responses"]) == 2
+    assert "no model known for openai-responses" in capsys.readouterr().err
+    assert main(["context", str(SESSION), "-p", "openai-responses", "--model", "m"]) == 0
     request = json.loads(capsys.readouterr().out)
     assert request["input"][0]["role"] == "user"
-    assert main(["context", str(SESSION), "-p", "anthropic", "--calls"]) == 0
+    assert main(["context", str(SESSION), "-p", "anthropic", "--calls", "--model", "m"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == len(requests(list(load_events(SESSION).events), "anthropic")) - 1
     assert all("messages" in json.loads(line) for line in lines)
-    assert main(["context", str(SESSION), "-p", "gemini", "--at", "3"]) == 0
+    assert main(["context", str(SESSION), "-p", "gemini", "--at", "3", "--model", "m"]) == 0
     assert json.loads(capsys.readouterr().out)["contents"][0]["role"] == "user"
     assert main(["context", str(SESSION), "-p", "gemini", "--at", "100000"]) == 2
     assert "the log has only" in capsys.readouterr().err

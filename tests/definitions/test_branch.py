@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from definitions import branch, builtin
-from engine import Cursor, ManualScheduler, create_conversation_engine
+from engine import Cursor, DefinitionError, ManualScheduler, create_conversation_engine
 from tests.engine.harness import as_tuples, model_fold, route_to, routed_tallies, tallies
 
 LOOSE = settings(max_examples=80, deadline=None)
@@ -243,3 +243,73 @@ class TestBuiltIn:
     def test_an_unknown_branch_is_named(self) -> None:
         with pytest.raises(branch.BranchError, match="no branch 'x'"):
             branch.Branches(chat(), builtin.DEFINITIONS).show("x")
+
+
+class TestJoinPaths:
+    """``join_paths``: the log it makes has each given path as a branch's path."""
+
+    @LOOSE
+    @given(st.lists(st.integers(0, 30), max_size=25), st.data())
+    def test_each_path_is_a_branch(self, parents: list[int], data: st.DataObject) -> None:
+        # A random tree of whole messages: node i + 1 hangs under an earlier node (or
+        # the root); each leaf's path is one version of the conversation.
+        under: list[int] = [p % (i + 1) - 1 for i, p in enumerate(parents)]
+        roles = data.draw(
+            st.lists(
+                st.sampled_from(["user", "assistant"]), min_size=len(under), max_size=len(under)
+            )
+        )
+
+        def events(node: int) -> list[dict[str, Any]]:
+            chain = []
+            while node >= 0:
+                chain.append(node)
+                node = under[node]
+            out: list[dict[str, Any]] = []
+            for n in reversed(chain):
+                out.append(
+                    {"type": "message.start", "id": f"n{n}", "role": roles[n], "text": f"t{n}"}
+                )
+                out.append({"type": "message.end", "id": f"n{n}"})
+            return out
+
+        leaves = [n for n in range(len(under)) if n not in under]
+        if not leaves:
+            return
+        paths = [(f"leaf{n}", events(n)) for n in leaves]
+        active = data.draw(st.sampled_from([name for name, _ in paths]))
+        log = branch.join_paths(paths, branch.starts_of(builtin.DEFINITIONS), active=active)
+        tree = branch.Tree(log, branch.starts_of(builtin.DEFINITIONS))
+        names = {name: (branch.MAIN if i == 0 else name) for i, (name, _) in enumerate(paths)}
+        for name, expected in paths:
+            assert branch.path_events(log, tree, names[name]) == expected
+        assert tree.active == names[active]
+        # Nothing is stored twice: each event of the tree is one event of some path.
+        assert sum(1 for e in log if not branch.is_branch_event(e)) == len(
+            {(e["type"], e["id"]) for _, path in paths for e in path}
+        )
+
+    def test_an_edit_and_a_regeneration_are_named_so(self) -> None:
+        starts = branch.starts_of(builtin.DEFINITIONS)
+        q = {"type": "message.start", "id": "q", "role": "user", "text": "?"}
+        q2 = {"type": "message.start", "id": "q2", "role": "user", "text": "??"}
+        a = {"type": "message.start", "id": "a", "role": "assistant", "text": "!"}
+        a2 = {"type": "message.start", "id": "a2", "role": "assistant", "text": "!!"}
+        log = branch.join_paths([("x", [q, a]), ("y", [q, a2]), ("z", [q2])], starts)
+        assert [e for e in log if branch.is_branch_event(e)] == [
+            {"type": "branch.regenerate", "id": "y", "of": "message:a"},
+            {"type": "branch.edit", "id": "z", "of": "message:q"},
+        ]
+
+
+def test_a_failing_event_is_named_by_its_log_position() -> None:
+    log = [
+        *chat(),
+        {"type": "branch.choose", "id": "r1"},
+        {"type": "message.end", "id": "a1"},
+        {"type": "message.delta", "id": "a1", "text": "x"},  # after a1's end: refused
+    ]
+    shown = branch.Branches(log, builtin.DEFINITIONS)
+    with pytest.raises(DefinitionError, match=r"at event #9 \(event #3 of branch 'r1'"):
+        shown.show("r1")
+    assert texts(shown.show("main")) == ["2+2?", "5"]  # still usable, from where it stood

@@ -21,7 +21,8 @@ CODEX = (
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = main(["context", *argv])
+    # The sessions record no request, so no model: each request names "m".
+    status = main(["context", *argv, "--model", "m"])
     captured = capsys.readouterr()
     return status, captured.out, captured.err
 

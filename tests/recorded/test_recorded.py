@@ -212,9 +212,13 @@ def test_convo_replay_context_and_check_read_a_recording(tmp_path: Path) -> None
     page = _convo("replay", str(WEATHER), "--format", "html")
     assert page.returncode == 0
     assert 'data-kind="recorded_request"' in page.stdout
-    context = _convo("context", str(WEATHER), "--provider", "gemini")
+    unnamed = _convo("context", str(WEATHER), "--provider", "gemini")
+    assert unnamed.returncode == 2
+    assert "no model known for gemini (the log's model 'test-model'" in unnamed.stderr
+    context = _convo("context", str(WEATHER), "--provider", "gemini", "--model", "g")
     assert context.returncode == 0, context.stderr
     request = msgspec.json.decode(context.stdout)
+    assert request["model"] == "g"
     assert request["systemInstruction"] == {"parts": [{"text": "You are terse."}]}
     assert [c["role"] for c in request["contents"]] == ["user", "model", "user", "model"]
     checked = _convo("check", str(WEATHER))

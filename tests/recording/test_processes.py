@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 import attrs
+import msgspec
 import pytest
 
 import replay
@@ -76,7 +77,8 @@ def check_calls(calls: list[RecordedCall]) -> None:
     for call in calls:
         assert call.complete
         assert call.status == 200
-        assert [record["event"] for record, _ in call.records] == [e["event"] for e in expected]
+        events = [msgspec.json.decode(record.event) for record, _ in call.records]
+        assert events == [e["event"] for e in expected]
 
 
 def test_processes_recording_into_one_log(tmp_path: Path) -> None:

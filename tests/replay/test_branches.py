@@ -13,6 +13,7 @@ import pytest
 
 from definitions import builtin
 from definitions.branch import Branches
+from replay import replay
 from replay._branches import BranchedLog
 from replay.protocols._detect import protocol_definitions
 from replay.render._branches import BranchPage, render_branches_html
@@ -168,3 +169,46 @@ def test_text_notes_are_stripped_of_controls() -> None:
         shown.show(), builtin.DEFINITIONS, color=False, notes={"message:u1": "v\x1b[31m2"}
     )
     assert "\x1b" not in text
+
+
+def test_stats_report_what_each_version_shares_with_its_sibling(
+    capsys: pytest.CaptureFixture[str], chat: Path
+) -> None:
+    """A regeneration's request is its sibling's whole (all cached); an edit's shares
+    what precedes the edited question."""
+    status, out, _ = run(capsys, "context", chat, "-p", "anthropic", "--stats")
+    assert status == 0
+    siblings = {s["at"]: s for s in json.loads(out)["siblings"]}
+    regenerated, edited = siblings[5], siblings[8]  # the log positions of the versions
+    assert (regenerated["version"], regenerated["of"], regenerated["shared"]) == (2, 2, 1.0)
+    assert 0 < edited["shared_bytes"] < edited["bytes"]
+    # What the request opens with (the model, the token limit) is shared; the question is not.
+    assert edited["shared"] < 1.0
+
+
+class TestReplayFunction:
+    """``replay()`` keeps the one rule: a list with branch events folds one path."""
+
+    def test_a_list_folds_the_active_path_or_the_leaf_named(self) -> None:
+        assert [str(n.state.text) for n in replay(CHAT, builtin.DEFINITIONS)] == [
+            "What is 3+3?",
+            "6",
+        ]
+        shown = replay(CHAT, builtin.DEFINITIONS, leaf="r1", batch=2)
+        assert [str(n.state.text) for n in shown] == ["What is 2+2?", "4"]
+
+    def test_versions_that_fail_in_a_line_still_fold_as_paths(self) -> None:
+        # In a line, the regenerated answer's delta would follow the old one's end.
+        log = [
+            {"type": "message.start", "id": "a", "role": "assistant", "text": ""},
+            {"type": "message.end", "id": "a"},
+            {"type": "branch.regenerate", "id": "r", "of": "message:a"},
+            {"type": "message.delta", "id": "a", "text": "late"},
+        ]
+        assert [n.state.status for n in replay(log, builtin.DEFINITIONS)] == []
+
+    def test_an_iterator_with_a_branch_event_is_refused(self) -> None:
+        with pytest.raises(ValueError, match="pass it as a list"):
+            replay(iter(CHAT), builtin.DEFINITIONS)
+        plain = CHAT[:4]
+        assert replay(iter(plain), builtin.DEFINITIONS) == replay(plain, builtin.DEFINITIONS)

@@ -510,8 +510,24 @@ class TestProgress:
         ("argv", "label"),
         [
             (["check", EXAMPLE, "--rounds", "1"], "checking"),
-            (["context", EXAMPLE, "-p", "anthropic", "--calls"], "building requests"),
-            (["context", EXAMPLE, "-p", "anthropic", "--calls", "--policy", "live"], "building"),
+            (
+                ["context", EXAMPLE, "-p", "anthropic", "--calls", "--model", "m"],
+                "building requests",
+            ),
+            (
+                [
+                    "context",
+                    EXAMPLE,
+                    "-p",
+                    "anthropic",
+                    "--calls",
+                    "--model",
+                    "m",
+                    "--policy",
+                    "live",
+                ],
+                "building",
+            ),
             (["bench", EXAMPLE, "--repeat", "1"], "timing decode"),
             (["store", "import", EXAMPLE], "importing"),
         ],

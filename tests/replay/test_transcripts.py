@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from definitions import builtin, event_type
+from definitions.branch import Branches
 from replay import LogError, load_events, replay
 from replay.logs.sessions import Transcript, detect, read_transcript
 from tests._shared import SHARED, shared_files, shared_path
@@ -251,14 +252,17 @@ class TestStructuralMarkers:
             ("retry_error", None),
         ]
 
-    def test_abandoned_branches_are_left_out(self) -> None:
+    def test_abandoned_branches_are_kept_as_branches(self) -> None:
+        """The view is the chain the harness resumed; the abandoned one is a branch."""
         data = self.lines(
             self.record(uuid="u1", parentUuid=None, type="user", message={"content": "first"}),
             self.record(uuid="u2", parentUuid=None, type="user", message={"content": "edited"}),
         )
         transcript = read_transcript(data, path=None)
         assert transcript is not None
-        assert [e["text"] for e in transcript.events if e["type"] == "message.start"] == ["edited"]
+        shown = Branches(transcript.events, builtin.DEFINITIONS)
+        assert [str(n.state.text) for n in shown.show()] == ["edited"]
+        assert [str(n.state.text) for n in shown.show("main")] == ["first"]
 
     def test_a_bad_line_names_the_file_and_line(self) -> None:
         data = self.lines(self.record(uuid="u1", parentUuid=None, type="user", message={}))

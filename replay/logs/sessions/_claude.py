@@ -46,6 +46,8 @@ import os
 from pathlib import Path
 from typing import Any, Final
 
+from definitions import branch, builtin
+
 from ..._errors import LogError
 from ._thread import Emitter, Thread, action_of, json_lines, text_of
 
@@ -67,6 +69,7 @@ _REFUSAL_WITH_FEEDBACK: Final = (
     "(eg. if it was a file edit, the new_string was NOT written to the file). To tell you "
     "how to proceed, the user said:\n"
 )
+_STARTS: Final = branch.starts_of(builtin.DEFINITIONS)
 _INTERRUPTIONS: Final = frozenset(
     {"[Request interrupted by user]", "[Request interrupted by user for tool use]"}
 )
@@ -112,10 +115,39 @@ def _threads(records: list[Any], name: str) -> list[Thread]:
     threads = []
     for position, (label, members) in enumerate(groups):
         prefix = "" if position == 0 and not name else f"{label}/"
-        chain = _with_siblings(members, _chain(members[-1], by_uuid))
-        on_chain = [r for r in members if r["uuid"] in chain]
-        threads.append(Thread(name=label, events=_emit(on_chain, prefix)))
+        threads.append(Thread(name=label, events=_branched(members, by_uuid, prefix)))
     return threads
+
+
+def _branched(
+    members: list[dict[str, Any]], by_uuid: dict[str, dict[str, Any]], prefix: str
+) -> list[dict[str, Any]]:
+    """The events of every branch of ``members`` (``definitions.branch``): the chain
+    of each leaf, with what hangs beside it, in the order the leaves were written,
+    the chain of the last record (the one the harness resumed) last and active. A
+    session with no abandoned branch is that one chain's events."""
+    parents = {_parent(r) for r in members}
+    leaves = [r for r in members if r["uuid"] not in parents and r is not members[-1]]
+    active = _with_siblings(members, _chain(members[-1], by_uuid))
+    chains: list[tuple[int, str, set[str]]] = []
+    covered = set(active)
+    order = {r["uuid"]: n for n, r in enumerate(members)}
+    for leaf in reversed(leaves):  # the newest first: an older leaf beside it is covered
+        if leaf["uuid"] in covered:
+            continue
+        chain = _with_siblings(members, _chain(leaf, by_uuid))
+        covered |= chain
+        chains.append((order[leaf["uuid"]], f"{prefix}{leaf['uuid']}", chain))
+    chains.sort(key=lambda found: found[0])
+    resumed = f"{prefix}{members[-1]['uuid']}"
+    chains.append((len(members), resumed, active))
+    paths = [
+        (label, _emit([r for r in members if r["uuid"] in chain], prefix))
+        for _, label, chain in chains
+    ]
+    if len(paths) == 1:
+        return paths[0][1]
+    return branch.join_paths(paths, _STARTS, active=resumed)
 
 
 def _parent(record: dict[str, Any]) -> Any:

@@ -8,8 +8,14 @@ roles; the text of its ``input_text``/``output_text`` parts), ``reasoning``
 ``custom_tool_call`` / ``local_shell_call`` and their ``*_output`` items.
 ``session_meta``, ``turn_context``, ``ghost_snapshot`` items and every
 ``event_msg`` are not conversation (``event_msg`` echoes the items for the
-terminal: ``user_message``, ``agent_reasoning``, ``token_count``), with one
-exception below.
+terminal: ``user_message``, ``agent_reasoning``, ``token_count``), with two
+exceptions: the interruption below, and a rollback. A rollback (``event_msg``
+``thread_rolled_back`` ``{num_turns}``, Codex's ``ThreadRolledBack``) retracts the
+newest N user turns without deleting them: it becomes a ``branch.edit`` of the
+first retracted turn (``definitions.branch``), so the retracted turns stay a
+branch and what follows is the new version, active. User turns are the ``user``
+messages other than the context Codex writes itself (its environment and
+instructions, told apart by their opening tag, as Codex's own turn parser does).
 
 A ``compacted`` record (``payload``: ``message``, the summary, and in newer
 versions ``replacement_history``, the items the next request starts from: user
@@ -34,6 +40,9 @@ from ._thread import Emitter, Thread, bad_record, json_lines, reject, text_of
 
 __all__ = ["read"]
 
+# The user-role items Codex writes itself (its environment and instructions): not
+# turns, by the prefixes its own turn parser tells them apart with.
+_CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md")
 _CALLS = {"function_call", "custom_tool_call", "local_shell_call"}
 _OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
 
@@ -43,6 +52,8 @@ def read(data: bytes, path: str | None, lenient: bool) -> tuple[list[Thread], li
     lines, problems = json_lines(data, path, lenient)
     em = Emitter()
     nodes: dict[str, str] = {}  # call_id -> node
+    turns: list[str] = []  # the user turns on the current branch, by node id
+    rollbacks = 0
     for numbered in lines:
         line, record = numbered.number, numbered.value
         if not isinstance(record, dict) or not isinstance(record.get("payload"), dict):
@@ -53,6 +64,18 @@ def read(data: bytes, path: str | None, lenient: bool) -> tuple[list[Thread], li
         kind, item = record.get("type"), payload.get("type")
         if kind == "event_msg" and item == "turn_aborted":
             em.interruption("user", text=str(payload.get("reason") or ""))
+        if kind == "event_msg" and item == "thread_rolled_back":
+            count = payload.get("num_turns")
+            if type(count) is int and count > 0 and turns:
+                # As Codex's own replay: the newest N user turns are retracted (all
+                # of them when N is more); what follows is the new version.
+                of = turns[max(0, len(turns) - count)]
+                del turns[max(0, len(turns) - count) :]
+                em.cut_pending()
+                rollbacks += 1
+                em.events.append(
+                    {"type": "branch.edit", "id": f"rollback-{rollbacks}", "of": f"message:{of}"}
+                )
         if kind == "compacted":
             em.compaction(f"compacted-{line}", _compaction(payload))
         if kind != "response_item":
@@ -60,7 +83,10 @@ def read(data: bytes, path: str | None, lenient: bool) -> tuple[list[Thread], li
         if item == "message":
             role = str(payload.get("role") or "user")
             role = "system" if role == "developer" else role
-            em.message(f"item-{line}", role, text_of(payload.get("content")))
+            text = text_of(payload.get("content"))
+            em.message(f"item-{line}", role, text)
+            if role == "user" and not text.lstrip().startswith(_CONTEXT_PREFIXES):
+                turns.append(em.events[-1]["id"])
         elif item == "reasoning":
             summary = payload.get("summary")
             text = "\n\n".join(

@@ -60,6 +60,16 @@ def _v1_kind(event: dict[str, Any]) -> bool:
     return isinstance(kind, str) and kind in _V1_KINDS
 
 
+def _export(conversation: Any) -> TranscriptFormat | None:
+    """A chat export's conversation: ChatGPT's (a ``mapping`` tree) or Claude.ai's."""
+    if isinstance(conversation, dict):
+        if isinstance(conversation.get("mapping"), dict) and "current_node" in conversation:
+            return "chatgpt"
+        if isinstance(conversation.get("chat_messages"), list):
+            return "claude-ai"
+    return None
+
+
 def detect(data: bytes) -> TranscriptFormat | None:
     """The session format of ``data``, or ``None`` when it is none of them (then it
     is a recording ``load_events`` reads as before)."""
@@ -73,6 +83,8 @@ def detect(data: bytes) -> TranscriptFormat | None:
             whole = None
         if isinstance(whole, dict) and isinstance(whole.get("trajectory"), list):
             return "swe-agent"
+        if (found := _export(whole)) is not None:
+            return found
     if start.startswith(b"["):
         try:
             array = any_decoder.decode(start)
@@ -80,7 +92,7 @@ def detect(data: bytes) -> TranscriptFormat | None:
             return None
         if isinstance(array, list) and array and _is_openhands_event(array[0]):
             return "openhands"
-        return None
+        return _export(array[0] if isinstance(array, list) and array else None)
     seen = 0
     for text in start.split(b"\n", 200)[:200]:
         if seen >= _SCAN:
@@ -112,6 +124,14 @@ def _reader(fmt: TranscriptFormat) -> Reader:
         from ._openhands import read
 
         return read
+    if fmt == "chatgpt":
+        from ._exports import read_chatgpt
+
+        return read_chatgpt
+    if fmt == "claude-ai":
+        from ._exports import read_claude_ai
+
+        return read_claude_ai
     from ._sweagent import read
 
     return read

@@ -26,7 +26,7 @@ __all__ = [
     "text_of",
 ]
 
-TranscriptFormat = Literal["claude-code", "codex", "openhands", "swe-agent"]
+TranscriptFormat = Literal["claude-code", "codex", "openhands", "swe-agent", "chatgpt", "claude-ai"]
 
 any_decoder: Final[msgspec.json.Decoder[Any]] = msgspec.json.Decoder()
 
