@@ -121,3 +121,18 @@ class TestCli:
         summary.write_text(SUMMARY, encoding="utf-8")
         assert main(["compact", str(log), "--summary", str(summary), "--through", "99"]) == 2
         assert "the log has events 0..7" in capsys.readouterr().err
+
+
+def test_the_page_folds_the_history_before_the_latest_compaction() -> None:
+    from definitions import builtin
+    from replay import render_html, replay
+
+    events = session()
+    nodes = replay(
+        [*events, compaction_event(events, SUMMARY, through=3), *session()[:2]], builtin.DEFINITIONS
+    )
+    page = render_html(nodes, builtin.DEFINITIONS)
+    folded, _, rest = page.partition("</details>\n<article")
+    assert '<details class="compacted"><summary>8 rows before the compaction' in folded
+    assert "ask0" in folded  # still there, readable
+    assert SUMMARY in rest
