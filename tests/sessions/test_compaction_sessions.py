@@ -343,3 +343,28 @@ def test_provider_compactions_restart_the_request(name: str, provider: str, firs
         [item] = request["input"]
         assert item["type"] == "compaction"
         assert item["encrypted_content"]
+
+
+def test_a_side_file_whose_parents_are_elsewhere_is_read_whole() -> None:
+    """A compaction helper's side file (``subagents/agent-acompact-*.jsonl``, FORMATS.md):
+    every record a sidechain whose parent is in the main session."""
+    records = [
+        claude(
+            f"x{n}",
+            f"main-{n}",
+            "user" if n % 2 == 0 else "assistant",
+            isSidechain=True,
+            agentId="acompact-1",
+            message={
+                "id": f"msg_{n}",
+                "role": "user" if n % 2 == 0 else "assistant",
+                "content": [{"type": "text", "text": f"record {n}"}],
+            },
+        )
+        for n in range(5)
+    ]
+    transcript = read_transcript(jsonl(records), path=None)
+    assert transcript is not None
+    assert len(transcript.threads) == 1
+    texts = [n.state.text for n in fold(transcript.events) if n.kind == "message"]
+    assert texts == [f"record {n}" for n in range(5)]

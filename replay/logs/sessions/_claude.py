@@ -7,7 +7,10 @@ root, with what parallel tool calls hang beside it (the other blocks of a turn
 on it, and their results); records on abandoned branches (an edited prompt, a
 retried turn) are left out. ``isSidechain`` records are sub-agents' own transcripts: each root (a
 sidechain record with no parent) starts a thread of its own, and so does each
-side file ``<session>/subagents/agent-*.jsonl`` next to the session file. An
+side file ``<session>/subagents/agent-*.jsonl`` next to the session file. A file
+of sidechain records only (a side file, read alone or beside its session) is read
+whole, in file order, one thread per ``agentId``: its parents are in the main
+session. An
 assistant message arrives as one record per content block, sharing
 ``message.id``: the records of one id are one model turn.
 
@@ -101,6 +104,8 @@ def _threads(records: list[Any], name: str) -> list[Thread]:
     nodes = [r for r in records if isinstance(r, dict) and isinstance(r.get("uuid"), str)]
     by_uuid = {r["uuid"]: r for r in nodes}
     main = [r for r in nodes if not r.get("isSidechain")]
+    if nodes and not main:
+        return _side_file(nodes, name)
     groups: list[tuple[str, list[dict[str, Any]]]] = []
     if main:
         groups.append((name or "main", main))
@@ -148,6 +153,22 @@ def _branched(
     if len(paths) == 1:
         return paths[0][1]
     return branch.join_paths(paths, _STARTS, active=resumed)
+
+
+def _side_file(nodes: list[dict[str, Any]], name: str) -> list[Thread]:
+    """A side file (every record a sidechain: a sub-agent's or a compaction helper's
+    transcript) read whole, one thread per ``agentId`` in file order: its records'
+    parents live in the main session, so no chain inside the file holds them all."""
+    agents: dict[str, list[dict[str, Any]]] = {}
+    for record in nodes:
+        agent = record.get("agentId")
+        agents.setdefault(agent if isinstance(agent, str) else "", []).append(record)
+    threads = []
+    for position, (agent, members) in enumerate(agents.items()):
+        label = name or (f"agent-{agent}" if agent else "sidechain")
+        prefix = "" if position == 0 and not name else f"{label}/"
+        threads.append(Thread(name=label, events=_emit(members, prefix)))
+    return threads
 
 
 def _parent(record: dict[str, Any]) -> Any:
