@@ -57,7 +57,7 @@ from .protocols._detect import (
     load_definitions,
     protocol_definitions,
 )
-from .protocols._unclaimed import unclaimed_note
+from .protocols._unclaimed import unclaimed_note, unsupported_note
 from .render._branches import BranchPage, render_branches_html
 from .render._common import encode, render_json
 from .render._html import render_html
@@ -286,6 +286,11 @@ def _replay_branched(args: argparse.Namespace) -> int:
 def _replay_stream(args: argparse.Namespace) -> int:
     with _recording(args.log) as recording:
         chosen, note, head = _choose(recording, args.log, args.definitions)
+        # A recording whose calls are all to APIs no set reads: refused, named. Decided
+        # on the first piece when it is the whole recording (a bigger one folds).
+        said = unsupported_note(head[0]) if head and recording.whole else None
+        if said is not None:
+            raise _Failure(f"{args.log}: {said}")
         with Progress("folding", recording.size, unit="bytes") as bar:
             events = _Events(recording, args.lenient, chosen.vocabulary, bar, head)
             source: Iterable[Any] = events if args.at is None else islice(events, args.at)
@@ -345,6 +350,9 @@ def _cmd_context(args: argparse.Namespace) -> int:
             events = _conversation(args.log, args.lenient, args.conversation)
         else:
             events = _load(args.log, args.lenient).events
+        said = unsupported_note(events)
+        if said is not None:
+            raise _Failure(f"{args.log}: {said}")
         with Progress("building requests", None, unit="requests") as bar:
             text = _context.command(events, args, bar.advance)
     except ValueError as exc:

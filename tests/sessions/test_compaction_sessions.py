@@ -368,3 +368,33 @@ def test_a_side_file_whose_parents_are_elsewhere_is_read_whole() -> None:
     assert len(transcript.threads) == 1
     texts = [n.state.text for n in fold(transcript.events) if n.kind == "message"]
     assert texts == [f"record {n}" for n in range(5)]
+
+
+def test_a_recording_of_unsupported_calls_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two Bedrock InvokeModel calls (no protocol set reads them): exit 2, one line."""
+    from replay._cli import main
+
+    url = "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/invoke-with-response-stream"
+    events = []
+    for call in range(2):
+        events += [
+            {
+                "type": "recording/request",
+                "call": call,
+                "method": "POST",
+                "url": url,
+                "headers": {},
+                "body": {"prompt": "hi"},
+                "stream": True,
+            },
+            {"type": "recording/response", "call": call, "status": 200, "headers": {}},
+            {"type": "recording/end", "call": call, "complete": True},
+        ]
+    log = tmp_path / "bedrock.jsonl"
+    log.write_bytes(jsonl(events))
+    for command in (["replay", str(log)], ["context", str(log), "-p", "anthropic"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[-1].endswith("2 calls to bedrock invoke-with-response-stream: not supported")
