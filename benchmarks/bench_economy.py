@@ -168,7 +168,7 @@ def _lost(message: Message) -> str:
         not isinstance(p, Compaction) for p in message.parts
     ):
         text = " ".join(str(getattr(p, "text", "")) for p in message.parts).strip()
-        return f"user: {text[:80]}" if text else ""
+        return f"user: {' '.join(text.split())[:80]}" if text else ""
     return ""
 
 
