@@ -76,31 +76,7 @@ class Preserved(msgspec.Struct, frozen=True):
     text: str
 
 
-class Mark(msgspec.Struct, frozen=True, tag_field="type", tag="compaction.mark"):
-    """The history through node ``through`` was replaced by ``summary`` (see module)."""
-
-    id: str
-    summary: str = ""
-    through: str | None = None
-    keep: tuple[str, ...] = ()
-    provider: str = ""
-    item: dict[str, Any] | None = None
-    preserved: tuple[Preserved, ...] = ()
-    trigger: Trigger | None = None
-    tokens_before: int | None = None
-    tokens_after: int | None = None
-    duration_ms: int | None = None
-    messages: int | None = None
-    cleared: tuple[str, ...] = ()
-
-
-Event: TypeAlias = Mark
-"""The compaction event, for typed decoding: ``msgspec.json.Decoder(compaction.Event)``."""
-
-_VOCABULARY: Final = Vocabulary(Mark, opens="compaction.mark")
-
-
-class CompactionState(msgspec.Struct, frozen=True):
+class CompactionState(msgspec.Struct, frozen=True, kw_only=True):
     """A compaction node's state: the mark's fields (without its ``id``)."""
 
     summary: str = ""
@@ -121,6 +97,18 @@ class CompactionState(msgspec.Struct, frozen=True):
         """Whether the next request starts here: every compaction but one that only
         cleared tool results (``cleared``, no summary, no item)."""
         return bool(self.summary) or self.item is not None or not self.cleared
+
+
+class Mark(CompactionState, frozen=True, kw_only=True, tag_field="type", tag="compaction.mark"):
+    """The history through node ``through`` was replaced by ``summary`` (see module)."""
+
+    id: str
+
+
+Event: TypeAlias = Mark
+"""The compaction event, for typed decoding: ``msgspec.json.Decoder(compaction.Event)``."""
+
+_VOCABULARY: Final = Vocabulary(Mark, opens="compaction.mark")
 
 
 _typed: Final = _VOCABULARY.typed

@@ -83,8 +83,8 @@ def _is_v1(events: list[Any]) -> bool:
 
 
 def _emit(events: list[Any], prefix: str) -> list[dict[str, Any]]:
-    if _is_v1(events):
-        return _emit_v1(events, prefix)
+    """The events of one run, V0's or V1's (``_is_v1``), each read by its reader."""
+    read = _event_v1 if _is_v1(events) else _emit_v0
     em = Emitter(prefix)
     nodes: dict[str, str] = {}  # tool_call_id -> node
     spoken: set[str] = set()  # model responses whose text is emitted
@@ -93,7 +93,7 @@ def _emit(events: list[Any], prefix: str) -> list[dict[str, Any]]:
         if not isinstance(event, dict):
             continue
         before = len(em.events)
-        _emit_v0(em, event, nodes, spoken, keys)
+        read(em, event, nodes, spoken, keys)
         keys[str(event.get("id"))] = _started(em.events[before:])
     return em.events
 
@@ -182,20 +182,6 @@ def _emit_v0(
 
 
 # -- V1 (the software-agent-sdk's events) ---------------------------------------------
-
-
-def _emit_v1(events: list[Any], prefix: str) -> list[dict[str, Any]]:
-    em = Emitter(prefix)
-    nodes: dict[str, str] = {}  # tool_call_id -> node
-    spoken: set[str] = set()  # llm_response_ids whose thought is emitted
-    keys: dict[str, list[str]] = {}  # event id -> the keys of the nodes it started
-    for event in events:
-        if not isinstance(event, dict):
-            continue
-        before = len(em.events)
-        _event_v1(em, event, nodes, spoken, keys)
-        keys[str(event.get("id"))] = _started(em.events[before:])
-    return em.events
 
 
 def _event_v1(
