@@ -2,7 +2,7 @@
 
 It serves ``GET /conversations/{id}/stream`` on the stack ``convo serve`` uses
 (Starlette, sse-starlette with the same ping and send timeout, uvicorn) from the same
-SQLite ``EventStore``, read through its public API only, and follows the store the
+SQLite ``SQLiteStore``, read through its public API only, and follows the store the
 same way (``PRAGMA data_version`` on a connection of its own, every 50 ms), with the
 same collector threshold (``COLLECTOR_THRESHOLD``). On a
 change it reads every length at once (``conversations()``), then, in one worker
@@ -34,7 +34,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from replay import EventStore
+from replay import SQLiteStore
 from replay.serve._command import COLLECTOR_THRESHOLD
 
 POLL = 0.05
@@ -55,7 +55,7 @@ class Relay:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.store = EventStore(path)
+        self.store = SQLiteStore(path)
         self.followers: dict[str, set[Follower]] = {}
         self.sent: dict[str, int] = {}
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from definitions import builtin, event_type
 from definitions._render import markdown
 from engine import Registration
-from replay import DefinitionSet, HtmlRenderer
+from replay import HtmlRenderer, ProtocolSet
 from replay.serve._app import _encode, _Folded
 from replay.serve._clock import FrameClock
 
@@ -78,7 +78,7 @@ def run(chars: int, frame: int) -> tuple[list[float], list[bytes], float, str]:
 
     async def stream() -> tuple[list[float], list[bytes], float]:
         registration = Registration(builtin.DEFINITIONS, event_type=event_type)
-        chosen = DefinitionSet(name="builtin", definitions=builtin.DEFINITIONS)
+        chosen = ProtocolSet(name="builtin", definitions=builtin.DEFINITIONS)
         hub = _Folded("c", lambda _: (chosen, registration), FrameClock(3600.0))
         hub.fold([{"type": "message.start", "id": "m", "role": "assistant"}], 0)
         engine = hub.engine

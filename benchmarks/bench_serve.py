@@ -4,7 +4,7 @@ the floor of its stack measured in the same run.
 For each size (100, 300 and 1,000 conversations by default) and each target, a fresh
 SQLite store and a fresh server process: ``convo serve`` (``python -m
 replay.serve._command``) and the relay (``benchmarks/_relay.py``: the same Starlette,
-sse-starlette and uvicorn, the same ``EventStore`` read through its public API, the
+sse-starlette and uvicorn, the same ``SQLiteStore`` read through its public API, the
 same ``data_version`` poll every 50 ms, sending each follower the new text
 HTML-escaped, with no fold and no render). This process opens one SSE stream per
 conversation over loopback (raw sockets, so the client costs little); a writer
@@ -80,11 +80,11 @@ def write(path: str, count: int, rounds: int, rate: float, out: str) -> None:
     """Append one delta to each of ``count`` conversations per round, ``rate`` rounds a
     second (or as fast as the store allows), then a ``message.end`` each; write to
     ``out`` when each append returned (``time.monotonic``, shared by processes)."""
-    from replay import EventStore
+    from replay import SQLiteStore
 
     conversations = [f"c{i:04d}" for i in range(count)]
     returned: list[list[float]] = []
-    with EventStore(path) as store:
+    with SQLiteStore(path) as store:
         started = time.monotonic()
         for round_ in range(rounds + 1):
             delay = started + round_ / rate - time.monotonic()
@@ -162,12 +162,12 @@ def latencies(returned: list[list[float]], receipts: list[list[tuple[int, float]
 
 async def run(target: str, count: int, rounds: int, rate: float) -> dict[str, float]:
     """One fresh store and server: its CPU per event and latencies for ``count`` streams."""
-    from replay import EventStore
+    from replay import SQLiteStore
 
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as directory:
         path = os.path.join(directory, "events.sqlite")
         conversations = [f"c{i:04d}" for i in range(count)]
-        with EventStore(path) as store:
+        with SQLiteStore(path) as store:
             for conversation in conversations:
                 store.append(conversation, [{"type": "message.start", "id": "m", "role": "ai"}])
         server = subprocess.Popen(

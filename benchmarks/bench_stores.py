@@ -40,7 +40,7 @@ from typing import Any
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
-from replay import EventStore, PostgresEventStore, StoreChange  # noqa: E402
+from replay import PostgresStore, SQLiteStore, StoreChange  # noqa: E402
 
 EVENT = {"type": "message.delta", "id": "m1", "text": "a token or two "}
 
@@ -71,8 +71,8 @@ class Fresh:
         sep = "&" if "?" in self._dsn else "?"
         return f"{self._dsn}{sep}options=-csearch_path%3D{schema}"
 
-    def open(self, name: str) -> EventStore | PostgresEventStore:
-        return EventStore(name) if self.kind == "sqlite" else PostgresEventStore(name)
+    def open(self, name: str) -> SQLiteStore | PostgresStore:
+        return SQLiteStore(name) if self.kind == "sqlite" else PostgresStore(name)
 
 
 def appends(fresh: Fresh, count: int, size: int) -> float:
@@ -102,7 +102,7 @@ def reads(fresh: Fresh, count: int) -> float:
 
 
 def _tail_writer(kind: str, name: str, count: int, gap: float, ready: Any, acked: Any) -> None:
-    store = EventStore(name) if kind == "sqlite" else PostgresEventStore(name)
+    store = SQLiteStore(name) if kind == "sqlite" else PostgresStore(name)
     ready.wait()
     with store:
         for n in range(count):
@@ -125,7 +125,7 @@ def tail(fresh: Fresh, count: int, gap: float = 0.005, poll: float = 0.05) -> li
     async def follow() -> None:
         with fresh.open(name) as store:
             position = 0
-            if isinstance(store, PostgresEventStore):
+            if isinstance(store, PostgresStore):
                 hints = store.follow(quiet=30)
                 await anext(hints)  # listening: the writer may start
             else:
@@ -147,7 +147,7 @@ def tail(fresh: Fresh, count: int, gap: float = 0.005, poll: float = 0.05) -> li
     return [max(0.0, read - ack) for read, ack in zip(seen, acked, strict=True)]
 
 
-async def _poll(store: EventStore, interval: float) -> Any:
+async def _poll(store: SQLiteStore, interval: float) -> Any:
     import sqlite3
 
     db = sqlite3.connect(store.path)

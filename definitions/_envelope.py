@@ -15,7 +15,7 @@ A definition's ``match`` is ``operator.attrgetter`` of its claim field (a C call
 Python frame: every delta of a stream goes through one), which is also right in an
 engine without ``event_type``, where every match sees every envelope. Anything but
 an envelope (a raw dict, an SDK's typed object) is routed by its class to the set's
-``Unrouted`` guard, which names the fix.
+guard (``ProtocolSet.envelope``), which names the fix.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ _JOINED: dict[tuple[Route, str], Route] = {}
 def route_of(event: Any) -> Hashable:
     """The engine's routing key (``event_type=``): an envelope's ``route``, else the
     object's class (a raw dict, an SDK's typed object), which only the set's
-    ``Unrouted`` guard admits."""
+    guard (``ProtocolSet.envelope``) admits."""
     try:
         return event.route  # type: ignore[no-any-return]
     except AttributeError:

@@ -15,6 +15,8 @@ pairing rules to them, so the rules are written once:
 - ``roles-not-alternating``: two items of one role in a row where the provider
   requires alternation (Gemini);
 - ``empty-content``: an item with nothing in it;
+- ``tools-undeclared``: tool calls or results in a request that declares no tools
+  (Bedrock refuses it);
 - ``malformed``: an item the gateway cannot read at all.
 """
 

@@ -184,6 +184,24 @@ def _payload(
     return payload
 
 
+def _alternating(
+    items: Iterable[dict[str, Any]], key: str
+) -> tuple[list[Any], list[dict[str, Any]]]:
+    """For a provider that wants roles alternating (Gemini, Bedrock): the leading
+    system items' entries under ``key`` (the system prompt), and the rest, a later
+    system item as a caller turn, consecutive items of one role merged."""
+    listed = list(items)
+    lead = _leading_system(listed)
+    merged: list[dict[str, Any]] = []
+    for item in listed[lead:]:
+        role = "user" if item.get("role") == "system" else item.get("role")
+        if merged and merged[-1]["role"] == role:
+            merged[-1] = {"role": role, key: [*merged[-1][key], *item[key]]}
+        else:
+            merged.append({**item, "role": role})
+    return [entry for item in listed[:lead] for entry in item[key]], merged
+
+
 def _leading_system(items: Sequence[dict[str, Any]]) -> int:
     count = 0
     for item in items:
@@ -773,20 +791,10 @@ class GeminiGateway:
         """The ``generateContent`` body (``model`` names the path, so it is kept apart
         as ``"model"``): leading system contents become ``systemInstruction``;
         consecutive contents of one role are merged."""
-        listed = list(items)
-        lead = _leading_system(listed)
-        contents: list[dict[str, Any]] = []
-        for item in listed[lead:]:
-            role = "user" if item.get("role") == "system" else item.get("role")
-            if contents and contents[-1]["role"] == role:
-                contents[-1] = {"role": role, "parts": [*contents[-1]["parts"], *item["parts"]]}
-            else:
-                contents.append({**item, "role": role})
+        system, contents = _alternating(items, "parts")
         head: dict[str, Any] = {"model": model}
-        if lead:
-            head["systemInstruction"] = {
-                "parts": [p for item in listed[:lead] for p in item["parts"]]
-            }
+        if system:
+            head["systemInstruction"] = {"parts": system}
         head["contents"] = contents
         return _payload(head, tools, options)
 
@@ -966,18 +974,8 @@ class BedrockGateway:
         """``client.converse(**request)`` (blobs as base64 text: see the class):
         leading system items become ``system``; consecutive messages of one role are
         merged (Converse wants them alternating). ``tools`` go in ``toolConfig``."""
-        listed = list(items)
-        lead = _leading_system(listed)
-        messages: list[dict[str, Any]] = []
-        for item in listed[lead:]:
-            role = "user" if item.get("role") == "system" else item.get("role")
-            if messages and messages[-1]["role"] == role:
-                merged = [*messages[-1]["content"], *item["content"]]
-                messages[-1] = {"role": role, "content": merged}
-            else:
-                messages.append({**item, "role": role})
+        system, messages = _alternating(items, "content")
         head: dict[str, Any] = {"modelId": model}
-        system = [b for item in listed[:lead] for b in item["content"]]
         if system:
             head["system"] = system
         head["messages"] = messages
@@ -1057,6 +1055,12 @@ class BedrockGateway:
                         problems.append(Problem("empty-content", index, "a blank text block"))
                     entries.append(Entry("content", index))
             add(turns, "model" if role == "assistant" else "caller", index, entries)
+        tools = request.get("toolConfig")
+        blocks = [e for t in turns for e in t.entries if e.what in ("call", "result")]
+        if blocks and not (isinstance(tools, dict) and tools.get("tools")):
+            problems.append(
+                Problem("tools-undeclared", blocks[0].index, "tool blocks but no toolConfig tools")
+            )
         return sorted(problems + alternation(roles) + check(turns), key=lambda p: p.index)
 
 

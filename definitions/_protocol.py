@@ -16,7 +16,9 @@ What a set declares:
   ``type`` is in the protocol's vocabulary, or, for Chat Completions chunks, which
   have none, its shape). Detection counts these votes over a recording.
 - ``definitions``: the definitions to register, in order.
-- ``prepare(events)`` and ``pre_pass()``: the pre-pass, batch and live. Protocols
+- ``prepare(events)`` and ``pre_pass()``: the pre-pass, batch and live (a set
+  without one, the built-in kinds or a plug-in's, leaves both out: its events go in
+  as they are). Protocols
   leave out who an event belongs to (Anthropic's deltas carry only a block index),
   and ``match`` must be pure, so a small causal pass in front of the engine wraps
   each raw event in an envelope naming its node. ``prepare`` maps a whole stream,
@@ -30,9 +32,12 @@ What a set declares:
   raises) and counts with ``enumerate`` (an SDK helper's derived events, which a
   typed batch stream leaves out, are not counted there).
 - ``event_type``: the routing key of the envelopes for the engine
-  (``Registration(definitions, event_type=...)``). A raw event dict that did not go
-  through the pre-pass raises an error naming the fix (from ``event_type`` or from
-  the definition it is routed to).
+  (``Registration(definitions, event_type=...)``).
+- ``envelope``: the class of the envelopes. The set puts its one guard first among its
+  definitions: anything else pushed into an engine of them (a raw dict that skipped
+  the pre-pass, an SDK's typed object) raises ``RawEventError`` naming the set and the
+  fix. The set checks, when it is built, that its routing sends such an object to the
+  guard (``RegistrationError`` if not).
 - ``rebuild(nodes)``: the protocol's own final objects (Anthropic ``Message`` dicts,
   ``ChatCompletion`` dicts, ...) from the nodes, as the SDK's accumulator would give
   them (``RebuildError`` for nodes they cannot be made of); ``fold(events)`` is
@@ -51,19 +56,17 @@ so ``engine.push(event)`` takes whatever the SDK stream yields. Batch work keeps
 faster path: ``engine.push_many(PROTOCOL.prepare(events))`` on an engine of
 ``PROTOCOL.registration``, which is what ``replay`` and ``fold`` do.
 
-Implementing a set: the module builds its definitions and pre-pass, then ends with
-``PROTOCOL = ProtocolSet(...)``; the pre-pass turns any event that is not a dict into
-one with ``PROTOCOL.plain(event)`` (looked up when called, so it may be defined last;
-skip the event when it gives ``None``); a batch pre-pass either maps
+Implementing a set (the recipe, step by step: docs/architecture.md): the module
+builds its definitions, its ``Envelope`` class, its live pre-pass ``Preparer`` (one per
+stream) and its batch ``prepare(events)``, then ends with ``PROTOCOL = ProtocolSet(...)``
+and ``DEFINITIONS = PROTOCOL.definitions``. The pre-pass turns any event that is not a
+dict into one with ``PROTOCOL.plain(event)`` (looked up when called, so it may be
+defined last; skip the event when it gives ``None``); a batch pre-pass either maps
 ``PROTOCOL.pre_pass()`` or, in its own loop, turns ``UNREADABLE`` into
-``PROTOCOL.unreadable(position, event, exc)``; when envelopes name their definitions by a
-``route`` from one declared table (``definitions._envelope``: ``ag_ui``, ``ai_sdk``),
+``PROTOCOL.unreadable(position, event, exc)``; when envelopes name their definitions by
+a ``route`` from one declared table (``definitions._envelope``: ``ag_ui``, ``ai_sdk``),
 route with ``event_type=_envelope.route_of``, or by class with ``event_type=type``;
-either way make sure anything but an envelope (a raw ``dict``, an SDK's typed
-object) reaches a definition that raises: an ``Unrouted``, or one of the set's own
-taking ``dict`` in its ``event_types`` and declared ``fallback``
-(it also gets every type no other definition admits); every "raw event where an
-envelope belongs" error is ``not_routed(fix, event)``.
+either way anything but an envelope goes by its class to the guard.
 Adding the set to ``replay``'s ``PROTOCOLS`` makes detection and ``convo`` see it.
 
 SDK objects are taken by their shape, never by importing the SDK: a pydantic model
@@ -78,6 +81,7 @@ model's lists or dicts (an SDK's stream helper may change them after the push).
 
 from __future__ import annotations
 
+import collections
 import enum
 import itertools
 import types
@@ -93,10 +97,13 @@ from engine import (
     EventError,
     Node,
     Registration,
+    RegistrationError,
     create_conversation_engine,
 )
 
-__all__ = ["UNREADABLE", "PrePass", "ProtocolSet", "RebuildError", "Unrouted", "not_routed"]
+from ._routing import event_type as _shared_key
+
+__all__ = ["UNREADABLE", "PrePass", "ProtocolSet", "RawEventError", "RebuildError", "Unrouted"]
 
 UNREADABLE: Final = (LookupError, TypeError, AttributeError, ValueError)
 """What a pre-pass raises on an event of the wrong shape (a field missing, null, or of
@@ -111,31 +118,56 @@ class PrePass(Protocol):
     def __call__(self, event: Any, /) -> Any: ...
 
 
+def _tuple(definitions: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(definitions)
+
+
+def _never(event: Mapping[str, Any]) -> bool:
+    """The ``detect`` of a set that takes no part in detection (a plug-in's)."""
+    return False
+
+
 @attrs.frozen(kw_only=True)
 class ProtocolSet:
     """One protocol's definition set and how its stream reaches them (see the module
-    docstring for each member)."""
+    docstring for each member).
+
+    The built-in kinds and a plug-in's definitions are a set too, with no pre-pass:
+    their events go in as they are (``prepare`` and ``pre_pass`` left out), routed by
+    the shared key ``definitions.event_type``; they have no final objects of their own
+    to rebuild (``rebuilds`` is False)."""
 
     name: str
     """Key of the protocol (``"anthropic"``): what detection names, ``convo`` shows."""
-    title: str
-    """The protocol's name for people (``"Anthropic Messages"``)."""
-    detect: Callable[[Mapping[str, Any]], bool]
+    title: str = attrs.field(default=attrs.Factory(lambda self: self.name, takes_self=True))
+    """The protocol's name for people (``"Anthropic Messages"``); the name by default."""
+    detect: Callable[[Mapping[str, Any]], bool] = _never
     """Whether a plain event dict belongs to this protocol (one detection vote). Types
     several protocols share (``error``) answer False: they must not tip detection."""
-    definitions: tuple[Any, ...]
-    """The definitions to register, in order."""
-    prepare: Callable[[Iterable[Any]], Iterator[Any]]
+    definitions: tuple[Any, ...] = attrs.field(converter=_tuple)
+    """The definitions to register, in order; with an ``envelope``, the set's guard
+    first (made by the set)."""
+    prepare: Callable[[Iterable[Any]], Iterable[Any]] | None = None
     """The batch pre-pass: one stream's raw events (dicts or SDK objects) in, the
-    envelopes the definitions take out, lazily."""
-    _pre_pass: Callable[[], PrePass] = attrs.field(alias="pre_pass")
+    envelopes the definitions take out, lazily; ``None``: events go in as they are,
+    unless the set has a live ``pre_pass``: then ``mapped``."""
+    _pre_pass: Callable[[], PrePass] | None = attrs.field(default=None, alias="pre_pass")
     # The set's own live pre-pass (a class, called once per stream); ``pre_pass()``
     # gives it counted, so that an event it cannot read is named by its position.
-    event_type: Callable[[Any], Hashable]
-    """The engine's routing key for the envelopes; a raw event dict pushed without the
-    pre-pass is routed to an error naming the fix (or makes this raise it)."""
-    _rebuild: Callable[[Sequence[Node]], list[dict[str, Any]]] = attrs.field(alias="rebuild")
+    # Left out with a ``prepare``: that generator, driven one event at a time.
+    event_type: Callable[[Any], Hashable] = _shared_key
+    """The engine's routing key (the shared ``definitions.event_type`` by default). With
+    an ``envelope``, anything but an envelope must be routed to the set's guard: by its
+    class (``type``), or by a key that gives a non-envelope's class."""
+    _rebuild: Callable[[Sequence[Node]], list[dict[str, Any]]] | None = attrs.field(
+        default=None, alias="rebuild"
+    )
     # The set's own rebuild; ``rebuild()`` raises the library's error for it.
+    envelope: type | None = None
+    """The class of the envelopes the pre-pass gives. Given, the set puts its one guard
+    first among its ``definitions``: anything else pushed into an engine of them (a
+    raw dict, an SDK's typed object) raises ``RawEventError`` naming the set and the
+    fix; checked when the set is built."""
     vocabulary: Any = None
     """Tagged msgspec Structs to decode events as (``load_events(types=...)``), or
     ``None``: plain dict events."""
@@ -145,9 +177,16 @@ class ProtocolSet:
     """SDK helper events that carry a raw event: their type -> the field holding it
     (the OpenAI chat stream helper's ``ChunkEvent``, type ``chunk``, holds the
     ``ChatCompletionChunk`` in ``chunk``). The pre-pass folds the raw event inside."""
-    registration: Registration = attrs.field(init=False)
-    """``Registration(definitions, event_type=event_type)``, made once: engines of one
-    registration share its routes."""
+    source: str = attrs.field(
+        default=attrs.Factory(
+            lambda self: self.envelope.__module__ if self.envelope is not None else "",
+            takes_self=True,
+        )
+    )
+    """Where the set comes from, for messages: its module (``"definitions.anthropic"``,
+    the envelope's by default), or the specs that named it."""
+    _registration: Registration | None = attrs.field(init=False, default=None, repr=False)
+    # Made when first asked for (at once for a set with a guard, to check it).
     _folded: dict[type, tuple[Callable[[Any], dict[str, Any]], set[object]]] = attrs.field(
         init=False, factory=dict, eq=False, repr=False
     )
@@ -155,14 +194,96 @@ class ProtocolSet:
     # has found to be this protocol's raw events: their next ones skip the checks.
 
     def __attrs_post_init__(self) -> None:
-        registration = Registration(self.definitions, event_type=self.event_type)
-        object.__setattr__(self, "registration", registration)
+        if self.envelope is not None and not any(isinstance(d, Unrouted) for d in self.definitions):
+            guard = Unrouted(self)
+            object.__setattr__(self, "definitions", (guard, *self.definitions))
+        if self.prepare is None and self._pre_pass is not None:
+            object.__setattr__(self, "prepare", self.mapped)
+        if self.envelope is not None:
+            self._check_guard()
 
-    def pre_pass(self) -> PrePass:
+    @property
+    def registration(self) -> Registration:
+        """``Registration(definitions, event_type=event_type)``, made once: engines of
+        one registration share its routes. ``RegistrationError`` for definitions an
+        engine refuses (a set of hand-named definitions is checked when first used)."""
+        registration = self._registration
+        if registration is None:
+            registration = Registration(self.definitions, event_type=self.event_type)
+            object.__setattr__(self, "_registration", registration)
+        return registration
+
+    def _check_guard(self) -> None:
+        """Refuse to build a set whose routing lets a raw event past its guard: one
+        pushed into an engine of it must raise ``RawEventError`` (misuse is never
+        silent, and never blamed on a definition)."""
+        for probe in ({"type": None}, _Probe()):
+            engine = create_conversation_engine(self.registration)
+            try:
+                engine.push(probe)
+            except RawEventError:
+                continue
+            except ConversationError as exc:
+                got = f"{type(exc).__name__}: {exc}"
+            else:
+                got = "it folded"
+            raise RegistrationError(
+                f"protocol set {self.name!r}: a raw {type(probe).__name__} pushed into an "
+                f"engine of its definitions must reach its guard, but {got}; route "
+                "anything but an envelope by its class (event_type=type, or a key giving "
+                "the object's class)"
+            )
+
+    @property
+    def label(self) -> str:
+        """The set's name for messages: its title and, when known, its source."""
+        return f"{self.title} ({self.source})" if self.source else self.title
+
+    @property
+    def rebuilds(self) -> bool:
+        """Whether the set gives final objects of its own (``rebuild``)."""
+        return self._rebuild is not None
+
+    def with_definitions(
+        self, definitions: Iterable[Any], *, title: str | None = None
+    ) -> ProtocolSet:
+        """This set's pre-pass and routing for other ``definitions`` (some of its own, or
+        a plug-in's beside them): it rebuilds only when they are exactly its own (only
+        those make its nodes). ``title`` names the new set for messages."""
+        given = tuple(definitions)
+        return attrs.evolve(
+            self,
+            title=self.title if title is None else title,
+            source=self.source if title is None else "",
+            definitions=given,
+            rebuild=self._rebuild if given == self.definitions else None,
+        )
+
+    def mapped(self, events: Iterable[Any]) -> Iterator[Any]:
+        """The batch pre-pass of a set whose live one is all it has: one stream's events
+        each through a fresh counted ``pre_pass()``, those it skips left out."""
+        pre_pass = self.pre_pass()
+        assert pre_pass is not None, f"{self.name} has no pre-pass to map"
+        for event in events:
+            envelope = pre_pass(event)
+            if envelope is not None:
+                yield envelope
+
+    def feed(self, events: Iterable[Any]) -> Iterable[Any]:
+        """``events`` as the definitions take them: through the batch pre-pass, lazily
+        (as they are for a set without one)."""
+        return events if self.prepare is None else self.prepare(events)
+
+    def pre_pass(self) -> PrePass | None:
         """A new live pre-pass for one stream: one raw event in, its envelope (or
         ``None``, skip it) out. ``EventError`` for an event it cannot read, naming its
-        position among the events given to this pre-pass."""
-        return _Counted(self, self._pre_pass())
+        position among the events given to this pre-pass. ``None`` for a set without a
+        pre-pass (events go in as they are)."""
+        if self._pre_pass is not None:
+            return _Counted(self, self._pre_pass())
+        if self.prepare is not None:
+            return _Counted(self, _Driven(self.prepare))
+        return None
 
     def unreadable(self, position: int, event: object, exc: BaseException) -> EventError:
         """The error for event ``position`` of a stream that the pre-pass could not
@@ -185,6 +306,8 @@ class ProtocolSet:
         ``RebuildError`` when the nodes hold what those objects cannot be made of (a
         tool input that is not JSON, as the SDK's accumulator refuses it, or a field
         the fold kept as the wire gave it, of another type)."""
+        if self._rebuild is None:
+            raise RebuildError(f"{self.label}: the set has no final objects of its own")
         try:
             return self._rebuild(nodes)
         except ConversationError:  # a nested set's (``recorded``'s calls), as it is
@@ -200,15 +323,21 @@ class ProtocolSet:
         the SDK yields them (dicts or typed objects), the pre-pass running as the first
         push hook. ``options`` go to ``create_conversation_engine`` (``scheduler``,
         ``clock``). One engine per stream: the pre-pass remembers that stream only."""
-        hook = _PrePassHook(self.name, self.pre_pass())
-        return create_conversation_engine(self.registration, hooks=(hook, *hooks), **options)
+        pre_pass = self.pre_pass()
+        if pre_pass is not None:
+            hooks = (_PrePassHook(self.name, pre_pass), *hooks)
+        return create_conversation_engine(self.registration, hooks=hooks, **options)
+
+    def folded(self, events: Iterable[Any]) -> ConversationEngine:
+        """An engine of ``registration`` that has folded one stream's raw events (the
+        batch path: ``feed``, then ``push_many``), for its nodes and statistics."""
+        engine = create_conversation_engine(self.registration)
+        engine.push_many(self.feed(events))
+        return engine
 
     def replay(self, events: Iterable[Any]) -> tuple[Node, ...]:
-        """The nodes of one stream's raw events (the batch path: ``prepare``, then
-        ``push_many`` on an engine of ``registration``)."""
-        engine = create_conversation_engine(self.registration)
-        engine.push_many(self.prepare(events))
-        return engine.nodes()
+        """The nodes of one stream's raw events (``folded(events).nodes()``)."""
+        return self.folded(events).nodes()
 
     def fold(self, events: Iterable[Any]) -> list[dict[str, Any]]:
         """The protocol's final objects of one stream's raw events: ``rebuild`` of the
@@ -342,48 +471,95 @@ class RebuildError(ConversationError, ValueError):
     the set's rebuild raised is ``__cause__``."""
 
 
-def not_routed(fix: str, event: object) -> TypeError:
-    """The error for a raw event given to a set's definitions or routing key without
-    the pre-pass: ``fix`` says what to push instead; the message names the event."""
-    return TypeError(f"{fix}; got {_what(event)}")
+class RawEventError(EventError, TypeError):
+    """A raw event (a dict, an SDK's typed object: anything but the set's envelope)
+    reached a protocol set's definitions without the set's pre-pass. ``protocol`` names
+    the set; the message names the event and the fix. Raised by the one guard a
+    ``ProtocolSet`` with an ``envelope`` puts first among its definitions; the engine
+    lets it out as itself (the event is at fault, not a definition)."""
+
+    def __init__(self, message: str, *, protocol: str, position: int = -1) -> None:
+        super().__init__(message, position=position)
+        self.protocol = protocol
 
 
 class Unrouted:
-    """A definition that claims nothing and names the fix for any event pushed where
-    envelopes belong: a raw dict, an SDK's typed object, anything not of ``base``.
+    """A set's guard: a definition that claims nothing and raises ``RawEventError`` for
+    anything but an envelope of the set (``ProtocolSet.envelope``) pushed where
+    envelopes belong: a raw dict, an SDK's typed object, anything else.
 
-    A set whose envelopes name their definition by class routes with
-    ``event_type=type`` (a C call per event: no Python frame). Any other object would
-    then reach no definition and fold to nothing, silently; this one takes the
+    Made by the ``ProtocolSet`` itself, first among its definitions. It takes the
     ``dict`` type and, as a ``fallback``, every type no other definition admits
-    (decided once per type, nothing per event), and raises ``not_routed(fix)``.
-    Envelopes (of ``base``) never reach it in a routed engine; without routing it
+    (decided once per type, nothing per event), so a set that routes its envelopes by
+    class (``event_type=type``, a C call per event) never lets another object fold to
+    nothing, silently. Envelopes never reach it in a routed engine; without routing it
     lets them pass.
     """
 
-    __slots__ = ("_base", "_fix", "kind")
+    __slots__ = ("_base", "_fix", "_protocol", "kind")
     event_types: Final = frozenset({dict})
     fallback: Final = True
     publication: Final = "immediate"
 
-    def __init__(self, kind: str, base: type, fix: str) -> None:
-        self.kind = kind
+    def __init__(self, protocol: ProtocolSet) -> None:
+        base = protocol.envelope
+        assert base is not None
+        module = protocol.source
+        self.kind = f"{protocol.name}_unrouted"
         self._base = base
-        self._fix = fix
+        self._protocol = protocol.name
+        self._fix = (
+            f"{protocol.title}: the set's definitions fold its {base.__name__} envelopes, "
+            f"not raw events: use {module}.PROTOCOL.engine() (its push takes raw events), "
+            f"or push {module}.prepare(events) / {module}.Preparer()(event)"
+        )
+
+    def __repr__(self) -> str:
+        return f"<the {self._protocol} guard>"
 
     def match(self, event: object) -> None:
-        """None for an envelope; ``TypeError`` naming the fix for anything else."""
+        """None for an envelope; ``RawEventError`` naming the fix for anything else."""
         if isinstance(event, self._base):
             return
-        raise not_routed(self._fix, event)
+        raise RawEventError(f"{self._fix}; got {_what(event)}", protocol=self._protocol)
 
     def start(self, event: object, reader: object) -> None:
         """Never called: ``match`` claims nothing."""
-        raise not_routed(self._fix, event)
+        raise AssertionError("the guard claims nothing")
 
     def update(self, state: object, event: object) -> None:
         """Never called: ``match`` claims nothing."""
-        raise not_routed(self._fix, event)
+        raise AssertionError("the guard claims nothing")
+
+
+class _Probe:
+    """An object of no protocol: what a set's guard is checked with when it is built."""
+
+
+class _Driven:
+    """A set's batch pre-pass (a generator over the stream) driven one event at a time:
+    the live pre-pass of a set that declares only ``prepare``. It works when the
+    generator gives one envelope per event; one that does not is refused."""
+
+    def __init__(self, prepare: Callable[[Iterable[Any]], Iterable[Any]]) -> None:
+        self._pending: collections.deque[Any] = collections.deque()
+        self._out = iter(prepare(self._source()))
+
+    def _source(self) -> Iterator[Any]:
+        while self._pending:
+            yield self._pending.popleft()
+
+    def __call__(self, event: Any) -> Any:
+        self._pending.append(event)
+        try:
+            envelope = next(self._out)
+        except StopIteration:
+            raise ValueError(
+                "this pre-pass does not give one envelope per event: it cannot feed a live view"
+            ) from None
+        if self._pending:
+            raise ValueError("this pre-pass gives no envelope for some event")
+        return envelope
 
 
 # What JSON gives as it is; any other value of a model is converted.

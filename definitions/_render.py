@@ -108,22 +108,30 @@ def list_item_text(text: str, marker: str) -> str:
     return f"{marker}{text.lstrip()}" if marker and text.strip() else text
 
 
-def _shorten(value: Any) -> Any:
+# How deep a payload is shown: past it, a placeholder (a tool result nested 900 deep
+# would exhaust Python's recursion here and in ``json.dumps``).
+_DEEPEST: Final = 64
+
+
+def _shorten(value: Any, depth: int = 0) -> Any:
+    if depth >= _DEEPEST and isinstance(value, dict | list | tuple):
+        return f"… (nested deeper than {_DEEPEST} levels)"
     if type(value) is str:
         if len(value) >= 120 and _OPAQUE.fullmatch(value):
             return f"{value[:_KEEP]}… ({len(value):,} chars)"
         return value
     if isinstance(value, dict):
-        return {key: _shorten(item) for key, item in value.items()}
+        return {key: _shorten(item, depth + 1) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_shorten(item) for item in value]
+        return [_shorten(item, depth + 1) for item in value]
     return value
 
 
 def payload(value: object, *, indent: int | None = None) -> str:
     """``value`` as JSON for a reader: keys sorted, non-ASCII kept, anything JSON
     cannot hold shown as its ``str``, and every opaque token (a string of 120 or more
-    characters without whitespace) shortened to its first characters and length."""
+    characters without whitespace) shortened to its first characters and length;
+    what is nested deeper than 64 levels is shown as a placeholder."""
     return json.dumps(
         _shorten(value), ensure_ascii=False, sort_keys=True, indent=indent, default=str
     )
@@ -149,9 +157,8 @@ def _esc(text: object) -> str:
 
 
 def plain(text: object, cls: str = "text") -> str:
-    """``text`` escaped in a block that keeps its line breaks (collapsed when long:
-    ``collapsed``)."""
-    return collapsed(text, f'<div class="plain {cls}" dir="auto">{_esc(text)}</div>')
+    """``text`` escaped in a block that keeps its line breaks."""
+    return f'<div class="plain {cls}" dir="auto">{_esc(text)}</div>'
 
 
 HTML_FOLD_CHARS: Final = 20_000
@@ -159,13 +166,15 @@ HTML_FOLD_CHARS: Final = 20_000
 
 
 def collapsed(text: object, html: str) -> str:
-    """``html`` (the rendering of ``text``) as it is, or, when ``text`` is longer than
-    ``HTML_FOLD_CHARS``, collapsed under its first line and its length."""
-    size = len(text) if isinstance(text, str | StreamedText) else len(str(text))
-    if size <= HTML_FOLD_CHARS:
+    """``html`` (the rendering of ``text``) as it is, or, when ``text`` is a whole
+    string longer than ``HTML_FOLD_CHARS``, collapsed under its first line. For
+    content a reader skims (a pasted file in a user's turn); a text still streaming
+    (a ``StreamedText``) is never collapsed: a reader is reading it, and a live page
+    patches its last blocks, which a summary changing with its length would stop."""
+    if type(text) is not str or len(text) <= HTML_FOLD_CHARS:
         return html
-    head = str(text)[:200].strip().split("\n", 1)[0][:80]
-    return folded(f"{head} … ({size:,} characters)", html, cls="long")
+    head = text[:200].strip().split("\n", 1)[0][:80]
+    return folded(f"{head} … ({len(text):,} characters)", html, cls="long")
 
 
 _SAFE_SCHEMES: Final = ("http://", "https://", "mailto:")
@@ -240,9 +249,9 @@ def markdown(text: object, cls: str = "text") -> str:
     opening = f'<div class="md {cls}" dir="auto" data-blocks>'
     captured = _CAPTURE.get()
     if captured is None:
-        return collapsed(text, f"{opening}{blocks.html()}</div>")
+        return f"{opening}{blocks.html()}</div>"
     captured.append(blocks)
-    return collapsed(text, f"{opening}<\x00{len(captured) - 1}\x00></div>")
+    return f"{opening}<\x00{len(captured) - 1}\x00></div>"
 
 
 # A one-line block of prose that opens no Markdown syntax: it starts with a letter (no
@@ -723,7 +732,7 @@ def tool_text(name: object, call_id: object, status: str, arguments: object) -> 
         status = found.status
     ident = f" [{call_id}]" if call_id else ""
     lines = [f"tool {name}{ident} {status}"]
-    if arguments not in (None, "", {}):
+    if arguments not in (None, "", {}, "{}"):
         shown = arguments if isinstance(arguments, str) else payload(arguments)
         lines.append(f"  arguments: {long_text(shown)}")
     if found is not None:

@@ -202,6 +202,13 @@ def anthropic_results(block: Mapping[str, Any]) -> tuple[tuple[str, Outcome], ..
         title = document.get("title") if isinstance(document, Mapping) else None
         link = ((content.get("url"), title or content.get("url"), ""),)
         return ((call_id, Outcome("done", text if isinstance(text, str) else "", links=link)),)
+    if (
+        isinstance(content, list)
+        and content
+        and all(isinstance(c, Mapping) and c.get("type") == "text" for c in content)
+    ):  # an MCP tool's text
+        said = "".join(str(c.get("text", "")) for c in content)
+        return ((call_id, Outcome("failed" if block.get("is_error") else "done", said)),)
     if isinstance(content, Mapping) and "stdout" in content:  # code execution
         said = str(content.get("stdout") or "") + str(content.get("stderr") or "")
         failed = content.get("return_code") not in (0, None)
@@ -235,6 +242,13 @@ def heading_text(role: object, model: object, stop: object = None) -> str:
     if stop:
         parts.append(f"[{stop}]")
     return " ".join(parts)
+
+
+def _tokens(usage: object, given: str, taken: str) -> dict[str, Any]:
+    """A provider's usage object as ``heading_html`` reads it (Anthropic's names)."""
+    if not isinstance(usage, Mapping):
+        return {}
+    return {"input_tokens": usage.get(given), "output_tokens": usage.get(taken)}
 
 
 def heading_html(
@@ -632,13 +646,7 @@ def gemini_html(response: Mapping[str, Any]) -> str:
     candidates = _candidates(response)
     many = len(candidates) > 1
     finish = None if many or not candidates else candidates[0].get("finishReason")
-    usage = response.get("usageMetadata")
-    tokens = {}
-    if isinstance(usage, Mapping):
-        tokens = {
-            "input_tokens": usage.get("promptTokenCount"),
-            "output_tokens": usage.get("candidatesTokenCount"),
-        }
+    tokens = _tokens(response.get("usageMetadata"), "promptTokenCount", "candidatesTokenCount")
     out = heading_html("assistant", response.get("modelVersion"), finish, tokens)
     for candidate in candidates:
         if many:
@@ -686,8 +694,17 @@ def _converse_tool(block: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return tool if isinstance(tool, Mapping) else None
 
 
+def _converse_result(block: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    result = block.get("toolResult")
+    return result if isinstance(result, Mapping) else None
+
+
 def converse_block_text(block: Mapping[str, Any]) -> str:
-    """One content block as text: text, reasoning, a call as a tool line."""
+    """One content block as text: text, reasoning, a call as a tool line, a server
+    tool's result left to its call's card."""
+    result = _converse_result(block)
+    if result is not None and carried(result.get("toolUseId")):
+        return ""
     if "text" in block:
         return long_text(block["text"])
     tool = _converse_tool(block)
@@ -714,15 +731,12 @@ def converse_text(response: Mapping[str, Any], model: object = None) -> str:
 
 def converse_html(response: Mapping[str, Any], model: object = None) -> str:
     """A Converse response: its metadata row, then its blocks in order."""
-    usage = response.get("usage")
-    tokens = {}
-    if isinstance(usage, Mapping):
-        tokens = {
-            "input_tokens": usage.get("inputTokens"),
-            "output_tokens": usage.get("outputTokens"),
-        }
+    tokens = _tokens(response.get("usage"), "inputTokens", "outputTokens")
     out = heading_html("assistant", model, response.get("stopReason"), tokens)
     for block in _converse_blocks(response):
+        result = _converse_result(block)
+        if result is not None and carried(result.get("toolUseId")):
+            continue
         tool = _converse_tool(block)
         reasoning = block.get("reasoningContent")
         if "text" in block:
@@ -737,6 +751,23 @@ def converse_html(response: Mapping[str, Any], model: object = None) -> str:
     for exception in _maps(response.get("exceptions")):
         for key, body in exception.items():
             out += line("status", ("decision", key), ("label", payload(body)), status="failed")
+    return out
+
+
+def converse_results(response: Mapping[str, Any]) -> list[tuple[str, Outcome]]:
+    """A Converse response's server tool results (Nova's code interpreter) as their
+    calls' outcomes: the text or JSON each holds."""
+    out = []
+    for block in _converse_blocks(response):
+        result = _converse_result(block)
+        if result is None or not isinstance(result.get("toolUseId"), str):
+            continue
+        said = [
+            part.get("text") if "text" in part else payload(part.get("json", part))
+            for part in _maps(result.get("content"))
+        ]
+        status = "failed" if result.get("status") == "error" else "done"
+        out.append((result["toolUseId"], Outcome(status, "\n".join(map(str, said)))))
     return out
 
 

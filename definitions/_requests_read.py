@@ -105,8 +105,11 @@ def api_of(event: Mapping[str, Any]) -> str | None:
 
 def model_of_url(url: str) -> str:
     """The model a request URL's path names (Gemini's ``.../models/M:generateContent``,
-    Bedrock's ``.../model/M/converse``), or ``""``."""
+    Bedrock's ``.../model/M/converse``, an Azure OpenAI deployment's
+    ``.../deployments/M/chat/completions``), or ``""``."""
     path = unquote(url.split("?", 1)[0].rstrip("/"))
+    if "/deployments/" in path:
+        return path.split("/deployments/", 1)[1].split("/", 1)[0]
     if "/models/" in path and ":" in path.rsplit("/models/", 1)[1]:
         return path.rsplit("/models/", 1)[1].split(":", 1)[0]
     if "/model/" in path and path.endswith(("/converse", "/converse-stream")):

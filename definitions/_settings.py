@@ -32,6 +32,7 @@ __all__ = [
     "Settings",
     "Tool",
     "carry",
+    "declared",
     "limited",
     "read_settings",
     "written",
@@ -143,24 +144,136 @@ def _lowered(schema: Any) -> Any:
     return out
 
 
-# -- reading: one function per provider ----------------------------------------------
+# -- sampling settings: one table for every provider -----------------------------------
+
+_SAMPLING: Final[Mapping[str, Mapping[str, str]]] = {
+    "anthropic": {
+        "max_tokens": "max_tokens",
+        "temperature": "temperature",
+        "top_p": "top_p",
+        "top_k": "top_k",
+        "stop": "stop_sequences",
+    },
+    "openai-chat": {
+        "max_tokens": "max_completion_tokens",
+        "temperature": "temperature",
+        "top_p": "top_p",
+        "stop": "stop",
+    },
+    "openai-responses": {
+        "max_tokens": "max_output_tokens",
+        "temperature": "temperature",
+        "top_p": "top_p",
+    },
+    "gemini": {
+        "max_tokens": "maxOutputTokens",
+        "temperature": "temperature",
+        "top_p": "topP",
+        "top_k": "topK",
+        "stop": "stopSequences",
+    },
+    "bedrock": {
+        "max_tokens": "maxTokens",
+        "temperature": "temperature",
+        "top_p": "topP",
+        "stop": "stopSequences",
+    },
+}
+"""Per provider, where each sampling setting goes (absent: the provider has none)."""
+
+_NESTED: Final[Mapping[str, str]] = {"gemini": "generationConfig", "bedrock": "inferenceConfig"}
+"""The providers whose sampling settings sit in one object of the request."""
+
+_RETIRED: Final[Mapping[str, frozenset[str]]] = {
+    # The Messages API of the pinned SDK takes no sampling settings any more; older
+    # recordings hold them (read, and carried verbatim to Anthropic only).
+    "anthropic": frozenset({"temperature", "top_p", "top_k"}),
+}
+
+_STREAMED_BY_ENDPOINT: Final[Mapping[str, str]] = {
+    "gemini": "streamGenerateContent",
+    "bedrock": "converse-stream",
+}
+"""The providers that stream by their endpoint, not a field of the request."""
+
+_KINDS: Final[Mapping[str, Callable[[Any], Any]]] = {
+    "max_tokens": lambda v: _int(v),
+    "temperature": lambda v: _number(v),
+    "top_p": lambda v: _number(v),
+    "top_k": lambda v: _int(v),
+    "stop": lambda v: _strings(v),
+}
+
+
+def _read_sampling(provider: str, body: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The sampling settings and ``stream`` of a request body, and the other keys of
+    its nested settings object (named, for notes)."""
+    nest = _NESTED.get(provider)
+    container = _dict(body.get(nest)) if nest else dict(body)
+    table = _SAMPLING[provider]
+    fields = {field: _KINDS[field](container.get(key)) for field, key in table.items()}
+    if provider == "openai-chat" and fields["max_tokens"] is None:
+        fields["max_tokens"] = _int(body.get("max_tokens"))  # the older name
+    stream = body.get("stream")
+    fields["stream"] = stream if isinstance(stream, bool) else None
+    other = []
+    if nest:
+        known = set(table.values())
+        other = [f"{nest}.{k}" for k, v in container.items() if k not in known and _set(v)]
+    return fields, other
+
+
+def _write_sampling(provider: str, s: Settings, notes: list[str]) -> dict[str, Any]:
+    """``s``'s sampling settings and ``stream`` in ``provider``'s shape."""
+    table = _SAMPLING[provider]
+    retired = _RETIRED.get(provider, frozenset())
+    container: dict[str, Any] = {}
+    for field in _KINDS:
+        value = getattr(s, field)
+        if value is None or value == ():
+            continue
+        if field in table and field not in retired:
+            container[table[field]] = list(value) if field == "stop" else value
+        else:
+            notes.append(f"{field} ({provider} has no such setting)")
+    nest = _NESTED.get(provider)
+    out: dict[str, Any] = {nest: container} if nest and container else container
+    endpoint = _STREAMED_BY_ENDPOINT.get(provider)
+    if s.stream and endpoint is not None:
+        notes.append(f"stream ({provider} streams by its endpoint, {endpoint})")
+    elif s.stream is not None and endpoint is None:
+        out["stream"] = s.stream
+    return out
+
+
+def _sampling_keys(provider: str) -> frozenset[str]:
+    """The top-level request keys the sampling settings and ``stream`` fill."""
+    nest = _NESTED.get(provider)
+    if nest:
+        return frozenset({nest})
+    extra = {"max_tokens"} if provider == "openai-chat" else set()
+    return frozenset({*_SAMPLING[provider].values(), *extra, "stream"})
+
+
+# -- tools and the tool choice: one reader and one writer per provider ------------------
+
+
+def _function_tool(name: Any, description: Any, parameters: Any) -> Tool:
+    return Tool(
+        name=str(name or ""),
+        description=str(description or ""),
+        parameters=_dict(parameters) or {"type": "object"},
+    )
 
 
 def _read_anthropic(body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     tools: list[Tool] = []
     other: list[str] = []
     for tool in body.get("tools") or ():
-        if (
-            isinstance(tool, dict)
-            and "input_schema" in tool
-            and tool.get("type") in (None, "custom")
-        ):
+        custom = isinstance(tool, dict) and tool.get("type") in (None, "custom")
+        if custom and "input_schema" in tool:
             tools.append(
-                Tool(
-                    name=str(tool.get("name", "")),
-                    description=str(tool.get("description") or ""),
-                    parameters=_dict(tool.get("input_schema")),
-                )
+                _function_tool(tool.get("name"), tool.get("description"), tool["input_schema"])
             )
         else:
             other.append(f"tool {_tool_name(tool)}")
@@ -168,23 +281,11 @@ def _read_anthropic(body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     kind = choice.get("type")
     disable = choice.get("disable_parallel_tool_use")
     return {
-        "max_tokens": _int(body.get("max_tokens")),
-        "temperature": _number(body.get("temperature")),
-        "top_p": _number(body.get("top_p")),
-        "top_k": _int(body.get("top_k")),
-        "stop": _strings(body.get("stop_sequences")),
-        "stream": body.get("stream") if isinstance(body.get("stream"), bool) else None,
         "tools": tuple(tools),
         "tool_choice": kind if kind in ("auto", "any", "none", "tool") else None,
         "tool_name": choice.get("name") if kind == "tool" else None,
         "parallel": (not disable) if isinstance(disable, bool) else None,
     }, other
-
-
-_ANTHROPIC_READ: Final = frozenset(
-    {"max_tokens", "temperature", "top_p", "top_k", "stop_sequences", "stream", "tools",
-     "tool_choice"}
-)  # fmt: skip
 
 
 def _openai_choice(value: Any) -> tuple[Choice | None, str | None]:
@@ -200,75 +301,27 @@ def _openai_choice(value: Any) -> tuple[Choice | None, str | None]:
     return None, None
 
 
-def _read_chat(body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _read_openai(body: dict[str, Any], nested: bool) -> tuple[dict[str, Any], list[str]]:
+    """Chat Completions (``nested``: a tool's function under ``function``) or Responses."""
     tools: list[Tool] = []
     other: list[str] = []
     for tool in body.get("tools") or ():
-        function = _dict(tool.get("function")) if isinstance(tool, dict) else {}
-        if isinstance(tool, dict) and tool.get("type") == "function" and "name" in function:
+        spec = (_dict(tool.get("function")) if nested else tool) if isinstance(tool, dict) else {}
+        if isinstance(tool, dict) and tool.get("type") == "function" and "name" in spec:
             tools.append(
-                Tool(
-                    name=str(function["name"]),
-                    description=str(function.get("description") or ""),
-                    parameters=_dict(function.get("parameters")) or {"type": "object"},
-                )
-            )
-        else:
-            other.append(f"tool {_tool_name(tool)}")
-    choice, name = _openai_choice(body.get("tool_choice"))
-    limit = body.get("max_completion_tokens", body.get("max_tokens"))
-    parallel = body.get("parallel_tool_calls")
-    return {
-        "max_tokens": _int(limit),
-        "temperature": _number(body.get("temperature")),
-        "top_p": _number(body.get("top_p")),
-        "stop": _strings(body.get("stop")),
-        "stream": body.get("stream") if isinstance(body.get("stream"), bool) else None,
-        "tools": tuple(tools),
-        "tool_choice": choice,
-        "tool_name": name,
-        "parallel": parallel if isinstance(parallel, bool) else None,
-    }, other
-
-
-_CHAT_READ: Final = frozenset(
-    {"max_completion_tokens", "max_tokens", "temperature", "top_p", "stop", "stream", "tools",
-     "tool_choice", "parallel_tool_calls"}
-)  # fmt: skip
-
-
-def _read_responses(body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    tools: list[Tool] = []
-    other: list[str] = []
-    for tool in body.get("tools") or ():
-        if isinstance(tool, dict) and tool.get("type") == "function" and "name" in tool:
-            tools.append(
-                Tool(
-                    name=str(tool["name"]),
-                    description=str(tool.get("description") or ""),
-                    parameters=_dict(tool.get("parameters")) or {"type": "object"},
-                )
+                _function_tool(spec["name"], spec.get("description"), spec.get("parameters"))
             )
         else:
             other.append(f"tool {_tool_name(tool)}")
     choice, name = _openai_choice(body.get("tool_choice"))
     parallel = body.get("parallel_tool_calls")
     return {
-        "max_tokens": _int(body.get("max_output_tokens")),
-        "temperature": _number(body.get("temperature")),
-        "top_p": _number(body.get("top_p")),
-        "stream": body.get("stream") if isinstance(body.get("stream"), bool) else None,
         "tools": tuple(tools),
         "tool_choice": choice,
         "tool_name": name,
         "parallel": parallel if isinstance(parallel, bool) else None,
     }, other
 
-
-_RESPONSES_READ: Final = frozenset(
-    {"max_output_tokens", "temperature", "top_p", "stream", "tools", "tool_choice",
-     "parallel_tool_calls"}
-)  # fmt: skip
 
 _GEMINI_MODES: Final[Mapping[str, Choice]] = {"AUTO": "auto", "ANY": "any", "NONE": "none"}
 
@@ -282,45 +335,19 @@ def _read_gemini(body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                 other.append(f"tool {key}")
                 continue
             for declaration in value if isinstance(value, list) else ():
-                if not isinstance(declaration, dict):
-                    continue
-                schema = declaration.get("parametersJsonSchema") or _lowered(
-                    declaration.get("parameters")
-                )
-                tools.append(
-                    Tool(
-                        name=str(declaration.get("name", "")),
-                        description=str(declaration.get("description") or ""),
-                        parameters=_dict(schema) or {"type": "object"},
+                if isinstance(declaration, dict):
+                    schema = declaration.get("parametersJsonSchema") or _lowered(
+                        declaration.get("parameters")
                     )
-                )
-    config = _dict(body.get("generationConfig"))
+                    name, said = declaration.get("name"), declaration.get("description")
+                    tools.append(_function_tool(name, said, schema))
     calling = _dict(_dict(body.get("toolConfig")).get("functionCallingConfig"))
     mode = _GEMINI_MODES.get(str(calling.get("mode", "")).upper())
     allowed = _strings(calling.get("allowedFunctionNames"))
+    name = None
     if mode == "any" and len(allowed) == 1:
         mode, name = "tool", allowed[0]
-    else:
-        name = None
-    other += [
-        f"generationConfig.{k}" for k, v in config.items() if k not in _GEMINI_CONFIG and _set(v)
-    ]
-    return {
-        "max_tokens": _int(config.get("maxOutputTokens")),
-        "temperature": _number(config.get("temperature")),
-        "top_p": _number(config.get("topP")),
-        "top_k": _int(config.get("topK")),
-        "stop": _strings(config.get("stopSequences")),
-        "tools": tuple(tools),
-        "tool_choice": mode,
-        "tool_name": name,
-    }, other
-
-
-_GEMINI_CONFIG: Final = frozenset(
-    {"maxOutputTokens", "temperature", "topP", "topK", "stopSequences"}
-)
-_GEMINI_READ: Final = frozenset({"generationConfig", "tools", "toolConfig"})
+    return {"tools": tuple(tools), "tool_choice": mode, "tool_name": name}, other
 
 
 def _read_bedrock(body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -330,38 +357,18 @@ def _read_bedrock(body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     for tool in config.get("tools") or ():
         spec = _dict(tool).get("toolSpec")
         if isinstance(spec, dict):
-            tools.append(
-                Tool(
-                    name=str(spec.get("name", "")),
-                    description=str(spec.get("description") or ""),
-                    parameters=_dict(_dict(spec.get("inputSchema")).get("json"))
-                    or {"type": "object"},
-                )
-            )
+            schema = _dict(spec.get("inputSchema")).get("json")
+            tools.append(_function_tool(spec.get("name"), spec.get("description"), schema))
         elif _dict(tool).keys() != {"cachePoint"}:  # a cache marker is no tool
             other.append(f"tool {_tool_name(tool)}")
     choice = _dict(config.get("toolChoice"))
-    kind: Choice | None = None
-    name = None
-    if "auto" in choice:
-        kind = "auto"
-    elif "any" in choice:
-        kind = "any"
-    elif "tool" in choice:
-        kind, name = "tool", _dict(choice["tool"]).get("name")
-    inference = _dict(body.get("inferenceConfig"))
+    kind = next((k for k in ("auto", "any", "tool") if k in choice), None)
+    name = _dict(choice.get("tool")).get("name")
     return {
-        "max_tokens": _int(inference.get("maxTokens")),
-        "temperature": _number(inference.get("temperature")),
-        "top_p": _number(inference.get("topP")),
-        "stop": _strings(inference.get("stopSequences")),
         "tools": tuple(tools),
         "tool_choice": kind,
-        "tool_name": name if isinstance(name, str) else None,
+        "tool_name": name if kind == "tool" and isinstance(name, str) else None,
     }, other
-
-
-_BEDROCK_READ: Final = frozenset({"inferenceConfig", "toolConfig"})
 
 
 def _tool_name(tool: Any) -> str:
@@ -379,12 +386,19 @@ _READERS: Final[
         str, tuple[Callable[[dict[str, Any]], tuple[dict[str, Any], list[str]]], frozenset[str]]
     ]
 ] = {
-    "anthropic": (_read_anthropic, _ANTHROPIC_READ),
-    "openai-chat": (_read_chat, _CHAT_READ),
-    "openai-responses": (_read_responses, _RESPONSES_READ),
-    "gemini": (_read_gemini, _GEMINI_READ),
-    "bedrock": (_read_bedrock, _BEDROCK_READ),
+    "anthropic": (_read_anthropic, frozenset({"tools", "tool_choice"})),
+    "openai-chat": (
+        lambda body: _read_openai(body, nested=True),
+        frozenset({"tools", "tool_choice", "parallel_tool_calls"}),
+    ),
+    "openai-responses": (
+        lambda body: _read_openai(body, nested=False),
+        frozenset({"tools", "tool_choice", "parallel_tool_calls"}),
+    ),
+    "gemini": (_read_gemini, frozenset({"tools", "toolConfig"})),
+    "bedrock": (_read_bedrock, frozenset({"toolConfig"})),
 }
+"""Per provider, the reader of its tools and tool choice, and the keys it reads."""
 
 
 def read_settings(provider: str, body: Mapping[str, Any], *, model: str = "") -> Settings:
@@ -392,31 +406,24 @@ def read_settings(provider: str, body: Mapping[str, Any], *, model: str = "") ->
     not name it: Gemini and Bedrock name it in the URL)."""
     read, known = _READERS[provider]
     plain = dict(body)
-    fields, other = read(plain)
-    skipped = CONVERSATION_KEYS[provider] | known
-    other += [k for k, v in plain.items() if k not in skipped and _set(v)]
+    sampling, other = _read_sampling(provider, plain)
+    tools, unknown = read(plain)
+    skipped = CONVERSATION_KEYS[provider] | known | _sampling_keys(provider)
+    other += unknown + [k for k, v in plain.items() if k not in skipped and _set(v)]
     named = plain.get("modelId" if provider == "bedrock" else "model")
     return Settings(
         model=named if isinstance(named, str) and named else model,
         other=tuple(other),
-        **fields,
+        **sampling,
+        **tools,
     )
 
 
-# -- writing: one function per provider -------------------------------------------------
+# -- writing: tools and the tool choice, one function per provider ------------------------
 
 
 def _write_anthropic(s: Settings, notes: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    if s.max_tokens is not None:
-        out["max_tokens"] = s.max_tokens
-    # The Messages API of the pinned SDK takes no sampling settings any more.
-    _lost(notes, "temperature", s.temperature, "anthropic")
-    _lost(notes, "top_p", s.top_p, "anthropic")
-    _lost(notes, "top_k", s.top_k, "anthropic")
-    if s.stop:
-        out["stop_sequences"] = list(s.stop)
-    _put(out, "stream", s.stream)
     if s.tools:
         out["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": _object_schema(t)}
@@ -434,105 +441,46 @@ def _write_anthropic(s: Settings, notes: list[str]) -> dict[str, Any]:
     return out
 
 
-def _write_chat(s: Settings, notes: list[str]) -> dict[str, Any]:
+def _write_openai(s: Settings, nested: bool) -> dict[str, Any]:
+    """Chat Completions (``nested``: a tool's function under ``function``) or Responses."""
     out: dict[str, Any] = {}
-    _put(out, "max_completion_tokens", s.max_tokens)
-    _put(out, "temperature", s.temperature)
-    _put(out, "top_p", s.top_p)
-    _lost(notes, "top_k", s.top_k, "openai-chat")
-    if s.stop:
-        out["stop"] = list(s.stop)
-    _put(out, "stream", s.stream)
     if s.tools:
-        out["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": _object_schema(t),
-                },
-            }
+        functions = [
+            {"name": t.name, "description": t.description, "parameters": _object_schema(t)}
             for t in s.tools
         ]
-        _put(out, "parallel_tool_calls", s.parallel)
-    choice = _openai_written(s)
-    if choice is not None:
-        out["tool_choice"] = (
-            {"type": "function", "function": {"name": s.tool_name}}
-            if s.tool_choice == "tool"
-            else choice
-        )
-    return out
-
-
-def _openai_written(s: Settings) -> Any:
-    if s.tool_choice is None:
-        return None
-    return {"auto": "auto", "any": "required", "none": "none"}.get(s.tool_choice, s.tool_choice)
-
-
-def _write_responses(s: Settings, notes: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    _put(out, "max_output_tokens", s.max_tokens)
-    _put(out, "temperature", s.temperature)
-    _put(out, "top_p", s.top_p)
-    _lost(notes, "top_k", s.top_k, "openai-responses")
-    _lost(notes, "stop sequences", s.stop or None, "openai-responses")
-    _put(out, "stream", s.stream)
-    if s.tools:
         out["tools"] = [
-            {
-                "type": "function",
-                "name": t.name,
-                "description": t.description,
-                "parameters": _object_schema(t),
-                # Strict schemas must close every object: a carried schema need not.
-                "strict": False,
-            }
-            for t in s.tools
+            {"type": "function", "function": f}
+            if nested
+            # Strict schemas must close every object: a carried schema need not.
+            else {"type": "function", **f, "strict": False}
+            for f in functions
         ]
-        _put(out, "parallel_tool_calls", s.parallel)
-    choice = _openai_written(s)
-    if choice is not None:
+        if s.parallel is not None:
+            out["parallel_tool_calls"] = s.parallel
+    if s.tool_choice == "tool":
+        named = {"name": s.tool_name}
         out["tool_choice"] = (
-            {"type": "function", "name": s.tool_name} if s.tool_choice == "tool" else choice
+            {"type": "function", "function": named} if nested else {"type": "function", **named}
         )
+    elif s.tool_choice is not None:
+        out["tool_choice"] = {"auto": "auto", "any": "required", "none": "none"}[s.tool_choice]
     return out
 
 
 def _write_gemini(s: Settings, notes: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    config: dict[str, Any] = {}
-    _put(config, "maxOutputTokens", s.max_tokens)
-    _put(config, "temperature", s.temperature)
-    _put(config, "topP", s.top_p)
-    _put(config, "topK", s.top_k)
-    if s.stop:
-        config["stopSequences"] = list(s.stop)
-    if config:
-        out["generationConfig"] = config
-    if s.stream:
-        notes.append("stream (gemini streams by its endpoint, streamGenerateContent)")
     if s.tools:
-        out["tools"] = [
+        declarations = [
             {
-                "functionDeclarations": [
-                    {
-                        "name": t.name,
-                        "description": t.description,
-                        "parametersJsonSchema": _object_schema(t),
-                    }
-                    for t in s.tools
-                ]
+                "name": t.name,
+                "description": t.description,
+                "parametersJsonSchema": _object_schema(t),
             }
+            for t in s.tools
         ]
-        _lost(
-            notes,
-            "one call at a time (parallel tool calls off)",
-            s.parallel is False or None,
-            "gemini",
-        )
+        out["tools"] = [{"functionDeclarations": declarations}]
+        _parallel_lost(s, "gemini", notes)
     if s.tool_choice is not None:
         mode = {"auto": "AUTO", "any": "ANY", "none": "NONE", "tool": "ANY"}[s.tool_choice]
         calling: dict[str, Any] = {"mode": mode}
@@ -543,39 +491,28 @@ def _write_gemini(s: Settings, notes: list[str]) -> dict[str, Any]:
 
 
 def _write_bedrock(s: Settings, notes: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    inference: dict[str, Any] = {}
-    _put(inference, "maxTokens", s.max_tokens)
-    _put(inference, "temperature", s.temperature)
-    _put(inference, "topP", s.top_p)
-    if s.stop:
-        inference["stopSequences"] = list(s.stop)
-    if inference:
-        out["inferenceConfig"] = inference
-    _lost(notes, "top_k", s.top_k, "bedrock")
-    if s.stream:
-        notes.append("stream (bedrock streams by its endpoint, converse-stream)")
-    if s.tools:
-        specs = []
-        for t in s.tools:
-            spec: dict[str, Any] = {"name": t.name, "inputSchema": {"json": _object_schema(t)}}
-            if t.description:  # Bedrock refuses an empty description
-                spec["description"] = t.description
-            specs.append({"toolSpec": spec})
-        config: dict[str, Any] = {"tools": specs}
-        if s.tool_choice == "tool":
-            config["toolChoice"] = {"tool": {"name": s.tool_name}}
-        elif s.tool_choice in ("auto", "any"):
-            config["toolChoice"] = {s.tool_choice: {}}
-        _lost(notes, "tool choice none", s.tool_choice == "none" or None, "bedrock")
-        _lost(
-            notes,
-            "one call at a time (parallel tool calls off)",
-            s.parallel is False or None,
-            "bedrock",
-        )
-        out["toolConfig"] = config
-    return out
+    if not s.tools:
+        return {}
+    specs = []
+    for t in s.tools:
+        spec: dict[str, Any] = {"name": t.name, "inputSchema": {"json": _object_schema(t)}}
+        if t.description:  # Bedrock refuses an empty description
+            spec["description"] = t.description
+        specs.append({"toolSpec": spec})
+    config: dict[str, Any] = {"tools": specs}
+    if s.tool_choice == "tool":
+        config["toolChoice"] = {"tool": {"name": s.tool_name}}
+    elif s.tool_choice in ("auto", "any"):
+        config["toolChoice"] = {s.tool_choice: {}}
+    elif s.tool_choice == "none":
+        notes.append("tool choice none (bedrock has no such setting)")
+    _parallel_lost(s, "bedrock", notes)
+    return {"toolConfig": config}
+
+
+def _parallel_lost(s: Settings, provider: str, notes: list[str]) -> None:
+    if s.parallel is False:
+        notes.append(f"one call at a time ({provider} has no such setting)")
 
 
 def _object_schema(tool: Tool) -> dict[str, Any]:
@@ -585,23 +522,14 @@ def _object_schema(tool: Tool) -> dict[str, Any]:
     return schema
 
 
-def _put(out: dict[str, Any], key: str, value: Any) -> None:
-    if value is not None:
-        out[key] = value
-
-
-def _lost(notes: list[str], what: str, value: Any, provider: str) -> None:
-    if value is not None:
-        notes.append(f"{what} ({provider} has no such setting)")
-
-
 _WRITERS: Final[Mapping[str, Callable[[Settings, list[str]], dict[str, Any]]]] = {
     "anthropic": _write_anthropic,
-    "openai-chat": _write_chat,
-    "openai-responses": _write_responses,
+    "openai-chat": lambda s, notes: _write_openai(s, nested=True),
+    "openai-responses": lambda s, notes: _write_openai(s, nested=False),
     "gemini": _write_gemini,
     "bedrock": _write_bedrock,
 }
+"""Per provider, the writer of its tools and tool choice."""
 
 
 def carry(
@@ -637,7 +565,9 @@ def written(provider: str, settings: Settings) -> tuple[dict[str, Any], tuple[st
     """``settings`` in ``provider``'s shape (the gateway ``request`` keywords), and
     what it has no place for."""
     notes: list[str] = []
-    return _WRITERS[provider](settings, notes), tuple(notes)
+    out = _write_sampling(provider, settings, notes)
+    out.update(_WRITERS[provider](settings, notes))
+    return out, tuple(notes)
 
 
 def limited(provider: str, options: Mapping[str, Any], max_tokens: int) -> dict[str, Any]:
@@ -650,3 +580,29 @@ def limited(provider: str, options: Mapping[str, Any], max_tokens: int) -> dict[
         nested = out.get(key)
         out[key] = {**nested, **value} if isinstance(nested, dict) else value
     return out
+
+
+def declared(provider: str, request: dict[str, Any]) -> dict[str, Any]:
+    """``request`` with the tools its history calls declared, where ``provider``
+    refuses tool blocks in a request that declares no tools (Bedrock: "The toolConfig
+    field must be defined when using toolUse and toolResult content blocks"): each
+    called tool by its name, with an open schema (none was recorded). Anything else
+    unchanged."""
+    if provider != "bedrock" or _dict(request.get("toolConfig")).get("tools"):
+        return request
+    names: dict[str, None] = {}
+    results = False
+    for message in request.get("messages") or ():
+        for block in _dict(message).get("content") or ():
+            use = _dict(block).get("toolUse")
+            if use:
+                names[str(_dict(use).get("name", ""))] = None
+            results = results or "toolResult" in _dict(block)
+    if not names and not results:
+        return request
+    specs = [
+        {"toolSpec": {"name": name or "tool", "inputSchema": {"json": {"type": "object"}}}}
+        for name in names or {"tool": None}
+    ]
+    config = {**_dict(request.get("toolConfig")), "tools": specs}
+    return {**request, "toolConfig": config}

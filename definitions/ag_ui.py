@@ -57,7 +57,7 @@ from engine import Claim, Node, Reader
 from engine._deprecation import renamed
 
 from ._envelope import Route, describe, publications, reaching, route_of
-from ._protocol import UNREADABLE, ProtocolSet, Unrouted
+from ._protocol import UNREADABLE, ProtocolSet
 from ._render import payload
 from ._runs import fold_run
 from ._text import StreamedText
@@ -86,11 +86,6 @@ __all__ = [
 
 _FRAME: Final = "animation-frame"
 _NOW: Final = "immediate"
-_NOT_ROUTED = (
-    "AG-UI definitions fold Envelope envelopes, not raw events: use "
-    "ag_ui.PROTOCOL.engine() (its push takes raw events), or push "
-    "ag_ui.prepare(events) / ag_ui.Preparer()(event)"
-)
 
 
 _MESSAGE: Final = "ag_ui_message"
@@ -840,17 +835,6 @@ class _EventDefinition:
 
 # The matches are C attrgetters: a raw event dict (or any object but an envelope) goes
 # to this guard instead, which names the fix (the engine routes it by its class).
-_UNROUTED: Final = Unrouted("ag_ui_unrouted", Envelope, _NOT_ROUTED)
-DEFINITIONS: Final = (
-    _UNROUTED,
-    _MessageDefinition(),
-    _ToolCallDefinition(),
-    _StateDefinition(),
-    _RunDefinition(),
-    _EventDefinition(),
-)
-"""The AG-UI definition set, in registration order: the guard naming the fix for an
-event pushed without the preparer, then messages before their tool calls."""
 
 
 # -- JSON Patch (RFC 6902) ----------------------------------------------------------------
@@ -1141,13 +1125,24 @@ PROTOCOL: Final = ProtocolSet(
     name="ag_ui",
     title="AG-UI",
     detect=detect,
-    definitions=DEFINITIONS,
+    definitions=(
+        _MessageDefinition(),
+        _ToolCallDefinition(),
+        _StateDefinition(),
+        _RunDefinition(),
+        _EventDefinition(),
+    ),
+    envelope=Envelope,
     prepare=prepare,
     pre_pass=Preparer,
     event_type=event_type,
     rebuild=messages,
 )
 """The AG-UI protocol set (``definitions.ProtocolSet``)."""
+
+DEFINITIONS: Final = PROTOCOL.definitions
+"""The AG-UI definition set, in registration order: the set's guard
+(``PROTOCOL.envelope``), then messages before their tool calls."""
 
 
 def project(events: Iterable[Any]) -> tuple[Node, ...]:

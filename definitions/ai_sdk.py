@@ -54,7 +54,7 @@ from engine import Claim, Node, Reader
 from engine._deprecation import renamed
 
 from ._envelope import Route, describe, publications, reaching, route_of
-from ._protocol import UNREADABLE, ProtocolSet, Unrouted
+from ._protocol import UNREADABLE, ProtocolSet
 from ._render import payload
 from ._runs import fold_run
 from ._text import StreamedText
@@ -83,11 +83,6 @@ __all__ = [
 
 _FRAME: Final = "animation-frame"
 _NOW: Final = "immediate"
-_NOT_ROUTED = (
-    "AI SDK definitions fold Envelope envelopes, not raw chunks: use "
-    "ai_sdk.PROTOCOL.engine() (its push takes raw chunks), or push "
-    "ai_sdk.prepare(chunks) / ai_sdk.Preparer()(chunk)"
-)
 _MESSAGE: Final = "ai_sdk_message"
 _TEXT: Final = "ai_sdk_text"
 _REASONING: Final = "ai_sdk_reasoning"
@@ -1045,19 +1040,6 @@ class _PartDefinition:
 
 # The matches are C attrgetters: a raw chunk dict (or any object but an envelope) goes
 # to this guard instead, which names the fix (the engine routes it by its class).
-_UNROUTED: Final = Unrouted("ai_sdk_unrouted", Envelope, _NOT_ROUTED)
-DEFINITIONS: Final = (
-    _UNROUTED,
-    _MessageDefinition(),
-    _StepDefinition(),
-    _TextDefinition(),
-    _ReasoningDefinition(),
-    _ToolDefinition(),
-    _PartDefinition(),
-)
-"""The AI SDK definition set, in registration order: the guard naming the fix for a
-chunk pushed without the preparer, a message before its parts, and a step-start before
-the part whose chunk makes it visible (one event may start both)."""
 
 
 # -- partial JSON (the reference's fixJson) --------------------------------------------
@@ -1397,13 +1379,26 @@ PROTOCOL: Final = ProtocolSet(
     name="ai_sdk",
     title="AI SDK UI message stream",
     detect=detect,
-    definitions=DEFINITIONS,
+    definitions=(
+        _MessageDefinition(),
+        _StepDefinition(),
+        _TextDefinition(),
+        _ReasoningDefinition(),
+        _ToolDefinition(),
+        _PartDefinition(),
+    ),
+    envelope=Envelope,
     prepare=prepare,
     pre_pass=Preparer,
     event_type=event_type,
     rebuild=ui_messages,
 )
 """The AI SDK UI message stream protocol set (``definitions.ProtocolSet``)."""
+
+DEFINITIONS: Final = PROTOCOL.definitions
+"""The AI SDK definition set, in registration order: the set's guard
+(``PROTOCOL.envelope``), a message before its parts, and a step-start before the
+part whose chunk makes it visible (one event may start both)."""
 
 
 def project(events: Iterable[Any]) -> tuple[Node, ...]:

@@ -50,7 +50,7 @@ message instead of being ignored with its blocks appended to the first.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, cast
 
 import msgspec
 
@@ -58,7 +58,7 @@ from engine import Claim, Node, Publication, Reader
 from engine._deprecation import renamed
 
 from ._partial_json import PartialJSONError, parse_partial_json
-from ._protocol import UNREADABLE, ProtocolSet, not_routed
+from ._protocol import UNREADABLE, ProtocolSet
 from ._render import text_follows
 from ._runs import fold_run
 from ._text import StreamedText
@@ -258,25 +258,18 @@ def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
             raise PROTOCOL.unreadable(position, event, exc) from exc
 
 
-_NOT_SCOPED: Final = (
-    "Anthropic definitions fold Envelope envelopes, not raw stream events: use "
-    "anthropic.PROTOCOL.engine() (its push takes raw events), or push "
-    "anthropic.prepare(events) / anthropic.Preparer()(event)"
-)
-
-
 def event_type(event: object) -> Hashable:
     """Routing key for ``create_conversation_engine(event_type=...)``: the inner type.
 
-    Raises ``TypeError`` naming the fix for an event that is not a ``Envelope``
-    envelope (a raw event pushed without the pre-pass).
+    Anything but an envelope (a raw event pushed without the pre-pass) is routed by
+    its class: to the set's guard, which names the fix.
     """
     try:
         return event._anthropic_type  # type: ignore[attr-defined, no-any-return]
     except AttributeError:  # not an envelope prepare() made
         if isinstance(event, Envelope):
             return event.event.get("type")
-        raise not_routed(_NOT_SCOPED, event) from None
+        return cast(Hashable, type(event))  # mypy sees no class as Hashable
 
 
 def detect(event: Mapping[str, Any]) -> bool:
@@ -362,10 +355,7 @@ class MessageDefinition:
 
     def match(self, event: Envelope) -> Claim | None:
         """Start on ``message_start``, update on ``message_delta``/``message_stop``."""
-        try:
-            message_id = event.message_id
-        except AttributeError:  # a raw event, pushed without the pre-pass
-            raise not_routed(_NOT_SCOPED, event) from None
+        message_id = event.message_id
         if message_id is None:
             return None
         kind = event.event.get("type")
@@ -457,12 +447,9 @@ class BlockDefinition:
     @staticmethod
     def match(event: Envelope) -> Claim | None:
         """Start on ``content_block_start``; update on its deltas and stop."""
-        try:
-            claim = event.block
-            if claim is not None:  # made by the preparer (returned inside the try: no jump)
-                return claim
-        except AttributeError:  # a raw event, pushed without the pre-pass
-            raise not_routed(_NOT_SCOPED, event) from None
+        claim = event.block
+        if claim is not None:  # made by the preparer
+            return claim
         message_id = event.message_id
         if message_id is None:
             return None
@@ -600,8 +587,6 @@ class BlockDefinition:
 
 MESSAGE: Final = MessageDefinition()
 BLOCK: Final = BlockDefinition()
-DEFINITIONS: Final = (MESSAGE, BLOCK)
-"""The Anthropic definitions to register: messages, then their content blocks."""
 
 
 # -- rebuild ------------------------------------------------------------------------
@@ -661,7 +646,8 @@ PROTOCOL: Final = ProtocolSet(
     name="anthropic",
     title="Anthropic Messages",
     detect=detect,
-    definitions=DEFINITIONS,
+    definitions=(MESSAGE, BLOCK),
+    envelope=Envelope,
     prepare=prepare,
     pre_pass=Preparer,
     event_type=event_type,
@@ -670,6 +656,10 @@ PROTOCOL: Final = ProtocolSet(
     derived=frozenset({"text", "input_json", "citation", "thinking", "signature"}),
 )
 """The Anthropic Messages protocol set (``definitions.ProtocolSet``)."""
+
+DEFINITIONS: Final = PROTOCOL.definitions
+"""The Anthropic definitions to register: the set's guard (``PROTOCOL.envelope``),
+then messages, then their content blocks."""
 
 
 def fold(events: Iterable[Any]) -> list[dict[str, Any]]:

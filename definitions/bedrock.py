@@ -55,7 +55,7 @@ from engine._deprecation import renamed
 from ._cons import Cons, items
 from ._eventstream import EventStreamDecoder, EventStreamError, decode_frames, is_eventstream
 from ._partial_json import PartialJSONError, parse_partial_json
-from ._protocol import ProtocolSet, not_routed
+from ._protocol import ProtocolSet
 from ._text import StreamedText
 
 __all__ = [
@@ -200,14 +200,8 @@ def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
     ``engine.EventError`` naming its position for an event that is not a mapping, or
     one without exactly one key (``PROTOCOL.pre_pass()``, the counted ``Preparer``).
     """
-    return map(PROTOCOL.pre_pass(), events)
+    return PROTOCOL.mapped(events)
 
-
-_NOT_SCOPED: Final = (
-    "Bedrock definitions fold Envelope envelopes, not raw ConverseStream events: use "
-    "bedrock.PROTOCOL.engine() (its push takes raw events), or push "
-    "bedrock.prepare(events) / bedrock.Preparer()(event)"
-)
 
 # The envelope's class: ``type`` itself, a C call with no Python frame per event.
 event_type: Final = type
@@ -315,18 +309,14 @@ class MessageDefinition:
     """Kind ``bedrock_message``: one node per Converse message (see ``prepare``)."""
 
     kind = "bedrock_message"
-    # dict: a raw event routed here is refused by match with the fix, never dropped;
-    # so is any object of a type no definition admits (fallback)
-    event_types = frozenset({Envelope, dict})
+    # fallback: an envelope of a class built by hand (a raw event goes to the guard)
+    event_types = frozenset({Envelope})
     fallback = True
     publication = "animation-frame"
 
     def match(self, event: Envelope) -> Claim | None:
         """The claim ``prepare`` made (start on a message's first event)."""
-        try:
-            return event.claim
-        except AttributeError:  # a raw event, pushed without the pre-pass
-            raise not_routed(_NOT_SCOPED, event) from None
+        return event.claim
 
     def start(self, event: Envelope, reader: object) -> MessageState:
         """A message opened by its first event (``messageStart`` or any other)."""
@@ -357,10 +347,14 @@ class MessageDefinition:
 
         return converse_calls(_message(node.state))
 
+    def tool_results(self, node: Node) -> list[tuple[str, Any]]:
+        """The message's server tool results, as their calls' outcomes."""
+        from ._render_protocols import converse_results
+
+        return converse_results(_message(node.state))
+
 
 MESSAGE: Final = MessageDefinition()
-DEFINITIONS: Final = (MESSAGE,)
-"""The Bedrock ConverseStream definitions to register."""
 
 
 # -- rebuild --------------------------------------------------------------------------
@@ -444,13 +438,18 @@ PROTOCOL: Final = ProtocolSet(
     name="bedrock",
     title="AWS Bedrock ConverseStream",
     detect=detect,
-    definitions=DEFINITIONS,
+    definitions=(MESSAGE,),
+    envelope=Envelope,
     prepare=prepare,
     pre_pass=Preparer,
     event_type=event_type,
     rebuild=messages,
 )
 """The Bedrock ConverseStream protocol set (``definitions.ProtocolSet``)."""
+
+DEFINITIONS: Final = PROTOCOL.definitions
+"""The Bedrock ConverseStream definitions to register: the set's guard
+(``PROTOCOL.envelope``), then the messages."""
 
 
 def fold(events: Iterable[Any] | bytes) -> list[dict[str, Any]]:

@@ -172,61 +172,75 @@ class Version:
 
 class Tree:
     """The tree of a log's events (see the module docstring). Built in O(n) plus, per
-    edit or regeneration, the walk back along the path to the node it names."""
+    edit or regeneration, the walk back along the path to the node it names; grown
+    by ``extend`` as the log grows (a live conversation)."""
 
-    __slots__ = ("_children", "_depth", "_parents", "active", "events", "tips")
+    __slots__ = ("_children", "_depth", "_parents", "_starts", "active", "events", "tips")
 
-    def __init__(self, events: Sequence[Any], starts: Callable[[Any], Iterable[str]]) -> None:
-        self.events: Final = events
-        parents: list[
-            int
-        ] = []  # per position: its parent's position, -1 the root, -2 a branch event
-        depth: list[int] = []
-        tips: dict[str, int] = {MAIN: -1}
-        current = MAIN
-        for position, event in enumerate(events):
-            tag = _tag(event)
-            if tag is None:
-                tip = tips[current]
-                parents.append(tip)
-                depth.append(depth[tip] + 1 if tip >= 0 else 1)
-                tips[current] = position
-                continue
-            parents.append(-2)
-            depth.append(0)
-            id = _field(event, "id", tag, position)
-            if tag == "branch.choose":
-                if id not in tips:
-                    raise BranchError(
-                        f"branch.choose event #{position} names branch {id!r}, which no "
-                        f"earlier event opened (known: {', '.join(tips)})",
-                        position=position,
-                    )
-                current = id
-                continue
+    def __init__(self, events: Iterable[Any], starts: Callable[[Any], Iterable[str]]) -> None:
+        self.events: Final[list[Any]] = []
+        """The log's events, in order (the list, not a copy of any event)."""
+        self._starts = starts
+        # Per position: its parent's position; -1 the root, -2 a branch event.
+        self._parents: list[int] = []
+        self._depth: list[int] = []
+        self.tips: Final[dict[str, int]] = {MAIN: -1}
+        """Each branch's tip (the log position of its last event; -1: none yet)."""
+        self.active = MAIN
+        """The branch shown when none is asked for: the current one at the log's end."""
+        self._children: dict[int, list[int]] | None = None
+        self.extend(events)
+
+    def extend(self, events: Iterable[Any]) -> None:
+        """Add events at the end of the log. ``BranchError`` for a branch event that
+        cannot be placed: the events before it are added, it and later ones are not."""
+        for event in events:
+            self._add(event)
+
+    def _add(self, event: Any) -> None:
+        # Every check comes before the one change: a refused event leaves no trace.
+        position = len(self.events)
+        tips = self.tips
+        tag = _tag(event)
+        if tag is None:
+            parent = tips[self.active]
+            self._place(event, parent, self._depth[parent] + 1 if parent >= 0 else 1)
+            tips[self.active] = position
+            return
+        id = _field(event, "id", tag, position)
+        if tag == "branch.choose":
+            if id not in tips:
+                raise BranchError(
+                    f"branch.choose event #{position} names branch {id!r}, which no "
+                    f"earlier event opened (known: {', '.join(tips)})",
+                    position=position,
+                )
+        else:
             of = _field(event, "of", tag, position)
             if id in tips:
                 raise BranchError(
                     f"{tag} event #{position} opens branch {id!r}, which already exists",
                     position=position,
                 )
-            at = tips[current]
-            while at >= 0 and of not in starts(events[at]):
-                at = parents[at]
+            at = tips[self.active]
+            while at >= 0 and of not in self._starts(self.events[at]):
+                at = self._parents[at]
             if at < 0:
                 raise BranchError(
-                    f"{tag} event #{position}: no event on branch {current!r} started node {of!r}",
+                    f"{tag} event #{position}: no event on branch {self.active!r} "
+                    f"started node {of!r}",
                     position=position,
                 )
-            tips[id] = parents[at]
-            current = id
-        self._parents = parents
-        self._depth = depth
-        self.tips: Final = tips
-        """Each branch's tip (the log position of its last event; -1: none yet)."""
-        self.active: Final = current
-        """The branch shown when none is asked for: the current one at the log's end."""
-        self._children: dict[int, list[int]] | None = None
+            tips[id] = self._parents[at]
+        self._place(event, -2, 0)
+        self.active = id
+
+    def _place(self, event: Any, parent: int, depth: int) -> None:
+        if parent != -2 and self._children is not None:
+            self._children.setdefault(parent, []).append(len(self.events))
+        self.events.append(event)
+        self._parents.append(parent)
+        self._depth.append(depth)
 
     def tip(self, branch: str | None = None) -> int:
         """The tip of ``branch`` (default: the active one). Raises ``BranchError``
@@ -410,7 +424,7 @@ class Branches:
 
     def __init__(
         self,
-        events: Sequence[Any],
+        events: Iterable[Any],
         definitions: Iterable[Any] | Registration,
         *,
         event_type: Callable[[Any], Any] | None = None,
@@ -457,6 +471,13 @@ class Branches:
             raise
         self._on = target
         return cursor.nodes()
+
+    def extend(self, events: Iterable[Any], branch: str | None = None) -> tuple[Node, ...]:
+        """Add events at the end of the log (a live conversation) and return the view
+        of ``branch`` (default: the active one, as it is after them). Following one
+        branch as it grows folds only its new events."""
+        self.tree.extend(events)
+        return self.show(branch)
 
     def markers(self, branch: str | None = None) -> dict[str, Version]:
         """The version of each node of ``branch``'s view that has siblings, by key."""

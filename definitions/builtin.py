@@ -24,8 +24,9 @@ from typing import Any, Final, TypeAlias
 import msgspec
 
 from . import approval, compaction, interruption, message, reasoning, status, tool_call
+from ._protocol import ProtocolSet
 
-__all__ = ["DEFINITIONS", "TAGS", "Event", "decode"]
+__all__ = ["DEFINITIONS", "PROTOCOL", "TAGS", "Event", "decode"]
 
 DEFINITIONS: Final = (
     message.DEFINITION,
@@ -51,6 +52,25 @@ Event: TypeAlias = (
 
 TAGS: Final[frozenset[str]] = frozenset().union(*(d.event_types for d in DEFINITIONS))
 """The ``type`` tags of all built-in events."""
+
+
+def detect(event: Any) -> bool:
+    """Whether a plain event dict is a built-in kind's (its ``type`` is a built-in tag)."""
+    kind = event.get("type")
+    return type(kind) is str and kind in TAGS
+
+
+PROTOCOL: Final = ProtocolSet(
+    name="builtin",
+    title="built-in kinds",
+    detect=detect,
+    definitions=DEFINITIONS,
+    vocabulary=Event,
+    source=__name__,
+)
+"""The built-in kinds as a ``definitions.ProtocolSet``: a set with no pre-pass (events
+go in as they are, routed by ``definitions.event_type``) and no final objects of its
+own to rebuild."""
 
 _typed_decoder: Final = msgspec.json.Decoder(Event)
 _plain_decoder: Final = msgspec.json.Decoder(dict[str, Any])

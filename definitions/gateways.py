@@ -14,7 +14,7 @@ One gateway per provider API, each with the same members:
   for: ``call-without-result``, ``unanswered-call-at-end``,
   ``result-without-call``, ``result-not-after-call``, ``duplicate-result``,
   ``reasoning-separated``, ``roles-not-alternating``, ``empty-content``,
-  ``malformed``.
+  ``tools-undeclared``, ``malformed``.
 
 Beside the conversation a request carries a model, tools, a tool choice and
 settings: ``carry`` takes them from a recorded request into any provider's shape,
@@ -44,6 +44,7 @@ from ._settings import Carried as Carried
 from ._settings import Settings as Settings
 from ._settings import Tool as Tool
 from ._settings import carry as carry
+from ._settings import declared as declared
 from ._settings import read_settings as read_settings
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "Tool",
     "carry",
     "crossing",
+    "declared",
     "gateway",
     "read_settings",
 ]

@@ -64,7 +64,7 @@ from engine import Claim, Node
 from engine._deprecation import renamed
 
 from ._cons import Cons, items
-from ._protocol import ProtocolSet, not_routed
+from ._protocol import ProtocolSet
 from ._text import StreamedText
 
 __all__ = [
@@ -190,14 +190,8 @@ def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
     """Wrap each chunk of one stream in ``Envelope`` (the pure pre-pass): ``Preparer`` over
     the stream, counted (``PROTOCOL.pre_pass()``), so that a chunk it cannot read is
     an ``engine.EventError`` naming its position."""
-    return map(PROTOCOL.pre_pass(), events)
+    return PROTOCOL.mapped(events)
 
-
-_NOT_SCOPED: Final = (
-    "Gemini definitions fold Envelope envelopes, not raw GenerateContentResponse chunks: "
-    "use gemini.PROTOCOL.engine() (its push takes raw chunks), or push "
-    "gemini.prepare(chunks) / gemini.Preparer()(chunk)"
-)
 
 # The envelope's class: ``type`` itself, a C call with no Python frame per event.
 event_type: Final = type
@@ -395,18 +389,14 @@ class ResponseDefinition:
     """Kind ``gemini_response``: one node per response (see ``prepare``)."""
 
     kind = "gemini_response"
-    # dict: a raw event routed here is refused by match with the fix, never dropped;
-    # so is any object of a type no definition admits (fallback)
-    event_types = frozenset({Envelope, dict})
+    # fallback: an envelope of a class built by hand (a raw event goes to the guard)
+    event_types = frozenset({Envelope})
     fallback = True
     publication = "animation-frame"
 
     def match(self, event: Envelope) -> Claim | None:
         """The claim ``prepare`` made (start on a response's first chunk)."""
-        try:
-            return event.claim
-        except AttributeError:  # a raw chunk, pushed without the pre-pass
-            raise not_routed(_NOT_SCOPED, event) from None
+        return event.claim
 
     def start(self, event: Envelope, reader: object) -> ResponseState:
         """A response opened by its first chunk."""
@@ -437,8 +427,6 @@ class ResponseDefinition:
 
 
 RESPONSE: Final = ResponseDefinition()
-DEFINITIONS: Final = (RESPONSE,)
-"""The Gemini definitions to register."""
 
 
 # -- rebuild --------------------------------------------------------------------------
@@ -580,13 +568,18 @@ PROTOCOL: Final = ProtocolSet(
     name="gemini",
     title="Gemini generateContent",
     detect=detect,
-    definitions=DEFINITIONS,
+    definitions=(RESPONSE,),
+    envelope=Envelope,
     prepare=prepare,
     pre_pass=Preparer,
     event_type=event_type,
     rebuild=responses,
 )
 """The Gemini protocol set (``definitions.ProtocolSet``)."""
+
+DEFINITIONS: Final = PROTOCOL.definitions
+"""The Gemini definitions to register: the set's guard (``PROTOCOL.envelope``), then
+the responses."""
 
 
 def fold(events: Iterable[Any]) -> list[dict[str, Any]]:

@@ -52,7 +52,7 @@ from engine import Claim, Node
 from engine._deprecation import renamed
 
 from ._cons import Cons, items
-from ._protocol import UNREADABLE, ProtocolSet, Unrouted
+from ._protocol import UNREADABLE, ProtocolSet
 from ._text import StreamedText
 
 __all__ = [
@@ -176,16 +176,9 @@ def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
             raise PROTOCOL.unreadable(position, chunk, exc) from exc
 
 
-_NOT_SCOPED: Final = (
-    "Chat Completions definitions fold Envelope envelopes, not raw chunks: use "
-    "openai_chat.PROTOCOL.engine() (its push takes raw chunks), or push "
-    "openai_chat.prepare(chunks) / openai_chat.Preparer()(chunk)"
-)
-
-
 event_type: Final = type
 """Routing key for ``create_conversation_engine(event_type=...)``: the envelope's class
-(``type``, a C call). A raw chunk dict is routed to ``UNROUTED``, which names the fix."""
+(``type``, a C call). A raw chunk dict is routed to the set's guard, which names the fix."""
 
 
 def detect(event: Mapping[str, Any]) -> bool:
@@ -240,6 +233,8 @@ class CompletionState(msgspec.Struct, frozen=True, gc=False):
 
 def _tool_call(calls: tuple[ToolCallState, ...], delta: dict[str, Any]) -> ToolCallState:
     index = delta["index"]
+    if type(index) is not int:  # calls are placed and sorted by it
+        raise TypeError(f"a tool call's index is an integer, not {index!r}")
     for call in calls:
         if call.index == index:
             break
@@ -601,11 +596,6 @@ def _choices(state: CompletionState) -> list[Any]:
 
 
 COMPLETION: Final = CompletionDefinition()
-# The completion's match is a C attrgetter: a raw chunk dict goes to this guard instead.
-UNROUTED: Final = Unrouted("openai_chat_unrouted", Envelope, _NOT_SCOPED)
-DEFINITIONS: Final = (UNROUTED, COMPLETION)
-"""The Chat Completions definitions to register: the guard naming the fix for a raw
-chunk pushed without ``prepare``, then the completions."""
 
 
 # -- rebuild ------------------------------------------------------------------------
@@ -703,7 +693,8 @@ PROTOCOL: Final = ProtocolSet(
     name="openai_chat",
     title="OpenAI Chat Completions",
     detect=detect,
-    definitions=DEFINITIONS,
+    definitions=(COMPLETION,),
+    envelope=Envelope,
     prepare=prepare,
     pre_pass=Preparer,
     event_type=event_type,
@@ -723,6 +714,10 @@ PROTOCOL: Final = ProtocolSet(
     wrapped={"chunk": "chunk"},
 )
 """The Chat Completions protocol set (``definitions.ProtocolSet``)."""
+
+DEFINITIONS: Final = PROTOCOL.definitions
+"""The Chat Completions definitions to register: the set's guard
+(``PROTOCOL.envelope``), then the completions."""
 
 
 def fold(events: Iterable[Any]) -> list[dict[str, Any]]:

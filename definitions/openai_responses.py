@@ -61,7 +61,7 @@ import msgspec
 from engine import Claim, Node
 from engine._deprecation import renamed
 
-from ._protocol import UNREADABLE, ProtocolSet, not_routed
+from ._protocol import UNREADABLE, ProtocolSet
 from ._routing import ByType
 from ._runs import fold_run
 from ._text import StreamedText
@@ -429,11 +429,6 @@ _TARGETS: Final[dict[Any, type[Envelope]]] = {
     **dict.fromkeys(_CHANGES, _ToItem),
     **dict.fromkeys(_READS, _ItemDelta),
 }
-_NOT_SCOPED: Final = (
-    "Responses definitions fold Envelope envelopes, not raw events: use "
-    "openai_responses.PROTOCOL.engine() (its push takes raw events), or push "
-    "openai_responses.prepare(events) / openai_responses.Preparer()(event)"
-)
 event_type: Final = type
 """Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
 class (``prepare``'s envelopes name their definition by class; ``type``, a C call). A
@@ -448,10 +443,7 @@ class ResponseDefinition:
     """Kind ``openai_response``: one node per response, id = ``response.created``'s id."""
 
     kind = "openai_response"
-    # dict: a raw event pushed unscoped reaches match(), which names the fix; so does
-    # any object of a type no definition admits (fallback)
-    event_types = frozenset({_ToResponse, dict})
-    fallback = True
+    event_types = frozenset({_ToResponse})
     publication = "immediate"
 
     def match(self, event: object) -> Claim | None:
@@ -459,9 +451,7 @@ class ResponseDefinition:
         ``error`` (the preparer's claim)."""
         if type(event) is _ToResponse:
             return event.response_claim
-        if isinstance(event, Envelope):  # an item's envelope (an engine without routing)
-            return None
-        raise not_routed(_NOT_SCOPED, event)
+        return None  # an item's envelope (an engine without routing)
 
     def start(self, event: Envelope, reader: object) -> ResponseState:
         """The response as ``response.created`` announced it."""
@@ -704,8 +694,6 @@ class ItemDefinition:
 
 RESPONSE: Final = ResponseDefinition()
 ITEM: Final = ItemDefinition()
-DEFINITIONS: Final = (RESPONSE, ITEM)
-"""The Responses definitions to register: responses, then their output items."""
 
 
 # -- rebuild ------------------------------------------------------------------------
@@ -967,13 +955,18 @@ PROTOCOL: Final = ProtocolSet(
     name="openai_responses",
     title="OpenAI Responses",
     detect=detect,
-    definitions=DEFINITIONS,
+    definitions=(RESPONSE, ITEM),
+    envelope=Envelope,
     prepare=prepare,
     pre_pass=Preparer,
     event_type=event_type,
     rebuild=responses,
 )
 """The Responses protocol set (``definitions.ProtocolSet``)."""
+
+DEFINITIONS: Final = PROTOCOL.definitions
+"""The Responses definitions to register: the set's guard (``PROTOCOL.envelope``),
+then responses, then their output items."""
 
 
 def fold(events: Iterable[Any]) -> list[dict[str, Any]]:

@@ -51,7 +51,7 @@ Imports only ``engine`` and the other definitions modules.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, cast
 
 import msgspec
 
@@ -71,7 +71,7 @@ from engine import (
 from engine._deprecation import renamed
 
 from . import anthropic, bedrock, gemini, openai_chat, openai_responses
-from ._protocol import ProtocolSet, not_routed
+from ._protocol import ProtocolSet
 from ._render import Outcome, call_card, carried, long_text, tool_text
 from ._render_protocols import (
     anthropic_html,
@@ -82,6 +82,7 @@ from ._render_protocols import (
     chat_text,
     converse_calls,
     converse_html,
+    converse_results,
     converse_text,
     gemini_calls,
     gemini_html,
@@ -220,20 +221,14 @@ class _Failure(Envelope, frozen=True):
     state: ErrorState
 
 
-_NOT_PREPARED: Final = (
-    "recorded definitions fold the recorded pre-pass's envelopes, not raw recording "
-    "events: use recorded.PROTOCOL.engine() (its push takes raw events), or push "
-    "recorded.prepare(events) / recorded.Preparer()(event)"
-)
-
-
 def event_type(event: object) -> Hashable:
-    """Routing key for ``create_conversation_engine(event_type=...)``; ``TypeError``
-    naming the fix for a raw event pushed without the pre-pass."""
+    """Routing key for ``create_conversation_engine(event_type=...)``: an envelope's
+    ``route``; anything else (a raw event pushed without the pre-pass) is routed by
+    its class, to the set's guard, which names the fix."""
     try:
         return event.route  # type: ignore[attr-defined, no-any-return]
     except AttributeError:
-        raise not_routed(_NOT_PREPARED, event) from None
+        return cast(Hashable, type(event))  # mypy sees no class as Hashable
 
 
 def detect(event: Mapping[str, Any]) -> bool:
@@ -383,6 +378,7 @@ class Preparer:
         scoper = call.scoper
         if scoper is None:
             scoper = call.scoper = call.set.pre_pass()
+            assert scoper is not None  # every provider set has its pre-pass
         inner = scoper(raw)
         if inner is None:
             return None
@@ -491,11 +487,7 @@ def _stream_error(name: str, raw: dict[str, Any]) -> str | None:
 def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
     """The batch pre-pass: one stream's raw events through one ``Preparer`` (counted,
     ``PROTOCOL.pre_pass()``: an event it cannot read is an ``EventError``)."""
-    recorder = PROTOCOL.pre_pass()
-    for event in events:
-        envelope = recorder(event)
-        if envelope is not None:
-            yield envelope
+    return PROTOCOL.mapped(events)
 
 
 # -- definitions ----------------------------------------------------------------------
@@ -605,11 +597,12 @@ class AnswerDefinition:
         return [call_id for output in _outputs(state) for call_id in calls(output)]
 
     def tool_results(self, node: Node) -> list[tuple[str, Outcome]]:
-        """Its server tools' results (Anthropic's), as their calls' outcomes."""
+        """Its server tools' results (Anthropic's, Bedrock's), as their calls' outcomes."""
         state: AnswerState = node.state
-        if state.api != "anthropic.messages":
+        results = _RESULTS.get(state.api)
+        if results is None:
             return []
-        return [r for output in _outputs(state) for r in anthropic_links(output)[1]]
+        return [r for output in _outputs(state) for r in results(output)]
 
     def render_json(self, node: Node) -> dict[str, Any]:
         """The call, the API and the body as recorded."""
@@ -704,19 +697,6 @@ class _InCallDefinition:
 REQUEST: Final = RequestDefinition()
 ANSWER: Final = AnswerDefinition()
 ERROR: Final = ErrorDefinition()
-DEFINITIONS: Final = (
-    REQUEST,
-    ANSWER,
-    *(
-        _InCallDefinition(name, inner)
-        for name, protocol in _SETS.items()
-        for inner in protocol.definitions
-        if not getattr(inner, "fallback", False) or inner.event_types - {dict}
-    ),
-    ERROR,
-)
-"""The recorded definitions: requests, non-streamed answers, every provider set's
-definitions scoped by call, and failures."""
 
 
 # -- rendering ------------------------------------------------------------------------
@@ -747,6 +727,13 @@ _ANSWERS: Final[
     ),
     "gemini.generate_content": (gemini_text, gemini_html, gemini_calls),
     "bedrock.converse": (converse_text, converse_html, converse_calls),
+}
+
+
+# Per API whose answers carry server tools' results: those results as outcomes.
+_RESULTS: Final[Mapping[str, Callable[[Any], list[tuple[str, Outcome]]]]] = {
+    "anthropic.messages": lambda o: anthropic_links(o)[1],
+    "bedrock.converse": converse_results,
 }
 
 
@@ -829,17 +816,19 @@ def _result_text(result: ToolResult) -> str:
 
 def _message_html(message: Message) -> str:
     """A generic message as HTML, its parts in order (see ``_message_text``)."""
-    from ._render import bubble, folded, markdown, plain, tool_card
+    from ._render import bubble, collapsed, folded, markdown, plain, tool_card
 
     role = message.role.value
     if isinstance(message.content, str):
-        return bubble(role, markdown(message.content)) if message.content else ""
+        text = message.content
+        return bubble(role, collapsed(text, markdown(text))) if text else ""
     out: list[str] = []
     said: list[str] = []
 
     def flush() -> None:
         if said:
-            out.append(bubble(role, markdown("".join(said))))
+            text = "".join(said)
+            out.append(bubble(role, collapsed(text, markdown(text))))
             said.clear()
 
     for part in message.parts:
@@ -960,13 +949,28 @@ PROTOCOL: Final = ProtocolSet(
     name="recorded",
     title="Recorded model calls",
     detect=detect,
-    definitions=DEFINITIONS,
+    definitions=(
+        REQUEST,
+        ANSWER,
+        *(
+            _InCallDefinition(name, inner)
+            for name, protocol in _SETS.items()
+            for inner in protocol.definitions
+            if not getattr(inner, "fallback", False) or inner.event_types - {dict}
+        ),
+        ERROR,
+    ),
+    envelope=Envelope,
     prepare=prepare,
     pre_pass=Preparer,
     event_type=event_type,
     rebuild=_rebuild,
 )
 """The recorded-calls protocol set (``definitions.ProtocolSet``)."""
+
+DEFINITIONS: Final = PROTOCOL.definitions
+"""The recorded definitions: the set's guard (``PROTOCOL.envelope``), requests,
+non-streamed answers, every provider set's definitions scoped by call, and failures."""
 
 
 # The names of one release ago (every set now says prepare, Preparer, Envelope).

@@ -6,6 +6,8 @@ state machines (any objects with ``kind``, ``match``, ``start``, ``update``);
 No I/O, no clock, no asyncio requirement; docs/concepts.md states the rules.
 ``engine.testing.check_definition`` checks a definition of your own against the
 contract the engine relies on.
+``Cursor`` is a fold that steps back over the events it folded: what makes
+switching between a conversation's branches cost only their divergent parts.
 
 The second projection, the model context, lives in its own room,
 ``engine.context`` (re-exported here): generic ``Message`` values, a ``Context``

@@ -18,19 +18,22 @@ def renamed(
     module: str, namespace: Mapping[str, Any], names: Mapping[str, str]
 ) -> Callable[[str], Any]:
     """The ``__getattr__`` of ``module`` (whose globals are ``namespace``) that gives
-    each old name of ``names`` (old -> new, both of this module) as the new one's
-    value, warning that the old name goes in the next release. Any other name is an
-    ``AttributeError``, as without the hook."""
+    each old name of ``names`` (old -> new) as the new one's value, warning that the
+    old name goes in the next release. A new name of this module is given bare; one
+    of another module dotted (``"definitions.ProtocolSet"``), its value imported into
+    ``namespace`` under its last part. Any other name is an ``AttributeError``, as
+    without the hook."""
 
     def __getattr__(name: str) -> Any:
         new = names.get(name)
         if new is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        where = new if "." in new else f"{module}.{new}"
         warnings.warn(
-            f"{module}.{name} is deprecated and goes in the next release: use {module}.{new}",
+            f"{module}.{name} is deprecated and goes in the next release: use {where}",
             DeprecationWarning,
             stacklevel=2,
         )
-        return namespace[new]
+        return namespace[new.rpartition(".")[2]]
 
     return __getattr__

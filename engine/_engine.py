@@ -27,8 +27,8 @@ import time
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
-from ._errors import HookError, ListenerError, RegistrationError, UsageError
-from ._fold import FRAME, IMMEDIATE, NOT_ACCEPTED, Fold, Registration
+from ._errors import EventError, HookError, ListenerError, RegistrationError, UsageError
+from ._fold import FRAME, IMMEDIATE, NOT_ACCEPTED, Fold, Registration, _blamed
 from ._types import Cancel, Definition, Listener, Node, PushContext, Scheduler, Statistics
 
 _HOOK_METHODS = ("on_push_start", "on_error", "on_push_end", "on_publish")
@@ -223,6 +223,9 @@ class ConversationEngine:
                 for hook, member in starts:
                     try:
                         member(ctx)
+                    except EventError as exc:  # blames the event (a pre-pass): as itself
+                        _blamed(exc, ctx.position)
+                        raise
                     except Exception as exc:
                         raise _hook_error(hook, "on_push_start", exc, ctx) from exc
                 if ctx.skipped:

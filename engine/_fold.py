@@ -794,15 +794,24 @@ def _error(failure: BaseException, position: int) -> BaseException:
     exc = failure.error
     slot = failure.slot
     error: ConversationError
+    if isinstance(exc, EventError) and failure.method in ("event_type", "match"):
+        return _blamed(exc, position)  # the event is at fault, not the definition
     if slot is None:  # routing failed: no definition ran
-        if isinstance(exc, EventError):
-            return exc
         error = EventError(f"event_type() failed for event #{position}: {exc!r}", position=position)
     else:
         error = _definition_error(failure, slot, position)
         if isinstance(exc, _BadClaim):
             return error  # the message says it all; the internal class is no cause
     error.__cause__ = exc
+    return error
+
+
+def _blamed(error: EventError, position: int) -> EventError:
+    """``error`` as it goes out of the engine: an ``EventError`` raised by ``event_type``,
+    a ``match`` or an ``on_push_start`` hook (a pre-pass) blames the event, so it goes
+    out as itself, never wrapped; one that did not know its position (-1) gets it."""
+    if error.position < 0:
+        error.position = position
     return error
 
 

@@ -1,7 +1,7 @@
 """Branches on the command line: which path of a log to fold, list, render or prove.
 
 The tree and the one rule are ``definitions.branch``'s; this module applies them to
-a whole log and a ``DefinitionSet``: the events of a leaf's path (what ``context``
+a whole log and a ``ProtocolSet``: the events of a leaf's path (what ``context``
 and ``check`` read), every leaf's view with its version markers (what ``replay``
 renders), and the listing ``convo replay --branches`` prints. A log with no branch
 event is its own single path: callers stream it as before and come here only once
@@ -17,13 +17,13 @@ from typing import Any
 
 import attrs
 
+from definitions import ProtocolSet
 from definitions.branch import Branches, Version, is_branch_event, path_events
 from engine import Node
 
-from .protocols._detect import DefinitionSet
 from .render._text import strip_controls, text_pieces
 
-__all__ = ["Branched", "BranchedLog", "View", "guard", "has_branches", "is_branch_event", "note"]
+__all__ = ["Branched", "BranchedLog", "View", "guard", "has_branches", "note"]
 
 
 class Branched(Exception):
@@ -61,7 +61,7 @@ class BranchedLog:
     """A whole log's tree, folded through ``chosen``. Raises ``BranchError`` naming
     the branch event that cannot be placed."""
 
-    def __init__(self, events: Sequence[Any], chosen: DefinitionSet) -> None:
+    def __init__(self, events: Sequence[Any], chosen: ProtocolSet) -> None:
         self.events = events
         self.chosen = chosen
         self.branches = Branches(events, chosen.definitions, event_type=chosen.event_type)

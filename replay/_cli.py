@@ -36,9 +36,9 @@ from typing import Any, TextIO
 import attrs
 import msgspec
 
-from definitions import event_type
+from definitions import ProtocolSet, event_type
 from definitions._render import FOLD_CHARS, FOLD_LINES
-from engine import ConversationError, Node, Registration, create_conversation_engine
+from engine import ConversationError, Node
 
 from . import _branches
 from ._determinism import check_determinism, steps
@@ -51,12 +51,7 @@ from .context._requests import check_requests, definition_set_of
 from .logs._formats import Loaded, Recording, load_events, parse_piece
 from .logs._jsonl import LogWriter, read_source, write_log
 from .logs.sessions import read_transcript
-from .protocols._detect import (
-    DefinitionSet,
-    detect_protocol,
-    load_definitions,
-    protocol_definitions,
-)
+from .protocols._detect import detect_protocol, load_definitions, protocol_definitions
 from .protocols._unclaimed import unclaimed_note, unsupported_note
 from .render._branches import BranchPage, render_branches_html
 from .render._common import encode, render_json
@@ -64,8 +59,8 @@ from .render._html import render_html
 from .render._text import text_pieces
 from .stores import _worker
 from .stores._open import open_store
-from .stores._postgres import PostgresEventStore, describe
-from .stores._sqlite import EventStore
+from .stores._postgres import PostgresStore, describe
+from .stores._sqlite import SQLiteStore
 
 __all__ = ["main"]
 
@@ -155,7 +150,7 @@ def _head(recording: Recording) -> tuple[list[Any], list[LogError]]:
 
 def _choose(
     recording: Recording, log: str, specs: Sequence[str] | None
-) -> tuple[DefinitionSet, str | None, tuple[list[Any], list[LogError]] | None]:
+) -> tuple[ProtocolSet, str | None, tuple[list[Any], list[LogError]] | None]:
     """The set named by ``specs``, else the one detected from the recording's first
     piece; a doubt about the detection to warn of; the first piece decoded plain."""
     if specs:
@@ -184,7 +179,7 @@ class _Chosen:
     """A whole log and the set that folds it."""
 
     events: list[Any]
-    definitions: DefinitionSet
+    definitions: ProtocolSet
     note: str | None  # a doubt about the detection, to warn of
 
 
@@ -220,14 +215,6 @@ def _conversation(log: str, lenient: bool, conversation: str) -> list[Any]:
             return thread.events
     names = ", ".join(thread.name for thread in transcript.threads)
     raise _Failure(f"{log}: no conversation {conversation!r} (conversations: {names})")
-
-
-def fold(chosen: DefinitionSet, events: Iterable[Any]) -> tuple[tuple[Node, ...], int]:
-    """The view after ``events``, folded through ``chosen`` (read as they are folded),
-    and how many events no definition claimed."""
-    engine = create_conversation_engine(chosen.definitions, event_type=chosen.event_type)
-    engine.push_many(chosen.feed(events))
-    return engine.nodes(), engine.statistics().events_unclaimed
 
 
 _WRITE = 1 << 20  # characters encoded at a time: a view is written without a copy of it
@@ -294,7 +281,8 @@ def _replay_stream(args: argparse.Namespace) -> int:
         with Progress("folding", recording.size, unit="bytes") as bar:
             events = _Events(recording, args.lenient, chosen.vocabulary, bar, head)
             source: Iterable[Any] = events if args.at is None else islice(events, args.at)
-            nodes, unclaimed = fold(chosen, _branches.guard(source))
+            engine = chosen.folded(_branches.guard(source))  # read as they are folded
+            nodes, unclaimed = engine.nodes(), engine.statistics().events_unclaimed
         if head is None and unclaimed:  # the first events, to name the set to try
             head = _head(recording)
     if note is not None:  # once the log was read: a bad line is the error to see first
@@ -302,7 +290,7 @@ def _replay_stream(args: argparse.Namespace) -> int:
     if args.at is not None and events.count < args.at:
         raise _Failure(f"--at {args.at}: the log has only {events.count} events")
     count = events.count if args.at is None else min(events.count, args.at)
-    unclaimed_warning = unclaimed_note(unclaimed, count, head[0] if head else [], chosen.name)
+    unclaimed_warning = unclaimed_note(unclaimed, count, head[0] if head else [], chosen.label)
     if unclaimed_warning is not None:
         _warn(unclaimed_warning)
     _write(_rendered(args, chosen, nodes, count), args.output)
@@ -311,7 +299,7 @@ def _replay_stream(args: argparse.Namespace) -> int:
 
 def _rendered(
     args: argparse.Namespace,
-    chosen: DefinitionSet,
+    chosen: ProtocolSet,
     nodes: tuple[Node, ...],
     count: int,
     notes: dict[str, str] | None = None,
@@ -319,10 +307,10 @@ def _rendered(
     """The view as ``--format`` asks (``notes``: a line under a node, by key)."""
     definitions = chosen.definitions
     text: str | Iterable[str]
-    if args.format == "json" and chosen.protocol is not None:
+    if args.format == "json" and chosen.rebuilds:
         # The protocol's own final objects, as its fold() returns them: the rebuild of
         # the nodes just folded (the same definitions, pre-pass and routing).
-        rebuilt = chosen.protocol.rebuild(nodes)
+        rebuilt = chosen.rebuild(nodes)
         text = msgspec.json.format(encode(rebuilt), indent=2).decode() + "\n"
     elif args.format in ("json", "nodes"):
         text = render_json(nodes, definitions, indent=2).decode() + "\n"
@@ -426,7 +414,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         print(f"{args.log}: {differs or 'compaction honoured: every request identical'}")
         if differs is not None:
             return 1
-    if chosen.protocol is not None and chosen.protocol.name == "recorded":
+    if chosen.name == "recorded" and chosen.rebuilds:
         said = describe_requests(log.events)  # informational: never the exit status
         if said is not None:
             print(said)
@@ -450,8 +438,9 @@ def _check_branches(args: argparse.Namespace, log: _Chosen) -> int:
             (
                 leaf.id,
                 check_determinism(
-                    branched.path(leaf.id),
+                    log.events,
                     chosen.definitions,
+                    leaf=leaf.id,
                     seed=args.seed,
                     rounds=args.rounds,
                     event_type=chosen.event_type,
@@ -502,21 +491,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         # Exactly the decode replay does: typed when the set declares a vocabulary.
         return load_events(io.BytesIO(data), lenient=args.lenient, types=types).events
 
-    # Registered once, as an application folding many logs would: a pass measures the fold.
-    registration = Registration(chosen.definitions, event_type=chosen.event_type)
-
+    # The set's registration is made once, with it, as an application folding many logs
+    # would have it: a pass measures the fold.
     def fold_only() -> object:
-        engine = create_conversation_engine(registration)
-        engine.push_many(chosen.feed(events))
-        return engine.nodes()
+        return chosen.folded(events).nodes()
 
     def both() -> object:
-        engine = create_conversation_engine(registration)
-        engine.push_many(chosen.feed(decode()))
-        return engine.nodes()
+        return chosen.folded(decode()).nodes()
 
     count = len(events)
-    print(f"{args.log}: {count:,} events, {len(data):,} bytes, {chosen.name}", flush=True)
+    print(f"{args.log}: {count:,} events, {len(data):,} bytes, {chosen.label}", flush=True)
     for label, action in (("decode", decode), ("fold", fold_only), ("decode+fold", both)):
         with Progress(f"timing {label}", args.repeat, unit="runs") as bar:
             seconds = _best(action, args.repeat, bar.advance)
@@ -532,7 +516,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 _STORE_HELP = "a SQLite file (created when missing) or a postgresql:// URL"
 
 
-def _existing_store(path: str) -> EventStore | PostgresEventStore:
+def _existing_store(path: str) -> SQLiteStore | PostgresStore:
     # Read-only: a reading command changes no file, and refuses one that is not a store.
     return open_store(path, mode="ro")
 
@@ -540,7 +524,7 @@ def _existing_store(path: str) -> EventStore | PostgresEventStore:
 _EXPORTS = ("chatgpt", "claude-ai")  # files of many conversations: each is imported
 
 
-def _import_export(args: argparse.Namespace, store: EventStore | PostgresEventStore) -> int:
+def _import_export(args: argparse.Namespace, store: SQLiteStore | PostgresStore) -> int:
     """Every conversation of a chat export (``--conversation``: that one), each under
     its own id, each in one transaction; one that exists is refused unless --append."""
     data, path = read_source(args.log)
@@ -571,6 +555,8 @@ def _cmd_store_import(args: argparse.Namespace) -> int:
     with _recording(args.log) as recording, open_store(args.store) as store:
         if recording.format in _EXPORTS:
             return _import_export(args, store)
+        if args.fork_of is None and (source := _forked_from(recording, store)) is not None:
+            args.fork_of = source
         if args.fork_of is not None:
             return _import_fork(args, recording, store, conversation)
         expected = None if args.append else 0
@@ -587,10 +573,27 @@ def _cmd_store_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _forked_from(recording: Recording, store: SQLiteStore | PostgresStore) -> str | None:
+    """The stored conversation a Codex rollout was forked from (its ``session_meta``
+    names the source session in ``forked_from_id``; the source is the conversation
+    whose id ends with that session id, as a rollout's file name does), or None."""
+    if recording.format != "codex":
+        return None
+    try:
+        first = msgspec.json.decode(recording.head.split(b"\n", 1)[0])
+    except msgspec.DecodeError:
+        return None
+    payload = first.get("payload") if isinstance(first, dict) else None
+    source = payload.get("forked_from_id") if isinstance(payload, dict) else None
+    if not isinstance(source, str) or not source:
+        return None
+    return next((c for c in store.conversations() if c.endswith(source)), None)
+
+
 def _import_fork(
     args: argparse.Namespace,
     recording: Recording,
-    store: EventStore | PostgresEventStore,
+    store: SQLiteStore | PostgresStore,
     conversation: str,
 ) -> int:
     """Import a log that continues another conversation (a forked session): a fork of

@@ -70,6 +70,7 @@ from typing import Any, NoReturn
 import attrs
 import msgspec
 
+from definitions.branch import Tree, is_branch_event, path_events, starts_of
 from engine import ConversationEngine, ConversationError, ManualScheduler, Node
 from engine import create_conversation_engine as _create
 
@@ -834,9 +835,14 @@ def check_determinism(
     samples: int = SAMPLES,
     context: str | None = None,
     progress: Callable[[], None] | None = None,
+    leaf: str | None = None,
 ) -> Report:
     """Replay ``events`` through ``definitions`` in many ways and report whether the
     views agree (see the module docstring for the ways and what each checks).
+
+    A log with branch events (``definitions.branch``) is checked along one branch's
+    path, the log its view is made of: the active one, or the one ``leaf`` names
+    (``convo check`` proves each); positions in the report are positions on it.
 
     ``context`` names a provider (``"anthropic"``, ...): once the views agree, the
     model requests of the log (``replay.context._requests.check_requests``, the log's own
@@ -847,7 +853,7 @@ def check_determinism(
     many random windows; ``seed`` fixes every random choice. ``progress`` is called
     after each way (and each round of one) finishes: ``steps(ways, rounds)`` of them,
     one more with ``context``. ``prepare`` is the
-    protocol's pre-pass (``DefinitionSet.prepare``): ``events`` are then the raw
+    protocol's pre-pass (``ProtocolSet.prepare``): ``events`` are then the raw
     events, and every way (each window too) feeds a fresh run of ``prepare`` over its
     raw events; positions in the report are positions in ``events``. ``samples``
     bounds the comparisons of the event-by-event way on a log longer than it (see
@@ -869,9 +875,13 @@ def check_determinism(
         raise ValueError(f"rounds must be >= 0, not {rounds!r}")
     if samples < 1:
         raise ValueError(f"samples must be >= 1, not {samples!r}")
+    events = tuple(events)
+    definitions = tuple(definitions)
+    if leaf is not None or any(map(is_branch_event, events)):
+        events = tuple(path_events(events, Tree(events, starts_of(definitions)), leaf))
     check = _Check(
-        tuple(events),
-        tuple(definitions),
+        events,
+        definitions,
         event_type,
         prepare,
         seed,
@@ -913,6 +923,7 @@ def assert_deterministic(
     event_type: Callable[[Any], Hashable] | None = None,
     prepare: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
     samples: int = SAMPLES,
+    leaf: str | None = None,
 ) -> Report:
     """``check_determinism`` that raises ``DeterminismError`` (an ``AssertionError``)
     describing the first divergence; returns the report when the views agree."""
@@ -925,6 +936,7 @@ def assert_deterministic(
         event_type=event_type,
         prepare=prepare,
         samples=samples,
+        leaf=leaf,
     )
     if not report.ok:
         raise DeterminismError(report)

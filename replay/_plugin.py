@@ -19,7 +19,7 @@ Fixtures:
 
 Both take ``definitions=``: omitted, the protocol is detected from the events as
 ``convo replay`` does; a protocol module (``definitions.anthropic``), its
-``DEFINITIONS`` or a ``DefinitionSet`` bring the module's pre-pass and routing key
+``DEFINITIONS`` or a ``definitions.ProtocolSet`` bring the module's pre-pass and routing key
 with them, so every recording format and protocol replays as the CLI replays it.
 
 Both are plain functions underneath (``replay.replay``, ``replay.render_json``,
@@ -40,12 +40,13 @@ from typing import Any, Final
 import msgspec
 import pytest
 
+from definitions import ProtocolSet
 from definitions._protocol import Unrouted
 from engine import Node
 
 from ._determinism import WAYS, Report, assert_deterministic
 from ._replay import replay
-from .protocols._detect import DefinitionSet, detect_protocol, protocol_definitions
+from .protocols._detect import detect_protocol, module_set, protocol_definitions
 from .render._common import render_json
 
 # Keys in the order they were given ("masked" before "nodes"), the nodes as render_json
@@ -291,33 +292,33 @@ class ConvoSnapshot:
         )
 
 
-Definitions = Iterable[Any] | ModuleType | DefinitionSet | None
+Definitions = Iterable[Any] | ModuleType | ProtocolSet | None
 """What the fixtures take as ``definitions``: see the module docstring."""
 
 
-def definition_set(definitions: Definitions, events: Sequence[Any]) -> DefinitionSet:
+def definition_set(definitions: Definitions, events: Sequence[Any]) -> ProtocolSet:
     """The set to replay ``events`` with: detected (``None``), a module's, or given
     definitions with the pre-pass and routing key of the module they come from."""
     if definitions is None:
         return protocol_definitions(detect_protocol(events).protocol)
-    if isinstance(definitions, DefinitionSet):
+    if isinstance(definitions, ProtocolSet):
         return definitions
     if isinstance(definitions, ModuleType):
-        return DefinitionSet.from_module(definitions)
-    given = DefinitionSet(name="the given definitions", definitions=tuple(definitions))
+        return module_set(definitions)
+    given = tuple(definitions)
     module = _set_module(given)
     if module is None or not hasattr(module, "DEFINITIONS"):
-        return given
-    return DefinitionSet.from_module(module, given.definitions)
+        return ProtocolSet(name="the given definitions", definitions=given)
+    return module_set(module, given)
 
 
-def _set_module(chosen: DefinitionSet) -> ModuleType | None:
-    """The one module all of the set's definitions come from, or ``None`` (mixed)."""
+def _set_module(definitions: tuple[Any, ...]) -> ModuleType | None:
+    """The one module all of ``definitions`` come from, or ``None`` (mixed)."""
     # A protocol set's guard against unrouted events (definitions._protocol.Unrouted)
     # belongs to every set: the set is the module of its other definitions.
     modules = {
         type(definition).__module__
-        for definition in chosen.definitions
+        for definition in definitions
         if not isinstance(definition, Unrouted)
     }
     return sys.modules.get(modules.pop()) if len(modules) == 1 else None

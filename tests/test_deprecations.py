@@ -41,6 +41,9 @@ RENAMED: dict[str, dict[str, str]] = {
         "Step": "StepState",
     },
     "definitions.recorded": {"Recorder": "Preparer"},
+    "replay": {"EventStore": "SQLiteStore", "PostgresEventStore": "PostgresStore"},
+    "replay.stores._sqlite": {"EventStore": "SQLiteStore"},
+    "replay.stores._postgres": {"PostgresEventStore": "PostgresStore"},
 }
 PAIRS = [(module, old, new) for module, names in RENAMED.items() for old, new in names.items()]
 
@@ -53,6 +56,15 @@ def test_an_old_name_is_the_new_one_with_a_warning(module: str, old: str, new: s
     assert value is getattr(imported, new)
     assert new in imported.__all__
     assert old not in imported.__all__
+
+
+def test_the_definition_set_is_the_protocol_set() -> None:
+    import replay
+    from definitions import ProtocolSet
+
+    with pytest.warns(DeprecationWarning, match=r"replay\.DefinitionSet.*definitions\.ProtocolSet"):
+        assert replay.DefinitionSet is ProtocolSet
+    assert "DefinitionSet" not in replay.__all__
 
 
 @pytest.mark.parametrize("module", sorted(RENAMED))

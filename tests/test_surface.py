@@ -74,3 +74,37 @@ def test_definitions_import_only_engine_of_ours() -> None:
 def test_engine_does_no_io() -> None:
     # The core reads no files, sockets or clocks of its own (time enters via clock=).
     assert not _imports(ROOT / "engine") & {"socket", "os", "io", "pathlib", "sqlite3", "json"}
+
+
+def test_replay_imports_each_name_where_its_table_says() -> None:
+    """``replay`` imports its names on first use from the modules of its ``_HOME``
+    table; the imports under ``TYPE_CHECKING`` (what type checkers read) must say the
+    same, name for name and module for module."""
+    import ast
+    import subprocess
+    import sys
+
+    import replay
+
+    tree = ast.parse((ROOT / "replay" / "__init__.py").read_text(encoding="utf-8"))
+    guarded = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING"
+    )
+    declared = {
+        alias.name: "." * node.level + (node.module or "")
+        for node in guarded.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert declared == replay._HOME
+    fresh = subprocess.run(
+        [sys.executable, "-c", "import replay, sys; print(sorted(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded = fresh.stdout
+    for heavy in ("replay.serve", "replay.recording", "replay.render", "replay._determinism"):
+        assert f"'{heavy}" not in loaded, f"import replay pulls in {heavy}"

@@ -178,8 +178,8 @@ def command(
         economized, seconds = timed(_told(made, progress))
         calls = [_Shown(c.call, c.payload, c.problems) for c in economized]
     else:
-        plain = requests(events, args.provider, options=options, progress=progress, head=head)
-        calls = [_Shown(c.index, c.request, c.problems, c.notes) for c in plain]
+        projected = requests(events, args.provider, options=options, progress=progress, head=head)
+        calls = [_Shown(c.index, c.request, c.problems, c.notes) for c in projected]
     # 3. economy
     if talk is not None and args.stats:
         return _figures(talk, args, head, economized, seconds, siblings)

@@ -53,7 +53,7 @@ from engine import (
     without_compactions,
 )
 
-from ._requests import conversation_items
+from ._requests import build, conversation_items
 from ._workbench import Workbench, WorkbenchIndex
 
 __all__ = [
@@ -233,7 +233,7 @@ def requests(
             workbench.write(out.spills)
             items += gateway.items(Message(role=Role.system, content=index.text()))
         items += [item for message_items in converted for item in message_items]
-        payload = gateway.request(items, model=head.model, **head.options)
+        payload = build(gateway, items, head)
         problems = tuple(gateway.validate(payload))
         yield CallRequest(call=n, payload=payload, economized=out, problems=problems)
 

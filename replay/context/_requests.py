@@ -47,10 +47,11 @@ from typing import Any, Final
 import attrs
 import msgspec
 
+from definitions import ProtocolSet
 from definitions._requests_read import PROVIDERS, api_of, model_of_url
 from definitions._settings import limited
 from definitions.conversation import answer_unanswered, conversation_messages
-from definitions.gateways import Carried, Gateway, Problem, carry, crossing, gateway
+from definitions.gateways import Carried, Gateway, Problem, carry, crossing, declared, gateway
 from engine import (
     Context,
     CoopContext,
@@ -64,7 +65,7 @@ from engine import (
     without_compactions,
 )
 
-from ..protocols._detect import DefinitionSet, detect_protocol, protocol_definitions
+from ..protocols._detect import detect_protocol, protocol_definitions
 
 __all__ = [
     "RENDER_EVENT",
@@ -73,6 +74,7 @@ __all__ = [
     "Feeder",
     "NextRequest",
     "Prefix",
+    "build",
     "carried",
     "check_requests",
     "conversation_items",
@@ -217,6 +219,13 @@ def carried(events: Iterable[Any], provider: str, options: ContextOptions) -> Ca
     return attrs.evolve(found, model=model, options=settings)
 
 
+def build(target: Gateway, items: Iterable[Any], head: Carried) -> dict[str, Any]:
+    """The request of ``items`` for ``target``, carrying ``head`` (model, tools,
+    settings); the tools its history calls declared where the provider wants them
+    (``definitions.gateways.declared``)."""
+    return declared(target.name, target.request(items, model=head.model, **head.options))
+
+
 def _call(
     index: int,
     position: int | None,
@@ -225,7 +234,7 @@ def _call(
     head: Carried,
     notes: tuple[str, ...] = (),
 ) -> Call:
-    request = target.request(context, model=head.model, **head.options)
+    request = build(target, context, head)
     return Call(
         index=index,
         position=position,
@@ -235,7 +244,7 @@ def _call(
     )
 
 
-def definition_set_of(events: Sequence[Any]) -> DefinitionSet:
+def definition_set_of(events: Sequence[Any]) -> ProtocolSet:
     """The definition set of the protocol ``events`` speak (detected)."""
     return protocol_definitions(detect_protocol(events).protocol)
 
@@ -320,19 +329,19 @@ def _nothing() -> None:
 class Prefix:
     """The log's events so far, folded as they come (``extend``): a live engine of
     the set takes each event once, in ``push_many`` batches of ``batch()`` events
-    (all at once without it); ``refold`` (or a set whose pre-pass reads only a whole
-    stream) replays the whole prefix instead, the batch path, at each extension."""
+    (all at once without it); ``refold`` replays the whole prefix instead, the batch
+    path, at each extension."""
 
     def __init__(
         self,
-        definition_set: DefinitionSet,
+        definition_set: ProtocolSet,
         *,
         batch: Callable[[], int] | None = None,
         refold: bool = False,
     ) -> None:
         self._set = definition_set
         self._batch = batch
-        self._engine = None if refold else definition_set.live()
+        self._engine = None if refold else definition_set.engine()
         self._events: list[Any] = []
 
     def extend(self, events: Sequence[Any]) -> tuple[Node, ...]:

@@ -19,11 +19,11 @@ from typing import Any
 
 import attrs
 
+from definitions import ProtocolSet
 from definitions.branch import Tree, starts_of
 from definitions.gateways import Gateway
 from engine import Economy
 
-from ..protocols._detect import DefinitionSet
 from ._economy import common_prefix, conversation, requests
 
 __all__ = ["SiblingPrefix", "sibling_prefixes"]
@@ -54,7 +54,7 @@ class SiblingPrefix:
 
 
 def _request(
-    events: Sequence[Any], path: list[int], at: int, chosen: DefinitionSet, gateway: Gateway
+    events: Sequence[Any], path: list[int], at: int, chosen: ProtocolSet, gateway: Gateway
 ) -> bytes:
     """The serialized request before the first model call at or after path index
     ``at`` (after the whole path when none follows)."""
@@ -66,7 +66,7 @@ def _request(
 
 
 def sibling_prefixes(
-    events: Sequence[Any], chosen: DefinitionSet, gateway: Gateway
+    events: Sequence[Any], chosen: ProtocolSet, gateway: Gateway
 ) -> list[SiblingPrefix]:
     """Per branch point of ``events``' tree, in log order, each later version's
     request prefix shared with version 1's (see the module docstring)."""

@@ -531,8 +531,6 @@ _YAML_CASSETTE = re.compile(rb"\A(?:\s*(?:#[^\n]*)?\n)*(?:---\s*\n)?interactions
 _JSON_CASSETTE = re.compile(rb'\A\s*\{\s*"(?:interactions|version)"')
 
 
-# Headers a recording keeps: none can carry a secret (an allow-list, so a new
-# credential header is left out by default).
 def _is_cassette(data: bytes) -> bool:
     """Whether ``data`` opens a VCR cassette: YAML whose first key is
     ``interactions``, or the JSON serializer's object (which pytest-recording writes

@@ -1,20 +1,20 @@
-"""Which protocol a recording speaks, and the definition set that folds it.
+"""Which protocol a recording speaks, and the set that folds it.
 
 Theory of operation
 -------------------
-A ``DefinitionSet`` is what a replay needs besides the events: the definitions, the
-routing key for the engine (``event_type``) and the protocol's pre-pass, if it has
-one. The pre-pass exists because some protocols leave out who an event belongs to
-(Anthropic's deltas carry only a block index, AG-UI's chunks may omit their id), and
-``match`` must be pure: the protocol module names it in a small causal pass that
-wraps each raw event in an envelope (see ``definitions.anthropic``). The set is read
-off the module's declared contract, never re-implemented:
+What a replay needs besides the events is a ``definitions.ProtocolSet``: the
+definitions, the routing key for the engine (``event_type``) and the protocol's
+pre-pass, if it has one. The pre-pass exists because some protocols leave out who an
+event belongs to (Anthropic's deltas carry only a block index, AG-UI's chunks may
+omit their id), and ``match`` must be pure: the protocol module names it in a small
+causal pass that wraps each raw event in an envelope (see ``definitions.anthropic``).
+The set is read off the module's declared contract, never re-implemented:
 
-- a protocol module declares a ``PROTOCOL`` (``definitions.ProtocolSet``): its
-  definitions, pre-pass (``prepare``), routing key (``event_type``), vocabulary and
-  ``detect`` (``definitions.anthropic``, ``definitions.ag_ui``, ...);
-- any other module is fed the events as they are and routed by its ``event_type``,
-  or by the shared key ``definitions.event_type`` (the built-in kinds, plug-ins).
+- a module that declares a ``PROTOCOL`` is folded by it (``definitions.anthropic``,
+  ``definitions.ag_ui``, the built-in kinds' ``definitions.builtin``, ...);
+- any other module (a plug-in) is a set with no pre-pass: its events go in as they
+  are, routed by its ``event_type`` or by the shared key ``definitions.event_type``
+  (``module_set``).
 
 A module declares its event vocabulary, the tagged msgspec Structs its definitions
 fold fastest, by its protocol set's ``vocabulary`` or else by a module-level
@@ -44,7 +44,7 @@ import operator
 import os
 import sys
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Final
 
@@ -52,18 +52,16 @@ import attrs
 
 from definitions import ProtocolSet
 from definitions import event_type as shared_event_type
-from engine import ConversationEngine, Node, create_conversation_engine
 
 from .._errors import DefinitionSpecError
-from .._replay import replay
 from ..logs._jsonl import event_types
 
 __all__ = [
     "PROTOCOLS",
-    "DefinitionSet",
     "Detection",
     "detect_protocol",
     "load_definitions",
+    "module_set",
     "protocol_definitions",
 ]
 
@@ -112,7 +110,10 @@ def _vote(event: Any, builtin: frozenset[str], protocols: Sequence[ProtocolSet])
     if type(event) is not dict:
         # A typed event (a tagged msgspec Struct): only the built-in kinds decode to those.
         return "builtin" if shared_event_type(event) in builtin else None
-    if event.get("type") in builtin:
+    kind = event.get("type")
+    if kind is not None and type(kind) is not str:
+        return None  # a type that is not a string (hostile, damaged) is no one's
+    if kind in builtin:
         return "builtin"
     for protocol in protocols:  # each set says what it recognises (its detect)
         if protocol.detect(event):
@@ -197,71 +198,27 @@ def detect_protocol(events: Iterable[Any]) -> Detection:
 # -- definition sets -------------------------------------------------------------------
 
 
-def _identity(events: Iterable[Any]) -> Iterable[Any]:
-    return events
-
-
-@attrs.frozen(kw_only=True)
-class DefinitionSet:
-    """Definitions and the way a recording is fed to them.
-
-    ``definitions`` are registered in order; ``prepare`` is the protocol's pre-pass
-    (raw events in, the envelopes the definitions match out; ``None`` when events go
-    in as they are); ``event_type`` is the engine's routing key. ``name`` says where
-    the set came from, for messages. ``vocabulary`` is the set's event vocabulary, to
-    decode its events with (``load_events(types=...)``), or ``None``: plain events
-    (see the module docstring).
-    """
-
-    name: str
-    definitions: tuple[Any, ...]
-    prepare: Callable[[Iterable[Any]], Iterable[Any]] | None = None
-    event_type: Callable[[Any], Hashable] = shared_event_type
-    vocabulary: Any = None
-    protocol: ProtocolSet | None = None
-    """The protocol set these definitions are, exactly (its live pre-pass, its
-    ``rebuild`` of the protocol's final objects), or ``None``."""
-
-    def feed(self, events: Iterable[Any]) -> Iterable[Any]:
-        """``events`` as the definitions take them: through the pre-pass, lazily."""
-        return events if self.prepare is None else self.prepare(events)
-
-    def replay(self, events: Iterable[Any]) -> tuple[Node, ...]:
-        """The view after folding the raw ``events`` (``replay.replay`` on the fed events)."""
-        return replay(self.feed(events), self.definitions, event_type=self.event_type)
-
-    def live(self) -> ConversationEngine | None:
-        """A live engine taking the raw events one push (or ``push_many``) at a time,
-        or ``None`` when the set's pre-pass reads only a whole stream."""
-        if self.protocol is not None:
-            return self.protocol.engine()
-        if self.prepare is None:
-            return create_conversation_engine(self.definitions, event_type=self.event_type)
-        return None
-
-    @classmethod
-    def from_module(
-        cls, module: ModuleType, definitions: Iterable[Any] | None = None, *, name: str = ""
-    ) -> DefinitionSet:
-        """The set a protocol module folds with, by the convention of its ``fold()``,
-        with the vocabulary it declares (see the module docstring); ``definitions``
-        default to its ``DEFINITIONS``."""
-        protocol = _protocol(module)
-        if definitions is None:
-            definitions = module.DEFINITIONS if protocol is None else protocol.definitions
-        definitions = tuple(definitions)
-        prepare, route = _wiring(module)
-        return cls(
-            name=name or module.__name__,
-            definitions=definitions,
-            prepare=prepare,
-            event_type=route,
-            vocabulary=_declared_vocabulary(module),
-            # Only the protocol's own definitions make its nodes (and so its rebuild).
-            protocol=protocol
-            if protocol is not None and protocol.definitions == definitions
-            else None,
-        )
+def module_set(
+    module: ModuleType, definitions: Iterable[Any] | None = None, *, name: str = ""
+) -> ProtocolSet:
+    """The set a module folds with: its ``PROTOCOL`` when it declares one (with
+    ``definitions`` other than the protocol's own: its pre-pass and routing, no
+    rebuild), else its ``DEFINITIONS`` (or ``definitions``) with no pre-pass, routed
+    by its ``event_type`` or the shared key, with the vocabulary it declares (see the
+    module docstring). ``name`` says where the set came from, for messages."""
+    protocol = _protocol(module)
+    if protocol is not None:
+        given = protocol.definitions if definitions is None else tuple(definitions)
+        if given == protocol.definitions and not name:
+            return protocol
+        return protocol.with_definitions(given, title=name or None)
+    route = getattr(module, "event_type", None)
+    return ProtocolSet(
+        name=name or module.__name__,
+        definitions=tuple(module.DEFINITIONS if definitions is None else definitions),
+        event_type=route if callable(route) else shared_event_type,
+        vocabulary=_declared_vocabulary(module),
+    )
 
 
 def _protocol(module: ModuleType) -> ProtocolSet | None:
@@ -275,9 +232,7 @@ def _declared_vocabulary(module: ModuleType) -> Any:
     is a tagged msgspec Struct or a union of them, else ``None`` (see the module
     docstring)."""
     protocol = _protocol(module)
-    if protocol is not None:
-        return _vocabulary(protocol.vocabulary)
-    return _vocabulary(getattr(module, "Event", None))
+    return _vocabulary(getattr(module, "Event", None) if protocol is None else protocol.vocabulary)
 
 
 def _vocabulary(types: Any) -> Any:
@@ -290,20 +245,8 @@ def _vocabulary(types: Any) -> Any:
     return types
 
 
-def _wiring(
-    module: ModuleType,
-) -> tuple[Callable[[Iterable[Any]], Iterable[Any]] | None, Callable[[Any], Hashable]]:
-    """The pre-pass and routing key ``module`` declares: its protocol set's, else none
-    and its ``event_type`` (or the shared key)."""
-    protocol = _protocol(module)
-    if protocol is not None:
-        return protocol.prepare, protocol.event_type
-    route = getattr(module, "event_type", None)
-    return None, route if callable(route) else shared_event_type
-
-
-def protocol_definitions(protocol: str) -> DefinitionSet:
-    """The definition set of a protocol named in ``PROTOCOLS``.
+def protocol_definitions(protocol: str) -> ProtocolSet:
+    """The set of a protocol named in ``PROTOCOLS``: its module's ``PROTOCOL``.
 
     Raises ``DefinitionSpecError`` when its module cannot be imported (a set still
     being written, or a broken install).
@@ -315,7 +258,7 @@ def protocol_definitions(protocol: str) -> DefinitionSet:
         raise DefinitionSpecError(
             module_name, f"the {title} definition set is not available ({exc})"
         ) from exc
-    return DefinitionSet.from_module(module, name=f"{title} ({module_name})")
+    return module_set(module)
 
 
 def _is_definition(value: object) -> bool:
@@ -365,7 +308,7 @@ def _as_definitions(spec: str, value: object) -> tuple[Any, ...]:
     return tuple(value)
 
 
-def load_definitions(specs: Sequence[str]) -> DefinitionSet:
+def load_definitions(specs: Sequence[str]) -> ProtocolSet:
     """The definition set named by ``specs``, each ``MODULE`` (its ``DEFINITIONS``) or
     ``MODULE:ATTR`` (a dotted attribute holding a definition or a sequence of them).
 
@@ -380,44 +323,39 @@ def load_definitions(specs: Sequence[str]) -> DefinitionSet:
     if not specs:
         raise ValueError("load_definitions needs at least one spec")
     found: list[Any] = []
-    prepare: Callable[[Iterable[Any]], Iterable[Any]] | None = None
-    route: Callable[[Any], Hashable] = shared_event_type
-    fed_by: tuple[str, str] | None = None  # (module, spec) whose wiring is in force
+    fed_by: tuple[ModuleType, str] | None = None  # the module whose wiring is in force
     vocabularies: list[Any] = []
     for spec in specs:
         module, value = _import(spec)
         found.extend(_as_definitions(spec, value))
+        protocol = _protocol(module)
         vocabularies.append(_declared_vocabulary(module))
-        wiring = _wiring(module)
-        if wiring == (None, shared_event_type):
-            continue
-        if fed_by is not None and fed_by[0] != module.__name__:
+        route = getattr(module, "event_type", None) if protocol is None else protocol.event_type
+        if (protocol is None or protocol.prepare is None) and (
+            not callable(route) or route is shared_event_type
+        ):
+            continue  # the shared key, no pre-pass: feeds events as every plug-in does
+        if fed_by is not None and fed_by[0] is not module:
             raise DefinitionSpecError(
                 spec,
                 f"its module feeds events differently from {fed_by[1]!r} (its own "
                 "pre-pass or routing key); definitions from both cannot be replayed together",
             )
-        fed_by = (module.__name__, spec)
-        prepare, route = wiring
+        fed_by = (module, spec)
     vocabulary = None
     if None not in vocabularies:
         # Two vocabularies that share a tag cannot be one union: then plain events.
         vocabulary = _vocabulary(functools.reduce(operator.or_, vocabularies))
-    return DefinitionSet(
-        name=" ".join(specs),
-        definitions=tuple(found),
-        prepare=prepare,
-        event_type=route,
-        vocabulary=vocabulary,
-        protocol=_protocol_of(fed_by, tuple(found)),
+    title = " ".join(specs)
+    if fed_by is None:
+        return ProtocolSet(name=title, definitions=found, vocabulary=vocabulary)
+    module = fed_by[0]
+    protocol = _protocol(module)
+    if protocol is None:
+        return ProtocolSet(
+            name=title, definitions=found, event_type=module.event_type, vocabulary=vocabulary
+        )
+    chosen = protocol.with_definitions(found, title=title)
+    return (
+        chosen if chosen.vocabulary is vocabulary else attrs.evolve(chosen, vocabulary=vocabulary)
     )
-
-
-def _protocol_of(
-    fed_by: tuple[str, str] | None, definitions: tuple[Any, ...]
-) -> ProtocolSet | None:
-    """The protocol set of the module feeding ``definitions`` when they are exactly
-    its own, else ``None``."""
-    module = None if fed_by is None else sys.modules.get(fed_by[0])
-    protocol = None if module is None else _protocol(module)
-    return protocol if protocol is not None and protocol.definitions == definitions else None

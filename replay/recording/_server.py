@@ -55,16 +55,17 @@ class PlaybackServer(http.server.ThreadingHTTPServer):
     def __init__(
         self, player: Player, *, host: str = "127.0.0.1", port: int = 0, log: IO[str] | None = None
     ) -> None:
-        if not _loopback(host):
-            raise RecordingError(
-                f"the playback server serves loopback addresses only (127.0.0.1, ::1), "
-                f"not {host!r}: it answers anyone who reaches it"
-            )
         if ":" in host:
             self.address_family = socket.AF_INET6
         self.player = player
         self.log = log
         super().__init__((host, port), _Handler)
+        if not ipaddress.ip_address(str(self.server_address[0])).is_loopback:  # as bound
+            self.server_close()
+            raise RecordingError(
+                f"the playback server serves loopback addresses only (127.0.0.1, ::1), "
+                f"not {host!r}: it answers anyone who reaches it"
+            )
 
     @property
     def url(self) -> str:
@@ -72,15 +73,6 @@ class PlaybackServer(http.server.ThreadingHTTPServer):
         host, port = str(self.server_address[0]), self.server_address[1]
         shown = f"[{host}]" if ":" in host else host
         return f"http://{shown}:{port}"
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @contextlib.contextmanager
@@ -107,8 +99,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     do_GET = do_PUT = do_DELETE = do_PATCH = do_POST
 
     def _answer(self) -> None:
-        length = self.headers.get("content-length")
-        content = self.rfile.read(int(length)) if length and length.isdigit() else b""
+        content = self._body()
         player = self.server.player
         try:
             recorded = player.take(None, self.command, self.path, content)
@@ -118,6 +109,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         # The client may give up first: nothing left to answer then.
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             self._send(recorded, player.speed)
+
+    def _body(self) -> bytes:
+        """The request's body: ``content-length`` bytes, or its chunks (a client
+        streaming its request, as Node's fetch may)."""
+        if "chunked" in self.headers.get("transfer-encoding", "").lower():
+            parts = []
+            while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()  # the CRLF after the chunk
+            while self.rfile.readline().strip():  # trailers, up to the blank line
+                pass
+            return b"".join(parts)
+        length = self.headers.get("content-length", "")
+        return self.rfile.read(int(length)) if length.isdigit() else b""
 
     def _send(self, recorded: RecordedCall, speed: float | None) -> None:
         if recorded.status is None:  # failed before any answer: none is given

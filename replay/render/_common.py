@@ -90,18 +90,18 @@ class ToolJoin:
         self._links = {}
         self._joined: dict[str, Joined] = {}
 
-    def of(self, nodes: Iterable[Node]) -> dict[str, Joined]:
-        """Per node key, what the join gives it (a key absent: nothing)."""
+    def of(self, nodes: Iterable[Node], changed: Iterable[Node] | None = None) -> dict[str, Joined]:
+        """Per node key, what the join gives it (a key absent: nothing). ``changed``:
+        the nodes new or changed since the last call (a live view's notification
+        knows them), so only those are read; ``None``: every node is."""
         if not self._calls:
             return self._joined
         nodes = tuple(nodes)
         known = self._links
-        changed = len(known) != len(nodes)
-        links = []
-        for node in nodes:
+        dirty = len(known) != len(nodes)
+        for node in nodes if changed is None else changed:
             entry = known.get(node.key)
             if entry is not None and entry[0] is node.state:
-                links.append(entry[1:])
                 continue
             calls = self._calls.get(node.kind)
             results = self._results.get(node.kind)
@@ -109,17 +109,13 @@ class ToolJoin:
                 tuple(call_member(calls, node, "tool_calls")) if calls else (),
                 tuple(call_member(results, node, "tool_results")) if results else (),
             )
-            changed = changed or entry is None or entry[1:] != link
+            dirty = dirty or entry is None or entry[1:] != link
             known[node.key] = (node.state, *link)
-            links.append(link)
-        if changed:
-            if len(known) != len(nodes):  # nodes gone: forget them
+        if dirty:
+            if len(known) != len(nodes):  # nodes gone (another view): forget them
                 keep = {node.key for node in nodes}
-                self._links = {k: v for k, v in known.items() if k in keep}
-            by_key = {node.key: link for node, link in zip(nodes, links, strict=True)}
-            self._joined = join_tools(
-                nodes, lambda node: by_key[node.key][0], lambda node: by_key[node.key][1]
-            )
+                self._links = known = {k: v for k, v in known.items() if k in keep}
+            self._joined = join_tools(nodes, lambda n: known[n.key][1], lambda n: known[n.key][2])
         return self._joined
 
 

@@ -18,6 +18,7 @@ live page can be sent, for a streaming text, only the blocks that changed
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from html import escape
 from importlib import resources
@@ -36,6 +37,7 @@ from definitions._render import (
 )
 from engine import Node
 
+from .._errors import RenderError
 from ._common import ToolJoin, call_member, members, pretty_state
 
 __all__ = ["BlockPatch", "HtmlRenderer", "kind_stylesheets", "render_html"]
@@ -56,8 +58,30 @@ def kind_stylesheets(definitions: Iterable[Any]) -> list[str]:
     return list(dict.fromkeys(css for css in found if isinstance(css, str) and css))
 
 
+_TURN = re.compile(r'<div class="msg" data-role="([^"]*)"')  # definitions._render.bubble
+
+
 def _fallback(node: Node) -> str:
-    return f'<pre class="state">{escape(pretty_state(node.state), quote=True)}</pre>'
+    try:
+        text = pretty_state(node.state)
+    except (RecursionError, TypeError, ValueError) as exc:  # a state with no JSON form
+        raise RenderError(
+            f"node {node.key} ({node.kind!r}) has no JSON form to show: "
+            f"{type(exc).__name__}: {exc}",
+            kind=node.kind,
+            key=node.key,
+            method="render_html",
+        ) from exc
+    return f'<pre class="state">{escape(text, quote=True)}</pre>'
+
+
+def _error_card(node: Node, exc: RenderError) -> str:
+    """What a node shows when its definition cannot render it: the error, escaped."""
+    key = escape(node.key, quote=True)
+    return (
+        f"\n<header>#{node.seq} {key}</header>\n"
+        f'<div class="body"><pre class="error">{escape(str(exc), quote=True)}</pre></div>\n'
+    )
 
 
 @attrs.frozen
@@ -133,11 +157,13 @@ class HtmlRenderer:
         self.hits = 0
         self.misses = 0
 
-    def join(self, nodes: Iterable[Node]) -> set[str]:
+    def join(self, nodes: Iterable[Node], changed: Iterable[Node] | None = None) -> set[str]:
         """Join the tool calls and results of ``nodes`` (the whole view) for the
-        fragments rendered next; the keys whose fragment the join changed."""
+        fragments rendered next; the keys whose fragment the join changed.
+        ``changed``: the nodes new or changed since the last join, when known (a live
+        view's notification): only those are read."""
         before = self._joins
-        after = self._joins = self._tools.of(nodes)
+        after = self._joins = self._tools.of(nodes, changed)
         if after is before:
             return set()
         return {
@@ -190,24 +216,34 @@ class HtmlRenderer:
         member = self._render.get(node.kind)
         pieces: list[str]
         blocks: list[Blocks] = []
-        if member is None:
-            pieces = [_fallback(node)]
-        else:
-            token = joined(join)
-            try:
-                pieces, blocks = render_blocks(lambda: call_member(member, node, "render_html"))
-            finally:
-                unjoined(token)
         key = escape(node.key, quote=True)
         kind = escape(node.kind, quote=True)
+        css = "node"
+        try:
+            if member is None:
+                pieces = [_fallback(node)]
+            else:
+                token = joined(join)
+                try:
+                    pieces, blocks = render_blocks(lambda: call_member(member, node, "render_html"))
+                finally:
+                    unjoined(token)
+        except RenderError as exc:
+            # One node that cannot be shown costs its own place, not the page.
+            css, pieces, blocks = "node render-error", [_error_card(node, exc)], []
         # The key is for scripts and links (id, data-key), never shown; a node with
         # nothing to show (a step, an empty container) keeps its place, hidden, so
         # the live page can still patch it in order.
         shown = blocks or any(piece and not piece.isspace() for piece in pieces)
         hidden = "" if shown else " hidden"
+        # A node that opens with a turn's bubble carries the turn's role, so the
+        # stylesheet joins consecutive turns with sibling selectors (a :has() rule
+        # costs the browser seconds on a long page).
+        turn = _TURN.match(pieces[0])
+        role = f' data-turn="{turn.group(1)}"' if turn else ""
         pieces[0] = (
-            f'<article class="node" id="{key}" data-key="{key}" data-kind="{kind}" '
-            f'data-seq="{node.seq}"{hidden}>{pieces[0]}'
+            f'<article class="{css}" id="{key}" data-key="{key}" data-kind="{kind}" '
+            f'data-seq="{node.seq}"{role}{hidden}>{pieces[0]}'
         )
         pieces[-1] += "</article>\n"
         return _Rendered(node, join, tuple(pieces), tuple(blocks))
@@ -262,7 +298,9 @@ def render_html(
     Each node is an ``<article>`` with ``id``/``data-key`` = its key, ``data-kind``
     and ``data-seq``; its body is the definition's ``render_html(node)`` (which must
     escape its content) or, for a kind without one, the state as escaped JSON.
-    Everything the page itself writes, ``title`` included, is escaped. For a live
+    Everything the page itself writes, ``title`` included, is escaped. A node its
+    definition fails to render shows the error in its place (an error card) instead
+    of failing the page. For a live
     view rendered again and again, keep an ``HtmlRenderer`` instead.
     """
     return HtmlRenderer(definitions, title=title).render(nodes)

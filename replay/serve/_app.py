@@ -77,9 +77,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from definitions import ProtocolSet
 from engine import (
     ConversationEngine,
-    ConversationError,
     Node,
     Registration,
     Scheduler,
@@ -87,13 +87,12 @@ from engine import (
 )
 
 from .._errors import ConcurrencyError, RenderError, StoreBusyError, UnstorableEventError
-from ..protocols._detect import DefinitionSet, detect_protocol, protocol_definitions
-from ..protocols._feed import event_feed
+from ..protocols._detect import detect_protocol, protocol_definitions
 from ..protocols._unclaimed import unclaimed_note
 from ..render._html import HtmlRenderer, kind_stylesheets
 from ..stores._open import open_store
-from ..stores._postgres import PostgresEventStore
-from ..stores._sqlite import EventStore
+from ..stores._postgres import PostgresStore
+from ..stores._sqlite import SQLiteStore
 from ._clock import FrameClock
 from ._engines import BATCH, Engines, Hook, follow_store
 from ._options import ServeOptions
@@ -135,7 +134,7 @@ _SECURITY_HEADERS = [
     (b"referrer-policy", b"no-referrer"),
 ]
 
-Store = EventStore | PostgresEventStore
+Store = SQLiteStore | PostgresStore
 Source = str | os.PathLike[str] | Store | Mapping[str, ConversationEngine]
 """What a live app serves: a store's name (a SQLite path or a ``postgresql://`` URL,
 opened and closed by the app), an open store (used, never closed), or engines you
@@ -193,9 +192,10 @@ class _Conversation:
     def close(self) -> None:
         """Let go of the source (nothing to do by default)."""
 
-    def unclaimed_note(self) -> str | None:
-        """``"N events claimed by no definition; try -d ..."`` when some were."""
-        return None
+    def notes(self) -> list[str]:
+        """What the page says above the view: events that could not be folded, and
+        ``"N events claimed by no definition; try -d ..."`` when some were."""
+        return []
 
     def current(self) -> tuple[Node, ...]:
         """The view as last notified, pending frames flushed first."""
@@ -216,7 +216,8 @@ class _Conversation:
             changed_at[node.key] = position
             changed.append((node, None))
         # A result joined to its call's card changes that card's node too.
-        rejoined = self._renderer.join(nodes) if self._renderer is not None else None
+        renderer = self._renderer
+        rejoined = renderer.join(nodes, [n for n, _ in changed]) if renderer is not None else ()
         if rejoined:
             sent = {node.key for node, _ in changed}
             for node in nodes:
@@ -314,23 +315,24 @@ class _Folded(_Conversation):
     def __init__(
         self,
         conversation: str,
-        choose: Callable[[Sequence[Any]], tuple[DefinitionSet, Registration]],
+        choose: Callable[[Sequence[Any]], tuple[ProtocolSet, Registration]],
         clock: Scheduler,
     ) -> None:
         super().__init__(conversation, None)
         self._choose = choose
         self._clock = clock
-        self.chosen: DefinitionSet | None = None
+        self.chosen: ProtocolSet | None = None
         self.engine: ConversationEngine | None = None
         self._feed: Callable[[Any], Any] | None = None
         self._first_events: Sequence[Any] = ()  # what detection looked at, for the note
         self.failures = 0  # events a definition rejected (logged, skipped)
+        self.first_failure = ""
 
     def _begin(self, first: Sequence[Any]) -> ConversationEngine:
         chosen, registration = self._choose(first)
         self.chosen = chosen
         self._first_events = first
-        self._feed = event_feed(chosen)
+        self._feed = chosen.pre_pass()
         self._renderer = HtmlRenderer(registration.definitions, title=self.id)
         engine = self.engine = create_conversation_engine(registration, self._clock)
         engine.subscribe(self._on_nodes)
@@ -364,20 +366,30 @@ class _Folded(_Conversation):
                 envelope = event if feed is None else feed(event)
                 if envelope is not None:
                     push(envelope)
-            except (ConversationError, ValueError, TypeError, KeyError) as exc:
-                # A bad event must not stop the view: the engine left no trace of it.
+            except Exception as exc:
+                # A bad event must not stop the view (whatever a definition or a
+                # pre-pass raised for it): the engine left no trace of it; the page
+                # says how many were skipped, and the first.
                 self.failures += 1
-                log.warning(
-                    "conversation %r, event #%d skipped: %s", self.id, self.position - 1, exc
-                )
+                where = f"event #{self.position - 1}: {type(exc).__name__}: {exc}"
+                self.first_failure = self.first_failure or where
+                log.warning("conversation %r, %s (skipped)", self.id, where)
 
-    def unclaimed_note(self) -> str | None:
-        if self.engine is None or self.chosen is None:
-            return None
-        unclaimed = self.engine.statistics().events_unclaimed
-        if unclaimed <= 0:
-            return None
-        return unclaimed_note(unclaimed, self.position, self._first_events, self.chosen.name)
+    def notes(self) -> list[str]:
+        notes = []
+        if self.failures:
+            s = "" if self.failures == 1 else "s"
+            notes.append(
+                f"{self.failures} event{s} could not be shown; the first, {self.first_failure}"
+            )
+        if self.engine is not None and self.chosen is not None:
+            unclaimed = self.engine.statistics().events_unclaimed
+            name = self.chosen.label
+            with contextlib.suppress(Exception):  # it detects too: odd events are no note
+                note = unclaimed_note(unclaimed, self.position, self._first_events, name)
+                if note is not None:
+                    notes.append(note)
+        return notes
 
     def current(self) -> tuple[Node, ...]:
         if self.engine is not None:
@@ -441,14 +453,14 @@ class Live:
         self.options = options
         definitions = options.definitions
         # None: each conversation's protocol is detected from its first events, as
-        # `convo replay` does; a DefinitionSet or definitions: every conversation's.
-        if definitions is None or isinstance(definitions, DefinitionSet):
+        # `convo replay` does; a ProtocolSet or definitions: every conversation's.
+        if definitions is None or isinstance(definitions, ProtocolSet):
             self.fixed = definitions
         else:
-            self.fixed = DefinitionSet(name="the given definitions", definitions=tuple(definitions))
+            self.fixed = ProtocolSet(name="the given definitions", definitions=definitions)
         # Validated and routed once per set for every conversation's engine (bad
         # definitions fail here, before the server serves anything).
-        self._registrations: dict[str, tuple[DefinitionSet, Registration]] = {}
+        self._registrations: dict[str, tuple[ProtocolSet, Registration]] = {}
         self._styles: dict[str, None] = dict.fromkeys(options.stylesheets)  # ordered, once
         if self.fixed is not None:
             self._registration(self.fixed)
@@ -460,7 +472,7 @@ class Live:
         self.closed = False  # the server is stopping (close_streams)
         if isinstance(source, Mapping):
             self.engines = source
-        elif isinstance(source, EventStore | PostgresEventStore):
+        elif isinstance(source, SQLiteStore | PostgresStore):
             self.store = self.writer = source
         else:
             self.store = open_store(source)
@@ -572,10 +584,14 @@ class Live:
                 return None
         return _Folded(conversation, self._choose, self.clock)
 
-    def _choose(self, first: Sequence[Any]) -> tuple[DefinitionSet, Registration]:
+    def _choose(self, first: Sequence[Any]) -> tuple[ProtocolSet, Registration]:
         chosen = self.fixed
         if chosen is None:
-            chosen = protocol_definitions(detect_protocol(first).protocol)
+            try:
+                chosen = protocol_definitions(detect_protocol(first).protocol)
+            except Exception as exc:  # odd events must not take the page down
+                log.warning("protocol detection failed, showing the built-in kinds: %s", exc)
+                chosen = protocol_definitions("builtin")
         return self._registration(chosen)
 
     async def append(
@@ -598,11 +614,11 @@ class Live:
         """The CSS the definitions (a ``stylesheet`` attribute) and the options bring."""
         return "\n".join(self._styles)
 
-    def _registration(self, chosen: DefinitionSet) -> tuple[DefinitionSet, Registration]:
+    def _registration(self, chosen: ProtocolSet) -> tuple[ProtocolSet, Registration]:
+        # A set's registration is made once, with it: routed once for every engine.
         found = self._registrations.get(chosen.name)
         if found is None:
-            registration = Registration(chosen.definitions, event_type=chosen.event_type)
-            found = self._registrations[chosen.name] = (chosen, registration)
+            found = self._registrations[chosen.name] = (chosen, chosen.registration)
             self._styles.update(dict.fromkeys(kind_stylesheets(chosen.definitions)))
         return found
 
@@ -697,26 +713,42 @@ def assets_html(app: Starlette, *, at: str = "") -> str:
     )
 
 
-async def conversation_html(app: Starlette, conversation: str, *, at: str = "") -> str:
+WINDOW = 150
+"""Nodes a conversation's page carries at first: the latest ones. The script fills
+in the earlier ones after the page is up, a chunk at a time (parsing every node of a
+long conversation before the page answers took seconds), so search-in-page and links
+to a node work once it has; without the script, ``?all=1`` shows them all."""
+
+
+async def conversation_html(
+    app: Starlette, conversation: str, *, at: str = "", window: int | None = WINDOW
+) -> str:
     """A conversation as server-rendered HTML that ``assets_html``'s script keeps live:
-    a ``<section>`` of its nodes, streaming from ``app`` mounted at ``at``. A
-    conversation of a store with no events yet is an empty section that fills when
-    they come. ``LookupError`` for a conversation ``app`` cannot show."""
+    a ``<section>`` of its nodes, streaming from ``app`` mounted at ``at``. Of a long
+    conversation only the last ``window`` nodes are in the HTML, and the script adds
+    the earlier ones (``None``: all of them in the HTML). A conversation of a store
+    with no events yet is an empty section that fills when they come.
+    ``LookupError`` for a conversation ``app`` cannot show."""
     live: Live = app.state.live
     hub = await live.open(conversation)
     if hub is None:
         raise LookupError(f"no conversation {conversation!r} here")
     nodes = hub.current()
-    fragments = "".join(hub.fragment(node) for node in nodes)
+    earlier = 0 if window is None else max(0, len(nodes) - window)
+    fragments = "".join(hub.fragment(node) for node in nodes[earlier:])
     stream = escape(_href(at, conversation, "/stream"), quote=True)
-    note = hub.unclaimed_note()
-    unclaimed = "" if note is None else f'<p class="note unclaimed">{escape(note)}</p>\n'
+    notes = "".join(f'<p class="note unclaimed">{escape(note)}</p>\n' for note in hub.notes())
+    more = ""
+    if earlier:
+        everything = escape(_href(at, conversation, "?all=1"), quote=True)
+        notes += f'<p class="note earlier"><a href="{everything}">{earlier} earlier nodes</a></p>\n'
+        more = f' data-earlier="{earlier}"'
     # Nothing between the tags when there are no nodes: the stylesheet says
     # "waiting" on an :empty section (without the script too).
     return (
-        f"{unclaimed}"
+        f"{notes}"
         f'<section class="conversation" data-stream="{stream}" '
-        f'data-position="{hub.notified}" data-live="off">'
+        f'data-position="{hub.notified}"{more} data-live="off">'
         f"{fragments}</section>\n"
     )
 
@@ -789,7 +821,9 @@ async def _conversation_page(request: Request) -> Response:
     conversation: str = request.path_params["conversation"]
     root = _root(request)
     try:
-        section = await conversation_html(request.app, conversation, at=root)
+        every = request.query_params.get("all") == "1"
+        window = None if every else WINDOW
+        section = await conversation_html(request.app, conversation, at=root, window=window)
     except LookupError:
         raise _PageError(404, f"No conversation {conversation!r} here.") from None
     title = escape(conversation, quote=True)
@@ -922,8 +956,8 @@ def create_app(
     """The live view of ``source`` as an ASGI app, to serve alone or mount in yours.
 
     ``source`` is a store's name (a SQLite path or a ``postgresql://`` URL: many
-    servers may serve one database), an open ``EventStore`` or
-    ``PostgresEventStore``, or a mapping of conversation ids to engines you push into
+    servers may serve one database), an open ``SQLiteStore`` or
+    ``PostgresStore``, or a mapping of conversation ids to engines you push into
     (from any thread). ``options`` (``ServeOptions``) says how to fold, guard and pace.
 
     Routes: ``GET /`` lists conversations; ``GET /conversations/{id}`` is the

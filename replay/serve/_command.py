@@ -20,16 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from definitions import builtin
-from engine import RegistrationError, create_conversation_engine
+from definitions import ProtocolSet, builtin
+from engine import RegistrationError
 
 from .._errors import DefinitionSpecError
-from ..protocols._detect import (
-    DefinitionSet,
-    detect_protocol,
-    load_definitions,
-    protocol_definitions,
-)
+from ..protocols._detect import detect_protocol, load_definitions, protocol_definitions
 from ..protocols._unclaimed import unclaimed_note
 
 if TYPE_CHECKING:
@@ -38,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COLLECTOR_THRESHOLD",
     "EXAMPLE",
+    "HEADER_TIMEOUT",
     "add_arguments",
     "demo_delay",
     "demo_writer",
@@ -55,6 +51,11 @@ the states alive at that moment; enough promotions set off a pass over the whole
 (about 120 ms with 1,000 streams open, all of it a pause of the event loop: that was
 the p99 latency). Fewer young passes promote less. An application serving
 ``create_app`` from its own process decides this for itself (docs/serving.md)."""
+
+HEADER_TIMEOUT = 10.0
+"""Seconds a connection may take to send a request's line and headers. uvicorn has
+no such limit: a client that opens connections and trickles headers would hold each
+one for ever."""
 
 _INSTALL = "convo serve needs the serve extra: pip install 'convo-engine[serve]'"
 
@@ -133,6 +134,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how often a SQLite store is checked for events from other processes "
         "(PostgreSQL notifies them)",
+    )
+    parser.add_argument(
+        "--header-timeout",
+        type=float,
+        default=HEADER_TIMEOUT,
+        metavar="SECONDS",
+        help="close a connection whose request line and headers have not all arrived "
+        f"this long after it opened or after its first bytes (default {HEADER_TIMEOUT:g})",
     )
     parser.add_argument(
         "--max-loaded",
@@ -218,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
     from .._errors import StoreError
     from ..logs._formats import load_events
     from ..stores._open import open_store
-    from ..stores._sqlite import EventStore
+    from ..stores._sqlite import SQLiteStore
     from ._security import allowed_hosts
 
     if args.log is None and args.store is None and not args.demo:
@@ -256,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with _store_path(args) as (path, events):
             if events:
-                with EventStore(path) as store:
+                with SQLiteStore(path) as store:
                     store.append(Path(args.log).stem, events)
             background = []
             if args.demo:
@@ -272,7 +281,12 @@ def run(args: argparse.Namespace) -> int:
             )
             app = create_app(path, options)
             config = uvicorn.Config(
-                app, host=args.host, port=args.port, log_level="warning", lifespan="on"
+                app,
+                host=args.host,
+                port=args.port,
+                log_level="warning",
+                lifespan="on",
+                http=_header_deadline(args.header_timeout),
             )
             server = _server(uvicorn, config, app.state.live)
             before = gc.get_threshold()
@@ -310,16 +324,56 @@ def _server(uvicorn: Any, config: Any, live: Live) -> Any:
     return Server(config)
 
 
-def _chosen(specs: Sequence[str] | None, events: Sequence[Any]) -> DefinitionSet | None:
+def _header_deadline(seconds: float) -> type[Any]:
+    """uvicorn's h11 protocol with a deadline for each request's line and headers:
+    armed when a connection opens and when a request's first bytes come, disarmed
+    when the request's headers are all in; at the deadline the connection closes."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderDeadline(H11Protocol):
+        _deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.conn.their_state is h11.IDLE:  # a request begun, headers not all in
+                if self._deadline is None:
+                    self._arm()
+            else:
+                self._disarm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            self._deadline = self.loop.call_later(seconds, self._expire)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _expire(self) -> None:
+            self._deadline = None
+            if self.conn.their_state is h11.IDLE:
+                self.transport.close()
+
+    return HeaderDeadline
+
+
+def _chosen(specs: Sequence[str] | None, events: Sequence[Any]) -> ProtocolSet | None:
     """The set named by ``-d`` (``None``: detect per conversation); says on stderr when
     the LOG's events go to no definition of the set that will fold them."""
     chosen = None if not specs else load_definitions(specs)
     if events:
         folding = chosen or protocol_definitions(detect_protocol(events).protocol)
-        engine = create_conversation_engine(folding.definitions, event_type=folding.event_type)
-        engine.push_many(folding.feed(events))
-        unclaimed = engine.statistics().events_unclaimed
-        note = unclaimed_note(unclaimed, len(events), events, folding.name)
+        unclaimed = folding.folded(events).statistics().events_unclaimed
+        note = unclaimed_note(unclaimed, len(events), events, folding.label)
         if note is not None:
             print(f"convo serve: warning: {note}", file=sys.stderr)
     return chosen

@@ -33,8 +33,8 @@ from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, 
 from typing import Any, Generic, Protocol, TypeVar
 
 from ..stores._open import changes
-from ..stores._postgres import PostgresEventStore, StoreChange
-from ..stores._sqlite import EventStore
+from ..stores._postgres import PostgresStore, StoreChange
+from ..stores._sqlite import SQLiteStore
 
 __all__ = ["Engines", "Hook", "follow_store"]
 
@@ -161,7 +161,7 @@ class _Follower(Protocol):
 
 
 async def follow_store(
-    store: EventStore | PostgresEventStore,
+    store: SQLiteStore | PostgresStore,
     hubs: Mapping[str, _Follower],
     *,
     poll_interval: float = 0.05,
@@ -190,7 +190,7 @@ async def follow_store(
 
 
 async def _apply(
-    store: EventStore | PostgresEventStore, hubs: Mapping[str, _Follower], change: StoreChange
+    store: SQLiteStore | PostgresStore, hubs: Mapping[str, _Follower], change: StoreChange
 ) -> None:
     if change.conversation is not None:
         hub = hubs.get(change.conversation)

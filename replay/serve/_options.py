@@ -9,16 +9,13 @@ May import: ``replay.serve._security``, ``definitions``, ``engine``.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
-from definitions import builtin
+from definitions import ProtocolSet, builtin
 
 from ._security import allowed_hosts, check_token
-
-if TYPE_CHECKING:
-    from ..protocols._detect import DefinitionSet
 
 __all__ = ["ServeOptions"]
 
@@ -31,7 +28,7 @@ def _tuple(value: Iterable[Any]) -> tuple[Any, ...]:
 class ServeOptions:
     """How the live server folds, guards and paces what it serves.
 
-    ``definitions``: every conversation's set (definitions or a ``DefinitionSet``);
+    ``definitions``: every conversation's set (definitions or a ``ProtocolSet``);
     ``None`` detects each conversation's protocol from its first events, as ``convo
     replay`` does. ``token`` turns ingest on (``POST .../events`` with ``Authorization:
     Bearer``); ``read_token`` makes every page and stream need it too; tokens are at
@@ -42,7 +39,7 @@ class ServeOptions:
     ``background`` coroutines run for the app's lifetime (the demo writer).
     """
 
-    definitions: Iterable[Any] | DefinitionSet | None = None
+    definitions: Iterable[Any] | ProtocolSet | None = None
     token: str | None = None
     read_token: str | None = None
     hosts: tuple[str, ...] = attrs.field(

@@ -12,7 +12,9 @@ Every rule here is one a hostile neighbour or web page would test:
 - Reads: with a read token every page and stream needs it (``ReadTokenMiddleware``):
   ``Authorization: Bearer``, or ``?token=`` once, which sets an HttpOnly, SameSite
   cookie so the page's own stream and links work in a browser that cannot send
-  headers. The static script and stylesheet are public (they hold no conversation).
+  headers. The cookie is named per port and holds a value derived from the token
+  (HMAC-SHA256), not the token: browsers send a host's cookies to all its ports.
+  The static script and stylesheet are public (they hold no conversation).
 - Bodies: read within ``limit`` bytes and ``timeout`` seconds (``read_body``), so a
   client slower than its ``Content-Length`` cannot hold a connection for ever; parsed
   with nesting past the recursion limit refused, every event checked against the
@@ -24,6 +26,7 @@ Every rule here is one a hostile neighbour or web page would test:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
 import ipaddress
 import unicodedata
@@ -49,6 +52,7 @@ __all__ = [
     "bearer_matches",
     "check_token",
     "conversation_problem",
+    "cookie_name",
     "parse_events",
     "read_body",
 ]
@@ -107,14 +111,20 @@ class ReadTokenMiddleware:
         check_token(token, "the read token")
         self.app = app
         self.token = token
+        # The cookie holds a value derived from the token, never the token: a cookie
+        # that reaches another server (browsers scope cookies by host, not port) or
+        # a log is no bearer token, and opens nothing but this server's pages.
+        self.cookie = hmac.new(token.encode(), b"convo read cookie", hashlib.sha256).hexdigest()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or _public(scope):
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        if bearer_matches(headers.get("authorization", ""), self.token) or self._matches(
-            _cookie(headers.get("cookie", ""))
+        name = cookie_name(headers.get("host", ""), scope)
+        given = _cookie(headers.get("cookie", ""), name)
+        if bearer_matches(headers.get("authorization", ""), self.token) or (
+            given is not None and hmac.compare_digest(given.encode(), self.cookie.encode())
         ):
             await self.app(scope, receive, send)
             return
@@ -131,7 +141,7 @@ class ReadTokenMiddleware:
             await response(scope, receive, send)
             return
         cookie = (
-            f"{_COOKIE}={self.token}; HttpOnly; SameSite=Strict; "
+            f"{name}={self.cookie}; HttpOnly; SameSite=Strict; "
             f"Path={scope.get('root_path', '') or '/'}"
         ).encode("latin-1")
 
@@ -158,9 +168,19 @@ def _public(scope: Scope) -> bool:
     )
 
 
-def _cookie(header: str) -> str | None:
+def cookie_name(host: str, scope: Scope) -> str:
+    """The read cookie's name, one per port (``convo_read_8000``): browsers send a
+    host's cookies to every port of it, so two servers on one host keep apart."""
+    _, colon, port = host.rpartition(":")
+    if not (colon and port.isdigit()):
+        server = scope.get("server")
+        port = str(server[1]) if server and server[1] else "80"
+    return f"{_COOKIE}_{port}"
+
+
+def _cookie(header: str, name: str) -> str | None:
     try:
-        morsel = SimpleCookie(header).get(_COOKIE)
+        morsel = SimpleCookie(header).get(name)
     except Exception:  # a malformed Cookie header is no token
         return None
     return None if morsel is None else morsel.value
@@ -217,10 +237,10 @@ def parse_events(body: bytes, vocabulary: Any = None) -> list[dict[str, Any]]:
     Lines (one object per line, blank lines ignored).
 
     Raises ``BadEventsError`` (a ``ValueError``) naming the line (or array item)
-    that is not a JSON object, is nested past the recursion limit, or that
-    ``vocabulary`` (an event vocabulary, as ``convo replay`` decodes with) refuses:
-    the same rule as the replay's. The events are returned as plain objects, as
-    they are stored.
+    that is not a JSON object, has a ``type`` that is not a string, is nested past
+    the recursion limit, or that ``vocabulary`` (an event vocabulary, as ``convo
+    replay`` decodes with) refuses: the same rule as the replay's. The events are
+    returned as plain objects, as they are stored.
     """
     try:
         whole = _decode.decode(body)
@@ -242,6 +262,11 @@ def parse_events(body: bytes, vocabulary: Any = None) -> list[dict[str, Any]]:
     for place, event in zip(where, events, strict=True):
         if not isinstance(event, dict):
             raise BadEventsError(f"{place}: an event is a JSON object")
+        # Every reader routes by "type" (detection, the sets' pre-passes): a type that
+        # is not a string is no event any of them takes.
+        kind = event.get("type", "")
+        if not isinstance(kind, str):
+            raise BadEventsError(f"{place}: 'type' is a string, not {type(kind).__name__}")
         if typed is not None:
             try:
                 typed.convert(event)

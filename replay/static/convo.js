@@ -126,6 +126,67 @@
       section.insertBefore(element, before);
     }
 
+    // A long conversation's page holds its latest nodes only (data-earlier: how many
+    // came before). The stream is opened from 0, so its first message is the whole
+    // view: the nodes the page lacks are put in ahead of the first one it has, a
+    // chunk per task so the page answers meanwhile; later messages wait their turn.
+    let filling = section.dataset.earlier !== undefined;
+    // A long conversation opens at its latest node (away from the top, the browser
+    // keeps the view where it is while the earlier nodes go in above).
+    if (filling && !location.hash) window.scrollTo(0, document.documentElement.scrollHeight);
+    const waiting = [];
+    const CHUNK = 50;
+    // Between chunks the page is idle for the reader first (a timer where the browser
+    // has no idle callbacks).
+    const later = window.requestIdleCallback || ((task) => setTimeout(task, 0));
+
+    function fill(patch) {
+      const first = section.firstElementChild;
+      const known = [];
+      const earlier = [];
+      for (const node of patch.nodes) (byKey.has(node.key) ? known : earlier).push(node);
+      apply({ ...patch, nodes: known });
+      const target = decodeURIComponent(location.hash.slice(1));
+      function step(at) {
+        const chunk = earlier.slice(at, at + CHUNK);
+        const parsed = parse(chunk.map((node) => node.html).join(""));
+        for (const element of [...parsed.children]) {
+          byKey.set(element.dataset.key, element);
+          if (complete(element)) announced.add(element.dataset.key);
+        }
+        section.insertBefore(parsed, first);
+        if (at + CHUNK < earlier.length) {
+          later(() => step(at + CHUNK));
+          return;
+        }
+        filling = false;
+        delete section.dataset.earlier;
+        const note = section.previousElementSibling;
+        if (note && note.classList.contains("earlier")) note.remove();
+        // A link to a node the page did not have at first: there now.
+        if (target && byKey.has(target)) byKey.get(target).scrollIntoView();
+        for (const next of waiting.splice(0)) apply(next);
+      }
+      later(() => step(0));
+    }
+
+    let started = false;
+    function receive(patch) {
+      if (filling && !started) {
+        started = true;
+        if (patch.reset) {
+          filling = false;  // the store was replaced: the whole view, as any reset
+          apply(patch);
+        } else {
+          fill(patch);
+        }
+      } else if (filling) {
+        waiting.push(patch);
+      } else {
+        apply(patch);
+      }
+    }
+
     function apply(patch) {
       const follow = nearBottom();
       if (patch.reset) {
@@ -158,7 +219,7 @@
     }
 
     const url = new URL(section.dataset.stream, document.baseURI);
-    url.searchParams.set("after", section.dataset.position || "0");
+    url.searchParams.set("after", filling ? "0" : section.dataset.position || "0");
     const source = new EventSource(url);
     source.addEventListener("open", () => {
       section.dataset.live = "open";
@@ -166,7 +227,7 @@
     source.addEventListener("error", () => {
       section.dataset.live = source.readyState === EventSource.CLOSED ? "closed" : "reconnecting";
     });
-    source.addEventListener("patch", (event) => apply(JSON.parse(event.data)));
+    source.addEventListener("patch", (event) => receive(JSON.parse(event.data)));
   }
 
   function connectIndex(list) {

@@ -1,7 +1,7 @@
 """Stores: where many processes append to and follow the same conversations.
 
-``_sqlite`` is the embedded store (``EventStore``, one file in WAL mode);
-``_postgres`` the shared one (``PostgresEventStore``); ``_open`` tells them apart by
+``_sqlite`` is the embedded store (``SQLiteStore``, one file in WAL mode);
+``_postgres`` the shared one (``PostgresStore``); ``_open`` tells them apart by
 name (``open_store``) and gives each store's change feed; ``_worker`` runs the
 projection workers that keep every conversation's published view current.
 

@@ -18,8 +18,8 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any, Protocol
 
 from ..logs._jsonl import Entry
-from ._postgres import PostgresEventStore, StoreChange
-from ._sqlite import EventStore, StoreMode
+from ._postgres import PostgresStore, StoreChange
+from ._sqlite import SQLiteStore, StoreMode
 
 __all__ = ["Store", "changes", "is_postgres", "open_store"]
 
@@ -27,7 +27,7 @@ _SCHEMES = ("postgresql://", "postgres://")
 
 
 class Store(Protocol):
-    """What every event store does (``EventStore``, ``PostgresEventStore``)."""
+    """What every event store does (``SQLiteStore``, ``PostgresStore``)."""
 
     path: str
 
@@ -66,18 +66,18 @@ def is_postgres(name: str | os.PathLike[str]) -> bool:
 
 def open_store(
     name: str | os.PathLike[str], *, mode: StoreMode = "rwc"
-) -> EventStore | PostgresEventStore:
+) -> SQLiteStore | PostgresStore:
     """The store named by ``name``: a ``postgresql://`` (or ``postgres://``) URL opens a
-    ``PostgresEventStore``, anything else is the path of a SQLite ``EventStore``.
+    ``PostgresStore``, anything else is the path of a SQLite ``SQLiteStore``.
     ``mode`` is the same for both: ``"ro"`` reads only, ``"rw"`` refuses a store that
     does not exist yet, ``"rwc"`` creates it."""
     if is_postgres(name):
-        return PostgresEventStore(os.fspath(name), mode=mode)
-    return EventStore(name, mode=mode)
+        return PostgresStore(os.fspath(name), mode=mode)
+    return SQLiteStore(name, mode=mode)
 
 
 async def changes(
-    store: EventStore | PostgresEventStore,
+    store: SQLiteStore | PostgresStore,
     *,
     poll_interval: float = 0.05,
     kick: asyncio.Event | None = None,
@@ -85,7 +85,7 @@ async def changes(
     """``store``'s change hints, forever. For SQLite, setting ``kick`` yields a
     look-at-everything hint at once (an in-process append need not wait for the next
     poll); PostgreSQL notifies every append itself, this process's included."""
-    if isinstance(store, PostgresEventStore):
+    if isinstance(store, PostgresStore):
         async with contextlib.aclosing(store.follow()) as hints:
             async for change in hints:
                 yield change

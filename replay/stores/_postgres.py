@@ -44,6 +44,8 @@ from urllib.parse import urlsplit
 import attrs
 import msgspec
 
+from engine._deprecation import renamed
+
 from .._errors import ConcurrencyError, StoreError
 from ..logs._jsonl import Entry
 from . import _forks
@@ -54,7 +56,7 @@ from ._sqlite import StoreMode, _blob
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["AppendUnknownError", "Landed", "PostgresEventStore", "StoreChange"]
+__all__ = ["AppendUnknownError", "Landed", "PostgresStore", "StoreChange"]
 
 CHANNEL = "convo_events"
 """The NOTIFY channel every append signals on."""
@@ -174,7 +176,7 @@ class AppendUnknownError(StoreError):
 
     ``append_id`` names it. Appending the same events again with
     ``append_id=error.append_id`` settles it: an append id lands at most once.
-    ``PostgresEventStore.landed(append_id)`` says where it landed, if it has.
+    ``PostgresStore.landed(append_id)`` says where it landed, if it has.
     ``__cause__`` is psycopg's error.
     """
 
@@ -206,10 +208,10 @@ def describe(dsn: str) -> str:
     return parts._replace(netloc=netloc).geturl()
 
 
-class PostgresEventStore:
+class PostgresStore:
     """An append-only event store in a PostgreSQL database, shared by many machines.
 
-    The same contract as ``EventStore``: per-conversation positions 0, 1, ...,
+    The same contract as ``SQLiteStore``: per-conversation positions 0, 1, ...,
     gapless; all-or-nothing appends; ``ConcurrencyError`` on a stale
     ``expected_position``. What a network store adds: ``AppendUnknownError`` when
     the connection is lost mid-append and ``landed()`` to resolve it; ``follow()``
@@ -227,7 +229,7 @@ class PostgresEventStore:
     ) -> None:
         """Connect to ``dsn`` (a ``postgresql://`` URL or libpq string).
 
-        ``mode`` as for ``EventStore``: ``"rwc"`` creates the tables and function
+        ``mode`` as for ``SQLiteStore``: ``"rwc"`` creates the tables and function
         when missing, ``"rw"`` refuses a database without them, ``"ro"`` too and
         makes the session read-only. A connection attempt gives up after
         ``connect_timeout`` seconds; an append that has no answer after
@@ -281,7 +283,7 @@ class PostgresEventStore:
     ) -> int:
         """Append ``events`` to ``conversation`` in one transaction; returns its new length.
 
-        As ``EventStore.append`` (``UnstorableEventError`` for an event with no JSON
+        As ``SQLiteStore.append`` (``UnstorableEventError`` for an event with no JSON
         form; ``events`` is encoded whole before anything is sent); besides,
         ``AppendUnknownError`` when the connection was lost after sending, and
         ``StoreError`` for a refused append (nothing written). ``append_id`` (a new
@@ -337,7 +339,7 @@ class PostgresEventStore:
 
     def fork(self, source: str, conversation: str, prefix: int) -> int:
         """Start ``conversation`` as the first ``prefix`` events of ``source``, copying
-        none, as ``EventStore.fork`` does; followers are told of it as of an append."""
+        none, as ``SQLiteStore.fork`` does; followers are told of it as of an append."""
         with self._lock:
             db = self._connection()
             try:
@@ -493,7 +495,7 @@ class PostgresEventStore:
             self._closed = True
             self._db.close()
 
-    def __enter__(self) -> PostgresEventStore:
+    def __enter__(self) -> PostgresStore:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -582,3 +584,8 @@ def parse_hint(payload: str) -> StoreChange:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+# The name of one release ago (the SQLite store and the PostgreSQL one, apart from the
+# ``Store`` protocol both follow).
+__getattr__ = renamed(__name__, globals(), {"PostgresEventStore": "PostgresStore"})

@@ -31,6 +31,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from engine._deprecation import renamed
+
 from .._errors import ConcurrencyError, StoreBusyError, StoreError, UnstorableEventError
 from ..logs._jsonl import Entry
 from . import _forks
@@ -38,7 +40,7 @@ from ._forks import check_fork, windows
 from ._forks import check_window as _check_window
 
 __all__ = [
-    "EventStore",
+    "SQLiteStore",
     "StoreMode",
 ]
 
@@ -81,10 +83,10 @@ _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 
 
-class EventStore:
+class SQLiteStore:
     """An append-only event store in one SQLite file, per-conversation positions 0, 1, ...
 
-    Several processes (and several ``EventStore`` objects) may append to one file at
+    Several processes (and several ``SQLiteStore`` objects) may append to one file at
     once: every append is atomic and positions stay gapless and unique. One object
     may be shared by threads: it has one connection and serializes its calls with a
     lock (open one store per thread to read in parallel). Use it as a context
@@ -339,7 +341,7 @@ class EventStore:
             self._closed = True
             self._db.close()
 
-    def __enter__(self) -> EventStore:
+    def __enter__(self) -> SQLiteStore:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -464,3 +466,8 @@ def _non_finite(value: Any) -> bool:
     if type(value) is list:
         return any(_non_finite(item) for item in value)
     return False
+
+
+# The name of one release ago (the SQLite store and the PostgreSQL one, apart from the
+# ``Store`` protocol both follow).
+__getattr__ = renamed(__name__, globals(), {"EventStore": "SQLiteStore"})

@@ -49,7 +49,7 @@ from engine import ConversationEngine, ConversationError, Registration, create_c
 
 from .._errors import StoreError
 from ..render._common import render_json
-from ._postgres import CHANNEL, PostgresEventStore, parse_hint, psycopg_module
+from ._postgres import CHANNEL, PostgresStore, parse_hint, psycopg_module
 
 __all__ = ["Worker", "add_arguments", "partition_of", "run"]
 
@@ -152,7 +152,7 @@ class Worker:
         self.definitions = tuple(definitions)
         self.registration = Registration(self.definitions, event_type=event_type)
         self.on_change = on_change or (lambda message: log.info("%s", message))
-        self.store = PostgresEventStore(dsn, connect_timeout=connect_timeout)
+        self.store = PostgresStore(dsn, connect_timeout=connect_timeout)
         self.owned: dict[int, _Lease] = {}
         self.projections: dict[str, _Projection] = {}
         self.published = 0

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from definitions import ag_ui
-from engine import DefinitionError, create_conversation_engine
+from definitions import RawEventError, ag_ui
+from engine import create_conversation_engine
 from tests._shared import shared_files
 from tests.conformance._node_oracles import assert_same, load_events, run_batch, run_oracle
 
@@ -118,7 +118,7 @@ class TestAttribution:
 
     def test_raw_dicts_pushed_without_the_router_name_the_fix(self) -> None:
         engine = create_conversation_engine(ag_ui.DEFINITIONS)
-        with pytest.raises(DefinitionError, match="Preparer"):
+        with pytest.raises(RawEventError, match="Preparer"):
             engine.push(text("m", "x")[0])
 
     def test_the_live_engine_and_an_unrouted_one_match_fold(self) -> None:

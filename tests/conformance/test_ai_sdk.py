@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from definitions import ai_sdk
-from engine import DefinitionError, create_conversation_engine
+from definitions import RawEventError, ai_sdk
+from engine import create_conversation_engine
 from tests._shared import shared_files
 from tests.conformance._node_oracles import assert_same, load_events, run_batch, run_oracle
 
@@ -94,7 +94,7 @@ class TestAttribution:
 
     def test_raw_dicts_pushed_without_the_router_name_the_fix(self) -> None:
         engine = create_conversation_engine(ai_sdk.DEFINITIONS)
-        with pytest.raises(DefinitionError, match="Preparer"):
+        with pytest.raises(RawEventError, match="Preparer"):
             engine.push({"type": "start", "messageId": "a"})
 
     def test_the_live_engine_and_an_unrouted_one_match_fold(self) -> None:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from definitions import anthropic
+from definitions import RawEventError, anthropic
 from engine import create_conversation_engine
 from tests._shared import shared_files, shared_path
 
@@ -256,7 +256,7 @@ def test_scope_claims_what_match_would(events: list[dict[str, Any]]) -> None:
 def test_event_type_is_the_inner_type_however_an_envelope_was_made() -> None:
     """``event_type`` routes prepare()'s envelopes, a hand-built ``Envelope`` and ``Preparer``'s
     envelopes by their event's type; anything else (a raw event pushed without the
-    pre-pass) raises a TypeError naming the fix."""
+    pre-pass) by its class, to the set's guard, which names the fix."""
 
     events: list[dict[str, Any]] = [
         {"type": "message_start", "message": {"id": "m", "content": []}},
@@ -275,5 +275,7 @@ def test_event_type_is_the_inner_type_however_an_envelope_was_made() -> None:
         assert anthropic.event_type(anthropic.Envelope("m", event)) == event.get("type")
         assert isinstance(envelope, anthropic.Envelope)
     for other in ({"type": "message.delta"}, {"id": 1}, anthropic.MessageState({}), 5):
-        with pytest.raises(TypeError, match=r"anthropic\.PROTOCOL\.engine\(\)"):
-            anthropic.event_type(other)
+        assert anthropic.event_type(other) is type(other)
+        engine = anthropic.PROTOCOL.folded([])
+        with pytest.raises(RawEventError, match=r"anthropic\.PROTOCOL\.engine\(\)"):
+            engine.push(other)

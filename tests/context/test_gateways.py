@@ -15,6 +15,7 @@ from definitions.gateways import (
     GEMINI,
     OPENAI_CHAT,
     OPENAI_RESPONSES,
+    declared,
     gateway,
 )
 from engine import (
@@ -37,7 +38,9 @@ def request(gw: Any, messages: list[Message]) -> dict[str, Any]:
     context = Context(gw)
     for m in messages:
         context.emplace_message(m)
-    result: dict[str, Any] = gw.request(context, model="m")
+    # As the context's requests are built: the called tools declared where the
+    # provider wants them (Bedrock).
+    result: dict[str, Any] = declared(gw.name, gw.request(context, model="m"))
     return result
 
 
@@ -450,3 +453,18 @@ def test_bedrock_media_is_sent_as_bytes_or_named_in_text() -> None:
 def test_every_bedrock_request_passes_botocores_request_model(messages: list[Message]) -> None:
     payload = request(BEDROCK, [SYSTEM, *messages])
     assert converse_problems(payload) == ""
+
+
+def test_bedrock_wants_the_tools_its_history_calls_declared() -> None:
+    bare = BEDROCK.request(Context(BEDROCK), model="m")
+    context = Context(BEDROCK)
+    for message in [ASK, call(), result(), ANSWER]:
+        context.emplace_message(message)
+    bare = BEDROCK.request(context, model="m")
+    assert [p.code for p in BEDROCK.validate(bare)] == ["tools-undeclared"]
+    made = declared("bedrock", bare)
+    assert made["toolConfig"] == {
+        "tools": [{"toolSpec": {"name": "ls", "inputSchema": {"json": {"type": "object"}}}}]
+    }
+    assert BEDROCK.validate(made) == []
+    assert declared("anthropic", bare) is bare

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from definitions._requests_read import request_messages
-from definitions._settings import carry, written
+from definitions._requests_read import model_of_url, request_messages
+from definitions._settings import carry, limited, written
 from definitions.gateways import GATEWAYS, Settings, Tool, read_settings
 from replay import load_events
 from replay._cli import main
@@ -127,6 +127,25 @@ def test_the_command_refuses_what_could_not_be_sent(
     status, out, err = _cli(capsys, str(embeddings), "-p", "openai-chat", "--model", "m")
     assert (status, out) == (2, "")
     assert "embeddings" in err or "unknown api" in err
+    # Bedrock InvokeModel (no model API a gateway speaks) and `codex exec --json`
+    # (events, no conversation of any set) hold nothing to continue.
+    invoke = tmp_path / "invoke.json"
+    url = "https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-v2/invoke"
+    answer = {"string": json.dumps({"completion": "hello"})}
+    interaction = {
+        "request": {"method": "POST", "uri": url, "body": json.dumps({"prompt": "hi"})},
+        "response": {"status": {"code": 200}, "headers": {}, "body": answer},
+    }
+    invoke.write_text(json.dumps({"interactions": [interaction], "version": 1}))
+    codex = tmp_path / "codex-exec.jsonl"
+    codex.write_text(
+        '{"type":"thread.started","thread_id":"t"}\n{"type":"turn.started"}\n'
+        '{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"Done."}}\n'
+    )
+    for path in (invoke, codex):
+        status, out, err = _cli(capsys, str(path), "-p", "bedrock", "--model", "m")
+        assert (status, out) == (2, ""), path.name
+        assert err.count("\n") == 1, err
     status, out, err = _cli(capsys, str(AGENT), "-p", "openai-chat")
     assert (status, out) == (2, "")
     assert "name one with --model" in err
@@ -273,3 +292,39 @@ def test_settings_carried_across_providers_validate_and_keep_what_fits(
     _sdk_check(target, dict(carried.options))
     got = read_settings(target, carried.options)
     assert got == _kept(target, _kept(source, s))
+
+
+def test_the_output_limit_is_set_where_each_provider_reads_it() -> None:
+    # Chat's older max_tokens gives way to max_completion_tokens, not beside it.
+    assert limited("openai-chat", {"max_tokens": 5, "n": 1}, 9) == {
+        "n": 1,
+        "max_completion_tokens": 9,
+    }
+    nested = {"generationConfig": {"temperature": 0.5}}
+    assert limited("gemini", nested, 9) == {
+        "generationConfig": {"temperature": 0.5, "maxOutputTokens": 9}
+    }
+    assert limited("openai-responses", {}, 9) == {"max_output_tokens": 9}
+
+
+@pytest.mark.parametrize(
+    ("url", "model"),
+    [
+        (
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse",
+            "gemini-2.0-flash",
+        ),
+        (
+            "https://bedrock-runtime.us-east-1.amazonaws.com/model/us.anthropic.claude-3-7-sonnet-20250219-v1%3A0/converse",
+            "us.anthropic.claude-3-7-sonnet-20250219-v1:0",
+        ),
+        (
+            "https://x.openai.azure.com/openai/deployments/gpt-4o-mini/chat/completions?api-version=2024-10-21",
+            "gpt-4o-mini",
+        ),
+        ("https://api.anthropic.com/v1/messages", ""),
+    ],
+)
+def test_the_model_a_url_names(url: str, model: str) -> None:
+    """Gemini, Bedrock and Azure name the model in the URL, not the body."""
+    assert model_of_url(url) == model

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from definitions.conversation import conversation_messages
-from definitions.gateways import GATEWAYS, gateway
+from definitions.gateways import GATEWAYS, declared, gateway
 from engine import AreaFlowState, AreaLifeState, Context, CoopContext, Message, Role
 from replay import detect_protocol, load_events, protocol_definitions
 from replay._cli import main
@@ -120,7 +120,7 @@ def live_run(events: list[Any], provider: str) -> tuple[list[Any], list[bytes]]:
             record = coop.last_record
             assert record is not None
             log.append(render_event(record))
-            payload = target.request(context, model="")
+            payload = declared(target.name, target.request(context, model=""))
             sent.append(request_bytes(payload))
         if event is not None:
             log.append(event)

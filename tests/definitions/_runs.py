@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import msgspec
 import pytest
+
+from engine import DefinitionError, create_conversation_engine
 
 
 def check_run(definition: Any, state: Any, run: list[Any], *, may_raise: bool = False) -> Any:
@@ -55,6 +58,27 @@ class Counting:
         new = self._definition.update_many(state, events)
         self.runs.append(len(events))
         return new
+
+
+def check_fold_with_runs(protocol: Any, stream: list[Any]) -> None:
+    """The whole set with runs (the batch pre-pass, then ``push_many``) and without (one
+    push per event through the live pre-pass: no runs at all) folds ``stream`` to the
+    same nodes, up to its first bad event (whose ``DefinitionError`` leaves the events
+    before it folded). ``tests/conformance/test_fold_run.py`` holds every set to this
+    on valid streams; a set's own tests add streams with bad deltas."""
+    batch = create_conversation_engine(protocol.registration)
+    with contextlib.suppress(DefinitionError):
+        batch.push_many(protocol.feed(stream))
+    one = create_conversation_engine(protocol.registration)
+    pre_pass = protocol.pre_pass()
+    for event in stream:
+        try:
+            envelope = pre_pass(event)
+            if envelope is not None:
+                one.push(envelope)
+        except DefinitionError:
+            break
+    assert batch.nodes() == one.nodes()
 
 
 def check_route_is_the_router(module: Any, events: list[Any]) -> None:

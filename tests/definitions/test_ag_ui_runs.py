@@ -11,7 +11,6 @@ values, on nodes that are streaming, ended, or made by a tool call or result.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import pytest
@@ -20,10 +19,16 @@ from hypothesis import strategies as st
 
 from definitions import ag_ui
 from definitions._text import StreamedText
-from engine import DefinitionError, create_conversation_engine
+from engine import create_conversation_engine
 from tests.conformance._strategies import TEXT, splits
 
-from ._runs import Counting, check_route_is_the_router, check_routes_are_rows, check_run
+from ._runs import (
+    Counting,
+    check_fold_with_runs,
+    check_route_is_the_router,
+    check_routes_are_rows,
+    check_run,
+)
 
 MESSAGE, TOOL_CALL = ag_ui.DEFINITIONS[1:3]  # after the guard
 RUN: dict[str, Any] = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
@@ -231,19 +236,8 @@ def test_publication_by_type_is_publication_by_event(definition: Any) -> None:
 @settings(max_examples=50)
 @given(events=st.lists(message_updates(DELTAS) | tool_updates(DELTAS), max_size=30))
 def test_fold_with_runs_is_the_fold_one_event_at_a_time(events: list[dict[str, Any]]) -> None:
-    # The whole set, with and without runs (push one at a time: no runs at all).
     stream = [RUN, MESSAGE_STARTS[0], TOOL_STARTS[0], *events]
-    engine = create_conversation_engine(ag_ui.DEFINITIONS, event_type=ag_ui.event_type)
-    with contextlib.suppress(DefinitionError):  # a bad delta: the events before it stay
-        engine.push_many(ag_ui.Preparer().prepare(stream))
-    one = create_conversation_engine(ag_ui.DEFINITIONS, event_type=ag_ui.event_type)
-    router = ag_ui.Preparer()
-    for event in stream:
-        try:
-            one.push(router(event))
-        except DefinitionError:
-            break
-    assert engine.nodes() == one.nodes()
+    check_fold_with_runs(ag_ui.PROTOCOL, stream)
 
 
 # A small vocabulary over two messages and two tool calls, so that deltas alternate

@@ -12,7 +12,6 @@ streaming or done.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import pytest
@@ -20,10 +19,16 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from definitions import ai_sdk
-from engine import DefinitionError, create_conversation_engine
+from engine import create_conversation_engine
 from tests.conformance._strategies import JSON_VALUES, TEXT, splits
 
-from ._runs import Counting, check_route_is_the_router, check_routes_are_rows, check_run
+from ._runs import (
+    Counting,
+    check_fold_with_runs,
+    check_route_is_the_router,
+    check_routes_are_rows,
+    check_run,
+)
 
 BY_KIND = {d.kind: d for d in ai_sdk.DEFINITIONS}
 TEXT_PART, REASONING_PART, TOOL_PART = (
@@ -234,20 +239,9 @@ def test_publication_by_type_is_publication_by_event(definition: Any) -> None:
     )
 )
 def test_fold_with_runs_is_the_fold_one_event_at_a_time(events: list[dict[str, Any]]) -> None:
-    # The whole set, with runs and without (one push per event makes no runs).
     starts = [KINDS[kind][1][0] for kind in KINDS]
     stream = [START, *starts, *events]
-    engine = create_conversation_engine(ai_sdk.DEFINITIONS, event_type=ai_sdk.event_type)
-    with contextlib.suppress(DefinitionError):  # a bad delta: the events before it stay
-        engine.push_many(ai_sdk.Preparer().prepare(stream))
-    one = create_conversation_engine(ai_sdk.DEFINITIONS, event_type=ai_sdk.event_type)
-    router = ai_sdk.Preparer()
-    for event in stream:
-        try:
-            one.push(router(event))
-        except DefinitionError:
-            break
-    assert engine.nodes() == one.nodes()
+    check_fold_with_runs(ai_sdk.PROTOCOL, stream)
 
 
 # A small vocabulary of chunks over two part ids and two tool calls, so that deltas

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from definitions import branch, builtin
-from engine import Cursor, DefinitionError, ManualScheduler, create_conversation_engine
+from engine import DefinitionError, ManualScheduler, create_conversation_engine
 from tests.engine.harness import as_tuples, model_fold, route_to, routed_tallies, tallies
 
 LOOSE = settings(max_examples=80, deadline=None)
@@ -122,6 +122,35 @@ class TestTheRule:
                 assert as_tuples(seen[-1]) == as_tuples(view)
 
     @LOOSE
+    @given(steps, st.randoms(use_true_random=False))
+    def test_a_growing_log_shows_what_the_whole_one_shows(
+        self, plan: list[Any], rng: random.Random
+    ) -> None:
+        """Extended in random pieces, following the active branch or another, each
+        view is the fold of the path as the log stands."""
+        log, _, _ = build(plan)
+        live = branch.Branches([], tallies())
+        at = 0
+        while at < len(log):
+            size = rng.randint(1, 5)
+            piece = log[at : at + size]
+            at += size
+            leaf = rng.choice([None, *live.tree.tips]) if rng.random() < 0.3 else None
+            view = live.extend(piece, leaf)
+            whole = branch.Tree(log[:at], branch.starts_of(tallies()))
+            expected = branch.path_events(log[:at], whole, leaf)
+            assert as_tuples(view) == model_fold(tallies(), expected)
+            assert live.tree.active == whole.active
+            assert live.tree.leaves() == whole.leaves()
+
+    def test_a_refused_branch_event_leaves_the_tree_as_it_was(self) -> None:
+        live = branch.Branches(chat(), builtin.DEFINITIONS)
+        with pytest.raises(branch.BranchError):
+            live.extend([{"type": "branch.choose", "id": "nope"}])
+        assert len(live.tree.events) == len(chat())
+        assert texts(live.extend([{"type": "branch.choose", "id": "r1"}])) == ["2+2?", "4"]
+
+    @LOOSE
     @given(steps)
     def test_every_leaf_is_a_branch_nothing_continues(self, plan: list[Any]) -> None:
         log, paths, _ = build(plan)
@@ -141,42 +170,6 @@ class TestTheRule:
         assert tree.path() == [0, 1, 2]
         assert [leaf.id for leaf in tree.leaves()] == [branch.MAIN]
         assert tree.versions() == {}
-
-
-class TestCursor:
-    """``engine.Cursor`` steps back to exactly the view before the events it reverts."""
-
-    @LOOSE
-    @given(steps, st.randoms(use_true_random=False))
-    def test_back_and_forward_equal_a_fresh_fold(self, plan: list[Any], rng: random.Random) -> None:
-        events = [step for step in plan if isinstance(step, dict)]
-        cursor = Cursor(tallies())
-        held: list[Any] = []
-        for event in events:
-            cursor.forward([event])
-            held.append(event)
-            if rng.random() < 0.3:
-                cursor.nodes()  # freeze now: a revert must refreeze what it restores
-            if rng.random() < 0.3:
-                back = rng.randint(0, len(held))
-                cursor.back(back)
-                del held[len(held) - back :]
-            assert as_tuples(cursor.nodes()) == model_fold(tallies(), held)
-        assert len(cursor) == len(held)
-
-    def test_a_failing_event_leaves_no_trace(self) -> None:
-        cursor = Cursor(tallies())
-        good = {"to": "*", "op": "start", "id": "1", "v": 1, "pub": "none"}
-        bad = {"to": "*", "op": "update", "id": "1", "v": 13, "pub": "none"}
-        cursor.forward([good])
-        with pytest.raises(Exception, match="event #1"):
-            cursor.forward([bad])
-        assert len(cursor) == 1
-        assert as_tuples(cursor.nodes()) == model_fold(tallies(), [good])
-
-    def test_cannot_step_back_past_the_start(self) -> None:
-        with pytest.raises(ValueError, match="holds 0"):
-            Cursor(tallies()).back(1)
 
 
 def chat() -> list[dict[str, Any]]:

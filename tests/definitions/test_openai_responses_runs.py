@@ -142,15 +142,13 @@ same_type_runs = st.sampled_from(
 )
 
 
-@pytest.mark.slow  # hundreds of generated runs
-@settings(max_examples=1000)
+@settings(max_examples=200)
 @given(state=started(), events=runs)
 def test_update_many_is_update_over_the_run(state: Any, events: list[Scoped]) -> None:
     check_run(ITEM, state, events)
 
 
-@pytest.mark.slow  # hundreds of generated runs
-@settings(max_examples=500)
+@settings(max_examples=100)
 @given(state=started(), events=same_type_runs)
 def test_update_many_is_update_over_a_run_of_one_type(state: Any, events: list[Scoped]) -> None:
     check_run(ITEM, state, events)
@@ -194,15 +192,13 @@ scoped_same_type_runs = st.sampled_from(
 )
 
 
-@pytest.mark.slow  # hundreds of generated runs
-@settings(max_examples=1000)
+@settings(max_examples=200)
 @given(state=started(), events=scoped_runs)
 def test_update_many_is_update_over_a_scoped_run(state: Any, events: list[Scoped]) -> None:
     check_run(ITEM, state, events)
 
 
-@pytest.mark.slow  # hundreds of generated runs
-@settings(max_examples=1000)
+@settings(max_examples=200)
 @given(state=started(), events=scoped_same_type_runs)
 def test_update_many_is_update_over_a_scoped_run_of_one_type(
     state: Any, events: list[Scoped]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from engine import Message, Role, ToolResult
-from replay import EventStore
+from replay import SQLiteStore
 
 from ._build import Agent, Answer
 
@@ -38,8 +38,8 @@ def _record(store: Path, events: list[dict[str, object]]) -> None:
     """Append ``events`` one at a time from another process, as a recorder would."""
     script = (
         "import json, sys\n"
-        "from replay import EventStore\n"
-        "with EventStore(sys.argv[1]) as store:\n"
+        "from replay import SQLiteStore\n"
+        "with SQLiteStore(sys.argv[1]) as store:\n"
         "    for event in json.load(sys.stdin):\n"
         "        store.append('agent', [event])\n"
     )
@@ -75,7 +75,7 @@ def test_a_page_follows_a_conversation_while_it_is_recorded(tmp_path: Path) -> N
     events = agent.events
     first_call = next(i for i, e in enumerate(events) if e["type"] == "recording/end") + 1
     store = tmp_path / "events.sqlite"
-    with EventStore(store) as writer:
+    with SQLiteStore(store) as writer:
         writer.append("agent", events[:3])  # the first request, the head, one event
     server = Server(store)
     try:

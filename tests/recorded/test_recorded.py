@@ -17,7 +17,7 @@ from definitions.conversation import conversation_messages
 from definitions.gateways import GATEWAYS
 from engine import EventError, Message, Role, Text, ToolResult, create_conversation_engine
 from replay import load_events
-from replay.context._recorded import compare_requests
+from replay.context._recorded import reproduce
 from replay.context._requests import requests
 from replay.protocols._detect import detect_protocol
 from replay.render._text import render_text
@@ -147,16 +147,13 @@ def test_a_rewritten_history_is_said_and_read_as_the_last_request_had_it() -> No
     got = [_texts(m) for m in conversation_messages(nodes)]
     assert got == ["Summary: it was sunny in Paris.", "Thanks!", "You're welcome."]
     # convo check says where the request left the projection before it.
-    count, differences = compare_requests(agent.events)
-    assert count == 3
-    assert [(d.call, d.index) for d in differences] == [(2, 0)]
-    assert (
-        differences[0]
-        .describe()
-        .startswith(
-            "call 2 (event #19) differs from the projection before it at message 0: "
-            "the projection has system 'You are terse.', the request sent user 'Summary:"
-        )
+    figure = reproduce(agent.events)
+    assert figure.requests == 3
+    assert [(r.call, r.verdict) for r in figure.compared] == [(1, "reproduced"), (2, "edit")]
+    assert figure.compared[1].describe() == (
+        "call 2 (event #19): the agent's edit: it changed its system prompt: the projection "
+        "has system 'You are terse.', the request sent user 'Summary: it was sunny in Paris. "
+        "Thanks!'"
     )
 
 
@@ -232,13 +229,14 @@ def test_the_server_folds_a_recording_without_skipping_an_event(
     (None): the server passes over them, folding the rest to the replayed view."""
     from engine import ManualScheduler, Registration
     from replay import protocol_definitions
-    from replay.serve._app import _Conversation
+    from replay.serve._app import _Folded
 
     events = load_events(Path(__file__).parent / "weather.jsonl").events
     chosen = protocol_definitions(detect_protocol(events).protocol)
     registration = Registration(chosen.definitions, event_type=chosen.event_type)
-    hub = _Conversation("c", registration, ManualScheduler(), chosen)
+    hub = _Folded("c", lambda first: (chosen, registration), ManualScheduler())
     hub.fold(events, 0)
     assert hub.failures == 0
     assert "skipped" not in caplog.text
+    assert hub.engine is not None
     assert [n.state for n in hub.engine.nodes()] == [n.state for n in chosen.replay(events)]

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from definitions import recorded
 from replay.render._html import render_html
 from replay.render._text import render_text
-from tests.conformance._python_oracles import anthropic_messages, openai_chat
+from tests.conformance._python_oracles import anthropic_messages, openai_chat, openai_responses
 
 WORDS = st.text("abcdefgh ", min_size=1, max_size=12).map(lambda s: s.strip() or "w")
 ENDINGS = st.sampled_from(["", " ", "\n", "\n\n", "\n- "])
@@ -67,11 +67,14 @@ def citation(n: int) -> dict[str, Any]:
     }
 
 
+Block = tuple[dict[str, Any], list[dict[str, Any]]]
+
+
 @st.composite
-def anthropic_blocks(draw: st.DrawFn) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+def anthropic_blocks(draw: st.DrawFn) -> list[Block]:
     """Content blocks (start payload, deltas) in source order: texts (some cited,
     some ending mid-line or with a list marker), thinking, tool uses, server tools."""
-    blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    blocks: list[Block] = []
     for n in range(draw(st.integers(1, 6))):
         kind = draw(st.sampled_from(["text", "text", "cited", "thinking", "tool", "search"]))
         if kind in ("text", "cited"):
@@ -106,10 +109,9 @@ def anthropic_blocks(draw: st.DrawFn) -> list[tuple[dict[str, Any], list[dict[st
     return blocks
 
 
-@st.composite
-def anthropic_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
-    """One message streamed block after block, with a stop reason."""
-    message = {
+def anthropic_events(blocks: list[Block], stop: str) -> list[dict[str, Any]]:
+    """One message streamed block after block (start payload, deltas), then ``stop``."""
+    message: dict[str, Any] = {
         "id": "msg_1",
         "type": "message",
         "role": "assistant",
@@ -120,20 +122,21 @@ def anthropic_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
         "usage": {"input_tokens": 3, "output_tokens": 1},
     }
     events: list[dict[str, Any]] = [{"type": "message_start", "message": message}]
-    for index, (start, deltas) in enumerate(draw(anthropic_blocks())):
+    for index, (start, deltas) in enumerate(blocks):
         events.append({"type": "content_block_start", "index": index, "content_block": start})
         events += [{"type": "content_block_delta", "index": index, "delta": d} for d in deltas]
         events.append({"type": "content_block_stop", "index": index})
-    stop = draw(st.sampled_from(["end_turn", "tool_use", "refusal", "max_tokens"]))
-    events.append(
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": stop, "stop_sequence": None},
-            "usage": {"output_tokens": 9},
-        }
-    )
+    delta = {"stop_reason": stop, "stop_sequence": None}
+    events.append({"type": "message_delta", "delta": delta, "usage": {"output_tokens": 9}})
     events.append({"type": "message_stop"})
     return events
+
+
+@st.composite
+def anthropic_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """One message with a stop reason."""
+    stop = draw(st.sampled_from(["end_turn", "tool_use", "refusal", "max_tokens"]))
+    return anthropic_events(draw(anthropic_blocks()), stop)
 
 
 @settings(max_examples=60, deadline=None)
@@ -170,34 +173,19 @@ def test_anthropic_streamed_and_whole_answers_read_alike(events: list[dict[str, 
 
 
 def test_a_cited_sentence_stays_on_its_line() -> None:
-    events = [
-        {"type": "message_start", "message": {"id": "m", "role": "assistant", "content": []}},
-        *[
-            e
-            for index, (start, deltas) in enumerate(
-                [
-                    ({"type": "text", "text": ""}, [{"type": "text_delta", "text": "It is "}]),
-                    (
-                        {"type": "text", "text": "", "citations": []},
-                        [
-                            {"type": "citations_delta", "citation": citation(1)},
-                            {"type": "text_delta", "text": "sunny"},
-                        ],
-                    ),
-                    ({"type": "text", "text": ""}, [{"type": "text_delta", "text": " today."}]),
-                ]
-            )
-            for e in [
-                {"type": "content_block_start", "index": index, "content_block": start},
-                *({"type": "content_block_delta", "index": index, "delta": d} for d in deltas),
-                {"type": "content_block_stop", "index": index},
-            ]
-        ],
-        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}},
-        {"type": "message_stop"},
+    cited = {"type": "text", "text": "", "citations": []}
+    blocks: list[Block] = [
+        ({"type": "text", "text": ""}, [{"type": "text_delta", "text": "It is "}]),
+        (cited, [{"type": "citations_delta", "citation": citation(1)}]),
+        ({"type": "text", "text": ""}, [{"type": "text_delta", "text": " today."}]),
     ]
-    view = text_view(recording("anthropic.messages", events=events))
-    assert "It is sunny [Source 1 <https://example.com/1>] today." in view
+    blocks[1][1].append({"type": "text_delta", "text": "sunny"})
+    events = anthropic_events(blocks, "end_turn")
+    for view in (
+        text_view(recording("anthropic.messages", events=events)),
+        text_view(recording("anthropic.messages", body=anthropic_messages(events)[0])),
+    ):
+        assert "It is sunny [Source 1 <https://example.com/1>] today." in view
 
 
 # -- OpenAI Chat Completions ----------------------------------------------------------------
@@ -272,3 +260,217 @@ def test_a_filtered_answer_with_no_message_is_shown() -> None:
     view = text_view(recording("openai.chat", body=body))
     assert "assistant (gpt-4o) [content_filter]" in view
     assert "[the provider's content filter stopped the answer]" in view
+
+
+# -- a live page ------------------------------------------------------------------------------
+
+
+def test_a_live_page_redraws_a_call_card_when_its_result_arrives() -> None:
+    """The result comes in a later request, a node of its own: the renderer's join
+    names the call's node as changed, so a live page sends its card again, done."""
+    from pathlib import Path
+
+    from replay.logs._formats import load_events
+    from replay.render._html import HtmlRenderer
+
+    events = load_events(Path(__file__).parent / "weather.jsonl").events
+    request = next(
+        i for i, e in enumerate(events) if e["type"] == "recording/request" and e["call"] == 1
+    )
+    renderer = HtmlRenderer(recorded.DEFINITIONS)
+    before = recorded.PROTOCOL.replay(events[:request])
+    renderer.render_nodes(before)
+    [call] = [n for n in before if n.kind == "anthropic_block" and "tool_use" in str(n.state)]
+    assert 'data-status="called"' in renderer.fragment(call)
+    after = recorded.PROTOCOL.replay(events[: request + 1])
+    assert call.key in renderer.join(after)
+    assert 'data-status="done"' in renderer.fragment(call)
+
+    # The server's hub sends it: the request's notification carries the call's node.
+    from engine import ManualScheduler, Registration
+    from replay import protocol_definitions
+    from replay.serve._app import _Folded
+
+    chosen = protocol_definitions("recorded")
+    registration = Registration(chosen.definitions, event_type=chosen.event_type)
+    hub = _Folded("c", lambda first: (chosen, registration), ManualScheduler())
+    hub.fold(events[:request], 0)
+    hub.fold(events[request : request + 1], request)
+    assert hub.engine is not None
+    hub.engine.flush()
+    entry = hub._entry(next(n for n in hub.current() if n.key == call.key), None)
+    assert 'data-status="done"' in entry["html"]
+    latest = hub._latest
+    assert latest is not None
+    assert call.key in {node.key for node, _ in latest[2]}
+
+
+# -- OpenAI Responses -------------------------------------------------------------------------
+
+
+@st.composite
+def responses_items(draw: st.DrawFn, index: int) -> tuple[dict[str, Any], list[Any], Any]:
+    """An output item (added payload, its events, done payload): a message whose
+    parts are text with URL citations or a refusal, a function call, reasoning, or a
+    web search."""
+    item_id = f"it_{index}"
+    base = {"output_index": index, "item_id": item_id}
+    kind = draw(st.sampled_from(["message", "function_call", "reasoning", "web_search"]))
+    lane: list[dict[str, Any]] = []
+    if kind == "message":
+        added: dict[str, Any] = {"id": item_id, "type": "message", "role": "assistant"}
+        added |= {"status": "in_progress", "content": []}
+        content: list[dict[str, Any]] = []
+        for part_index in range(draw(st.integers(1, 2))):
+            where = {**base, "content_index": part_index}
+            text = draw(WORDS)
+            if draw(st.booleans()):
+                part: dict[str, Any] = {"type": "refusal", "refusal": ""}
+                lane.append({"type": "response.content_part.added", **where, "part": part})
+                lane.append({"type": "response.refusal.delta", **where, "delta": text})
+                lane.append({"type": "response.refusal.done", **where, "refusal": text})
+                content.append({"type": "refusal", "refusal": text})
+                continue
+            part = {"type": "output_text", "text": "", "annotations": []}
+            lane.append({"type": "response.content_part.added", **where, "part": part})
+            lane.append(
+                {"type": "response.output_text.delta", **where, "delta": text, "logprobs": []}
+            )
+            lane.append({"type": "response.output_text.done", **where, "text": text})
+            cites = [
+                {
+                    "type": "url_citation",
+                    "url": f"https://example.com/{index}/{n}",
+                    "title": f"Page {n}",
+                    "start_index": 0,
+                    "end_index": len(text),
+                }
+                for n in range(draw(st.integers(0, 2)))
+            ]
+            content.append({**part, "text": text, "annotations": cites})
+        done = {**added, "status": "completed", "content": content}
+    elif kind == "function_call":
+        arguments = json.dumps({"q": draw(WORDS)})
+        added = {"id": item_id, "type": "function_call", "status": "in_progress"}
+        added |= {"arguments": "", "call_id": f"call_{index}", "name": f"tool{index}"}
+        lane.append({"type": "response.function_call_arguments.delta", **base, "delta": arguments})
+        lane.append(
+            {"type": "response.function_call_arguments.done", **base, "arguments": arguments}
+        )
+        done = {**added, "status": "completed", "arguments": arguments}
+    elif kind == "reasoning":
+        added = {"id": item_id, "type": "reasoning", "summary": []}
+        done = {**added, "summary": [{"type": "summary_text", "text": draw(WORDS)}]}
+    else:
+        added = {"id": item_id, "type": "web_search_call", "status": "in_progress"}
+        lane.append({"type": "response.web_search_call.searching", **base})
+        action = {"type": "search", "query": draw(WORDS)}
+        done = {**added, "status": "completed", "action": action}
+    return added, lane, done
+
+
+@st.composite
+def responses_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """One response, its items one after another, completed or incomplete."""
+    response = {"id": "resp_1", "object": "response", "created_at": 1700000000}
+    response |= {"model": "gpt-test", "status": "in_progress", "output": [], "tools": []}
+    response |= {"temperature": 1, "top_p": 1, "parallel_tool_calls": True}
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": response}]
+    items = [draw(responses_items(index)) for index in range(draw(st.integers(1, 4)))]
+    for index, (added, lane, done) in enumerate(items):
+        events.append({"type": "response.output_item.added", "output_index": index, "item": added})
+        events += lane
+        events.append({"type": "response.output_item.done", "output_index": index, "item": done})
+    end = draw(st.sampled_from(["completed", "incomplete"]))
+    final = {**response, "status": end, "output": [done for _, _, done in items]}
+    events.append({"type": f"response.{end}", "response": final})
+    for number, event in enumerate(events):
+        event["sequence_number"] = number
+    return events
+
+
+@settings(max_examples=60, deadline=None)
+@given(responses_streams())
+def test_responses_streamed_and_whole_answers_read_alike(events: list[dict[str, Any]]) -> None:
+    [result] = openai_responses(events)  # ResponseStreamState: the whole answer
+    # The SDK gives none for an incomplete response: the body is then the one its
+    # last event carries, as a non-streamed call returns it.
+    response = result["final"] or events[-1]["response"]
+    streamed = text_view(recording("openai.responses", events=events))
+    whole = text_view(recording("openai.responses", body=response))
+    assert streamed == whole
+    status = "" if response["status"] == "completed" else f" [{response['status']}]"
+    at = whole.index(f"assistant (gpt-test){status}")
+    for item in response["output"]:
+        if item["type"] == "message":
+            for part in item["content"]:
+                if part["type"] == "refusal":
+                    at = whole.index(f"[refusal] {part['refusal']}", at)
+                    continue
+                at = whole.index(part["text"], at)
+                for cite in part["annotations"]:
+                    assert f"[{cite['title']} <{cite['url']}>]" in whole[at:]
+        elif item["type"] == "function_call":
+            at = whole.index(f"tool {item['name']} [{item['call_id']}] completed", at)
+        elif item["type"] == "web_search_call":
+            at = whole.index("[web_search_call]", at)
+
+
+# -- echoed history ------------------------------------------------------------------------
+
+
+def test_a_rewritten_history_keeps_its_block_order() -> None:
+    """A request that rewrites the conversation shows the messages it sends, each
+    with its parts in the order it has them (text, thinking, calls interleaved)."""
+    first = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "one"}],
+    }
+    assistant = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "before"},
+            {"type": "tool_use", "id": "toolu_9", "name": "look", "input": {}},
+            {"type": "text", "text": "after"},
+        ],
+    }
+    rewritten = {"model": "m", "messages": [{"role": "user", "content": "two"}, assistant]}
+    events = [
+        {"type": "recording/request", "call": 0, "api": "anthropic.messages", "body": first},
+        {"type": "recording/request", "call": 1, "api": "anthropic.messages", "body": rewritten},
+    ]
+    view = text_view(events)
+    assert view.index("assistant: before") < view.index("tool look [toolu_9] called")
+    assert view.index("tool look [toolu_9] called") < view.index("assistant: after")
+
+
+# -- long content ------------------------------------------------------------------------
+
+
+def test_long_content_is_folded_in_the_terminal_and_collapsed_in_html() -> None:
+    """A 200 KB user message is folded to its first lines (``--full``: whole), and
+    collapsed on the page; the answer after it is shown whole either way."""
+    pasted = "\n".join(f"line {n} of the pasted file" for n in range(8_000))
+    body = {"model": "m", "messages": [{"role": "user", "content": pasted}]}
+    answer: dict[str, Any] = {
+        "role": "assistant",
+        "model": "claude-test",
+        "stop_reason": "end_turn",
+    }
+    answer["content"] = [{"type": "text", "text": "A short answer."}]
+    events = [
+        {"type": "recording/request", "call": 0, "api": "anthropic.messages", "body": body},
+        {"type": "recording/body", "call": 0, "body": answer},
+    ]
+    nodes = recorded.PROTOCOL.replay(events)
+    folded = render_text(nodes, recorded.DEFINITIONS, color=False, full=False)
+    assert "line 39 of the pasted file" in folded
+    assert "line 40 of the pasted file" not in folded
+    left = len(pasted) - pasted.index("\nline 40 ")
+    assert f"… {left:,} more characters (7,960 lines) folded: --full shows them" in folded
+    assert folded.endswith("A short answer.\n")
+    whole = render_text(nodes, recorded.DEFINITIONS, color=False)
+    assert "line 7999 of the pasted file" in whole
+    page = render_html(nodes, recorded.DEFINITIONS)
+    assert '<details class="long"><summary>line 0 of the pasted file …' in page
+    assert "A short answer." in page

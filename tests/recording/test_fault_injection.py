@@ -353,9 +353,9 @@ def _backend(store: Any) -> int:
 
 
 def test_a_stopped_server_turns_an_append_into_outcome_unknown(postgres_server: Any) -> None:
-    from replay.stores._postgres import AppendUnknownError, PostgresEventStore
+    from replay.stores._postgres import AppendUnknownError, PostgresStore
 
-    store = PostgresEventStore(postgres_server.new_database(), append_timeout=0.5)
+    store = PostgresStore(postgres_server.new_database(), append_timeout=0.5)
     try:
         store.append("c", [{"n": 0}])
         backend = _backend(store)
@@ -380,14 +380,14 @@ def test_a_stopped_server_turns_an_append_into_outcome_unknown(postgres_server: 
 
 def test_a_killed_server_hangs_no_appender(own_server: Any) -> None:
     from replay._errors import StoreError
-    from replay.stores._postgres import PostgresEventStore
+    from replay.stores._postgres import PostgresStore
 
     dsn = own_server.new_database()
     outcomes: list[str] = []
     started = threading.Barrier(5)
 
     def appender(n: int) -> None:
-        store = PostgresEventStore(dsn, append_timeout=1.0, connect_timeout=1.0)
+        store = PostgresStore(dsn, append_timeout=1.0, connect_timeout=1.0)
         started.wait()
         try:
             for i in range(10_000):

@@ -82,6 +82,19 @@ def test_a_request_the_recording_does_not_hold_gets_400_naming_the_difference() 
     assert "max_tokens: 256 != 9 (recorded != sent)" in message
 
 
+def test_a_chunked_request_body_is_read_whole() -> None:
+    body = json.dumps(ASK).encode()
+    with serving(player(EXAMPLE, any_order=True)) as server:
+        host, port = str(server.server_address[0]), server.server_address[1]
+        connection = http.client.HTTPConnection(host, port, timeout=30)
+        pieces = iter([body[:10], body[10:]])
+        connection.request("POST", "/v1/messages", pieces, {"content-type": "application/json"})
+        response = connection.getresponse()
+        assert response.status == 200
+        assert response.read().startswith(b"event: message_start")
+        connection.close()
+
+
 def test_calls_are_answered_in_order_and_a_call_beyond_is_refused() -> None:
     cassette = CASSETTES / "openllmetry-test_responses.yaml"
     body = {"input": "What is the capital of France?", "model": "gpt-4.1-nano"}

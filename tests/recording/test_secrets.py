@@ -205,19 +205,22 @@ def test_a_credential_with_a_newline_never_reaches_the_log(
 def _cassette() -> dict[str, Any]:
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     answer = {"id": "x", "type": "message", "role": "assistant", "content": []}
-    headers = {name: [value] for name, value in planted_headers()}
+
+    def headers() -> dict[str, list[str]]:  # a dict each: YAML would write one as an alias
+        return {name: [value] for name, value in planted_headers()}
+
     return {
         "interactions": [
             {
                 "request": {
                     "method": "POST",
                     "uri": planted_url(),
-                    "headers": headers,
+                    "headers": headers(),
                     "body": json.dumps(body),
                 },
                 "response": {
                     "status": {"code": 200, "message": "OK"},
-                    "headers": headers,
+                    "headers": headers(),
                     "body": {"string": json.dumps(answer)},
                 },
             }

@@ -10,14 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
 from definitions import builtin
-from definitions.branch import Branches
+from definitions.branch import BranchError, Branches
 from replay import replay
 from replay._branches import BranchedLog
 from replay.protocols._detect import protocol_definitions
 from replay.render._branches import BranchPage, render_branches_html
 from replay.render._text import render_text
+from tests.definitions.test_branch import build, steps
+from tests.engine.harness import model_fold, tallies
 
 from .test_cli import assert_one_line_error, run
 
@@ -114,7 +117,9 @@ class TestCheckAndContext:
         self, capsys: pytest.CaptureFixture[str], chat: Path, leaf: str | None, answer: str
     ) -> None:
         options = [] if leaf is None else ["--leaf", leaf]
-        status, out, _ = run(capsys, "context", chat, "--provider", "openai-chat", *options)
+        status, out, _ = run(
+            capsys, "context", chat, "--provider", "openai-chat", "--model", "m", *options
+        )
         assert status == 0
         messages = json.loads(out)["messages"]
         assert messages[-1]["content"] in (answer, [{"type": "text", "text": answer}])
@@ -176,7 +181,7 @@ def test_stats_report_what_each_version_shares_with_its_sibling(
 ) -> None:
     """A regeneration's request is its sibling's whole (all cached); an edit's shares
     what precedes the edited question."""
-    status, out, _ = run(capsys, "context", chat, "-p", "anthropic", "--stats")
+    status, out, _ = run(capsys, "context", chat, "-p", "anthropic", "--model", "m", "--stats")
     assert status == 0
     siblings = {s["at"]: s for s in json.loads(out)["siblings"]}
     regenerated, edited = siblings[5], siblings[8]  # the log positions of the versions
@@ -212,3 +217,50 @@ class TestReplayFunction:
             replay(iter(CHAT), builtin.DEFINITIONS)
         plain = CHAT[:4]
         assert replay(iter(plain), builtin.DEFINITIONS) == replay(plain, builtin.DEFINITIONS)
+
+
+class _Sections(HTMLParser):
+    """Each section's leaf and the keys of its articles, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sections: dict[str, list[str]] = {}
+        self._leaf = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "section":
+            self._leaf = str(found["data-leaf"])
+            self.sections[self._leaf] = []
+        elif tag == "article":
+            self.sections[self._leaf].append(str(found["data-key"]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(steps)
+def test_each_section_of_the_page_is_its_leafs_view(plan: list[Any]) -> None:
+    """Random trees (tests/definitions/test_branch.py): each leaf's section holds
+    exactly the nodes of its path's fold, in seq order."""
+    log, paths, _ = build(plan)
+    shown = Branches(log, tallies())
+    pages = [
+        BranchPage(leaf.id, shown.show(leaf.id), shown.markers(leaf.id))
+        for leaf in shown.tree.leaves()
+    ]
+    parser = _Sections()
+    parser.feed(render_branches_html(pages, tallies(), active=shown.tree.active))
+    assert parser.sections == {
+        leaf.id: [row[0] for row in model_fold(tallies(), paths[leaf.id])]
+        for leaf in shown.tree.leaves()
+    }
+
+
+def test_check_determinism_proves_a_branch_along_its_path() -> None:
+    from replay import assert_deterministic, check_determinism
+
+    report = check_determinism(CHAT, builtin.DEFINITIONS, rounds=1)
+    assert report.ok
+    assert (report.events, len(CHAT)) == (4, 12)  # the active path's events, not the log's
+    assert assert_deterministic(CHAT, builtin.DEFINITIONS, rounds=1, leaf="main").ok
+    with pytest.raises(BranchError, match="no branch 'nope'"):
+        check_determinism(CHAT, builtin.DEFINITIONS, rounds=1, leaf="nope")

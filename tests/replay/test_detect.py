@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import types
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -17,14 +18,15 @@ from hypothesis import strategies as st
 
 import definitions
 from definitions import ag_ui, ai_sdk, anthropic, builtin, message, openai_chat, openai_responses
+from engine import RegistrationError
 from replay import load_events
 from replay.protocols._detect import (
     PROTOCOLS,
     SCAN,
-    DefinitionSet,
     DefinitionSpecError,
     detect_protocol,
     load_definitions,
+    module_set,
     protocol_definitions,
 )
 from tests._shared import shared_files
@@ -286,6 +288,9 @@ class TestLoadDefinitions:
         chosen = load_definitions([f"{__name__}:ONE", "definitions.builtin"])
         assert chosen.definitions == (message.DEFINITION, *builtin.DEFINITIONS)
         assert chosen.name == f"{__name__}:ONE definitions.builtin"
+        # The message kind twice: refused when an engine would register them.
+        with pytest.raises(RegistrationError, match="both have kind 'message'"):
+            chosen.engine()
 
     def test_one_pre_pass_combines_with_plain_definitions(self) -> None:
         chosen = load_definitions([f"{__name__}:ONE", "definitions.openai_chat"])
@@ -332,12 +337,23 @@ class TestLoadDefinitions:
             load_definitions([])
 
 
-def test_definition_set_from_a_plain_module_routes_by_the_shared_key() -> None:
-    chosen = DefinitionSet.from_module(builtin)
+def test_a_plain_module_is_a_set_with_no_pre_pass_routed_by_the_shared_key() -> None:
+    plugin = types.ModuleType("plugin")
+    plugin.DEFINITIONS = builtin.DEFINITIONS  # type: ignore[attr-defined]
+    chosen = module_set(plugin)
     assert (chosen.name, chosen.prepare, chosen.event_type) == (
-        "definitions.builtin",
+        "plugin",
         None,
         definitions.event_type,
     )
+    assert chosen.pre_pass() is None
+    assert not chosen.rebuilds
     events = [{"type": "message.start", "id": "m", "role": "user"}]
     assert [node.key for node in chosen.replay(events)] == ["message:m"]
+    assert chosen.engine().push_many(events) is None  # no pre-pass hook: as they are
+
+
+def test_the_built_in_kinds_are_a_set_like_any_protocol() -> None:
+    assert module_set(builtin) is builtin.PROTOCOL is protocol_definitions("builtin")
+    assert builtin.PROTOCOL.label == "built-in kinds (definitions.builtin)"
+    assert builtin.PROTOCOL.pre_pass() is None

@@ -1,4 +1,5 @@
-"""event_feed: a set's pre-pass one event at a time gives the view the batch gives."""
+"""``ProtocolSet.pre_pass()``: a set's pre-pass one event at a time gives the view the
+batch gives."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from definitions import ProtocolSet
 from engine import create_conversation_engine
 from replay import load_events, render_json
-from replay.protocols._detect import DefinitionSet, detect_protocol, protocol_definitions
-from replay.protocols._feed import event_feed
+from replay.protocols._detect import detect_protocol, protocol_definitions
 from tests._shared import shared_files
 
 
@@ -22,7 +23,7 @@ def test_one_event_at_a_time_folds_as_the_whole_recording(path: Path) -> None:
     except Exception:
         pytest.skip("not a recording load_events reads strictly")
     chosen = protocol_definitions(detect_protocol(events).protocol)
-    feed = event_feed(chosen)
+    feed = chosen.pre_pass()
     if feed is None:
         pytest.skip("events go in as they are")
     engine = create_conversation_engine(chosen.definitions, event_type=chosen.event_type)
@@ -40,8 +41,8 @@ def test_a_generator_pre_pass_that_skips_an_event_is_refused() -> None:
             if n % 2 == 0:
                 yield event
 
-    chosen = DefinitionSet(name="skipping", definitions=(), prepare=every_other)
-    feed = event_feed(chosen)
+    chosen = ProtocolSet(name="skipping", definitions=(), prepare=every_other)
+    feed = chosen.pre_pass()
     assert feed is not None
     assert feed({"n": 0}) == {"n": 0}
     with pytest.raises(ValueError, match="one envelope per event"):

@@ -45,7 +45,14 @@ class TestChatGpt:
         assert texts(events) == ["What is 3+3?", "6"]
         tree = Branches(events, builtin.DEFINITIONS).tree
         assert sorted(texts(events, leaf.id)[-1] for leaf in tree.leaves()) == ["4", "5", "6"]
-        assert texts(thread(CHATGPT, "c-hello")) == ["Hello", "Hi! How can I help?"]
+        hello = thread(CHATGPT, "c-hello")
+        assert texts(hello) == ["Hello", "Hi! How can I help?"]
+        thought = [
+            str(n.state.text)
+            for n in Branches(hello, builtin.DEFINITIONS).show()
+            if n.kind == "reasoning"
+        ]
+        assert thought == ["The user says hello."]
 
     def test_replay_marks_the_edit(self, capsys: pytest.CaptureFixture[str]) -> None:
         status, out, _ = run(capsys, "replay", CHATGPT, "--conversation", "c-arith")
@@ -67,7 +74,15 @@ class TestChatGpt:
         assert status == 0
         assert out.count("deterministic") == 3
         status, out, _ = run(
-            capsys, "context", CHATGPT, "--conversation", "c-hello", "-p", "openai-chat"
+            capsys,
+            "context",
+            CHATGPT,
+            "--conversation",
+            "c-hello",
+            "-p",
+            "openai-chat",
+            "--model",
+            "m",
         )
         assert status == 0
         assert json.loads(out)["messages"][0]["content"] == "Hello"

@@ -1,4 +1,4 @@
-"""EventStore, what is SQLite's own: WAL, the file's marker and modes, refusals, busy.
+"""SQLiteStore, what is SQLite's own: WAL, the file's marker and modes, refusals, busy.
 
 The contract both stores keep (positions, concurrency, batches, threads, processes)
 is tested once for both in test_store_contract.py.
@@ -15,8 +15,8 @@ import pytest
 
 from replay import (
     ConcurrencyError,
-    EventStore,
     ReplayError,
+    SQLiteStore,
     StoreBusyError,
     StoreError,
 )
@@ -27,7 +27,7 @@ class TestOpenAndClose:
 
     def test_wal_mode(self, tmp_path: Path) -> None:
         path = tmp_path / "events.db"
-        EventStore(path).close()
+        SQLiteStore(path).close()
         with sqlite3.connect(path) as db:
             assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
@@ -48,19 +48,19 @@ class TestRefusals:
     def test_missing_directory(self, tmp_path: Path) -> None:
         path = tmp_path / "nowhere" / "events.db"
         with pytest.raises(StoreError, match=r"events\.db: no such directory: .*nowhere"):
-            EventStore(path)
+            SQLiteStore(path)
         assert not path.parent.exists()
 
     @pytest.mark.parametrize("mode", ["ro", "rw"])
     def test_missing_file_is_created_only_in_rwc(self, tmp_path: Path, mode: Any) -> None:
         path = tmp_path / "typo.db"
         with pytest.raises(StoreError, match=r"typo\.db: no such event store"):
-            EventStore(path, mode=mode)
+            SQLiteStore(path, mode=mode)
         assert list(tmp_path.iterdir()) == []
 
     def test_a_directory(self, tmp_path: Path) -> None:
         with pytest.raises(StoreError, match="is a directory"):
-            EventStore(tmp_path)
+            SQLiteStore(tmp_path)
 
     @pytest.mark.parametrize("mode", ["ro", "rw", "rwc"])
     def test_not_sqlite(self, tmp_path: Path, mode: Any) -> None:
@@ -68,7 +68,7 @@ class TestRefusals:
         path.write_bytes(b"just some text, long enough to be a page header? no." * 20)
         before = bytes_of(path)
         with pytest.raises(StoreError, match=r"notes\.txt: .*not an SQLite database"):
-            EventStore(path, mode=mode)
+            SQLiteStore(path, mode=mode)
         assert bytes_of(path) == before
         assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
@@ -81,7 +81,7 @@ class TestRefusals:
         db.close()
         before = bytes_of(path)
         with pytest.raises(StoreError, match=r"other\.db: not a convo event store .*people"):
-            EventStore(path, mode=mode)
+            SQLiteStore(path, mode=mode)
         assert bytes_of(path) == before
 
     def test_another_application_id(self, tmp_path: Path) -> None:
@@ -90,36 +90,36 @@ class TestRefusals:
         db.execute("PRAGMA application_id = 1234")
         db.close()
         with pytest.raises(StoreError, match="application_id 0x4d2"):
-            EventStore(path)
+            SQLiteStore(path)
 
     @pytest.mark.parametrize("mode", ["ro", "rw"])
     def test_an_empty_file_is_not_a_store_to_read(self, tmp_path: Path, mode: Any) -> None:
         path = tmp_path / "empty.db"
         path.touch()
         with pytest.raises(StoreError, match="an empty file"):
-            EventStore(path, mode=mode)
+            SQLiteStore(path, mode=mode)
         assert bytes_of(path) == b""
 
     def test_an_empty_file_becomes_a_store_in_rwc(self, tmp_path: Path) -> None:
         path = tmp_path / "empty.db"
         path.touch()
-        with EventStore(path) as s:
+        with SQLiteStore(path) as s:
             s.append("a", ["x"])
-        with EventStore(path, mode="ro") as s:
+        with SQLiteStore(path, mode="ro") as s:
             assert s.read("a") == ["x"]
 
     def test_a_newer_schema(self, tmp_path: Path) -> None:
         path = tmp_path / "events.db"
-        EventStore(path).close()
+        SQLiteStore(path).close()
         db = sqlite3.connect(path)
         db.execute("PRAGMA user_version = 99")
         db.close()
         with pytest.raises(StoreError, match=r"newer convo-engine .*version 99"):
-            EventStore(path, mode="ro")
+            SQLiteStore(path, mode="ro")
 
     def test_the_marker_is_sqlites_application_id(self, tmp_path: Path) -> None:
         path = tmp_path / "events.db"
-        EventStore(path).close()
+        SQLiteStore(path).close()
         db = sqlite3.connect(path)
         assert db.execute("PRAGMA application_id").fetchone() == (0x436F6E76,)
         assert db.execute("PRAGMA user_version").fetchone() == (1,)
@@ -138,17 +138,17 @@ class TestRefusals:
             "INSERT INTO conversations VALUES ('a', 1);"
         )
         db.close()
-        with EventStore(path, mode="ro") as s:
+        with SQLiteStore(path, mode="ro") as s:
             assert s.read("a") == ["x"]
-        with EventStore(path) as s:
+        with SQLiteStore(path) as s:
             assert s.append("a", ["y"], expected_position=1) == 2
 
     def test_read_only_mode_changes_nothing(self, tmp_path: Path) -> None:
         path = tmp_path / "events.db"
-        with EventStore(path) as s:
+        with SQLiteStore(path) as s:
             s.append("a", ["x", "y"])
         before = bytes_of(path)
-        with EventStore(path, mode="ro") as s:
+        with SQLiteStore(path, mode="ro") as s:
             assert s.conversations() == {"a": 2}
             assert s.read("a") == ["x", "y"]
             with pytest.raises(StoreError, match="read-only"):
@@ -164,7 +164,7 @@ class TestRefusals:
         import replay.stores._sqlite
 
         path = tmp_path / "events.db"
-        with EventStore(path) as s:
+        with SQLiteStore(path) as s:
             s.append("a", ["x"])
         before = bytes_of(path)
         target = path if denied == "file" else tmp_path
@@ -175,14 +175,14 @@ class TestRefusals:
         monkeypatch.setattr(replay.stores._sqlite.os, "access", access)
         cause = "the file is read-only" if denied == "file" else "its directory .* is read-only"
         with pytest.raises(StoreError, match=rf"events\.db: {cause}.*mode 'ro'"):
-            EventStore(path)
-        with EventStore(path, mode="ro") as s:
+            SQLiteStore(path)
+        with SQLiteStore(path, mode="ro") as s:
             assert s.read("a") == ["x"]
         assert bytes_of(path) == before
 
     def test_bad_mode(self, tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="'ro', 'rw' or 'rwc'"):
-            EventStore(tmp_path / "x.db", mode="w")  # type: ignore[arg-type]
+            SQLiteStore(tmp_path / "x.db", mode="w")  # type: ignore[arg-type]
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes read-only files: run as a user")
@@ -191,12 +191,12 @@ class TestReadOnlyFiles:
 
     def test_read_only_file(self, tmp_path: Path) -> None:
         path = tmp_path / "events.db"
-        with EventStore(path) as s:
+        with SQLiteStore(path) as s:
             s.append("a", ["x"])
         path.chmod(0o444)
         with pytest.raises(StoreError, match=r"events\.db: the file is read-only"):
-            EventStore(path)
-        with EventStore(path, mode="ro") as s:
+            SQLiteStore(path)
+        with SQLiteStore(path, mode="ro") as s:
             assert s.read("a") == ["x"]
 
     def test_read_only_directory(self, tmp_path: Path) -> None:
@@ -205,7 +205,7 @@ class TestReadOnlyFiles:
         folder.chmod(0o555)
         try:
             with pytest.raises(StoreError, match=r"its directory .* is read-only"):
-                EventStore(folder / "events.db")
+                SQLiteStore(folder / "events.db")
         finally:
             folder.chmod(0o755)
 
@@ -215,7 +215,7 @@ class TestBusy:
 
     def test_busy_raises_and_writes_nothing(self, tmp_path: Path) -> None:
         path = tmp_path / "events.db"
-        with EventStore(path, busy_timeout=0) as s:
+        with SQLiteStore(path, busy_timeout=0) as s:
             blocker = sqlite3.connect(path, isolation_level=None)
             blocker.execute("BEGIN IMMEDIATE")
             try:
@@ -231,11 +231,11 @@ class TestBusy:
         # Another process appending holds the write lock: opening an existing store
         # only reads, so it succeeds even with no busy timeout at all.
         path = tmp_path / "events.db"
-        EventStore(path).close()
+        SQLiteStore(path).close()
         blocker = sqlite3.connect(path, isolation_level=None)
         blocker.execute("BEGIN IMMEDIATE")
         try:
-            with EventStore(path, busy_timeout=0) as s:
+            with SQLiteStore(path, busy_timeout=0) as s:
                 assert s.conversations() == {}
                 with pytest.raises(StoreBusyError):
                     s.append("a", ["x"])
@@ -247,9 +247,9 @@ class TestBusy:
 BATCH = 5000
 _WRITER = """
 import sys
-from replay import EventStore
+from replay import SQLiteStore
 
-with EventStore(sys.argv[1]) as store:
+with SQLiteStore(sys.argv[1]) as store:
     batch = 0
     while True:
         events = [{"batch": batch, "n": n, "pad": "x" * 64} for n in range(int(sys.argv[2]))]
@@ -269,7 +269,7 @@ class TestKill:
         import sys
 
         path = tmp_path / "events.db"
-        EventStore(path).close()
+        SQLiteStore(path).close()
         writer = subprocess.Popen(
             [sys.executable, "-c", _WRITER, str(path), str(BATCH)],
             stdout=subprocess.PIPE,
@@ -291,7 +291,7 @@ class TestKill:
         db = sqlite3.connect(path)
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         db.close()
-        with EventStore(path) as s:
+        with SQLiteStore(path) as s:
             length = s.length("crash")
             entries = s.read_entries("crash")
             assert length >= 2 * BATCH

@@ -283,7 +283,7 @@ APPENDS = 200
 
 def append_from_process(name: str, worker: int, start: Any) -> int:
     """Child process: APPENDS appends, half optimistic, retried on conflicts; returns retries."""
-    from replay import EventStore, StoreBusyError
+    from replay import SQLiteStore, StoreBusyError
     from replay.stores._open import is_postgres
 
     retries = 0
@@ -291,7 +291,7 @@ def append_from_process(name: str, worker: int, start: Any) -> int:
     # SQLite without a busy wait: its busy handler sleeps, which lets one process
     # starve the others and the appends run one process after another. Retrying at
     # once makes them interleave, so that expectations really go stale.
-    with open_store(name) if is_postgres(name) else EventStore(name, busy_timeout=0) as s:
+    with open_store(name) if is_postgres(name) else SQLiteStore(name, busy_timeout=0) as s:
         for n in range(APPENDS):
             event = {"worker": worker, "n": n}
             while True:
@@ -427,20 +427,20 @@ class TestOpenStore:
     """open_store tells a URL from a path."""
 
     def test_a_path_opens_sqlite(self, tmp_path: Path) -> None:
-        from replay import EventStore
+        from replay import SQLiteStore
 
         with open_store(tmp_path / "x.db") as s:
-            assert isinstance(s, EventStore)
+            assert isinstance(s, SQLiteStore)
         with open_store(str(tmp_path / "postgresql.db")) as s:
-            assert isinstance(s, EventStore)
+            assert isinstance(s, SQLiteStore)
 
     def test_a_url_opens_postgres(self, pg: str) -> None:
-        from replay import PostgresEventStore
+        from replay import PostgresStore
 
         with open_store(pg) as s:
-            assert isinstance(s, PostgresEventStore)
+            assert isinstance(s, PostgresStore)
         with open_store(pg.replace("postgresql://", "postgres://")) as s:
-            assert isinstance(s, PostgresEventStore)
+            assert isinstance(s, PostgresStore)
 
     def test_an_unreachable_server_is_a_store_error_without_the_password(self) -> None:
         from tests._postgres import _free_port
@@ -462,13 +462,13 @@ def lost_append(pg: str, server: Server) -> Iterator[tuple[Any, Any, Any]]:
     """
     import psycopg
 
-    from replay import PostgresEventStore
+    from replay import PostgresStore
 
     with open_store(pg) as setup:
         setup.append("a", ["first"])
     proxy = Proxy(server.port).start()
     blocker = psycopg.connect(pg)
-    store = PostgresEventStore(proxy.dsn(pg))
+    store = PostgresStore(proxy.dsn(pg))
     try:
         blocker.execute("SELECT * FROM convo_conversations WHERE id = 'a' FOR UPDATE")
         outcome: list[BaseException | int] = []

@@ -3,6 +3,7 @@ copied; reading it gives the source's prefix, then its own events."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replay import StoreError, open_store
+from replay import PostgresStore, StoreError, open_store
 from replay.stores._forks import windows
 
 from . import test_store_contract as contract
@@ -22,6 +23,7 @@ from .test_store_contract import Backend
 # The contract's fixtures: each test runs on SQLite and on a throwaway PostgreSQL.
 backend = contract.backend
 store = contract.store
+pg = contract.pg
 _names = itertools.count()
 
 
@@ -172,3 +174,59 @@ def test_import_a_forked_log_shares_its_prefix(
         assert s.read("forked") == [*lines[:3], {**lines[3], "text": "new"}]
         own = s._db.execute("SELECT count(*) FROM events WHERE conversation = 'forked'")
         assert own.fetchall() == [(1,)]  # only its own event is stored
+
+
+def test_a_codex_fork_is_stored_as_a_fork_of_its_source(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``session_meta.forked_from_id`` names the source session: found in the store by
+    the id its rollout's file name ends with, the shared prefix is forked, not copied."""
+
+    def rollout(session: str, forked_from: str | None, texts: list[str]) -> list[Any]:
+        meta: dict[str, Any] = {"id": session, "cwd": "/w"}
+        if forked_from is not None:
+            meta["forked_from_id"] = forked_from
+        items = [
+            {
+                "type": "response_item",
+                "payload": {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": t}],
+                },
+            }
+            for t in texts
+        ]
+        return [{"type": "session_meta", "payload": meta}, *items]
+
+    source = tmp_path / "rollout-2025-01-01T00-00-00-aaaa.jsonl"
+    fork = tmp_path / "rollout-2025-01-02T00-00-00-bbbb.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rollout("aaaa", None, ["one", "two"])))
+    fork.write_text("".join(json.dumps(r) + "\n" for r in rollout("bbbb", "aaaa", ["one", "deux"])))
+    path = str(tmp_path / "s.db")
+    assert run(capsys, "store", "import", path, source)[0] == 0
+    status, out, _ = run(capsys, "store", "import", path, fork)
+    assert status == 0
+    assert f"the first 2 are '{source.stem}''s, not copied" in out
+    with open_store(path) as s:
+        assert [e["text"] for e in s.read(fork.stem) if e["type"] == "message.start"] == [
+            "one",
+            "deux",
+        ]
+
+
+def test_a_fork_is_hinted_to_followers_like_an_append(pg: str) -> None:
+    """A follower (the live page) hears of a fork as of any conversation's growth."""
+    from replay import StoreChange
+
+    async def scenario() -> list[Any]:
+        with PostgresStore(pg) as reader, open_store(pg) as writer:
+            hints = reader.follow(quiet=30)
+            seen = [await anext(hints)]
+            await asyncio.to_thread(writer.append, "a", ["x", "y"])
+            await asyncio.to_thread(writer.fork, "a", "b", 1)
+            seen += [await anext(hints), await anext(hints)]
+            await hints.aclose()
+            return seen
+
+    assert asyncio.run(scenario()) == [StoreChange(None), StoreChange("a", 2), StoreChange("b", 1)]

@@ -17,7 +17,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import replay._cli as cli
-from definitions import builtin, event_type, message, tool_call
+from definitions import ProtocolSet, builtin, event_type, message, tool_call
 from engine import ConversationError, create_conversation_engine
 from replay import (
     PROTOCOLS,
@@ -353,7 +353,7 @@ class TestSameView:
 
 
 class TestVocabulary:
-    """DefinitionSet.vocabulary: a module's ``Event`` when it is a tagged vocabulary."""
+    """ProtocolSet.vocabulary: a module's ``Event`` when it is a tagged vocabulary."""
 
     def test_builtin_set_declares_the_builtin_events(self) -> None:
         assert protocol_definitions("builtin").vocabulary is builtin.Event
@@ -449,16 +449,16 @@ def convo(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, s
 
 @pytest.fixture
 def folded(monkeypatch: pytest.MonkeyPatch) -> list[list[Any]]:
-    """The events each replay folded (spied on the CLI's fold)."""
+    """The events each replay folded (spied on the set's fold, which the CLI calls)."""
     seen: list[list[Any]] = []
-    fold = cli.fold
+    folded = ProtocolSet.folded
 
-    def spy(chosen: Any, events: Any, **kw: Any) -> Any:
+    def spy(chosen: ProtocolSet, events: Any) -> Any:
         events = list(events)  # read once: the CLI's events are decoded as iterated
         seen.append(events)
-        return fold(chosen, events, **kw)
+        return folded(chosen, events)
 
-    monkeypatch.setattr(cli, "fold", spy)
+    monkeypatch.setattr(ProtocolSet, "folded", spy)
     return seen
 
 

@@ -20,7 +20,7 @@ from tests._shared import require_serve
 require_serve()
 
 from definitions import builtin, event_type  # noqa: E402
-from replay import EventStore, HtmlRenderer, replay  # noqa: E402
+from replay import HtmlRenderer, SQLiteStore, replay  # noqa: E402
 from replay.serve import ServeOptions, create_app  # noqa: E402
 from replay.serve._app import CSP, parse_events  # noqa: E402
 from tests.serve._helpers import (  # noqa: E402
@@ -50,7 +50,7 @@ TOKEN = "s3cret-s3cret-s3cret"  # tokens are at least 16 characters
 
 
 def make_store(path: Path, conversations: dict[str, list[Any]]) -> Path:
-    with EventStore(path) as store:
+    with SQLiteStore(path) as store:
         for conversation, events in conversations.items():
             store.append(conversation, events)
     return path
@@ -129,7 +129,7 @@ class TestIndex:
                 first = await stream.message()
                 assert first["event"] == "index"
                 assert json.loads(first["data"])["html"].count("<li>") == 1
-                with EventStore(path) as other:
+                with SQLiteStore(path) as other:
                     other.append("b", [start])
                     other.append("a", [start])
                 html = ""
@@ -179,7 +179,7 @@ class TestPage:
                 assert 'data-position="0" data-live="off"></section>' in response.text
                 async with SseStream(app, "/conversations/later/stream?after=0") as stream:
                     await stream.ready()
-                    with EventStore(store) as other:
+                    with SQLiteStore(store) as other:
                         other.append(
                             "later", [{"type": "message.start", "id": "m", "role": "user"}]
                         )
@@ -262,7 +262,7 @@ class TestStream:
             app = app_for(path)
             async with running(app), SseStream(app, "/conversations/c/stream?after=1") as stream:
                 # Another writer (a separate connection, as another process would be).
-                with EventStore(path) as other:
+                with SQLiteStore(path) as other:
                     other.append("c", deltas)
                 patch = await stream.patch()
                 # 500 animation-frame deltas folded in one poll: one frame, one message.
@@ -279,8 +279,8 @@ class TestStream:
             tmp_path / "s.sqlite", {"c": [{"type": "message.start", "id": "m", "role": "user"}]}
         )
         writer = (
-            "import sys; from replay import EventStore\n"
-            "with EventStore(sys.argv[1]) as s:\n"
+            "import sys; from replay import SQLiteStore\n"
+            "with SQLiteStore(sys.argv[1]) as s:\n"
             "    s.append('c', [{'type': 'message.delta', 'id': 'm', 'text': 'from afar'},"
             " {'type': 'message.end', 'id': 'm'}], expected_position=1)\n"
         )
@@ -436,7 +436,7 @@ class TestIngest:
                 )
                 assert response.status_code == 401
                 assert response.headers["www-authenticate"] == "Bearer"
-                with EventStore(store) as check:
+                with SQLiteStore(store) as check:
                     assert check.length("x") == 0
 
         asyncio.run(scenario())
@@ -486,7 +486,7 @@ class TestIngest:
                 assert response.status_code == 409
                 assert response.json()["expected"] == 3
                 assert response.json()["actual"] == length
-                with EventStore(store) as check:
+                with SQLiteStore(store) as check:
                     assert check.length("session") == length
 
         asyncio.run(scenario())
@@ -660,7 +660,7 @@ class TestDetection:
                 session = (await client.get("/conversations/session")).text
                 claude = (await client.get("/conversations/claude")).text
                 live = app.state.live
-                assert live.conversations["claude"].chosen.name.startswith("Anthropic")
+                assert live.conversations["claude"].chosen.label.startswith("Anthropic")
                 assert "925 ÷ 5 = 185" in claude
                 assert "CI started failing" in session
                 assert "unclaimed" not in claude + session
@@ -677,3 +677,95 @@ class TestDetection:
                 assert "try another -d" in page  # no known protocol to point to
 
         asyncio.run(scenario())
+
+
+def test_a_bad_event_is_said_on_the_page_never_a_500(tmp_path: Path) -> None:
+    """An event a definition refuses, or a type no reader routes, stored by other
+    means: the page shows the rest and says what was skipped."""
+    path = make_store(
+        tmp_path / "s.sqlite",
+        {
+            "c": [
+                {"type": "message.start", "id": "m", "role": "user", "text": "kept"},
+                {"type": "message.delta", "id": "m", "text": None},
+            ],
+            "d": [{"type": [1], "id": "x"}],
+        },
+    )
+
+    async def scenario() -> None:
+        async with running(app_for(path)) as client:
+            page = await client.get("/conversations/c")
+            assert page.status_code == 200
+            assert "kept" in page.text
+            assert "1 event could not be shown; the first, event #1: DefinitionError" in page.text
+            assert (await client.get("/conversations/d")).status_code == 200
+
+    asyncio.run(scenario())
+
+
+def test_catch_ups_are_few_whatever_cursors_clients_send() -> None:
+    """A catch-up is encoded per cursor, and cursors are clamped: made-up ones (any
+    web page can open a stream) share the encodings of recent notifications, so a
+    conversation holds at most _RECENT + 2 whatever clients send, and each still
+    brings its client everything it misses."""
+    from definitions import event_type
+    from engine import ManualScheduler, Registration
+    from replay.serve._app import _RECENT, _Folded
+
+    chosen = builtin.PROTOCOL
+    registration = Registration(builtin.DEFINITIONS, event_type=event_type)
+
+    async def scenario() -> None:
+        hub = _Folded("c", lambda _: (chosen, registration), ManualScheduler())
+        events = [
+            {"type": "status.update", "id": f"s{i}", "status": "running", "label": str(i)}
+            for i in range(3 * _RECENT)
+        ]
+        for position, event in enumerate(events):
+            hub.fold([event], position)
+            assert hub.engine is not None
+            hub.engine.flush()
+        assert hub.notified == len(events)
+        for cursor in range(len(events) + 50):
+            message = hub.frame_since(cursor, first=True)
+            if cursor == len(events):
+                assert message is None
+                continue
+            assert message is not None
+            data = json.loads(message[0].split(b"data: ", 1)[1])
+            sent = {node["key"] for node in data["nodes"]}
+            missed = {f"status:s{i}" for i in range(min(cursor, len(events)), len(events))}
+            assert missed <= sent or data["reset"]
+        assert len(hub._catch_ups) <= _RECENT + 2
+
+    asyncio.run(scenario())
+
+
+def test_a_long_conversation_page_carries_its_latest_nodes(tmp_path: Path) -> None:
+    """Past WINDOW nodes the page holds the latest WINDOW, says how many came before
+    and links to the whole page (?all=1, for a browser without the script)."""
+    from replay.serve._app import WINDOW
+
+    rows = [
+        {"type": "status.update", "id": f"s{i}", "status": "done", "label": f"row {i}"}
+        for i in range(WINDOW + 7)
+    ]
+    path = make_store(tmp_path / "s.sqlite", {"c": rows, "short": rows[:3]})
+
+    async def scenario() -> None:
+        async with running(app_for(path)) as client:
+            page = (await client.get("/conversations/c")).text
+            assert page.count("<article") == WINDOW
+            assert 'id="status:s7"' in page
+            assert 'id="status:s6"' not in page
+            assert 'data-earlier="7"' in page
+            assert '<a href="/conversations/c?all=1">7 earlier nodes</a>' in page
+            whole = (await client.get("/conversations/c?all=1")).text
+            assert whole.count("<article") == WINDOW + 7
+            assert "data-earlier" not in whole
+            short = (await client.get("/conversations/short")).text
+            assert short.count("<article") == 3
+            assert "data-earlier" not in short
+
+    asyncio.run(scenario())

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from replay import EventStore
+from replay import SQLiteStore
 from tests._shared import require
 
 pytestmark = pytest.mark.slow  # Chromium
@@ -112,10 +112,10 @@ def append_elsewhere(store: Path, conversation: str, events: list[Any], chunks: 
     """Append ``events`` in ``chunks`` transactions from another process, as an agent would."""
     script = (
         "import json, sys\n"
-        "from replay import EventStore\n"
+        "from replay import SQLiteStore\n"
         "events = json.load(sys.stdin)\n"
         "n = int(sys.argv[3])\n"
-        "with EventStore(sys.argv[1]) as store:\n"
+        "with SQLiteStore(sys.argv[1]) as store:\n"
         "    for i in range(n):\n"
         "        part = events[i * len(events) // n:(i + 1) * len(events) // n]\n"
         "        store.append(sys.argv[2], part)\n"
@@ -176,7 +176,7 @@ def wait_position(page: Page, position: int) -> None:
 def test_streams_keeps_positions_resumes_and_reloads(browser: Browser, tmp_path: Path) -> None:
     events = example_events()
     store = tmp_path / "events.sqlite"
-    with EventStore(store) as writer:
+    with SQLiteStore(store) as writer:
         writer.append("agent-session", events[:2])
     server = Server(store)
     try:
@@ -252,7 +252,7 @@ def test_a_streamed_text_patched_block_by_block_is_the_static_page(
         for at in range(0, len(text), 40)
     ]
     store = tmp_path / "events.sqlite"
-    with EventStore(store) as writer:
+    with SQLiteStore(store) as writer:
         writer.append("long", events[:20])
     server = Server(store)
     try:
@@ -297,7 +297,7 @@ def test_hostile_content_stays_text_in_the_dom(browser: Browser, tmp_path: Path)
     events = hostile_events()
     store = tmp_path / "events.sqlite"
     half = len(events) // 2
-    with EventStore(store) as writer:
+    with SQLiteStore(store) as writer:
         writer.append("evil", events[:half])  # half rendered by the server,
     server = Server(store)
     try:
@@ -325,7 +325,8 @@ def test_hostile_content_stays_text_in_the_dom(browser: Browser, tmp_path: Path)
             }"""
         )
         assert live == []
-        text = page.inner_text("section.conversation")
+        # textContent: innerText leaves out nodes off screen (content-visibility).
+        text = page.text_content("section.conversation") or ""
         for bad in PAYLOADS:
             assert bad in text
         content = page.text_content("section.conversation") or ""
@@ -578,7 +579,7 @@ def test_updates_keep_the_readers_place_and_announce_each_message_once(
     second += [{"type": "message.delta", "id": "m2", "text": f"word{i} "} for i in range(40)]
     second.append({"type": "message.end", "id": "m2"})
     store = tmp_path / "events.sqlite"
-    with EventStore(store) as writer:
+    with SQLiteStore(store) as writer:
         writer.append("c", events)
     server = Server(store)
     try:
@@ -640,7 +641,7 @@ def test_a_page_opened_before_its_first_event_and_the_index_go_live(
     """A conversation's page opened before it has any event waits, and shows the
     events when they come; an open index lists conversations as they appear and grow."""
     store = tmp_path / "events.sqlite"
-    with EventStore(store) as writer:
+    with SQLiteStore(store) as writer:
         writer.append("old", [{"type": "reasoning.start", "id": "r"}])
     server = Server(store)
     try:
@@ -659,5 +660,58 @@ def test_a_page_opened_before_its_first_event_and_the_index_go_live(
         index.wait_for_selector('ul.conversations a[href="/conversations/new"]', timeout=GUARD_MS)
         index.close()
         waiting.close()
+    finally:
+        server.stop()
+
+
+def test_a_long_conversation_opens_with_its_latest_nodes_and_fills_in(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """The page of a conversation longer than the window carries its latest nodes;
+    the script puts the earlier ones in ahead of them, in order, while events keep
+    coming; then search-in-page finds an early node's text, and a link to an early
+    node opens scrolled to it."""
+    from replay.serve._app import WINDOW
+
+    count = WINDOW + 250
+    rows = [
+        {"type": "status.update", "id": f"s{i}", "status": "done", "label": f"row number {i}"}
+        for i in range(count)
+    ]
+    store = tmp_path / "events.sqlite"
+    with SQLiteStore(store) as writer:
+        writer.append("long", rows)
+    server = Server(store)
+    try:
+        page = browser.new_page()
+        page.goto(f"{server.url}/conversations/long")
+        more = [
+            {"type": "status.update", "id": f"s{i}", "status": "done", "label": f"row number {i}"}
+            for i in range(count, count + 5)
+        ]
+        append_elsewhere(store, "long", more, chunks=5)
+        wait_live(page)
+        page.wait_for_function(
+            "() => document.querySelector('section.conversation').dataset.earlier === undefined",
+            timeout=GUARD_MS,
+        )
+        wait_position(page, count + 5)
+        assert keys(page) == [f"status:s{i}" for i in range(count + 5)]
+        assert page.locator("p.earlier").count() == 0
+        assert page.evaluate("() => window.find('row number 7')") is True
+        page.close()
+
+        linked = browser.new_page(viewport={"width": 1000, "height": 600})
+        linked.goto(f"{server.url}/conversations/long#status:s3")
+        linked.wait_for_function(
+            "() => document.querySelector('section.conversation').dataset.earlier === undefined",
+            timeout=GUARD_MS,
+        )
+        linked.wait_for_function(
+            """() => { const box = document.getElementById('status:s3').getBoundingClientRect();
+                       return box.top >= -1 && box.bottom <= innerHeight + 1; }""",
+            timeout=GUARD_MS,
+        )
+        linked.close()
     finally:
         server.stop()

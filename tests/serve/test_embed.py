@@ -23,7 +23,7 @@ from starlette.routing import Mount  # noqa: E402
 
 from definitions import builtin  # noqa: E402
 from engine import create_conversation_engine  # noqa: E402
-from replay import EventStore  # noqa: E402
+from replay import SQLiteStore  # noqa: E402
 from replay.serve import ServeOptions, create_app  # noqa: E402
 from tests.serve._helpers import SseStream, running  # noqa: E402
 
@@ -85,9 +85,9 @@ def test_a_mounted_store_view_follows_while_the_host_runs_its_lifespan(
     one it was handed is left open."""
     path = tmp_path / "events.sqlite"
     first = {"type": "message.start", "id": "m", "role": "user", "text": "hi"}
-    with EventStore(path) as store:
+    with SQLiteStore(path) as store:
         store.append("c", [first])
-    handed = EventStore(path) if opened else None
+    handed = SQLiteStore(path) if opened else None
     view = create_app(handed or path, ServeOptions(poll_interval=0.02))
 
     @contextlib.asynccontextmanager
@@ -106,7 +106,7 @@ def test_a_mounted_store_view_follows_while_the_host_runs_its_lifespan(
             assert 'href="/view/static/convo.css"' in page
             async with SseStream(host, "/view/conversations/c/stream?after=1") as stream:
                 await stream.ready()
-                with EventStore(path) as other:  # another process, as it were
+                with SQLiteStore(path) as other:  # another process, as it were
                     other.append("c", [{"type": "message.delta", "id": "m", "text": " there"}])
                 patch = await stream.patch()
                 assert patch["position"] == 2

@@ -12,14 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay import EventStore
+from replay import SQLiteStore
 from replay.serve._clock import FrameClock
 from replay.serve._engines import BATCH, _apply
 from replay.stores._postgres import StoreChange
 
 
-class CountingStore(EventStore):
-    """An EventStore that counts its reads."""
+class CountingStore(SQLiteStore):
+    """An SQLiteStore that counts its reads."""
 
     reads = 0
 

@@ -21,7 +21,7 @@ from tests._shared import require_serve
 require_serve()
 
 from definitions import builtin  # noqa: E402
-from replay import EventStore, LogError, load_events  # noqa: E402
+from replay import LogError, SQLiteStore, load_events  # noqa: E402
 from replay.serve import ServeOptions, create_app  # noqa: E402
 from replay.serve._app import parse_events  # noqa: E402
 from replay.serve._command import main  # noqa: E402
@@ -37,7 +37,7 @@ ROOT = Path(__file__).parents[2]
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
     path = tmp_path / "events.sqlite"
-    with EventStore(path) as s:
+    with SQLiteStore(path) as s:
         s.append("c", [EVENT])
     return path
 
@@ -168,7 +168,19 @@ class TestTokens:
                 response = await client.get(f"/conversations/c?token={READ}")
                 assert response.status_code == 200
                 cookie = response.headers["set-cookie"]
-                assert cookie.startswith(f"convo_read={READ}; HttpOnly; SameSite=Strict")
+                # Named for the port (httpx's base URL has none: port 80), holding a
+                # value derived from the token, never the token itself.
+                assert cookie.startswith("convo_read_80=")
+                assert cookie.endswith("; HttpOnly; SameSite=Strict; Path=/")
+                assert READ not in cookie
+                value = cookie.split(";")[0].split("=", 1)[1]
+                bearer = {"Authorization": f"Bearer {value}"}
+                assert (await client.get("/", headers=bearer)).status_code == 200  # cookie
+                other = {"cookie": f"convo_read_8001={value}"}
+                client.cookies.clear()
+                assert (await client.get("/", headers=other)).status_code == 401
+                assert (await client.get("/", headers=bearer)).status_code == 401
+                assert (await client.get(f"/?token={READ}")).status_code == 200
                 # httpx keeps the cookie: the page's links and its stream now work.
                 assert (await client.get("/")).status_code == 200
                 assert (await client.get("/conversations/c")).status_code == 200
@@ -246,7 +258,7 @@ class TestBodies:
                 response = await self.post(client, body)
                 assert response.status_code == 400
                 assert problem in response.json()["error"]
-            with EventStore(store) as check:
+            with SQLiteStore(store) as check:
                 assert check.length("c") == 1
 
         run(scenario)
@@ -269,7 +281,7 @@ class TestBodies:
                 response = await self.post(client, json.dumps(EVENT).encode(), conversation)
                 assert response.status_code == 400
                 assert problem in response.json()["error"]
-            with EventStore(store) as check:
+            with SQLiteStore(store) as check:
                 assert check.conversations() == {"c": 1}
 
         run(scenario)
@@ -361,27 +373,33 @@ def test_ingest_refuses_exactly_what_replay_refuses(events: list[dict[str, Any]]
     assert str(info.value).split(": ", 1)[1] in str(replayed)
 
 
-def test_stopping_the_server_ends_streams_cleanly(tmp_path: Path) -> None:
-    """SIGINT with a stream open: the stream ends with a complete response, exit 0,
-    and nothing on stderr (no "ASGI callable returned without completing response")."""
-    import httpx
-
-    store = tmp_path / "events.sqlite"
-    with EventStore(store) as s:
-        s.append("c", [EVENT])
+def convo_serve(store: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
+    """``convo serve --store STORE`` on a free port in a child process, and its URL."""
+    command = ["serve", "--store", str(store), "--port", "0", *extra]
     server = subprocess.Popen(
-        [sys.executable, "-m", "replay", "serve", "--store", str(store), "--port", "0"],
+        [sys.executable, "-m", "replay", *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+    assert server.stdout is not None
+    line = server.stdout.readline()
+    assert line.startswith("convo serve: http://"), line
+    return server, line.split()[-1].rstrip("/")
+
+
+def test_stopping_the_server_ends_streams_cleanly(tmp_path: Path) -> None:
+    """SIGINT with a stream open: the stream ends with a complete response, exit 0,
+    and nothing on stderr (no "ASGI callable returned without completing response")."""
+    import httpx
+
+    store = tmp_path / "events.sqlite"
+    with SQLiteStore(store) as s:
+        s.append("c", [EVENT])
+    server, url = convo_serve(store)
     try:
-        assert server.stdout is not None
-        line = server.stdout.readline()
-        assert line.startswith("convo serve: http://"), line
-        url = line.split()[-1].rstrip("/")
         with httpx.stream("GET", f"{url}/conversations/c/stream", timeout=20) as response:
             assert response.status_code == 200
             chunks = response.iter_bytes()
@@ -398,3 +416,80 @@ def test_stopping_the_server_ends_streams_cleanly(tmp_path: Path) -> None:
     assert server.returncode == 0
     assert "ASGI callable" not in err
     assert err == ""
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+_EXAMPLE = [
+    json.loads(line)
+    for line in (ROOT / "replay" / "examples" / "agent_session.jsonl").read_text().splitlines()
+    if line.strip()
+]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.integers(0, len(_EXAMPLE) - 1),
+    st.data(),
+    _JSON,
+    st.sampled_from([builtin.Event, None]),
+)
+def test_any_value_in_any_field_is_a_400_with_nothing_stored_or_a_page(
+    at: int, data: st.DataObject, value: Any, vocabulary: Any
+) -> None:
+    """An example conversation with one event's field retyped to any JSON value:
+    ingest answers 400 and stores nothing, or stores it and the page still shows
+    (a bad event is skipped and said on the page, never an HTTP 500)."""
+    import tempfile
+
+    event = dict(_EXAMPLE[at])
+    event[data.draw(st.sampled_from(sorted(event)), label="field")] = value
+    body = "".join(json.dumps(e) + "\n" for e in [*_EXAMPLE[:at], event]).encode()
+
+    async def scenario(path: Path) -> None:
+        app = app_for(path, token=TOKEN, vocabulary=vocabulary)
+        async with running(app) as client:
+            response = await client.post(
+                "/conversations/c/events",
+                content=body,
+                headers={"authorization": f"Bearer {TOKEN}"},
+            )
+            assert response.status_code in (201, 400), response.text
+            if response.status_code == 400:
+                assert response.json()["error"].startswith("bad events: ")
+                with SQLiteStore(path) as store:
+                    assert store.length("c") == 0
+                return
+            page = await client.get("/conversations/c")
+            assert page.status_code == 200
+
+    with tempfile.TemporaryDirectory() as directory:
+        asyncio.run(scenario(Path(directory) / "events.sqlite"))
+
+
+def test_a_client_that_trickles_its_headers_is_cut_off(tmp_path: Path) -> None:
+    """uvicorn alone would keep a connection whose headers never end for ever; the
+    server closes it at its header deadline, and serves a whole request as before."""
+    import socket
+
+    store = tmp_path / "events.sqlite"
+    with SQLiteStore(store) as s:
+        s.append("c", [EVENT])
+    # 2 s: a deadline the whole request below meets with a wide margin on a busy machine.
+    server, url = convo_serve(store, "--header-timeout", "2")
+    try:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as slow:  # hang guard
+            slow.sendall(b"GET / HTTP/1.1\r\nHost: local")  # and nothing more
+            assert slow.recv(1024) == b""  # closed by the server, nothing answered
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as whole:
+            whole.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            assert whole.recv(1024).startswith(b"HTTP/1.1 200")
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.communicate(timeout=20)

@@ -171,9 +171,12 @@ def _side_file(nodes: list[dict[str, Any]], name: str) -> list[Thread]:
     return threads
 
 
-def _parent(record: dict[str, Any]) -> Any:
+def _parent(record: dict[str, Any]) -> str | None:
+    # An id is a string: any other value (a damaged record's) links to nothing.
     parent = record.get("parentUuid")
-    return parent if parent is not None else record.get("logicalParentUuid")
+    if parent is None:
+        parent = record.get("logicalParentUuid")
+    return parent if isinstance(parent, str) else None
 
 
 def _root(record: dict[str, Any], by_uuid: dict[str, dict[str, Any]]) -> str:
@@ -197,26 +200,25 @@ def _chain(leaf: dict[str, Any], by_uuid: dict[str, dict[str, Any]]) -> set[str]
         record = by_uuid[parent]
 
 
+def _turn(record: dict[str, Any]) -> str | None:
+    """The model turn an assistant record belongs to (its message's string ``id``)."""
+    message = record.get("message")
+    if record.get("type") != "assistant" or not isinstance(message, dict):
+        return None
+    turn = message.get("id")
+    return turn if isinstance(turn, str) else None
+
+
 def _with_siblings(members: list[dict[str, Any]], chain: set[str]) -> set[str]:
     """The chain plus what parallel tool calls leave beside it: the other records of
     a model turn on the chain (same ``message.id``) and the results of its calls,
     which the harness hangs off each call's own record rather than one line."""
-    turns = {
-        r["message"].get("id")
-        for r in members
-        if r["uuid"] in chain
-        and r.get("type") == "assistant"
-        and isinstance(r.get("message"), dict)
-    }
+    turns = {_turn(r) for r in members if r["uuid"] in chain}
     turns.discard(None)
     calls: set[str] = set()
     for record in members:
         message = record.get("message")
-        if (
-            record.get("type") == "assistant"
-            and isinstance(message, dict)
-            and message.get("id") in turns
-        ):
+        if isinstance(message, dict) and _turn(record) in turns:
             chain.add(record["uuid"])
             calls.update(_block_ids(message.get("content"), "tool_use", "id"))
     for record in members:

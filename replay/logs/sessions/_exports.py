@@ -14,8 +14,11 @@ element, each a tree of messages (an edit or a regeneration adds a sibling):
 
 Each conversation is a ``Thread`` named by its id. Its events: each leaf's path
 (root to leaf, children in the order the export lists them) as whole messages,
-joined by ``branch.join_paths``, the leaf the product showed active. Messages with
-no text (a tool's hidden call, an empty system turn) are left out.
+joined by ``branch.join_paths``, the leaf the product showed active; a reasoning
+model's thoughts (ChatGPT's ``thoughts`` content, Claude's ``thinking`` blocks) as
+``reasoning``. Messages with
+no text (a tool's hidden call, an empty system turn) and those ChatGPT marks
+``metadata.is_visually_hidden_from_conversation`` are left out.
 
 May import what ``replay.logs.sessions`` may.
 """
@@ -91,6 +94,12 @@ def _below(tree: dict[str | None, list[str]], node: str | None) -> list[str]:
     return tree.get(node, [])
 
 
+def _reasoning(events: list[dict[str, Any]], id: str, text: str) -> None:
+    events.append({"type": "reasoning.start", "id": id})
+    events.append({"type": "reasoning.delta", "id": id, "text": text})
+    events.append({"type": "reasoning.end", "id": id})
+
+
 def _message(events: list[dict[str, Any]], id: str, role: str, text: str) -> None:
     events.append({"type": "message.start", "id": id, "role": role, "text": text})
     events.append({"type": "message.end", "id": id})
@@ -116,12 +125,33 @@ def _chatgpt_events(mapping: dict[str, Any], ids: list[str]) -> list[dict[str, A
         message = mapping[node_id].get("message")
         if not isinstance(message, dict):
             continue  # the synthetic root
+        metadata = message.get("metadata")
+        if isinstance(metadata, dict) and metadata.get("is_visually_hidden_from_conversation"):
+            continue  # the product's own context (a system prompt), never shown
         author = message.get("author")
         role = author.get("role") if isinstance(author, dict) else None
+        id = str(message.get("id") or node_id)
+        thoughts = _chatgpt_thoughts(message)
+        if thoughts:
+            _reasoning(events, id, thoughts)
+            continue
         text = _chatgpt_text(message)
         if isinstance(role, str) and text.strip():
-            _message(events, str(message.get("id") or node_id), role, text)
+            _message(events, id, role, text)
     return events
+
+
+def _chatgpt_thoughts(message: dict[str, Any]) -> str:
+    """A reasoning model's ``thoughts`` content (``{thoughts: [{summary, content}]}``)."""
+    content = message.get("content")
+    if not isinstance(content, dict) or content.get("content_type") != "thoughts":
+        return ""
+    thoughts = content.get("thoughts")
+    if not isinstance(thoughts, list):
+        return ""
+    return "\n\n".join(
+        t["content"] for t in thoughts if isinstance(t, dict) and isinstance(t.get("content"), str)
+    )
 
 
 def read_chatgpt(
@@ -163,10 +193,7 @@ def _claude_events(message: dict[str, Any]) -> list[dict[str, Any]]:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "thinking" and isinstance(block.get("thinking"), str):
-                node = f"{id}:{n}"
-                events.append({"type": "reasoning.start", "id": node})
-                events.append({"type": "reasoning.delta", "id": node, "text": block["thinking"]})
-                events.append({"type": "reasoning.end", "id": node})
+                _reasoning(events, f"{id}:{n}", block["thinking"])
         text = text_of([b for b in content if isinstance(b, dict) and b.get("type") == "text"])
     else:
         raw = message.get("text")
