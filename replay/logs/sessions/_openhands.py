@@ -84,7 +84,7 @@ def _is_v1(events: list[Any]) -> bool:
 
 def _emit(events: list[Any], prefix: str) -> list[dict[str, Any]]:
     """The events of one run, V0's or V1's (``_is_v1``), each read by its reader."""
-    read = _event_v1 if _is_v1(events) else _emit_v0
+    read = _event_v1 if _is_v1(events) else _event_v0
     em = Emitter(prefix)
     nodes: dict[str, str] = {}  # tool_call_id -> node
     spoken: set[str] = set()  # model responses whose text is emitted
@@ -132,7 +132,7 @@ def _condensation(
     em.compaction(key, mark)
 
 
-def _emit_v0(
+def _event_v0(
     em: Emitter,
     event: dict[str, Any],
     nodes: dict[str, str],
