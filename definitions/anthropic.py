@@ -511,6 +511,16 @@ class BlockDefinition:
             if block_type != "thinking":
                 return state
             return _replace(state, signature=delta["signature"])
+        if kind == "compaction_delta":
+            # The SDK's (beta) accumulator sets both fields from the delta, replacing.
+            if block_type != "compaction":
+                return state
+            block = {
+                **state.block,
+                "content": delta.get("content"),
+                "encrypted_content": delta.get("encrypted_content"),
+            }
+            return _replace(state, block=block)
         return state  # a delta type the SDK does not fold either
 
     def update_many(self, state: BlockState, events: list[Envelope]) -> BlockState:
