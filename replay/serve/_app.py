@@ -105,7 +105,14 @@ from ._security import (
     parse_events,
     read_body,
 )
-from ._wire import AGUI_HEADERS, UI_STREAM_HEADERS, AgUiEncoder, UIMessageEncoder, wire_frames
+from ._wire import (
+    AGUI_HEADERS,
+    UI_STREAM_HEADERS,
+    AgUiEncoder,
+    UIMessageEncoder,
+    view_at,
+    wire_frames,
+)
 
 __all__ = [
     "CSP",
@@ -826,8 +833,8 @@ async def _conversation_page(request: Request) -> Response:
     return HTMLResponse(_page(request, conversation, body))
 
 
-async def _stream(request: Request) -> Response:
-    conversation: str = request.path_params["conversation"]
+def _cursor(request: Request) -> int:
+    """The log position a stream resumes after: ``Last-Event-ID``, else ``?after=``."""
     resume = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
     try:
         cursor = int(resume)
@@ -836,6 +843,12 @@ async def _stream(request: Request) -> Response:
     except ValueError:
         problem = f"Last-Event-ID/after must be a position >= 0, not {resume!r}"
         raise _Problem(400, problem) from None
+    return cursor
+
+
+async def _stream(request: Request) -> Response:
+    conversation: str = request.path_params["conversation"]
+    cursor = _cursor(request)
     hub = await _live(request).open(conversation)
     if hub is None:
         raise _Problem(404, f"no conversation {conversation!r}")
@@ -853,12 +866,14 @@ def _wire_route(encoder: type[UIMessageEncoder | AgUiEncoder], headers: dict[str
 
     async def endpoint(request: Request) -> Response:
         conversation: str = request.path_params["conversation"]
-        hub = await _live(request).open(conversation)
+        cursor, live = _cursor(request), _live(request)
+        hub = await live.open(conversation)
         if hub is None:
             raise _Problem(404, f"no conversation {conversation!r}")
-        options = _live(request).options
+        resumed = await view_at(hub, live.store, cursor) if encoder is AgUiEncoder else None
+        options = live.options
         return EventSourceResponse(
-            wire_frames(hub, encoder(conversation)),
+            wire_frames(hub, encoder(conversation), resumed),
             headers=headers,
             ping=options.ping_interval,
             send_timeout=options.send_timeout,

@@ -11,12 +11,13 @@ Only the built-in kinds are encoded (``message``, ``reasoning``, ``tool_call``,
 ``status``); nodes of other kinds are left out, since neither protocol has a place for
 an unknown kind that its readers would show.
 
-A connection always starts over: the UI message stream from ``start`` with the whole
-message so far (its text parts are not addressable across connections, and ``useChat``
-with ``resume: true`` replays the active stream from its start), AG-UI with
-``RUN_STARTED`` and a ``MESSAGES_SNAPSHOT`` of the finished messages, which replaces
-whatever the client had. Each SSE message's ``id`` is the log position it brings the
-client to.
+Each SSE message's ``id`` is the log position it brings the client to. The UI message
+stream always starts over from ``start`` with the whole message so far (its text parts
+are not addressable across connections, and ``useChat`` with ``resume: true`` replays
+the active stream from its start). AG-UI opens with ``RUN_STARTED`` and a
+``MESSAGES_SNAPSHOT`` of the finished messages, or, for a client resuming a store's
+conversation at position P, with the view at P refolded from the log (``view_at``) taken
+as sent, so it gets only what it missed.
 
 May import: ``engine``, ``definitions``, msgspec (no Starlette: ``_app`` owns routes).
 """
@@ -231,6 +232,18 @@ class AgUiEncoder(_Encoder):
             sent.ended = sent.input = sent.outcome = True
         return [{"type": "MESSAGES_SNAPSHOT", "messages": messages}]
 
+    def resume(self, nodes: tuple[Node, ...]) -> None:
+        """Take ``nodes`` (the view at the client's last position) as sent, instead
+        of a snapshot: a message or call still open there is started again (the
+        client's reducer keeps the one it has) and continued from where it was."""
+        for node in nodes:
+            sent = self._sent[node.key] = _Sent()
+            self.node(node, sent, [])
+            if node.kind == "message" and not sent.ended:
+                sent.input = False
+            elif node.kind == "tool_call" and not sent.input:
+                sent.ended = False
+
     @staticmethod
     def _result(state: Any) -> str:
         if state.status == "done":
@@ -333,7 +346,24 @@ def _frame(chunks: Iterable[dict[str, Any]], position: int) -> bytes:
     return b"".join(parts)
 
 
-async def wire_frames(hub: _Hub, encoder: UIMessageEncoder | AgUiEncoder) -> AsyncIterator[bytes]:
+async def view_at(hub: Any, store: Any, position: int) -> tuple[Node, ...] | None:
+    """The nodes a client that was sent position ``position`` of a store's
+    conversation has (the prefix refolded), or ``None`` where they cannot be known
+    (no store, nothing folded yet, a position the view has not reached)."""
+    chosen = getattr(hub, "chosen", None)
+    if store is None or chosen is None or not 0 < position <= hub.notified:
+        return None
+    events = await asyncio.to_thread(store.read, hub.id, 0, position)
+    try:
+        nodes: tuple[Node, ...] = chosen.replay(events)
+    except Exception:  # an event the live fold skipped: start over instead
+        return None
+    return nodes
+
+
+async def wire_frames(
+    hub: _Hub, encoder: UIMessageEncoder | AgUiEncoder, resumed: tuple[Node, ...] | None = None
+) -> AsyncIterator[bytes]:
     """The SSE body of one wire-format client: the view so far, then what each
     notification changed, until the server stops or the client goes."""
     waiter = _Client()
@@ -341,7 +371,10 @@ async def wire_frames(hub: _Hub, encoder: UIMessageEncoder | AgUiEncoder) -> Asy
     try:
         chunks = encoder.opening()
         if isinstance(encoder, AgUiEncoder):
-            chunks += encoder.snapshot(hub.nodes)
+            if resumed is not None:
+                encoder.resume(resumed)
+            else:
+                chunks += encoder.snapshot(hub.nodes)
         while True:
             waiter.wake.clear()
             chunks += encoder.update(hub.nodes)

@@ -340,3 +340,46 @@ def test_a_conversation_nothing_can_show_is_404(tmp_path: Path, route: str) -> N
             return (await client.get(f"/conversations/a/b/{route}")).status_code
 
     assert asyncio.run(scenario()) == 404
+
+
+def _data(sse: str) -> list[Any]:
+    """The JSON values of an SSE text's messages."""
+    return [json.loads(line[6:]) for line in sse.split("\n") if line.startswith("data: ")]
+
+
+@pytest.mark.parametrize("cut", [3, 150, 300])
+def test_ag_ui_resumes_by_log_position(tmp_path: Path, cut: int) -> None:
+    """A client that read up to position ``cut`` and reconnects with ``Last-Event-ID``
+    gets only what it missed (an open message started again, which its reducer keeps,
+    and continued): the reducer over both streams ends with the view, and the second
+    stream passes the client's event verification alone."""
+    events = example_events()
+    path = make_store(tmp_path / "s.sqlite", {"c": events[:cut]})
+
+    async def scenario() -> tuple[str, str]:
+        app = app_for(path)
+        async with running(app):
+            async with SseStream(app, "/conversations/c/ag-ui") as first:
+                fields = await first.message()
+                while fields.get("id") != str(cut):
+                    fields = await first.message()
+            await app.state.live.append("c", events[cut:], cut)
+            headers = {"Last-Event-ID": str(cut)}
+            async with SseStream(app, "/conversations/c/ag-ui", headers) as second:
+                fields = await second.message()
+                while fields.get("id") != str(len(events)):
+                    fields = await second.message()
+        return first.raw.decode(), second.raw.decode()
+
+    before, after = asyncio.run(scenario())
+    resumed = _data(after)
+    assert not any(e["type"] == "MESSAGES_SNAPSHOT" for e in resumed)
+    both, alone = run_batch(
+        [
+            {"protocol": "agui", "events": _data(before) + resumed, "verify": False},
+            {"protocol": "agui", "events": resumed, "verify": True},
+        ]
+    )
+    assert "error" not in both, both
+    assert "error" not in alone, alone
+    assert read_messages(both["messages"]) == expected_messages(view(events))
