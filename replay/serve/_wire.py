@@ -185,10 +185,11 @@ class UIMessageEncoder(_Encoder):
 class AgUiEncoder(_Encoder):
     """AG-UI's event stream: messages as ``TEXT_MESSAGE_*`` (their role kept), tool
     calls as ``TOOL_CALL_*`` with a ``TOOL_CALL_RESULT`` (a failure or denial is the
-    result's text), statuses in the shared state (``STATE_SNAPSHOT`` of
-    ``{"statuses": {id: row}}``). A stream opens with ``RUN_STARTED`` and a
-    ``MESSAGES_SNAPSHOT`` of the finished messages and calls; reasoning is left out
-    (AG-UI clients keep it apart from the conversation's messages)."""
+    result's text), statuses in the shared state, ``{"statuses": {id: row}}`` (a
+    ``STATE_SNAPSHOT`` with the first, then a ``STATE_DELTA`` per change). A stream
+    opens with ``RUN_STARTED`` and a ``MESSAGES_SNAPSHOT`` of the finished messages
+    and calls; reasoning is left out (AG-UI clients keep it apart from the
+    conversation's messages)."""
 
     def __init__(self, conversation: str) -> None:
         super().__init__(conversation)
@@ -309,14 +310,20 @@ class AgUiEncoder(_Encoder):
                     }
                 )
         elif kind == "status":
-            self._statuses[node.id] = {
+            first = not self._statuses
+            row = self._statuses[node.id] = {
                 "status": state.status,
                 "label": state.label,
                 "progress": None if state.progress is None else float(state.progress),
                 "completed": state.completed,
                 "total": state.total,
             }
-            out.append({"type": "STATE_SNAPSHOT", "snapshot": {"statuses": dict(self._statuses)}})
+            if first:
+                out.append({"type": "STATE_SNAPSHOT", "snapshot": {"statuses": {node.id: row}}})
+            else:  # one row, not all of them: JSON Patch's "add" sets a member
+                pointer = "/statuses/" + node.id.replace("~", "~0").replace("/", "~1")
+                patch = [{"op": "add", "path": pointer, "value": row}]
+                out.append({"type": "STATE_DELTA", "delta": patch})
 
 
 class _Hub(Protocol):

@@ -202,7 +202,7 @@ def test_ag_ui_client_gets_the_view(tmp_path: Path, opened_at: int, step: int) -
 
 # -- the encoders alone, against the readers, over generated conversations -------------
 
-_IDS = st.sampled_from(["a", "b", "c"])
+_IDS = st.sampled_from(["a", "b", "c/~1"])
 _TEXT = st.text(alphabet='ab <>"\\é\n', max_size=4)
 _EVENT = st.one_of(
     st.builds(
@@ -287,7 +287,11 @@ def test_generated_conversations_read_as_their_view(
         assert read_parts(result["messages"][0]) == expected_parts(view(events)), events
     for (events, _), result in zip(cases, results[len(cases) :], strict=True):
         assert "error" not in result, (events, result)
-        assert read_messages(result["messages"]) == expected_messages(view(events)), events
+        nodes = view(events)
+        assert read_messages(result["messages"]) == expected_messages(nodes), events
+        statuses = {n.id: n.state.label for n in nodes if n.kind == "status"}
+        got = result["state"].get("statuses", {})
+        assert {k: v["label"] for k, v in got.items()} == statuses, events
 
 
 DOCS = Path(__file__).parents[2] / "docs" / "live.md"
