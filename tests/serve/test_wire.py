@@ -387,3 +387,14 @@ def test_ag_ui_resumes_by_log_position(tmp_path: Path, cut: int) -> None:
     assert "error" not in both, both
     assert "error" not in alone, alone
     assert read_messages(both["messages"]) == expected_messages(view(events))
+
+
+@pytest.mark.parametrize("route", ROUTES.values())
+def test_a_bad_resume_position_is_400(tmp_path: Path, route: str) -> None:
+    path = make_store(tmp_path / "s.sqlite", {"c": example_events()[:3]})
+
+    async def scenario() -> int:
+        async with running(app_for(path)) as client:
+            return (await client.get(f"/conversations/c/{route}?after=-1")).status_code
+
+    assert asyncio.run(scenario()) == 400
