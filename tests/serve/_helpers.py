@@ -64,6 +64,13 @@ def hostile_events() -> list[dict[str, Any]]:
             {"type": "tool_call.start", "id": f"e{n}", "name": "x"},
             {"type": "tool_call.error", "id": f"e{n}", "message": bad},
             {"type": "interruption.mark", "id": f"i{n}", "cause": "user", "text": bad},
+            {
+                "type": "compaction.mark",
+                "id": f"k{n}",
+                "summary": bad,
+                "through": bad,
+                "preserved": [{"role": "user", "text": bad}],
+            },
         ]
     events.append({"type": "message.start", "id": "bidi", "role": "assistant", "text": BIDI})
     return events
