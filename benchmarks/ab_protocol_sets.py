@@ -88,7 +88,9 @@ def _runs(name: str) -> tuple[Callable[[Any], object], Callable[[Any], list[Any]
         return None
     protocol = getattr(module, "PROTOCOL", None)
     if protocol is not None:
-        return module.fold, lambda events: list(protocol.prepare(events)), protocol.registration
+        # accumulate: fold was its name before (a tree of an older release)
+        accumulate = getattr(module, "accumulate", None) or module.fold
+        return accumulate, lambda events: list(protocol.prepare(events)), protocol.registration
     if hasattr(module, "scope"):
         prepare: Callable[[Any], list[Any]] = lambda events: list(module.scope(events))  # noqa: E731
     else:

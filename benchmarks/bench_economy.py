@@ -16,6 +16,11 @@ measured:
 - render time per call as the session grows (first tenth of the calls against
   the last tenth).
 
+``compact`` is the live defaults after a compaction whenever a request reaches
+``COMPACT_AT`` chars (a stand-in summary of ``SUMMARY_CHARS``: what the request
+carries); the tool results and user instructions that fell outside the summaries
+are listed per session, for a person to read.
+
 Four references come from the same run: ``wide`` (trim on, ``keep_recent`` 2) shows
 how far trim and wider expiry go beyond the defaults; ``ceiling`` (every result but
 the 6 latest trimmed to a bare pointer) bounds what any policy of the economy could
@@ -38,7 +43,7 @@ import random
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +52,11 @@ import msgspec
 from definitions import builtin, event_type
 from definitions.gateways import GATEWAYS
 from definitions.harness import glance
-from engine import Economy
+from engine import Compaction, Compactor, Economy, Message, Role, ToolResult, compaction_of
 from replay import replay
 from replay.context._economy import (
     CallRequest,
+    Conversation,
     common_prefix,
     conversation,
     measure,
@@ -78,6 +84,12 @@ POLICIES = {
     ),
 }
 SAFEPOINTS = frozenset({"safepoint"})
+# Compaction beside the results-only policies: when a request reaches COMPACT_AT chars
+# the history so far is replaced by a summary of SUMMARY_CHARS (a stand-in for the
+# model's: its length is what a request carries), then the live defaults apply.
+COMPACT_AT = 60_000
+SUMMARY_CHARS = 4_000
+COMPACTOR = Compactor(threshold=COMPACT_AT)
 
 
 def sessions() -> Iterator[tuple[str, list[dict[str, Any]]]]:
@@ -99,9 +111,12 @@ def run(
     bench: Path | None,
     batch: int | None = None,
     safepoints: bool = False,
+    compact: bool = False,
 ) -> tuple[list[CallRequest], list[float]]:
     nodes = replay(events, builtin.DEFINITIONS, event_type=event_type, batch=batch)
     talk = conversation(nodes)
+    if compact:
+        talk, _ = compacted(talk, COMPACTOR)
     calls, timings = timed(
         requests(
             talk,
@@ -113,6 +128,48 @@ def run(
     )
     # the last request follows the whole log: no model call of the log answers it
     return calls[:-1], timings[:-1]
+
+
+def compacted(talk: Conversation, compactor: Compactor) -> tuple[Conversation, list[str]]:
+    """``talk`` compacted before each model call the ``compactor`` says is due, and
+    what fell outside the summaries: each tool result and user instruction replaced,
+    one line each (what a person reads to see what the model no longer has)."""
+    calls = set(talk.calls)
+    out: list[Message] = []
+    moved: dict[int, int] = {}
+    lost: list[str] = []
+    since = 0
+    for index, message in enumerate(talk.messages):
+        if index in calls and compactor.due(out):
+            lost += [_lost(m) for m in out[since:] if m.role is Role.user]
+            summary = f"[a summary of {len(out) - since} messages] ".ljust(SUMMARY_CHARS, ".")
+            out.append(Message(role=Role.user, content=(Compaction(summary),)))
+            since = len(out) - 1
+        moved[index] = len(out)
+        out.append(message)
+    debris = frozenset(moved[i] for i in talk.marks.debris)
+    new_calls = tuple(moved[i] for i in talk.calls)
+    return Conversation(
+        messages=tuple(out),
+        marks=type(talk.marks)(interrupted=talk.marks.interrupted, debris=debris),
+        calls=new_calls,
+        compactions=tuple(i for i, m in enumerate(out) if compaction_of(m) is not None),
+    ), [line for line in lost if line]
+
+
+def _lost(message: Message) -> str:
+    """A caller turn as one readable line: its user text, or its tool results."""
+    results = [p for p in message.parts if isinstance(p, ToolResult)]
+    if results:
+        chars = sum(len(r.content) if isinstance(r.content, str) else 0 for r in results)
+        names = ", ".join(sorted({r.name or "tool" for r in results}))
+        return f"{len(results)} result(s) of {names} ({chars:,} chars)"
+    if isinstance(message.content, str) or all(
+        not isinstance(p, Compaction) for p in message.parts
+    ):
+        text = " ".join(str(getattr(p, "text", "")) for p in message.parts).strip()
+        return f"user: {' '.join(text.split())[:80]}" if text else ""
+    return ""
 
 
 def tokens_counter() -> Any:
@@ -146,10 +203,11 @@ def chart(path: str) -> int:
     transcript = read_transcript(session.read_bytes(), path=str(session))
     assert transcript is not None
     events = transcript.threads[0].events
-    series = {}
-    for policy in ("none", "live", "resume", "wide", "ceiling"):
+    series: dict[str, tuple[Sequence[float], Sequence[float]]] = {}
+    for policy in ("none", "live", "resume", "wide", "ceiling", "compact"):
+        economy = POLICIES["live" if policy == "compact" else policy]
         with tempfile.TemporaryDirectory() as folder:
-            calls, _ = run(events, "anthropic", POLICIES[policy], Path(folder), safepoints=False)
+            calls, _ = run(events, "anthropic", economy, Path(folder), compact=policy == "compact")
         sizes = measure(calls).sizes
         series[policy] = (list(range(1, len(sizes) + 1)), [size / 1000 for size in sizes])
         print(f"{policy}: {len(sizes)} calls, {sum(sizes):,} chars in all")
@@ -191,6 +249,7 @@ def main() -> int:
     )
     print(
         "session | gateway | calls | none chars | live | resume | wide | safepoint | ceiling | "
+        "compact (live + compaction) | "
         "live reuse | "
         "resume reuse | safepoint reuse | breaks live/resume | invalid | deterministic | "
         "ms/call live first/last | ms/call resume first/last"
@@ -219,11 +278,24 @@ def main() -> int:
                 row[policy]["ms_first"] = 1000 * sum(timings[:tenth]) / tenth
                 row[policy]["ms_last"] = 1000 * sum(timings[-tenth:]) / tenth
                 worst["invalid"] += figures.invalid
-            whole = files.setdefault((name.split(":")[0], gateway), dict.fromkeys(POLICIES, 0))
-            for policy in POLICIES:
+            with tempfile.TemporaryDirectory() as folder:
+                calls, _ = run(events, gateway, POLICIES["live"], Path(folder), compact=True)
+            figures = measure(calls)
+            again, _ = run(events, gateway, POLICIES["live"], None, batch=7, compact=True)
+            once, _ = run(events, gateway, POLICIES["live"], None, compact=True)
+            totals["compact"] = figures.total
+            row["compact"] = {
+                **figures.as_dict(),
+                "deterministic": measure(again).digest == measure(once).digest,
+            }
+            worst["invalid"] += figures.invalid
+            whole = files.setdefault(
+                (name.split(":")[0], gateway), dict.fromkeys([*POLICIES, "compact"], 0)
+            )
+            for policy in totals:
                 whole[policy] += totals[policy]
             base = totals["none"] or 1
-            cut = {p: 1 - totals[p] / base for p in POLICIES}
+            cut = {p: 1 - totals[p] / base for p in totals}
             worst["resume_cut"] = min(worst["resume_cut"], cut["resume"])
             worst["live_reuse"] = min(worst["live_reuse"], row["live"]["prefix_reuse"])
             if args.json:
@@ -233,23 +305,40 @@ def main() -> int:
             print(
                 f"{name} | {gateway} | {live['calls']} | {totals['none']:,} | "
                 f"{_cut(cut['live'])} | {_cut(cut['resume'])} | {_cut(cut['wide'])} | "
-                f"{_cut(cut['safepoint'])} | {_cut(cut['ceiling'])} | "
+                f"{_cut(cut['safepoint'])} | {_cut(cut['ceiling'])} | {_cut(cut['compact'])} | "
                 f"{live['prefix_reuse']:.3f} | {resume['prefix_reuse']:.3f} | "
                 f"{row['safepoint']['prefix_reuse']:.3f} | "
                 f"{live['prefix_breaks']}/{resume['prefix_breaks']} | "
-                f"{sum(row[p]['invalid'] for p in POLICIES)} | "
-                f"{all(row[p]['deterministic'] for p in POLICIES)} | "
+                f"{sum(row[p]['invalid'] for p in totals)} | "
+                f"{all(row[p]['deterministic'] for p in totals)} | "
                 f"{live['ms_first']:.2f}/{live['ms_last']:.2f} | "
                 f"{resume['ms_first']:.2f}/{resume['ms_last']:.2f}"
             )
     print(
         "# whole session files (every thread summed): "
-        "file | gateway | none | live | resume | wide | safepoint | ceiling"
+        "file | gateway | none | live | resume | wide | safepoint | ceiling | compact"
     )
     for (file, gateway), whole in files.items():
         base = whole["none"] or 1
-        cuts = " | ".join(_cut(1 - whole[p] / base) for p in POLICIES if p != "none")
+        cuts = " | ".join(_cut(1 - whole[p] / base) for p in whole if p != "none")
         print(f"# {file} | {gateway} | {whole['none']:,} | {cuts}")
+    print(
+        f"# compaction at {COMPACT_AT:,} chars (summary {SUMMARY_CHARS:,}): what fell "
+        "outside the summaries, per session (anthropic requests)"
+    )
+    for name, events in sessions():
+        nodes = replay(events, builtin.DEFINITIONS, event_type=event_type)
+        talk, lost = compacted(conversation(nodes), COMPACTOR)
+        count_compactions = len(talk.compactions)
+        if count_compactions:
+            said = [line for line in lost if line.startswith("user:")]
+            results = len(lost) - len(said)
+            print(
+                f"# {name}: {count_compactions} compaction(s); replaced {results} tool "
+                f"result turn(s) and {len(said)} user instruction(s)"
+            )
+            for line in said[:5]:
+                print(f"#     {line}")
     reference = swe_agent_reference()
     print(
         f"# SWE-agent's own history processor (marshmallow, as recorded): prefix reuse "

@@ -62,11 +62,11 @@ FIXTURES = ROOT.parent / "shared" / "fixtures" / "recorded"
 MIN_EVENTS = 100
 ROUNDS = 5
 FOLDS: dict[str, Callable[[list[dict[str, Any]]], object]] = {
-    "anthropic": anthropic.fold,
-    "openai_chat": openai_chat.fold,
-    "openai_responses": openai_responses.fold,
-    "ag_ui": ag_ui.fold,
-    "ai_sdk": ai_sdk.fold,
+    "anthropic": anthropic.accumulate,
+    "openai_chat": openai_chat.accumulate,
+    "openai_responses": openai_responses.accumulate,
+    "ag_ui": ag_ui.accumulate,
+    "ai_sdk": ai_sdk.accumulate,
 }
 
 

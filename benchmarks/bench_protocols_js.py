@@ -221,7 +221,7 @@ def main() -> None:
     ]
     yardsticks: dict[int, float | None] = {}
     for (name, protocol, events), node in zip(cases, theirs, strict=True):
-        fold = ag_ui.fold if protocol == "agui" else ai_sdk.fold
+        fold = ag_ui.accumulate if protocol == "agui" else ai_sdk.accumulate
         mine = rate(fold, events)
         if len(events) not in yardsticks:
             yardsticks[len(events)] = anthropic_rate(len(events))

@@ -132,13 +132,17 @@ def cpu_per_event(c: anthropic.Anthropic, events: int, way: Any) -> float:
         gc.enable()
 
 
-def recorder_alone(body: bytes, events: int) -> float:
+def recorder_alone(body: bytes, events: int, *, per_frame: bool = False) -> float:
     """CPU seconds per event of the recorder's own work on ``body`` in this process, with
-    no SDK and no network: a call's chunks (64 KB, as the loopback stream arrives) fed
-    to ``Call.chunk`` and written to a log. Best of 7; with the collector off, as above."""
+    no SDK and no network: a call's chunks (64 KB, as the loopback stream arrives, or
+    with ``per_frame`` one SSE frame each, as the APIs send them) fed to ``Call.chunk``
+    and written to a log. Best of 7; with the collector off, as above."""
     from replay.recording._recorder import Recorder, open_sink
 
-    chunks = [body[i : i + 65536] for i in range(0, len(body), 65536)]
+    if per_frame:
+        chunks = [frame + b"\n\n" for frame in body.split(b"\n\n") if frame.strip()]
+    else:
+        chunks = [body[i : i + 65536] for i in range(0, len(body), 65536)]
     best = float("inf")
     with tempfile.TemporaryDirectory() as folder:
         for i in range(7):
@@ -193,6 +197,11 @@ def recording_cost(deltas: int, rounds: int) -> None:
                 f"     recorder alone     {alone * 1e6:8.2f} us per event in this process, no "
                 f"SDK = {alone / without * 100:.1f}% of the SDK's own (its work; in the SDK's "
                 "process it shares the caches with the SDK's objects)"
+            )
+            framed = recorder_alone(stream_body(deltas), events, per_frame=True)
+            print(
+                f"     ... one frame per chunk {framed * 1e6:5.2f} us per event = "
+                f"{framed / without * 100:.1f}% (as the APIs send a stream: a chunk per event)"
             )
 
 

@@ -10,7 +10,9 @@ sets, in log order:
   ``failed`` error, ``denied`` reason, or a denial by the ``approval`` kind's
   decision naming its ``tool_call_id``) is a ``ToolResult`` in the caller turn
   right after its model turn. Built-in reasoning carries no provider signature,
-  so gateways leave it out.
+  so gateways leave it out. A ``compaction`` is the messages it restarts the
+  conversation with (``_compaction``): every message stays in the list, and the
+  projection starts the next request there (``engine.since_compaction``).
 - ``anthropic``, ``openai_chat``, ``openai_responses``: each response the set
   rebuilds (the SDK's own final message) is one model turn, read back by the
   provider's gateway, so its reasoning state goes back exactly as returned.
@@ -32,7 +34,18 @@ from typing import Any, Final
 
 import msgspec
 
-from engine import Message, Native, Node, Part, Reasoning, Role, Text, ToolCall, ToolResult
+from engine import (
+    Compaction,
+    Message,
+    Native,
+    Node,
+    Part,
+    Reasoning,
+    Role,
+    Text,
+    ToolCall,
+    ToolResult,
+)
 
 from . import ag_ui, ai_sdk, anthropic, openai_chat, openai_responses, recorded
 from ._gateways import DENIED, AnthropicGateway, OpenAIChatGateway, OpenAIResponsesGateway
@@ -112,6 +125,40 @@ class _Turns:
 
 
 def _builtin(nodes: Sequence[Node]) -> list[Message]:
+    if not any(node.kind == "compaction" for node in nodes):
+        return _builtin_turns(nodes)
+    out: list[Message] = []
+    run: list[Node] = []
+    for node in nodes:
+        if node.kind != "compaction":
+            run.append(node)
+            continue
+        if not node.state.restarts:
+            continue
+        out += _builtin_turns(run)
+        run = []
+        out += _compaction(node, nodes)
+    out += _builtin_turns(run)
+    return out
+
+
+def _compaction(node: Node, nodes: Sequence[Node]) -> list[Message]:
+    """A compaction node as the messages that restart the conversation (see
+    ``definitions.compaction``): the nodes it kept and the messages it preserved
+    (carried), the summary, then the nodes after ``through`` again (echoed)."""
+    state = node.state
+    through = next((n.seq for n in nodes if n.key == state.through), None)
+    earlier = [n for n in nodes if n.seq < node.seq and n.kind != "compaction"]
+    kept = _builtin_turns([n for n in earlier if n.key in set(state.keep)])
+    kept += [Message(role=Role(p.role), content=p.text) for p in state.preserved if p.text]
+    tail = [] if through is None else _builtin_turns([n for n in earlier if n.seq > through])
+    data = None if state.item is None else msgspec.json.encode(state.item).decode()
+    part = Compaction(state.summary, state.provider, data, carried=len(kept), echo=len(tail))
+    role = Role.assistant if data is not None else Role.user
+    return [*kept, Message(role=role, content=(part,)), *tail]
+
+
+def _builtin_turns(nodes: Sequence[Node]) -> list[Message]:
     denials = {
         node.state.tool_call_id: node.state.reason
         for node in nodes

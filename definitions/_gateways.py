@@ -8,10 +8,11 @@ recorded turn is sent back exactly as returned) and ``validate(request)``.
 
 Rules that hold for every gateway (written here once):
 
-- Reasoning and ``Native`` parts go back only to the provider that made them
-  (``provider`` equals the gateway's ``name``): another provider's signature or
-  encrypted payload would be refused, so it is left out; a ``Native`` part's
-  ``text`` crosses as plain text. Chat Completions takes no reasoning back at all.
+- Reasoning, ``Native`` and ``Compaction`` items go back only to the provider
+  that made them (``provider`` equals the gateway's ``name``): another provider's
+  signature or encrypted payload would be refused, so it is left out; a
+  ``Native`` part's ``text`` and a compaction's summary cross as plain text.
+  Chat Completions takes no reasoning back at all.
 - Tool results come first in a caller turn (Anthropic wants them first in the
   message, Chat and Responses as items right after the call); a turn's other
   content follows them.
@@ -34,6 +35,7 @@ from typing import Any, ClassVar, Final
 import msgspec
 
 from engine import (
+    Compaction,
     File,
     Image,
     Message,
@@ -47,6 +49,7 @@ from engine import (
 )
 
 from ._gateway_check import Entry, Problem, Side, Turn, add, alternation, check, not_a_list
+from ._settings import declared
 
 __all__ = [
     "AnthropicGateway",
@@ -144,9 +147,31 @@ def _split(message: Message, provider: str) -> tuple[list[ToolResult], list[Part
                 rest.append(part.call)
             elif part.text:
                 rest.append(Text(part.text))
+        elif isinstance(part, Compaction):
+            if part.provider == provider and part.data is not None:
+                rest.append(Native(provider, part.data, part.text))
+            elif part.text:
+                rest.append(Text(part.text))
         else:
             rest.append(part)
     return results, rest
+
+
+def crossing(part: Compaction, provider: str) -> str | None:
+    """What ``provider`` gets instead of a compaction made by another provider, said
+    for a person (``None`` when it gets the compaction as made): the rule of
+    ``_split``, worded."""
+    if part.data is None or part.provider == provider:
+        return None
+    if part.text:
+        return (
+            f"the {part.provider} compaction item is sent to {provider} as its summary "
+            f"text ({len(part.text):,} chars)"
+        )
+    return (
+        f"the {part.provider} compaction item is encrypted and carries no summary text: "
+        f"{provider} gets nothing in its place (the compacted history is lost)"
+    )
 
 
 def _payload(
@@ -284,6 +309,9 @@ class AnthropicGateway:
             return Reasoning(block["thinking"], self.name, signature=block.get("signature"))
         if kind == "redacted_thinking" and present <= {"type", "data"}:
             return Reasoning(provider=self.name, encrypted=block["data"])
+        if kind == "compaction" and block.get("content") is not None:
+            # A failed compaction (no content) is a no-op the server ignores: Native.
+            return Compaction(str(block["content"]), self.name, _arguments(block))
         call = None
         if kind == "tool_use":
             call = ToolCall(
@@ -632,6 +660,8 @@ class OpenAIResponsesGateway:
                 return [Text(content[0]["text"], id=item["id"])]
             text = "".join(c.get("text", "") for c in content if isinstance(c, dict))
             return [Native(self.name, _arguments(item), text)]
+        if kind == "compaction":
+            return [Compaction("", self.name, _arguments(item))]
         call = None
         if kind == "function_call":
             call = ToolCall(
@@ -944,7 +974,9 @@ class BedrockGateway:
     ) -> dict[str, Any]:
         """``client.converse(**request)`` (blobs as base64 text: see the class):
         leading system items become ``system``; consecutive messages of one role are
-        merged (Converse wants them alternating). ``tools`` go in ``toolConfig``."""
+        merged (Converse wants them alternating). ``tools`` go in ``toolConfig``; with
+        none, the tools the history calls are declared (``_settings.declared``: Bedrock
+        refuses tool blocks in a request that declares no tools)."""
         system, messages = _alternating(items, "content")
         head: dict[str, Any] = {"modelId": model}
         if system:
@@ -954,7 +986,7 @@ class BedrockGateway:
             config = dict(options.pop("toolConfig", None) or {})
             config["tools"] = [*config.get("tools", ()), *tools]
             options["toolConfig"] = config
-        return _payload(head, (), options)
+        return declared(self.name, _payload(head, (), options))
 
     def message(self, output: Any) -> Message:
         """A Converse response (``{"output": {"message": ...}}``), or its message, as a

@@ -40,7 +40,7 @@ What a set declares:
   guard (``RegistrationError`` if not).
 - ``rebuild(nodes)``: the protocol's own final objects (Anthropic ``Message`` dicts,
   ``ChatCompletion`` dicts, ...) from the nodes, as the SDK's accumulator would give
-  them (``RebuildError`` for nodes they cannot be made of); ``fold(events)`` is
+  them (``RebuildError`` for nodes they cannot be made of); ``accumulate(events)`` is
   ``rebuild`` of a replay.
 - ``vocabulary``: the tagged msgspec Structs the set's definitions fold fastest
   (``replay.load_events(types=...)``), or ``None``: plain dict events.
@@ -54,7 +54,7 @@ A live application never wires a pre-pass by hand: ``PROTOCOL.engine()`` is an
 engine of the set's definitions and routing with the pre-pass as its first push hook,
 so ``engine.push(event)`` takes whatever the SDK stream yields. Batch work keeps the
 faster path: ``engine.push_many(PROTOCOL.prepare(events))`` on an engine of
-``PROTOCOL.registration``, which is what ``replay`` and ``fold`` do.
+``PROTOCOL.registration``, which is what ``replay`` and ``accumulate`` do.
 
 Implementing a set (the recipe, step by step: docs/architecture.md): the module
 builds its definitions, its ``Envelope`` class, its live pre-pass ``Preparer`` (one per
@@ -86,6 +86,7 @@ import enum
 import itertools
 import types
 import typing
+import warnings
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, Protocol
 
@@ -339,10 +340,21 @@ class ProtocolSet:
         """The nodes of one stream's raw events (``folded(events).nodes()``)."""
         return self.folded(events).nodes()
 
-    def fold(self, events: Iterable[Any]) -> list[dict[str, Any]]:
-        """The protocol's final objects of one stream's raw events: ``rebuild`` of the
-        replay."""
+    def accumulate(self, events: Iterable[Any]) -> list[dict[str, Any]]:
+        """The protocol's final objects of one stream's raw events, as the official SDK's
+        accumulator gives them: the stream folded, then ``rebuild``."""
         return self.rebuild(self.replay(events))
+
+    def fold(self, events: Iterable[Any]) -> list[dict[str, Any]]:
+        """Deprecated (it goes in the next release): ``accumulate``. A fold gives nodes;
+        this gives the protocol's final objects."""
+        warnings.warn(
+            "ProtocolSet.fold is deprecated and goes in the next release: use "
+            "ProtocolSet.accumulate (a fold gives nodes; this gives final objects)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.accumulate(events)
 
     def dicts(self, events: Iterable[Any]) -> Iterable[Any]:
         """``events`` for a batch pre-pass, whose loop reads each event with

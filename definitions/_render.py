@@ -157,9 +157,8 @@ def _esc(text: object) -> str:
 
 
 def plain(text: object, cls: str = "text") -> str:
-    """``text`` escaped in a block that keeps its line breaks (collapsed when long:
-    ``collapsed``)."""
-    return collapsed(text, f'<div class="plain {cls}" dir="auto">{_esc(text)}</div>')
+    """``text`` escaped in a block that keeps its line breaks."""
+    return f'<div class="plain {cls}" dir="auto">{_esc(text)}</div>'
 
 
 HTML_FOLD_CHARS: Final = 20_000
@@ -168,10 +167,10 @@ HTML_FOLD_CHARS: Final = 20_000
 
 def collapsed(text: object, html: str) -> str:
     """``html`` (the rendering of ``text``) as it is, or, when ``text`` is a whole
-    string longer than ``HTML_FOLD_CHARS``, collapsed under its first line. A text
-    still streaming (a ``StreamedText``) is never collapsed: a reader is reading it,
-    and a live page patches its last blocks, which a summary changing with its
-    length would stop."""
+    string longer than ``HTML_FOLD_CHARS``, collapsed under its first line. For
+    content a reader skims (a pasted file in a user's turn); a text still streaming
+    (a ``StreamedText``) is never collapsed: a reader is reading it, and a live page
+    patches its last blocks, which a summary changing with its length would stop."""
     if type(text) is not str or len(text) <= HTML_FOLD_CHARS:
         return html
     head = text[:200].strip().split("\n", 1)[0][:80]
@@ -250,9 +249,9 @@ def markdown(text: object, cls: str = "text") -> str:
     opening = f'<div class="md {cls}" dir="auto" data-blocks>'
     captured = _CAPTURE.get()
     if captured is None:
-        return collapsed(text, f"{opening}{blocks.html()}</div>")
+        return f"{opening}{blocks.html()}</div>"
     captured.append(blocks)
-    return collapsed(text, f"{opening}<\x00{len(captured) - 1}\x00></div>")
+    return f"{opening}<\x00{len(captured) - 1}\x00></div>"
 
 
 # A one-line block of prose that opens no Markdown syntax: it starts with a letter (no

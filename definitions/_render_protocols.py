@@ -1,7 +1,7 @@
 """HTML for the protocols' own objects: an Anthropic content block, a Responses output
 item, a Chat Completions choice, an AI SDK part, an AG-UI message.
 
-The protocol definition sets render the final objects their ``fold()`` returns, so
+The protocol definition sets render the final objects their ``accumulate()`` returns, so
 each shape is drawn once, here, with the blocks of ``_render``: text as a Markdown
 bubble, calls as tool cards, reasoning folded, results and citations as links.
 """
@@ -97,6 +97,10 @@ def anthropic_block(
         return folded(summary, markdown(thought), cls="reasoning")
     if kind == "redacted_thinking":
         return folded("Thinking (redacted)", plain("[redacted by the provider]"), cls="reasoning")
+    if kind == "compaction":
+        from .compaction import row_html
+
+        return row_html(*_anthropic_compaction(block))
     if "input" in block or kind.endswith("tool_use"):
         status = "called" if stopped else "streaming"
         return call_card(_tool_name(block), block.get("id"), status, arguments=block.get("input"))
@@ -139,6 +143,10 @@ def anthropic_block_text(
         return f"[thinking] {long_text(block.get('thinking', ''))}"
     if kind == "redacted_thinking":
         return "[thinking redacted by the provider]"
+    if kind == "compaction":
+        from .compaction import row_text
+
+        return row_text(*_anthropic_compaction(block))
     if "input" in block or kind.endswith("tool_use"):
         status = "called" if stopped else "streaming"
         return tool_text(_tool_name(block), block.get("id"), status, block.get("input"))
@@ -148,6 +156,15 @@ def anthropic_block_text(
     if found is not None:
         return found
     return f"[{kind}] {payload(_rest(block))}"
+
+
+def _anthropic_compaction(block: Mapping[str, Any]) -> tuple[str, str]:
+    """A compaction block's summary and figures, for its row (``content`` null: the
+    compaction failed, a no-op the server ignores)."""
+    content = block.get("content")
+    if content is None:
+        return "", "failed: no summary"
+    return str(content), "encrypted state kept" if block.get("encrypted_content") else ""
 
 
 def anthropic_calls(block: Mapping[str, Any]) -> tuple[str, ...]:
@@ -284,6 +301,10 @@ def responses_item(item: Mapping[str, Any]) -> str:
         if item.get("encrypted_content"):
             body += plain("[reasoning encrypted: content not shown]", "placeholder")
         return folded("Reasoning", body, cls="reasoning") if body else ""
+    if kind == "compaction":
+        from .compaction import row_html
+
+        return row_html("", "encrypted summary" if item.get("encrypted_content") else "")
     if kind in ("function_call", "custom_tool_call"):
         arguments = item.get("arguments", item.get("input"))
         name = str(item.get("name") or kind)
@@ -531,6 +552,10 @@ def responses_item_text(item: Mapping[str, Any]) -> str:
     if kind == "reasoning":
         texts = [str(p.get("text", "")) for p in _maps(item.get("summary"))]
         return "[reasoning] " + "\n".join(texts)
+    if kind == "compaction":
+        from .compaction import row_text
+
+        return row_text("", "encrypted summary" if item.get("encrypted_content") else "")
     rest = {k: v for k, v in item.items() if k not in ("type", "id")}
     return f"[{kind}] {payload(rest)}"
 

@@ -18,7 +18,7 @@ says which definitions see it and how soon it shows (``definitions._envelope``; 
 engine routes on it). The preparer never copies an event: the envelope
 holds the original dict plus the claims. Its state is only "which ids exist" (and
 the open chunk lane), i.e. what the reference consults, not what it accumulates; the
-definitions fold the content. ``fold()`` applies it; live users push raw events into
+definitions fold the content. ``accumulate()`` applies it; live users push raw events into
 ``PROTOCOL.engine()`` (the set's ``definitions.ProtocolSet``: the common live path,
 with its errors), or call a ``Preparer`` per event. Because the preparer
 only knows what it has seen, a window cut mid-message yields no node for the
@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import copy
 import json
-import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
@@ -56,7 +55,7 @@ import msgspec
 from engine import Claim, Node, Reader
 from engine._deprecation import renamed
 
-from ._envelope import Route, describe, publications, reaching, route_of
+from ._envelope import Route, describe, on_routes, route_of
 from ._protocol import UNREADABLE, ProtocolSet
 from ._render import payload
 from ._runs import fold_run
@@ -74,10 +73,10 @@ __all__ = [
     "RunState",
     "SharedState",
     "ToolCallState",
+    "accumulate",
     "apply_patch",
     "detect",
     "event_type",
-    "fold",
     "messages",
     "prepare",
     "project",
@@ -129,9 +128,7 @@ class Envelope(msgspec.Struct, gc=False, eq=False):
     assistant message, and claims that message's start in ``message`` when it makes
     it. A bare envelope (route ``nowhere``) concerns no node.
 
-    A Struct, not a class with ``__init__``: one is made per event, and a Struct is
-    made in about a third of the time. Compared and hashed by identity; never
-    tracked by the garbage collector (it refers to nothing that refers back).
+    Made per event, so a Struct (``definitions._envelope`` says why).
     """
 
     event: Mapping[str, Any]
@@ -548,12 +545,8 @@ def _pieces(run: list[Envelope]) -> list[str | None]:
 class _MessageDefinition:
     """Messages of any role; claims what the preparer names in ``message``."""
 
-    kind = _MESSAGE
-    event_types = reaching(_MESSAGE, ROUTES)
     # Deltas wait for the next animation frame; the rest is immediate.
-    publication = publications(event_types)
-
-    match = operator.attrgetter("message")
+    kind, event_types, publication, match = on_routes(_MESSAGE, "message", ROUTES)
 
     @staticmethod
     def start(routed: Envelope, reader: Reader) -> MessageState:
@@ -633,11 +626,7 @@ class _MessageDefinition:
 class _ToolCallDefinition:
     """Tool calls: name, raw streamed arguments, owner message, end."""
 
-    kind = _TOOL
-    event_types = reaching(_TOOL, ROUTES)
-    publication = publications(event_types)
-
-    match = operator.attrgetter("tool_call")
+    kind, event_types, publication, match = on_routes(_TOOL, "tool_call", ROUTES)
 
     @staticmethod
     def start(routed: Envelope, reader: Reader) -> ToolCallState:
@@ -690,11 +679,7 @@ class _ToolCallDefinition:
 class _StateDefinition:
     """The one shared-state node: a snapshot reopens it, a delta patches it."""
 
-    kind = "ag_ui_state"
-    event_types = reaching(kind, ROUTES)
-    publication = publications(event_types)
-
-    match = operator.attrgetter("state")
+    kind, event_types, publication, match = on_routes("ag_ui_state", "state", ROUTES)
 
     @staticmethod
     def start(routed: Envelope, reader: Reader) -> SharedState:
@@ -727,11 +712,7 @@ class _StateDefinition:
 class _RunDefinition:
     """One node per RUN_STARTED: finish or error, and the steps seen."""
 
-    kind = "ag_ui_run"
-    event_types = reaching(kind, ROUTES)
-    publication = publications(event_types)
-
-    match = operator.attrgetter("run")
+    kind, event_types, publication, match = on_routes("ag_ui_run", "run", ROUTES)
 
     @staticmethod
     def start(routed: Envelope, reader: Reader) -> RunState:
@@ -791,11 +772,7 @@ class _RunDefinition:
 class _EventDefinition:
     """One node per CUSTOM, RAW or MESSAGES_SNAPSHOT event."""
 
-    kind = "ag_ui_event"
-    event_types = reaching(kind, ROUTES)
-    publication = publications(event_types)
-
-    match = operator.attrgetter("other")
+    kind, event_types, publication, match = on_routes("ag_ui_event", "other", ROUTES)
 
     @staticmethod
     def start(routed: Envelope, reader: Reader) -> EventState:
@@ -1145,14 +1122,12 @@ DEFINITIONS: Final = PROTOCOL.definitions
 (``PROTOCOL.envelope``), then messages before their tool calls."""
 
 
-def project(events: Iterable[Any]) -> tuple[Node, ...]:
-    """The nodes of one recording's raw events (routed, then folded)."""
-    return PROTOCOL.replay(events)
+project: Final = PROTOCOL.replay
+"""The nodes of one recording's raw events (routed, then folded)."""
 
 
-def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
-    """The final message list of one recording (raw events in log order)."""
-    return PROTOCOL.fold(events)
+accumulate: Final = PROTOCOL.accumulate
+"""The final message list of one recording (raw events in log order)."""
 
 
 # The names of one release ago (every set now says prepare, Preparer, Envelope).
@@ -1160,6 +1135,7 @@ __getattr__ = renamed(
     __name__,
     globals(),
     {
+        "fold": "accumulate",
         "route": "prepare",
         "Router": "Preparer",
         "Routed": "Envelope",

@@ -16,8 +16,8 @@ it (``definitions._envelope``; the engine routes on it). Node ids are positional
 (``"<message>"`` and ``"<message>/<part>"``, counted from the start of the log), so a
 reused part id never reopens an older part. The preparer never copies a chunk and keeps
 only the lookup tables the reference consults (open parts, tool calls of the message,
-data parts); the definitions fold the content. ``fold()`` applies it; live users push raw chunks
-into ``PROTOCOL.engine()`` (the set's ``definitions.ProtocolSet``: the common live
+data parts); the definitions fold the content. ``accumulate()`` applies it; live users
+push raw chunks into ``PROTOCOL.engine()`` (the set's ``definitions.ProtocolSet``: the common live
 path, with its errors), or call a ``Preparer`` per chunk.
 
 A window cut mid-message has no ``start`` for the message and no ``*-start`` for
@@ -44,7 +44,6 @@ we drop that chunk and keep folding, as a view should show what arrived.
 from __future__ import annotations
 
 import json
-import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
@@ -53,7 +52,7 @@ import msgspec
 from engine import Claim, Node, Reader
 from engine._deprecation import renamed
 
-from ._envelope import Route, describe, publications, reaching, route_of
+from ._envelope import Route, describe, on_routes, route_of
 from ._protocol import UNREADABLE, ProtocolSet
 from ._render import payload
 from ._runs import fold_run
@@ -71,10 +70,10 @@ __all__ = [
     "StepState",
     "TextPartState",
     "ToolPartState",
+    "accumulate",
     "detect",
     "event_type",
     "fix_json",
-    "fold",
     "parse_partial_json",
     "prepare",
     "project",
@@ -142,9 +141,7 @@ class Envelope(msgspec.Struct, gc=False, eq=False):
     (``steps`` of them), which the reference pushes without yielding one. A bare
     envelope (route ``nowhere``) concerns no node.
 
-    A Struct, not a class with ``__init__``: one is made per chunk, and a Struct is
-    made in about a third of the time. Compared and hashed by identity; never
-    tracked by the garbage collector (it refers to nothing that refers back).
+    Made per event, so a Struct (``definitions._envelope`` says why).
     """
 
     event: Mapping[str, Any]
@@ -560,12 +557,8 @@ def _merge(existing: Any, incoming: Any) -> Any:
 class _MessageDefinition:
     """One node per message: id, metadata, finish, abort, errors."""
 
-    kind = _MESSAGE
     # A part's start may start its message too; deltas never do.
-    event_types = reaching(_MESSAGE, ROUTES)
-    publication = publications(event_types)
-
-    match = operator.attrgetter("message")
+    kind, event_types, publication, match = on_routes(_MESSAGE, "message", ROUTES)
 
     @staticmethod
     def start(routed: Envelope, reader: Reader) -> MessageState:
@@ -645,13 +638,9 @@ def _input_appended(part: ToolPartState, text: str) -> ToolPartState:
 class _TextDefinition:
     """Text parts: streamed text, done, provider metadata."""
 
-    kind = _TEXT
-    event_types = reaching(_TEXT, ROUTES)
     # Deltas wait for the next animation frame; the rest is immediate.
-    publication = publications(event_types)
+    kind, event_types, publication, match = on_routes(_TEXT, "text", ROUTES)
     label = "text"
-
-    match = operator.attrgetter("text")
 
     @classmethod
     def start(cls, routed: Envelope, reader: Reader) -> TextPartState:
@@ -717,12 +706,8 @@ class _TextDefinition:
 class _ReasoningDefinition(_TextDefinition):
     """Reasoning parts (a text part that shows its id)."""
 
-    kind = _REASONING
-    event_types = reaching(_REASONING, ROUTES)
-    publication = publications(event_types)
+    kind, event_types, publication, match = on_routes(_REASONING, "reasoning", ROUTES)
     label = "reasoning"
-
-    match = operator.attrgetter("reasoning")
 
 
 _OUTPUT_STATES: Final = {
@@ -734,11 +719,7 @@ _OUTPUT_STATES: Final = {
 class _ToolDefinition:
     """Tool invocation parts through input, output, approval and denial."""
 
-    kind = _TOOL
-    event_types = reaching(_TOOL, ROUTES)
-    publication = publications(event_types)
-
-    match = operator.attrgetter("tool")
+    kind, event_types, publication, match = on_routes(_TOOL, "tool", ROUTES)
 
     @staticmethod
     def start(routed: Envelope, reader: Reader) -> ToolPartState:
@@ -942,11 +923,7 @@ class StepState(msgspec.Struct, frozen=True):
 class _StepDefinition:
     """StepState-start parts, started when a later chunk's snapshot shows them."""
 
-    kind = _STEP
-    event_types = reaching(_STEP, ROUTES)
-    publication = publications(event_types)
-
-    match = operator.attrgetter("step")
+    kind, event_types, publication, match = on_routes(_STEP, "step", ROUTES)
 
     @staticmethod
     def start(routed: Envelope, reader: Reader) -> StepState:
@@ -979,11 +956,7 @@ _PART_FIELDS: Final = {
 class _PartDefinition:
     """Discrete parts: data-*, file, source-url, source-document."""
 
-    kind = _PART
-    event_types = reaching(_PART, ROUTES)
-    publication = publications(event_types)
-
-    match = operator.attrgetter("part")
+    kind, event_types, publication, match = on_routes(_PART, "part", ROUTES)
 
     @staticmethod
     def start(routed: Envelope, reader: Reader) -> PartState:
@@ -1401,14 +1374,12 @@ DEFINITIONS: Final = PROTOCOL.definitions
 part whose chunk makes it visible (one event may start both)."""
 
 
-def project(events: Iterable[Any]) -> tuple[Node, ...]:
-    """The nodes of one recording's raw chunks (routed, then folded)."""
-    return PROTOCOL.replay(events)
+project: Final = PROTOCOL.replay
+"""The nodes of one recording's raw chunks (routed, then folded)."""
 
 
-def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
-    """The final UI messages of one recording (raw chunks in log order)."""
-    return PROTOCOL.fold(events)
+accumulate: Final = PROTOCOL.accumulate
+"""The final UI messages of one recording (raw chunks in log order)."""
 
 
 # The names of one release ago (every set now says prepare, Preparer, Envelope).
@@ -1416,6 +1387,7 @@ __getattr__ = renamed(
     __name__,
     globals(),
     {
+        "fold": "accumulate",
         "route": "prepare",
         "Router": "Preparer",
         "Routed": "Envelope",

@@ -72,9 +72,9 @@ __all__ = [
     "MessageDefinition",
     "MessageState",
     "Preparer",
+    "accumulate",
     "detect",
     "event_type",
-    "fold",
     "messages",
     "prepare",
 ]
@@ -441,7 +441,7 @@ class BlockDefinition:
     event_types = _BLOCK_TYPES | {Envelope, *_ENVELOPES.values()}
 
     # Per event type, resolved by the engine once per route: no call per delta. It
-    # needs the engine's event_type (anthropic.event_type, as fold() and replay pass).
+    # needs the engine's event_type (anthropic.event_type, as accumulate() and replay pass).
     publication: Final = _BLOCK_PUBLICATION
 
     @staticmethod
@@ -511,6 +511,16 @@ class BlockDefinition:
             if block_type != "thinking":
                 return state
             return _replace(state, signature=delta["signature"])
+        if kind == "compaction_delta":
+            # The SDK's (beta) accumulator sets both fields from the delta, replacing.
+            if block_type != "compaction":
+                return state
+            block = {
+                **state.block,
+                "content": delta.get("content"),
+                "encrypted_content": delta.get("encrypted_content"),
+            }
+            return _replace(state, block=block)
         return state  # a delta type the SDK does not fold either
 
     def update_many(self, state: BlockState, events: list[Envelope]) -> BlockState:
@@ -652,13 +662,14 @@ DEFINITIONS: Final = PROTOCOL.definitions
 then messages, then their content blocks."""
 
 
-def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
-    """The final messages of one recording's raw events (in order): dicts or the SDK's
+accumulate: Final = PROTOCOL.accumulate
+"""The final messages of one recording's raw events (in order): dicts or the SDK's
     typed events (``client.messages.stream(...)`` yields both kinds)."""
-    return PROTOCOL.fold(events)
 
 
 # The names of one release ago (every set now says prepare, Preparer, Envelope).
 __getattr__ = renamed(
-    __name__, globals(), {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"}
+    __name__,
+    globals(),
+    {"fold": "accumulate", "scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"},
 )

@@ -69,10 +69,10 @@ __all__ = [
     "MessageDefinition",
     "MessageState",
     "Preparer",
+    "accumulate",
     "detect",
     "event_type",
     "events_from_eventstream",
-    "fold",
     "is_eventstream",
     "messages",
     "prepare",
@@ -452,15 +452,17 @@ DEFINITIONS: Final = PROTOCOL.definitions
 (``PROTOCOL.envelope``), then the messages."""
 
 
-def fold(events: Iterable[Any] | bytes) -> list[dict[str, Any]]:
+def accumulate(events: Iterable[Any] | bytes) -> list[dict[str, Any]]:
     """The final Converse responses of one recording: its events, or its raw
     ``application/vnd.amazon.eventstream`` body (bytes)."""
     if isinstance(events, bytes | bytearray | memoryview):
         events = events_from_eventstream(bytes(events))
-    return PROTOCOL.fold(events)
+    return PROTOCOL.accumulate(events)
 
 
 # The names of one release ago (every set now says prepare, Preparer, Envelope).
 __getattr__ = renamed(
-    __name__, globals(), {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"}
+    __name__,
+    globals(),
+    {"fold": "accumulate", "scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"},
 )

@@ -9,9 +9,9 @@
     for line in open("session.jsonl", "rb"):
         engine.push(builtin.decode(line))
 
-The five kinds never claim the same event, so registration order never changes a
+The kinds never claim the same event, so registration order never changes a
 node's ``seq``; they are listed in the order a reader meets them: messages,
-reasoning, tool calls, approvals, status rows.
+reasoning, tool calls, approvals, status rows, interruptions, compactions.
 
 Typed events (``decode``) decode about 3x faster than plain dicts with msgspec
 and fold at about the same speed; both forms fold to equal nodes.
@@ -23,7 +23,7 @@ from typing import Any, Final, TypeAlias
 
 import msgspec
 
-from . import approval, interruption, message, reasoning, status, tool_call
+from . import approval, compaction, interruption, message, reasoning, status, tool_call
 from ._protocol import ProtocolSet
 
 __all__ = ["DEFINITIONS", "PROTOCOL", "TAGS", "Event", "decode"]
@@ -35,6 +35,7 @@ DEFINITIONS: Final = (
     approval.DEFINITION,
     status.DEFINITION,
     interruption.DEFINITION,
+    compaction.DEFINITION,
 )
 """The built-in definitions, in registration order."""
 
@@ -45,6 +46,7 @@ Event: TypeAlias = (
     | approval.Event
     | status.Event
     | interruption.Event
+    | compaction.Event
 )
 """Every built-in event type: ``msgspec.json.Decoder(builtin.Event)`` decodes any of them."""
 

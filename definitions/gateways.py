@@ -23,7 +23,8 @@ naming what the target has no place for (``Carried.notes``; see
 
 Crossing providers: reasoning and ``Native`` parts go back only to the provider
 that made them (``provider`` is the gateway's name); elsewhere reasoning is left
-out and a ``Native`` part is sent as its ``text``. So a conversation recorded from
+out, a ``Native`` part is sent as its ``text`` and a compaction as its summary text
+(``crossing`` says so, for a warning). So a conversation recorded from
 one provider is a valid request for every other, never one carrying a signature
 it would refuse.
 """
@@ -38,6 +39,7 @@ from ._gateways import BedrockGateway as BedrockGateway
 from ._gateways import GeminiGateway as GeminiGateway
 from ._gateways import OpenAIChatGateway as OpenAIChatGateway
 from ._gateways import OpenAIResponsesGateway as OpenAIResponsesGateway
+from ._gateways import crossing as crossing
 from ._settings import Carried as Carried
 from ._settings import Settings as Settings
 from ._settings import Tool as Tool
@@ -63,6 +65,7 @@ __all__ = [
     "Settings",
     "Tool",
     "carry",
+    "crossing",
     "declared",
     "gateway",
     "read_settings",

@@ -76,11 +76,11 @@ __all__ = [
     "Preparer",
     "ResponseDefinition",
     "ResponseState",
+    "accumulate",
     "as_chunk",
     "build_args",
     "detect",
     "event_type",
-    "fold",
     "prepare",
     "responses",
 ]
@@ -582,13 +582,14 @@ DEFINITIONS: Final = PROTOCOL.definitions
 the responses."""
 
 
-def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
-    """The final responses of one recording's chunks (in order): dicts or
+accumulate: Final = PROTOCOL.accumulate
+"""The final responses of one recording's chunks (in order): dicts or
     google-genai's typed responses."""
-    return PROTOCOL.fold(events)
 
 
 # The names of one release ago (every set now says prepare, Preparer, Envelope).
 __getattr__ = renamed(
-    __name__, globals(), {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"}
+    __name__,
+    globals(),
+    {"fold": "accumulate", "scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"},
 )

@@ -64,10 +64,10 @@ __all__ = [
     "Envelope",
     "Preparer",
     "ToolCallState",
+    "accumulate",
     "completions",
     "detect",
     "event_type",
-    "fold",
     "prepare",
 ]
 
@@ -720,13 +720,14 @@ DEFINITIONS: Final = PROTOCOL.definitions
 (``PROTOCOL.envelope``), then the completions."""
 
 
-def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
-    """The final completions of one recording's raw chunks (in order): dicts or the
+accumulate: Final = PROTOCOL.accumulate
+"""The final completions of one recording's raw chunks (in order): dicts or the
     SDK's ``ChatCompletionChunk`` objects."""
-    return PROTOCOL.fold(events)
 
 
 # The names of one release ago (every set now says prepare, Preparer, Envelope).
 __getattr__ = renamed(
-    __name__, globals(), {"scope": "prepare", "Scoper": "Preparer", "ScopedChunk": "Envelope"}
+    __name__,
+    globals(),
+    {"fold": "accumulate", "scope": "prepare", "Scoper": "Preparer", "ScopedChunk": "Envelope"},
 )

@@ -76,9 +76,9 @@ __all__ = [
     "Preparer",
     "ResponseDefinition",
     "ResponseState",
+    "accumulate",
     "detect",
     "event_type",
-    "fold",
     "prepare",
     "responses",
     "snapshots",
@@ -969,13 +969,14 @@ DEFINITIONS: Final = PROTOCOL.definitions
 then responses, then their output items."""
 
 
-def fold(events: Iterable[Any]) -> list[dict[str, Any]]:
-    """The final responses of one recording's raw events (in order): dicts or the SDK's
+accumulate: Final = PROTOCOL.accumulate
+"""The final responses of one recording's raw events (in order): dicts or the SDK's
     typed ``ResponseStreamEvent`` objects; see ``responses``."""
-    return PROTOCOL.fold(events)
 
 
 # The names of one release ago (every set now says prepare, Preparer, Envelope).
 __getattr__ = renamed(
-    __name__, globals(), {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"}
+    __name__,
+    globals(),
+    {"fold": "accumulate", "scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"},
 )

@@ -394,7 +394,7 @@ class Preparer:
         if isinstance(body, dict) and "error" in body and not _answer_shaped(body):
             return self._failure(call, _http_error(call.status, body, None))
         if isinstance(body, list):  # a stream read whole (Gemini without alt=sse)
-            outputs = call.set.fold(body)
+            outputs = call.set.accumulate(body)
         elif isinstance(body, dict):
             outputs = [body]
         else:
@@ -816,17 +816,19 @@ def _result_text(result: ToolResult) -> str:
 
 def _message_html(message: Message) -> str:
     """A generic message as HTML, its parts in order (see ``_message_text``)."""
-    from ._render import bubble, folded, markdown, plain, tool_card
+    from ._render import bubble, collapsed, folded, markdown, plain, tool_card
 
     role = message.role.value
     if isinstance(message.content, str):
-        return bubble(role, markdown(message.content)) if message.content else ""
+        text = message.content
+        return bubble(role, collapsed(text, markdown(text))) if text else ""
     out: list[str] = []
     said: list[str] = []
 
     def flush() -> None:
         if said:
-            out.append(bubble(role, markdown("".join(said))))
+            text = "".join(said)
+            out.append(bubble(role, collapsed(text, markdown(text))))
             said.clear()
 
     for part in message.parts:

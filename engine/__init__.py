@@ -45,6 +45,7 @@ from .context import AreaError as AreaError
 from .context import AreaFlowState as AreaFlowState
 from .context import AreaLifeState as AreaLifeState
 from .context import Collection as Collection
+from .context import Compaction as Compaction
 from .context import Context as Context
 from .context import ContextAreaImplementation as ContextAreaImplementation
 from .context import CoopContext as CoopContext
@@ -70,6 +71,7 @@ __all__ = [
     "Claim",
     "ClaimRole",
     "Collection",
+    "Compaction",
     "Context",
     "ContextAreaImplementation",
     "ConversationEngine",
@@ -109,23 +111,38 @@ __all__ = [
     "create_conversation_engine",
 ]
 
-# The context economy: policies of the model context, decided purely (engine.context).
+# The context economy: policies of the model context, decided purely, and compaction:
+# where the next request starts after the history was summarised (engine.context).
 from .context import INTERRUPTED as INTERRUPTED
+from .context import Compactor as Compactor
 from .context import Economist as Economist
 from .context import Economized as Economized
 from .context import Economy as Economy
 from .context import Marks as Marks
+from .context import Restart as Restart
 from .context import Spill as Spill
+from .context import compaction_of as compaction_of
 from .context import economize as economize
+from .context import is_summary as is_summary
+from .context import restart as restart
+from .context import since_compaction as since_compaction
 from .context import spill_name as spill_name
+from .context import without_compactions as without_compactions
 
 __all__ += [
     "INTERRUPTED",
+    "Compactor",
     "Economist",
     "Economized",
     "Economy",
     "Marks",
+    "Restart",
     "Spill",
+    "compaction_of",
     "economize",
+    "is_summary",
+    "restart",
+    "since_compaction",
     "spill_name",
+    "without_compactions",
 ]

@@ -36,7 +36,7 @@ from typing import Any, TextIO
 import attrs
 import msgspec
 
-from definitions import ProtocolSet
+from definitions import ProtocolSet, event_type
 from definitions._render import FOLD_CHARS, FOLD_LINES
 from engine import ConversationError, Node
 
@@ -45,13 +45,14 @@ from ._determinism import check_determinism, steps
 from ._errors import DefinitionSpecError, LogError, StoreError
 from ._progress import Progress
 from .context import _command as _context
+from .context._compaction import compaction_event
 from .context._recorded import describe_requests
-from .context._requests import definition_set_of
+from .context._requests import check_requests, definition_set_of
 from .logs._formats import Loaded, Recording, load_events, parse_piece
-from .logs._jsonl import read_source
+from .logs._jsonl import LogWriter, read_source, write_log
 from .logs.sessions import read_transcript
 from .protocols._detect import detect_protocol, load_definitions, protocol_definitions
-from .protocols._unclaimed import unclaimed_note
+from .protocols._unclaimed import unclaimed_note, unsupported_note
 from .render._branches import BranchPage, render_branches_html
 from .render._common import encode, render_json
 from .render._html import render_html
@@ -272,6 +273,11 @@ def _replay_branched(args: argparse.Namespace) -> int:
 def _replay_stream(args: argparse.Namespace) -> int:
     with _recording(args.log) as recording:
         chosen, note, head = _choose(recording, args.log, args.definitions)
+        # A recording whose calls are all to APIs no set reads: refused, named. Decided
+        # on the first piece when it is the whole recording (a bigger one folds).
+        said = unsupported_note(head[0]) if head and recording.whole else None
+        if said is not None:
+            raise _Failure(f"{args.log}: {said}")
         with Progress("folding", recording.size, unit="bytes") as bar:
             events = _Events(recording, args.lenient, chosen.vocabulary, bar, head)
             source: Iterable[Any] = events if args.at is None else islice(events, args.at)
@@ -302,7 +308,7 @@ def _rendered(
     definitions = chosen.definitions
     text: str | Iterable[str]
     if args.format == "json" and chosen.rebuilds:
-        # The protocol's own final objects, as its fold() returns them: the rebuild of
+        # The protocol's own final objects, as its accumulate() returns them: the rebuild of
         # the nodes just folded (the same definitions, pre-pass and routing).
         rebuilt = chosen.rebuild(nodes)
         text = msgspec.json.format(encode(rebuilt), indent=2).decode() + "\n"
@@ -332,11 +338,50 @@ def _cmd_context(args: argparse.Namespace) -> int:
             events = _conversation(args.log, args.lenient, args.conversation)
         else:
             events = _load(args.log, args.lenient).events
+        said = unsupported_note(events)
+        if said is not None:
+            raise _Failure(f"{args.log}: {said}")
         with Progress("building requests", None, unit="requests") as bar:
             text = _context.command(events, args, bar.advance)
     except ValueError as exc:
         raise _Failure(f"{args.log}: {exc}") from exc
     _write(text, None)
+    return 0
+
+
+# -- compact -----------------------------------------------------------------------------
+
+
+def _cmd_compact(args: argparse.Namespace) -> int:
+    loaded = _load(args.log, args.lenient)
+    try:
+        summary = Path(args.summary).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise _Failure(f"--summary {args.summary}: {exc.strerror or exc}") from exc
+    try:
+        mark = compaction_event(loaded.events, summary, through=args.through, id=args.id)
+    except (ValueError, msgspec.ValidationError) as exc:
+        raise _Failure(f"{args.log}: {exc}") from exc
+    if args.output is not None:
+        write_log(args.output, [*loaded.events, mark])
+    elif loaded.format == "log" and args.log != "-":
+        writer = LogWriter(args.log)
+        try:
+            writer.append(mark)
+        finally:
+            writer.close()
+    elif loaded.format == "jsonl" and args.log != "-":
+        with open(args.log, "rb+") as file:  # plain events: one more line
+            file.seek(0, os.SEEK_END)
+            if file.tell() and (file.seek(-1, os.SEEK_END), file.read(1))[1] != b"\n":
+                file.write(b"\n")
+            file.write(msgspec.json.encode(mark) + b"\n")
+    else:
+        raise _Failure(
+            f"{args.log}: a {loaded.format} file is not a log to append to: "
+            "give --output OUT to write the log with the compaction appended"
+        )
+    print(f"{args.output or args.log}: compaction {mark['id']} appended", file=sys.stderr)
     return 0
 
 
@@ -364,11 +409,22 @@ def _cmd_check(args: argparse.Namespace) -> int:
             progress=bar.advance,
         )
     print(f"{args.log}: {report.describe()}")
+    if _has_compaction(log.events):
+        differs = check_requests(log.events, "anthropic", seed=args.seed, rounds=args.rounds)
+        print(f"{args.log}: {differs or 'compaction honoured: every request identical'}")
+        if differs is not None:
+            return 1
     if chosen.name == "recorded" and chosen.rebuilds:
         said = describe_requests(log.events)  # informational: never the exit status
         if said is not None:
             print(said)
     return 0 if report.ok else 1
+
+
+def _has_compaction(events: Sequence[Any]) -> bool:
+    """Whether the log holds a compaction mark of its own (the requests it leads to
+    are then checked too: folded in random batches they must not change)."""
+    return any(event_type(e) == "compaction.mark" for e in events)
 
 
 def _check_branches(args: argparse.Namespace, log: _Chosen) -> int:
@@ -712,7 +768,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-f",
         choices=("text", "json", "nodes", "html"),
         default="text",
-        help="json: a protocol recording's final objects (its fold()), else the nodes; "
+        help="json: a protocol recording's final objects (its accumulate()), else the nodes; "
         "nodes: the view's nodes as JSON",
     )
     replay.add_argument(
@@ -753,6 +809,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--rounds", type=_non_negative, default=3, help="random variants per way (default 3)"
     )
     check.set_defaults(handler=_cmd_check)
+
+    compact = commands.add_parser(
+        "compact",
+        help="append our own compaction: a summary that replaces the log up to a position",
+        description="Append a compaction.mark: the next request starts at SUMMARY, then "
+        "what followed POSITION. The log keeps everything; a replay never asks a model.",
+    )
+    _add_log(compact, help="the log of the built-in kinds (or a session, with --output)")
+    compact.add_argument(
+        "--summary", required=True, metavar="FILE", help="the summary's text (UTF-8)"
+    )
+    compact.add_argument(
+        "--through",
+        type=_non_negative,
+        metavar="POSITION",
+        help="the last event it replaces (default: every event so far)",
+    )
+    compact.add_argument("--id", help="the compaction's id (default: compaction-N)")
+    compact.add_argument(
+        "--output", metavar="OUT", help="write the log and the compaction to OUT instead"
+    )
+    compact.set_defaults(handler=_cmd_compact)
 
     context = commands.add_parser(
         "context",

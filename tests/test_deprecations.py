@@ -9,20 +9,38 @@ import pytest
 
 # module -> {old name: new name}
 RENAMED: dict[str, dict[str, str]] = {
-    "definitions.anthropic": {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"},
+    "definitions.anthropic": {
+        "fold": "accumulate",
+        "scope": "prepare",
+        "Scoper": "Preparer",
+        "Scoped": "Envelope",
+    },
     "definitions.openai_chat": {
+        "fold": "accumulate",
         "scope": "prepare",
         "Scoper": "Preparer",
         "ScopedChunk": "Envelope",
     },
     "definitions.openai_responses": {
+        "fold": "accumulate",
         "scope": "prepare",
         "Scoper": "Preparer",
         "Scoped": "Envelope",
     },
-    "definitions.gemini": {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"},
-    "definitions.bedrock": {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"},
+    "definitions.gemini": {
+        "fold": "accumulate",
+        "scope": "prepare",
+        "Scoper": "Preparer",
+        "Scoped": "Envelope",
+    },
+    "definitions.bedrock": {
+        "fold": "accumulate",
+        "scope": "prepare",
+        "Scoper": "Preparer",
+        "Scoped": "Envelope",
+    },
     "definitions.ag_ui": {
+        "fold": "accumulate",
         "route": "prepare",
         "Router": "Preparer",
         "Routed": "Envelope",
@@ -32,6 +50,7 @@ RENAMED: dict[str, dict[str, str]] = {
         "EventNode": "EventState",
     },
     "definitions.ai_sdk": {
+        "fold": "accumulate",
         "route": "prepare",
         "Router": "Preparer",
         "Routed": "Envelope",
@@ -56,6 +75,14 @@ def test_an_old_name_is_the_new_one_with_a_warning(module: str, old: str, new: s
     assert value is getattr(imported, new)
     assert new in imported.__all__
     assert old not in imported.__all__
+
+
+def test_a_protocol_sets_fold_is_accumulate_with_a_warning() -> None:
+    # A fold gives nodes; what the set's fold gave is its final objects: accumulate.
+    from definitions import anthropic
+
+    with pytest.warns(DeprecationWarning, match=r"ProtocolSet\.fold.*ProtocolSet\.accumulate"):
+        assert anthropic.PROTOCOL.fold([]) == anthropic.PROTOCOL.accumulate([]) == []
 
 
 def test_the_definition_set_is_the_protocol_set() -> None:

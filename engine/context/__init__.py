@@ -5,6 +5,8 @@ model call (docs/context.md states its rules, numbered in their own page).
   turns into a provider's items.
 - ``Context`` and ``CoopContext``: an append-only list of provider-native items,
   built at safepoints from cooperating areas (seed 000).
+- Compaction (``Compaction``, ``since_compaction``): where the next request starts
+  after the history was summarised.
 - The economy (``economize``, ``Economist``): policies that decide what of the
   conversation the model gets, never edits of the log (seed 004).
 
@@ -12,6 +14,13 @@ Pure like the fold beside it: no I/O, no clock. It may import only ``engine``'s
 errors; the fold never imports it.
 """
 
+from ._compaction import Compactor as Compactor
+from ._compaction import Restart as Restart
+from ._compaction import compaction_of as compaction_of
+from ._compaction import is_summary as is_summary
+from ._compaction import restart as restart
+from ._compaction import since_compaction as since_compaction
+from ._compaction import without_compactions as without_compactions
 from ._context import AreaAppend as AreaAppend
 from ._context import AreaError as AreaError
 from ._context import AreaFlowState as AreaFlowState
@@ -30,6 +39,7 @@ from ._economy import Marks as Marks
 from ._economy import Spill as Spill
 from ._economy import economize as economize
 from ._economy import spill_name as spill_name
+from ._message import Compaction as Compaction
 from ._message import File as File
 from ._message import Image as Image
 from ._message import Message as Message
@@ -48,6 +58,8 @@ __all__ = [
     "AreaFlowState",
     "AreaLifeState",
     "Collection",
+    "Compaction",
+    "Compactor",
     "Context",
     "ContextAreaImplementation",
     "CoopContext",
@@ -63,11 +75,17 @@ __all__ = [
     "Part",
     "Reasoning",
     "RenderRecord",
+    "Restart",
     "Role",
     "Spill",
     "Text",
     "ToolCall",
     "ToolResult",
+    "compaction_of",
     "economize",
+    "is_summary",
+    "restart",
+    "since_compaction",
     "spill_name",
+    "without_compactions",
 ]

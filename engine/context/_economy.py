@@ -42,7 +42,7 @@ from typing import Final
 
 import msgspec
 
-from ._message import Message, Native, Part, Reasoning, Role, Text, ToolCall, ToolResult
+from ._message import Compaction, Message, Native, Part, Reasoning, Role, Text, ToolCall, ToolResult
 
 __all__ = [
     "INTERRUPTED",
@@ -204,6 +204,8 @@ def part_size(part: Part) -> int:
         return len(part.text) + len(part.signature or "") + len(part.encrypted or "")
     if isinstance(part, Native):
         return len(part.data)
+    if isinstance(part, Compaction):
+        return len(part.text) + len(part.data or "")
     return len(part.data or "") + len(part.url or "")
 
 

@@ -25,6 +25,7 @@ from typing import TypeAlias
 import msgspec
 
 __all__ = [
+    "Compaction",
     "File",
     "Image",
     "Message",
@@ -135,15 +136,36 @@ class Native(msgspec.Struct, frozen=True, tag="native"):
     call: ToolCall | None = None
 
 
-Part: TypeAlias = Text | Reasoning | ToolCall | ToolResult | Image | File | Native
+class Compaction(msgspec.Struct, frozen=True, tag="compaction"):
+    """Where a compaction restarts the conversation: the summary the model gets
+    instead of the history before it.
+
+    ``text`` is the summary as far as it is known; ``provider`` and ``data`` (JSON
+    text) the provider's own compaction item (an Anthropic ``compaction`` block, a
+    Responses ``compaction`` item), sent back verbatim to that provider only: any
+    other gets ``text`` as plain text. ``carried`` counts the messages right before
+    this one that the compaction carried over (Codex's preserved user turns): the
+    restarted conversation begins with them. ``echo`` counts the messages right
+    after it that repeat history the compaction kept verbatim (what followed the
+    last message it replaced). See ``since_compaction``.
+    """
+
+    text: str = ""
+    provider: str = ""
+    data: str | None = None
+    carried: int = 0
+    echo: int = 0
+
+
+Part: TypeAlias = Text | Reasoning | ToolCall | ToolResult | Image | File | Native | Compaction
 
 
 class Message(msgspec.Struct, frozen=True):
     """One provider-neutral turn: ``Message(role=Role.user, content="...")``.
 
     ``content`` is a ``str`` or a tuple of parts (``Text``, ``Reasoning``,
-    ``ToolCall``, ``ToolResult``, ``Image``, ``File``, ``Native``). Frozen and comparable by
-    value; encodes to JSON with ``msgspec.json.encode``.
+    ``ToolCall``, ``ToolResult``, ``Image``, ``File``, ``Native``, ``Compaction``).
+    Frozen and comparable by value; encodes to JSON with ``msgspec.json.encode``.
     """
 
     role: Role

@@ -76,6 +76,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "anthropic when none is known)",
     )
     parser.add_argument(
+        "--before-compaction",
+        action="store_true",
+        help="the counterfactual: each request as if nothing had been compacted (the "
+        "whole history, no summary), to compare with the request that starts at the "
+        "latest compaction",
+    )
+    parser.add_argument(
         "--policy",
         choices=list(POLICIES),
         help="the context economy: none (as recorded), live (what a running agent "
@@ -104,7 +111,9 @@ def _count(text: str) -> int:
 
 def options_from(args: argparse.Namespace) -> ContextOptions:
     """The ``ContextOptions`` the command line asks for."""
-    return ContextOptions(model=args.model, max_tokens=args.max_tokens)
+    return ContextOptions(
+        model=args.model, max_tokens=args.max_tokens, compaction=not args.before_compaction
+    )
 
 
 def warn(index: int, problems: Iterable[Problem]) -> None:
@@ -118,11 +127,13 @@ def warn(index: int, problems: Iterable[Problem]) -> None:
 
 @attrs.frozen
 class _Shown:
-    """One request as the command prints it: call ``index``, the payload, its problems."""
+    """One request as the command prints it: call ``index``, the payload, its problems
+    and what it could not carry as recorded (``notes``)."""
 
     index: int
     payload: dict[str, Any]
     problems: tuple[Problem, ...]
+    notes: tuple[str, ...] = ()
 
 
 def command(
@@ -158,7 +169,9 @@ def command(
     talk = None
     if _economy_wanted(args):
         plain = [e for e in events if not is_record(e)]
-        talk = conversation(definition_set_of(plain).replay(plain))
+        talk = conversation(
+            definition_set_of(plain).replay(plain), compaction=not args.before_compaction
+        )
         economy = POLICIES[args.policy or "none"]()
         bench = Workbench(args.workbench) if args.workbench is not None else None
         made = economy_requests(talk, gateway(args.provider), economy, workbench=bench, head=head)
@@ -166,7 +179,7 @@ def command(
         calls = [_Shown(c.call, c.payload, c.problems) for c in economized]
     else:
         projected = requests(events, args.provider, options=options, progress=progress, head=head)
-        calls = [_Shown(c.index, c.request, c.problems) for c in projected]
+        calls = [_Shown(c.index, c.request, c.problems, c.notes) for c in projected]
     # 3. economy
     if talk is not None and args.stats:
         return _figures(talk, args, head, economized, seconds, siblings)
@@ -175,6 +188,8 @@ def command(
     shown = calls[:-1] if args.calls else calls[-1:]
     for call in shown:
         warn(call.index, call.problems)
+        for note in call.notes:
+            print(f"note: call {call.index}: {note}", file=sys.stderr)
     if args.calls:
         return "".join(request_bytes(c.payload).decode() + "\n" for c in shown)
     return msgspec.json.format(request_bytes(shown[0].payload), indent=2).decode() + "\n"

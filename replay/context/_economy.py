@@ -24,6 +24,7 @@ one place (``conversation``); the rest of the conversation is
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import time
@@ -36,7 +37,21 @@ import msgspec
 from definitions.conversation import answer_unanswered, conversation_messages
 from definitions.gateways import Carried, Gateway
 from definitions.harness import glance
-from engine import INTERRUPTED, Economist, Economized, Economy, Marks, Message, Node, Role
+from engine import (
+    INTERRUPTED,
+    Economist,
+    Economized,
+    Economy,
+    Marks,
+    Message,
+    Node,
+    Role,
+    compaction_of,
+    is_summary,
+    restart,
+    since_compaction,
+    without_compactions,
+)
 
 from ._requests import build, conversation_items
 from ._workbench import Workbench, WorkbenchIndex
@@ -70,12 +85,14 @@ class Conversation:
     messages: tuple[Message, ...]
     marks: Marks
     calls: tuple[int, ...]
+    compactions: tuple[int, ...] = ()
+    """The index of every message that holds a compaction (``engine.compaction_of``)."""
 
 
 # -- nodes -> messages ----------------------------------------------------------------
 
 
-def conversation(nodes: Iterable[Node]) -> Conversation:
+def conversation(nodes: Iterable[Node], *, compaction: bool = True) -> Conversation:
     """The nodes' conversation (``definitions.conversation.conversation_messages``),
     with the ``interruption`` kind's facts woven in where they happened.
 
@@ -84,6 +101,8 @@ def conversation(nodes: Iterable[Node]) -> Conversation:
     assistant turn, marked debris; a ``cut`` mark, or a ``user`` mark at a call,
     marks that call interrupted. A call the conversation moved past without a
     result is answered with the neutral ``NO_RESULT`` (``answer_unanswered``).
+    ``compaction=False`` is the counterfactual: the history as if nothing had been
+    compacted (``engine.without_compactions``).
     """
     messages: list[Message] = []
     debris: list[Message] = []
@@ -104,16 +123,41 @@ def conversation(nodes: Iterable[Node]) -> Conversation:
         elif state.cause == "user":
             messages.append(Message(role=Role.user, content=state.text or INTERRUPTED))
     messages += conversation_messages(run)
+    if not compaction:
+        messages = without_compactions(messages)
     messages = answer_unanswered(messages, set())
     flagged = {i for i, m in enumerate(messages) if any(m is d for d in debris)}
     calls = tuple(
-        i for i, m in enumerate(messages) if m.role == Role.assistant and i not in flagged
+        i
+        for i, m in enumerate(messages)
+        if m.role == Role.assistant and i not in flagged and not is_summary(m)
     )
     return Conversation(
         messages=tuple(messages),
         marks=Marks(interrupted=frozenset(interrupted), debris=frozenset(flagged)),
         calls=calls,
+        compactions=tuple(i for i, m in enumerate(messages) if compaction_of(m) is not None),
     )
+
+
+def _window(talk: Conversation, end: int) -> tuple[Sequence[Message], Marks, int]:
+    """The messages before ``end`` that a request holds (``engine.since_compaction``:
+    from the latest compaction on), their marks (debris indexes moved with them),
+    and where that window starts (-1: the whole history)."""
+    debris = [i for i in talk.marks.debris if i < end]
+    latest = bisect.bisect_left(talk.compactions, end) - 1
+    if latest < 0:
+        return talk.messages[:end], Marks(talk.marks.interrupted, frozenset(debris)), -1
+    head = talk.messages[: talk.compactions[latest] + 1]
+    point = restart(head)
+    assert point is not None
+    window = [*since_compaction(head), *talk.messages[len(head) : end]]
+    moved = frozenset(
+        i if i < point.lead else i - point.start + point.lead
+        for i in debris
+        if i < point.lead or i >= point.start
+    )
+    return window, Marks(talk.marks.interrupted, moved), point.start
 
 
 # -- requests -------------------------------------------------------------------------
@@ -172,15 +216,16 @@ def requests(
     economist = Economist(economy)
     index = WorkbenchIndex(workbench) if workbench is not None else None
     converted: list[Sequence[Any]] = []  # each economized message's items, kept
+    started = -1  # where the window of the previous request started
     # before every model turn, then after the whole log (as replay.context._requests does)
     for n, end in enumerate((*talk.calls, len(talk.messages))):
-        marks = Marks(
-            interrupted=talk.marks.interrupted,
-            debris=frozenset(i for i in talk.marks.debris if i < end),
-        )
-        if economy.load_time and not safepoints:
-            economist = Economist(economy)  # a resume before every call
-        out = economist.request(talk.messages[:end], marks)
+        window, marks, start = _window(talk, end)
+        if (economy.load_time and not safepoints) or start != started:
+            # a resume before every call; or a compaction: a new conversation
+            economist = Economist(economy)
+            converted = []
+        started = start
+        out = economist.request(window, marks)
         del converted[out.stable :]
         converted += [gateway.items(m) for m in out.messages[out.stable :]]
         items: list[Any] = []

@@ -51,8 +51,19 @@ from definitions import ProtocolSet
 from definitions._requests_read import PROVIDERS, api_of, model_of_url
 from definitions._settings import limited
 from definitions.conversation import answer_unanswered, conversation_messages
-from definitions.gateways import Carried, Gateway, Problem, carry, declared, gateway
-from engine import Context, CoopContext, Message, Node, RenderRecord, Role
+from definitions.gateways import Carried, Gateway, Problem, carry, crossing, declared, gateway
+from engine import (
+    Context,
+    CoopContext,
+    Message,
+    Node,
+    RenderRecord,
+    Role,
+    compaction_of,
+    is_summary,
+    since_compaction,
+    without_compactions,
+)
 
 from ..protocols._detect import detect_protocol, protocol_definitions
 
@@ -94,6 +105,9 @@ class ContextOptions:
     model: str = ""
     max_tokens: int | None = None
     answer_unanswered: bool = True
+    compaction: bool = True
+    """Start each request at the latest compaction before it (``False``: the
+    counterfactual, as if nothing had been compacted)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -107,6 +121,9 @@ class Call:
     position: int | None
     request: dict[str, Any]
     problems: tuple[Problem, ...]
+    notes: tuple[str, ...] = ()
+    """What the request could not carry as recorded (another provider's compaction
+    item sent as its summary text), for a warning."""
 
 
 def request_bytes(request: dict[str, Any]) -> bytes:
@@ -144,6 +161,16 @@ class Feeder:
         stop = len(messages) if stop is None else stop
         new = list(messages[self._fed : stop])
         self._fed = stop
+        if self._options.answer_unanswered:
+            new = answer_unanswered(new, self._answered)
+        return new
+
+    def restart(self, messages: Sequence[Message], stop: int) -> list[Message]:
+        """What a fresh context holds after the compaction at ``messages[stop - 1]``
+        (``since_compaction``); feeding goes on after it. O(stop)."""
+        self._fed = stop
+        self._answered = set()
+        new = since_compaction(messages[:stop])
         if self._options.answer_unanswered:
             new = answer_unanswered(new, self._answered)
         return new
@@ -205,6 +232,7 @@ def _call(
     target: Gateway,
     context: Context,
     head: Carried,
+    notes: tuple[str, ...] = (),
 ) -> Call:
     request = build(target, context, head)
     return Call(
@@ -212,6 +240,7 @@ def _call(
         position=position,
         request=request,
         problems=tuple(target.validate(request)),
+        notes=notes,
     )
 
 
@@ -336,18 +365,28 @@ def _projected(
     progress: Callable[[], None],
 ) -> list[Call]:
     conversation = conversation_messages(nodes)
+    if not options.compaction:
+        conversation = without_compactions(conversation)
     coop = CoopContext(Context(target))
     feeder = Feeder(options)
     calls: list[Call] = []
+    notes: tuple[str, ...] = ()
     for index, message in enumerate(conversation):
-        if message.role is Role.assistant:  # each model turn answers one call
+        if message.role is Role.assistant and not is_summary(message):
+            # each model turn answers one call
             coop.extend(feeder.feed(conversation, index))
             coop.render()
-            calls.append(_call(len(calls), None, target, coop.context, head))
+            calls.append(_call(len(calls), None, target, coop.context, head, notes))
             progress()
+        found = compaction_of(message)
+        if found is not None:  # the next call starts at it
+            coop = CoopContext(Context(target))
+            coop.extend(feeder.restart(conversation, index + 1))
+            note = crossing(found, target.name)
+            notes = () if note is None else (note,)
     coop.extend(feeder.feed(conversation))
     coop.render()
-    calls.append(_call(len(calls), None, target, coop.context, head))
+    calls.append(_call(len(calls), None, target, coop.context, head, notes))
     return calls
 
 

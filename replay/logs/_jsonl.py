@@ -242,6 +242,8 @@ class LogWriter:
         # in a buffer to be written later, after the lines that follow it.
         self._file: IO[bytes] = open(self.path, "a+b", buffering=0)  # noqa: SIM115 (closed in close())
         self._identity = _identity(os.fstat(self._file.fileno()))
+        # Absolute: a program that changes its directory has not moved its log.
+        self._where = os.path.abspath(self.path)
         try:
             with self.exclusive():
                 pass
@@ -309,7 +311,7 @@ class LogWriter:
         opened (deleted, or rotated: renamed and replaced): lines written to it now
         would reach no reader."""
         try:
-            now = _identity(os.stat(self.path))
+            now = _identity(os.stat(self._where))
         except FileNotFoundError:
             now = None
         if now != self._identity:

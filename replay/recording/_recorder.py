@@ -150,12 +150,14 @@ class _StoreSink(_Sink):
         self._conversation = conversation
         self._owned = owned
         self._seen = 0  # how many of the conversation's events this sink has looked at
-        self._identity = _identity(self.path)
+        # Absolute: a program that changes its directory has not moved its store.
+        self._where = os.path.abspath(self.path) if os.path.exists(self.path) else self.path
+        self._identity = _identity(self._where)
 
     def _check(self) -> None:
         # An SQLite store deleted or replaced under the recorder would take its appends
         # into the unlinked file, where no reader finds them.
-        if self._identity is not None and _identity(self.path) != self._identity:
+        if self._identity is not None and _identity(self._where) != self._identity:
             raise FileNotFoundError(
                 errno.ENOENT, f"the store {self.path} was deleted or replaced since it was opened"
             )

@@ -271,7 +271,22 @@ class HtmlRenderer:
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f"<title>{title}</title>\n<style>\n{_STYLE}{kinds}</style>\n</head>\n<body>\n"
             f'<main>\n<h1>{title}</h1>\n<div class="conversation">\n'
-            f"{self.render_nodes(nodes)}</div>\n</main>\n</body>\n</html>\n"
+            f"{self._body(nodes)}</div>\n</main>\n</body>\n</html>\n"
+        )
+
+    def _body(self, nodes: tuple[Node, ...]) -> str:
+        """The nodes' fragments, those before the latest compaction folded in one
+        ``<details class="compacted">``: the history stays readable, out of the way."""
+        body = self.render_nodes(nodes)
+        cut = max((n for n, node in enumerate(nodes) if node.kind == "compaction"), default=0)
+        if not cut:
+            return body
+        earlier = "".join(self.fragment(node) for node in nodes[:cut])
+        later = "".join(self.fragment(node) for node in nodes[cut:])
+        rows = "row" if cut == 1 else "rows"
+        return (
+            f'<details class="compacted"><summary>{cut:,} {rows} before the compaction '
+            f"below</summary>\n{earlier}</details>\n{later}"
         )
 
 

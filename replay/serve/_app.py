@@ -252,19 +252,10 @@ class _Conversation:
     # -- rendering -----------------------------------------------------------------
 
     def fragment(self, node: Node) -> str:
-        """The node's ``<article>``; a definition that fails to render shows the error."""
+        """The node's ``<article>`` (a definition that fails to render shows the error:
+        ``HtmlRenderer`` makes that card, for this page and the static one alike)."""
         assert self._renderer is not None  # there are nodes only once there is a set
-        try:
-            return self._renderer.fragment(node)
-        except RenderError as exc:
-            key = escape(node.key, quote=True)
-            return (
-                f'<article class="node render-error" id="{key}" data-key="{key}" '
-                f'data-kind="{escape(node.kind, quote=True)}" data-seq="{node.seq}">\n'
-                f"<header>#{node.seq} {key}</header>\n"
-                f'<div class="body"><pre class="error">{escape(str(exc), quote=True)}</pre></div>'
-                "\n</article>\n"
-            )
+        return self._renderer.fragment(node)
 
     def frame_since(self, cursor: int, *, first: bool = False) -> tuple[bytes, int] | None:
         """The SSE message bringing a client at ``cursor`` up to date, and its id.

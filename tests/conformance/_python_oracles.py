@@ -52,6 +52,8 @@ def anthropic_messages(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """
     from anthropic.lib.streaming._messages import accumulate_event
 
+    if any(_is_compaction_start(event) for event in events):
+        return _beta_anthropic_messages(events)
     accumulate: Any = accumulate_event  # the SDK types events; the oracle folds raw dicts
     snapshot: Any = None
     json_bufs: dict[int, bytes] = {}
@@ -62,6 +64,44 @@ def anthropic_messages(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if snapshot is None:
         return []
     return [snapshot.to_dict(mode="json", warnings=False)]
+
+
+def _is_compaction_start(event: dict[str, Any]) -> bool:
+    block = event.get("content_block")
+    return (
+        event.get("type") == "content_block_start"
+        and isinstance(block, dict)
+        and block.get("type") == "compaction"
+    )
+
+
+def _beta_anthropic_messages(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The beta accumulator's message: compaction blocks (and ``compaction_delta``)
+    are a beta feature, folded only by ``lib/streaming/_beta_messages``. The beta
+    message's own fields (``context_management``, ``usage.iterations``) are left
+    out: the protocol set rebuilds the stable SDK's message, whose accumulator
+    drops them (a stream without compaction blocks sends them too)."""
+    import httpx
+    from anthropic.lib.streaming._beta_messages import accumulate_event
+
+    accumulate: Any = accumulate_event
+    snapshot: Any = None
+    json_bufs: dict[int, bytes] = {}
+    for event in events:
+        if snapshot is None and event.get("type") != "message_start":
+            continue
+        snapshot = accumulate(
+            event=event,
+            current_snapshot=snapshot,
+            json_bufs=json_bufs,
+            request_headers=httpx.Headers(),
+        )
+    if snapshot is None:
+        return []
+    message: dict[str, Any] = snapshot.to_dict(mode="json", warnings=False)
+    message.pop("context_management", None)
+    message.get("usage", {}).pop("iterations", None)
+    return [message]
 
 
 def openai_read_events(path: Path) -> list[dict[str, Any]]:

@@ -57,7 +57,14 @@ def interleave(draw: st.DrawFn, lanes: list[list[Any]]) -> list[tuple[int, Any]]
 @st.composite
 def anthropic_block(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A content block start payload and its deltas."""
-    kind = draw(st.sampled_from(["text", "thinking", "tool_use"]))
+    kind = draw(st.sampled_from(["text", "thinking", "tool_use", "compaction"]))
+    if kind == "compaction":  # the beta accumulator sets both fields from each delta
+        deltas = [
+            {"type": "compaction_delta", "content": draw(TEXT)}
+            | ({"encrypted_content": draw(TEXT)} if draw(st.booleans()) else {})
+            for _ in range(draw(st.integers(0, 2)))
+        ]
+        return {"type": "compaction", "content": None, "encrypted_content": None}, deltas
     if kind == "text":
         pieces = draw(splits(draw(TEXT)))
         return {"type": "text", "text": ""}, [{"type": "text_delta", "text": p} for p in pieces]

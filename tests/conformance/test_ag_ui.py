@@ -57,7 +57,7 @@ class TestFixtures:
         nodes = ag_ui.project(load_events(path))
         assert_same(expected["messages"], ag_ui.messages(nodes), f"{path.name} messages")
         assert_same(expected["state"], ag_ui.state(nodes), f"{path.name} state")
-        assert ag_ui.fold(load_events(path)) == ag_ui.messages(nodes)
+        assert ag_ui.accumulate(load_events(path)) == ag_ui.messages(nodes)
 
 
 RUN = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
@@ -77,7 +77,7 @@ class TestAttribution:
 
     def test_restart_continues_the_message_like_the_reference(self) -> None:
         events = RUN + text("m", "first") + text("n", "other") + text("m", "second") + END
-        assert [m["content"] for m in ag_ui.fold(events)] == ["firstsecond", "other"]
+        assert [m["content"] for m in ag_ui.accumulate(events)] == ["firstsecond", "other"]
 
     def test_window_cut_mid_message_shows_no_node_for_it(self) -> None:
         events = RUN + text("m1", "cut ", "off") + text("m2", "kept") + END
@@ -93,7 +93,7 @@ class TestAttribution:
             {"type": "TEXT_MESSAGE_CHUNK", "messageId": "b", "delta": "z"},
             {"type": "TEXT_MESSAGE_CHUNK", "delta": "w"},
         ]
-        assert [m["content"] for m in ag_ui.fold(events)] == ["xy", "zw"]
+        assert [m["content"] for m in ag_ui.accumulate(events)] == ["xy", "zw"]
 
     def test_chunk_without_id_or_open_stream_makes_no_node(self) -> None:
         # transformChunks raises here ("First TEXT_MESSAGE_CHUNK must have a messageId");
@@ -114,21 +114,12 @@ class TestAttribution:
             {"type": "TOOL_CALL_END", "toolCallId": "c"},
             {"type": "TOOL_CALL_RESULT", "messageId": "c", "toolCallId": "c", "content": "ok"},
         ]
-        assert [m["role"] for m in ag_ui.fold(events)] == ["assistant", "tool"]
+        assert [m["role"] for m in ag_ui.accumulate(events)] == ["assistant", "tool"]
 
     def test_raw_dicts_pushed_without_the_router_name_the_fix(self) -> None:
         engine = create_conversation_engine(ag_ui.DEFINITIONS)
         with pytest.raises(RawEventError, match="Preparer"):
             engine.push(text("m", "x")[0])
-
-    def test_the_live_engine_and_an_unrouted_one_match_fold(self) -> None:
-        events = RUN + text("m", "a", "b") + END
-        engine = ag_ui.PROTOCOL.engine()  # the common live path: the pre-pass as a hook
-        engine.push_many(events)
-        assert ag_ui.messages(engine.nodes()) == ag_ui.fold(events)
-        unrouted = create_conversation_engine(ag_ui.DEFINITIONS)
-        unrouted.push_many(ag_ui.prepare(events))  # no event_type: every match sees all
-        assert ag_ui.messages(unrouted.nodes()) == ag_ui.fold(events)
 
 
 class TestStatePatches:
@@ -358,10 +349,10 @@ def test_window_never_misattributes(stream: list[dict[str, Any]], data: st.DataO
     added (a suffix of its content): cut-off content never lands elsewhere."""
     cut = data.draw(st.integers(0, len(stream)), label="cut")
     window = stream[cut:]
-    full = {m["id"]: m for m in ag_ui.fold(stream)}
+    full = {m["id"]: m for m in ag_ui.accumulate(stream)}
     before = {e.get("messageId") for e in stream[:cut] if e["type"].endswith("MESSAGE_START")}
     before |= {e.get("messageId") for e in stream[:cut] if e["type"].endswith("_CHUNK")}
-    for message in ag_ui.fold(window):
+    for message in ag_ui.accumulate(window):
         if message["role"] in ("assistant", "reasoning") and "toolCalls" not in message:
             whole = full[message["id"]].get("content") or ""
             if message["id"] in before:

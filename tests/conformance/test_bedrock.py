@@ -42,7 +42,7 @@ def test_recording_matches_the_ai_sdk_provider(name: str, provider: dict[str, An
     """What an application reads from our rebuilt message is what the provider yields."""
     result = provider[name]
     assert "error" not in result, result["error"]
-    [message] = bedrock.fold(oracles.recording("bedrock", name))
+    [message] = bedrock.accumulate(oracles.recording("bedrock", name))
     assert_same(oracles.bedrock_view(message), oracles.bedrock_sdk_view(result["parts"]))
 
 
@@ -63,7 +63,7 @@ def test_recording_matches_the_ai_sdk_test_snapshot(
     snapshot: str, fixture: str, snapshots: dict[str, Any]
 ) -> None:
     """The stream the AI SDK's own tests expect from the recording shows what we rebuild."""
-    [message] = bedrock.fold(oracles.recording("bedrock", f"{fixture}.chunks.txt"))
+    [message] = bedrock.accumulate(oracles.recording("bedrock", f"{fixture}.chunks.txt"))
     assert_same(oracles.bedrock_view(message), oracles.bedrock_sdk_view(snapshots[snapshot]))
 
 
@@ -78,7 +78,11 @@ def test_the_binary_body_folds_as_its_decoded_events() -> None:
     name = "pydantic-ai-test_bedrock_model_thinking_part_stream.yaml#1"
     body = oracles.recording_body("bedrock", name)
     events = bedrock.events_from_eventstream(body)
-    assert bedrock.fold(body) == bedrock.fold(events) == bedrock.fold(oracles.eventstream(events))
+    assert (
+        bedrock.accumulate(body)
+        == bedrock.accumulate(events)
+        == bedrock.accumulate(oracles.eventstream(events))
+    )
     assert all("p" not in next(iter(event.values())) for event in events)  # padding dropped
 
 
@@ -92,7 +96,7 @@ def test_generated_streams_match_the_ai_sdk_provider(streams: list[list[dict[str
     results = oracles.run_providers([oracles.job("bedrock", stream) for stream in streams])
     for stream, result in zip(streams, results, strict=True):
         assert "error" not in result, result["error"]
-        [message] = bedrock.fold(stream)
+        [message] = bedrock.accumulate(stream)
         assert_same(oracles.bedrock_view(message), oracles.bedrock_sdk_view(result["parts"]))
 
 
@@ -120,7 +124,7 @@ class TestWhereTheProviderIsWrong:
         [result] = oracles.run_providers([oracles.job("bedrock", events)])
         [block] = oracles.bedrock_sdk_view(result["parts"])["blocks"]
         assert block["redacted"] == "YWI=Y2Q="  # not base64 of anything
-        [message] = bedrock.fold(events)
+        [message] = bedrock.accumulate(events)
         [content] = message["output"]["message"]["content"]
         assert content == {"reasoningContent": {"redactedContent": "YWJjZA=="}}  # b"abcd"
 

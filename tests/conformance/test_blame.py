@@ -68,7 +68,7 @@ def test_a_malformed_event_pushed_live_is_an_event_error_as_itself(name: str) ->
     protocol = SETS[name].PROTOCOL
     bad = MALFORMED[name]
     with pytest.raises(EventError) as batch:
-        protocol.fold([bad])
+        protocol.accumulate([bad])
     engine = protocol.engine()
     with pytest.raises(EventError) as live:
         engine.push(bad)
@@ -146,3 +146,26 @@ def test_a_set_whose_routing_lets_raw_events_past_its_guard_is_refused() -> None
     with pytest.raises(RawEventError, match="sound"):
         engine.push({"type": "raw"})
     assert [node.state for node in engine.nodes()] == [0]
+
+
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_every_way_in_folds_a_recording_alike(name: str) -> None:
+    """Live (``PROTOCOL.engine()``, raw events pushed one at a time), batch
+    (``accumulate``) and, where the set allows it, an engine without routing fed the
+    envelopes (every match sees every envelope) give the same final objects."""
+    from .test_mutations import streams
+
+    protocol = SETS[name].PROTOCOL
+    _, events = streams(name)[0]
+    expected = protocol.accumulate(events)
+    live = protocol.engine()
+    for event in events:
+        live.push(event)
+    assert protocol.rebuild(live.nodes()) == expected
+    try:
+        unrouted = create_conversation_engine(protocol.definitions)
+    except RegistrationError:  # its publication needs the routing
+        assert name in ("anthropic", "recorded")
+        return
+    unrouted.push_many(protocol.prepare(events))
+    assert protocol.rebuild(unrouted.nodes()) == expected

@@ -217,7 +217,7 @@ def test_a_missing_field_is_named_with_its_event_and_position() -> None:
         {"type": "TEXT_MESSAGE_CONTENT", "delta": "no id"},
     ]
     with pytest.raises(EventError, match=r"^AG-UI: cannot fold event #1 \(dict .*KeyError") as info:
-        ag_ui.PROTOCOL.fold(events)
+        ag_ui.PROTOCOL.accumulate(events)
     assert info.value.position == 1
     assert isinstance(info.value.__cause__, KeyError)
     live = ag_ui.PROTOCOL.pre_pass()

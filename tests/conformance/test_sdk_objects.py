@@ -65,7 +65,7 @@ def test_typed_events_fold_as_their_dicts(name: str, path: Path) -> None:
     assert all(type(event) is not dict for event in objects)
     seen = view(protocol, expected)
     assert view(protocol, protocol.replay(objects)) == seen
-    assert protocol.fold(objects) == protocol.rebuild(expected)
+    assert protocol.accumulate(objects) == protocol.rebuild(expected)
     assert view(protocol, pushed(protocol, objects)) == seen
     # Mixed: what a client that decodes some frames itself would push.
     mixed = [
@@ -160,7 +160,7 @@ def test_message_stream_helper_events_count_once(path: Path | None) -> None:
     kinds = {type(event).__name__ for event in stream}
     assert {"TextEvent", "ParsedContentBlockStopEvent", "ParsedMessageStopEvent"} <= kinds
     assert view(protocol, pushed(protocol, stream)) == view(protocol, expected)
-    assert protocol.fold(stream) == protocol.rebuild(expected)
+    assert protocol.accumulate(stream) == protocol.rebuild(expected)
 
 
 @pytest.mark.parametrize("path", [p.values[0] for p in recordings("anthropic")])
@@ -209,7 +209,7 @@ def test_a_non_event_is_an_error_naming_it_and_the_fix(name: str, bad: object) -
     # The batch pre-pass names its position; its cause is ``plain``'s TypeError.
     cannot = rf"^{protocol.title}: cannot fold event #1 \(.*\): cannot fold a \S*{what}"
     with pytest.raises(EventError, match=cannot) as info:
-        protocol.fold([RAW[name], bad])
+        protocol.accumulate([RAW[name], bad])
     assert fix in str(info.value)
     assert info.value.position == 1
     assert isinstance(info.value.__cause__, TypeError)
@@ -238,7 +238,7 @@ def test_a_typed_object_of_another_protocol_is_an_error(name: str) -> None:
         if protocol.detect(obj.to_dict()):
             continue  # its own
         with pytest.raises(EventError, match="is not an event of this protocol") as info:
-            protocol.fold([obj])
+            protocol.accumulate([obj])
         assert type(obj).__qualname__ in str(info.value)
         assert "protocol set of its own SDK" in str(info.value)
 

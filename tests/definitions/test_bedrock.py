@@ -38,7 +38,7 @@ END = {"messageStop": {"stopReason": "end_turn"}}
 
 
 def content(events: list[Any]) -> list[dict[str, Any]]:
-    [message] = bedrock.fold(events)
+    [message] = bedrock.accumulate(events)
     result: list[dict[str, Any]] = message["output"]["message"]["content"]
     return result
 
@@ -162,7 +162,7 @@ class TestMessages:
             {"messageStart": {"role": "assistant"}},
             delta(0, text="b"),
         ]
-        first, second = bedrock.fold(events)
+        first, second = bedrock.accumulate(events)
         assert first == {
             "output": {"message": {"role": "assistant", "content": [{"text": "a"}]}},
             "stopReason": "end_turn",
@@ -190,7 +190,7 @@ class TestMessages:
 
     def test_bad_tool_input_names_the_block(self) -> None:
         with pytest.raises(ValueError, match="tool input of block 0"):
-            bedrock.fold([tool(0), delta(0, toolUse={"input": "{]"})])
+            bedrock.accumulate([tool(0), delta(0, toolUse={"input": "{]"})])
 
     def test_reasoning_text_signature_and_redacted_bytes(self) -> None:
         events = [
@@ -206,7 +206,7 @@ class TestMessages:
 
     def test_a_stream_exception_is_kept(self) -> None:
         events = [delta(0, text="a"), {"throttlingException": {"message": "slow"}}]
-        [message] = bedrock.fold(events)
+        [message] = bedrock.accumulate(events)
         assert message["exceptions"] == [{"throttlingException": {"message": "slow"}}]
 
     def test_an_unknown_event_type_is_left_out(self) -> None:
@@ -218,8 +218,8 @@ class TestMessages:
         engine = bedrock.PROTOCOL.engine()
         for event in events:
             engine.push(event)
-        assert bedrock.messages(engine.nodes()) == bedrock.fold(events)
-        assert bedrock.fold(eventstream(events)) == bedrock.fold(events)
+        assert bedrock.messages(engine.nodes()) == bedrock.accumulate(events)
+        assert bedrock.accumulate(eventstream(events)) == bedrock.accumulate(events)
 
 
 class TestMisuse:
@@ -244,7 +244,7 @@ class TestMisuse:
 
     def test_a_bad_index_names_the_problem(self) -> None:
         with pytest.raises(ConversationError, match="contentBlockIndex must be an int"):
-            bedrock.fold([{"contentBlockStop": {"contentBlockIndex": "0"}}])
+            bedrock.accumulate([{"contentBlockStop": {"contentBlockIndex": "0"}}])
 
 
 class TestRender:

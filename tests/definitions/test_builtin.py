@@ -44,6 +44,7 @@ class TestSet:
             "approval",
             "status",
             "interruption",
+            "compaction",
         ]
 
     def test_event_types_are_disjoint_and_match_the_structs(self) -> None:
@@ -133,7 +134,7 @@ class TestAgentSession:
         nodes = fold([msgspec.json.decode(line) for line in lines])
         assert fold([builtin.decode(line) for line in lines], one_at_a_time=True) == nodes
         # every kind but interruptions: the example session runs to its end
-        assert {node.kind for node in nodes} == set(RENDERERS) - {"interruption"}
+        assert {node.kind for node in nodes} == set(RENDERERS) - {"interruption", "compaction"}
         for node in nodes:
             state = node.state
             assert getattr(state, "status", "done") in {"done", "failed", "denied", "approved"}
@@ -230,6 +231,9 @@ def hostile_logs(payload: str) -> dict[str, list[dict[str, Any]]]:
         "interruption": [
             {"type": "interruption.mark", "id": "i", "cause": "cut", "tool_call_id": payload},
             {"type": "interruption.mark", "id": "j", "cause": "user", "text": payload},
+        ],
+        "compaction": [
+            {"type": "compaction.mark", "id": "k", "summary": payload, "trigger": "auto"},
         ],
     }
 

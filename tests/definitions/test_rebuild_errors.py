@@ -24,7 +24,7 @@ class TestRebuildError:
             RebuildError,
             match=r"^AWS Bedrock ConverseStream: cannot rebuild.*tool input of block 0",
         ) as info:
-            bedrock.PROTOCOL.fold([tool(0), delta])
+            bedrock.PROTOCOL.accumulate([tool(0), delta])
         assert isinstance(info.value, ValueError)  # as the SDK's accumulator raises
         assert isinstance(info.value.__cause__, ValueError)
 
@@ -34,4 +34,4 @@ class TestRebuildError:
             {"type": "message_stop"},
         ]
         with pytest.raises(RebuildError, match=r"^Anthropic Messages: cannot rebuild"):
-            anthropic.PROTOCOL.fold(events)
+            anthropic.PROTOCOL.accumulate(events)

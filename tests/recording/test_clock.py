@@ -12,16 +12,10 @@ from hypothesis import strategies as st
 import replay
 from replay.recording._recorder import BATCH, Recorder, open_sink
 
+from ._clock import Clock
+
 T0 = 1_800_000_000.0
 URL = "https://a.example/v1/messages"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def frame(n: int) -> bytes:

@@ -31,6 +31,8 @@ from replay.recording import RecordingError
 from replay.recording._player import read_calls
 from tests._shared import SHARED, require
 
+pytestmark = pytest.mark.slow  # 400 reads through the CLI: about 40 s on one core
+
 ROOT = Path(__file__).resolve().parents[2]
 LINES = 40  # each line-based file is cut to its first lines: a few kinds, fast to fold
 SKIP = ("cassette",)  # the cassette reader is bounded and fuzzed by its own suite

@@ -7,9 +7,23 @@ root, with what parallel tool calls hang beside it (the other blocks of a turn
 on it, and their results); records on abandoned branches (an edited prompt, a
 retried turn) are left out. ``isSidechain`` records are sub-agents' own transcripts: each root (a
 sidechain record with no parent) starts a thread of its own, and so does each
-side file ``<session>/subagents/agent-*.jsonl`` next to the session file. An
+side file ``<session>/subagents/agent-*.jsonl`` next to the session file. A file
+of sidechain records only (a side file, read alone or beside its session) is read
+whole, in file order, one thread per ``agentId``: its parents are in the main
+session. An
 assistant message arrives as one record per content block, sharing
 ``message.id``: the records of one id are one model turn.
+
+A compaction is a ``system`` record of subtype ``compact_boundary`` (its
+``compactMetadata``: ``trigger``, ``preTokens``, ``postTokens``, ``durationMs``,
+``messagesSummarized``), then a ``user`` record flagged ``isCompactSummary``
+holding the summary: together one ``compaction.mark`` (the summary is never a
+user turn). The boundary's ``parentUuid`` is null and its ``logicalParentUuid``
+names the last record before it, so the chain (and the view) goes on through the
+history it replaced; the preserved segment newer versions re-emit after the
+summary is ordinary records after the mark. ``microcompact_boundary`` (old tool
+results cleared: ``microcompactMetadata {trigger, preTokens, tokensSaved,
+compactedToolIds}``) is a mark with ``cleared`` and no summary.
 
 Not conversation, left out of every thread: ``summary``, ``system`` (hook
 notices, with their ANSI escapes; turn durations), ``attachment`` other than a
@@ -90,6 +104,8 @@ def _threads(records: list[Any], name: str) -> list[Thread]:
     nodes = [r for r in records if isinstance(r, dict) and isinstance(r.get("uuid"), str)]
     by_uuid = {r["uuid"]: r for r in nodes}
     main = [r for r in nodes if not r.get("isSidechain")]
+    if nodes and not main:
+        return _side_file(nodes, name)
     groups: list[tuple[str, list[dict[str, Any]]]] = []
     if main:
         groups.append((name or "main", main))
@@ -137,6 +153,22 @@ def _branched(
     if len(paths) == 1:
         return paths[0][1]
     return branch.join_paths(paths, _STARTS, active=resumed)
+
+
+def _side_file(nodes: list[dict[str, Any]], name: str) -> list[Thread]:
+    """A side file (every record a sidechain: a sub-agent's or a compaction helper's
+    transcript) read whole, one thread per ``agentId`` in file order: its records'
+    parents live in the main session, so no chain inside the file holds them all."""
+    agents: dict[str, list[dict[str, Any]]] = {}
+    for record in nodes:
+        agent = record.get("agentId")
+        agents.setdefault(agent if isinstance(agent, str) else "", []).append(record)
+    threads = []
+    for position, (agent, members) in enumerate(agents.items()):
+        label = name or (f"agent-{agent}" if agent else "sidechain")
+        prefix = "" if position == 0 and not name else f"{label}/"
+        threads.append(Thread(name=label, events=_emit(members, prefix)))
+    return threads
 
 
 def _parent(record: dict[str, Any]) -> str | None:
@@ -206,14 +238,68 @@ def _block_ids(content: Any, kind: str, field: str) -> set[str]:
     return {str(b.get(field)) for b in content if isinstance(b, dict) and b.get("type") == kind}
 
 
+# compactMetadata's fields (Claude Code 2.x session records) -> compaction.mark's.
+_COMPACT_NUMBERS: Final = {
+    "trigger": "trigger",
+    "preTokens": "tokens_before",
+    "postTokens": "tokens_after",
+    "durationMs": "duration_ms",
+    "messagesSummarized": "messages",
+}
+
+
+def _compaction(record: dict[str, Any], summary: str) -> dict[str, Any]:
+    """A ``compact_boundary`` (or ``microcompact_boundary``) record as a mark."""
+    subtype = record.get("subtype")
+    field = "compactMetadata" if subtype == "compact_boundary" else "microcompactMetadata"
+    meta = record.get(field)
+    mark: dict[str, Any] = {"summary": summary}
+    if isinstance(meta, dict):
+        for field, name in _COMPACT_NUMBERS.items():
+            value = meta.get(field)
+            if name == "trigger":
+                if value in ("auto", "manual"):
+                    mark[name] = value
+            elif isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                mark[name] = value
+        if subtype == "microcompact_boundary":
+            saved = meta.get("tokensSaved")
+            before = mark.get("tokens_before")
+            if isinstance(saved, int) and isinstance(before, int):
+                mark["tokens_after"] = max(0, before - saved)
+            cleared = meta.get("compactedToolIds")
+            if isinstance(cleared, list):
+                mark["cleared"] = [str(c) for c in cleared]
+    return mark
+
+
 def _emit(records: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
     em = Emitter(prefix)
     calls: dict[str, tuple[str, str, Any]] = {}  # tool_use id -> (node, name, input)
     turn: object = None
+    boundary: dict[str, Any] | None = None  # a compact_boundary waiting for its summary
     for record in records:
         kind = record.get("type")
         message = record.get("message")
         uuid = record["uuid"]
+        if kind == "system" and record.get("subtype") == "microcompact_boundary":
+            em.compaction(uuid, _compaction(record, ""))
+            continue
+        if kind == "system" and record.get("subtype") == "compact_boundary":
+            if boundary is not None:
+                em.compaction(boundary["uuid"], _compaction(boundary, ""))
+            boundary = record
+            continue
+        if kind == "user" and record.get("isCompactSummary") is True:
+            summary = text_of(message.get("content")) if isinstance(message, dict) else ""
+            source = boundary if boundary is not None else record
+            em.compaction(source["uuid"], _compaction(source, summary))
+            boundary = None
+            turn = None
+            continue
+        if boundary is not None:  # a boundary with no summary after it
+            em.compaction(boundary["uuid"], _compaction(boundary, ""))
+            boundary = None
         if kind == "attachment":
             attachment = record.get("attachment")
             if isinstance(attachment, dict) and attachment.get("type") == "queued_command":
@@ -237,6 +323,8 @@ def _emit(records: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
             continue
         turn = None
         _user(em, record, content, calls)
+    if boundary is not None:
+        em.compaction(boundary["uuid"], _compaction(boundary, ""))
     return em.events
 
 

@@ -17,6 +17,12 @@ branch and what follows is the new version, active. User turns are the ``user``
 messages other than the context Codex writes itself (its environment and
 instructions, told apart by their opening tag, as Codex's own turn parser does).
 
+A ``compacted`` record (``payload``: ``message``, the summary, and in newer
+versions ``replacement_history``, the items the next request starts from: user
+turns, then a ``compaction`` item with ``encrypted_content``) is one
+``compaction.mark``: the user turns preserved, the item kept opaque for the
+Responses API. Its ``event_msg`` echo ``context_compacted`` is left out.
+
 What decides an interruption: an ``event_msg`` of type ``turn_aborted`` (its
 ``reason`` kept as the text): cause ``user``; a call with no output when the
 conversation moves on: cause ``cut``. A rollout that simply ends mid-turn ends
@@ -70,6 +76,8 @@ def read(data: bytes, path: str | None, lenient: bool) -> tuple[list[Thread], li
                 em.events.append(
                     {"type": "branch.edit", "id": f"rollback-{rollbacks}", "of": f"message:{of}"}
                 )
+        if kind == "compacted":
+            em.compaction(f"compacted-{line}", _compaction(payload))
         if kind != "response_item":
             continue
         if item == "message":
@@ -108,6 +116,29 @@ def read(data: bytes, path: str | None, lenient: bool) -> tuple[list[Thread], li
             output = payload.get("output")
             em.result(node, output if isinstance(output, str | list) else _dumps(output))
     return [Thread(name="main", events=em.events)], problems
+
+
+def _compaction(payload: dict[str, Any]) -> dict[str, Any]:
+    """A ``compacted`` record's payload as a mark's fields: ``message`` is the
+    summary; ``replacement_history`` the history the next request starts from, its
+    messages preserved and its ``compaction`` item kept opaque."""
+    mark: dict[str, Any] = {"summary": str(payload.get("message") or "")}
+    preserved: list[dict[str, str]] = []
+    for entry in payload.get("replacement_history") or ():
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("type") == "compaction":
+            mark["provider"] = "openai-responses"
+            mark["item"] = entry
+        elif entry.get("type") == "message":
+            role = str(entry.get("role") or "user")
+            role = "system" if role == "developer" else role
+            text = text_of(entry.get("content"))
+            if text and role in ("user", "assistant", "system"):
+                preserved.append({"role": role, "text": text})
+    if preserved:
+        mark["preserved"] = preserved
+    return mark
 
 
 def _dumps(value: Any) -> str:

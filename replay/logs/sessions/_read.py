@@ -19,6 +19,11 @@ _CLAUDE_TYPES: Final = frozenset({"user", "assistant", "system", "summary", "att
 _CODEX_TYPES: Final = frozenset({"session_meta", "response_item", "event_msg", "turn_context"})
 _SCAN: Final = 20
 
+# OpenHands V1 event classes a conversation's stream holds (its ``kind`` field).
+_V1_KINDS: Final = frozenset(
+    {"SystemPromptEvent", "MessageEvent", "ActionEvent", "ObservationEvent", "Condensation"}
+)
+
 
 def _classify(record: Any) -> TranscriptFormat | None:
     if not isinstance(record, dict):
@@ -41,12 +46,18 @@ def _classify(record: Any) -> TranscriptFormat | None:
 
 
 def _is_openhands_event(event: Any) -> bool:
+    # V0: "action"/"observation" name the event; V1: "kind" names its class.
     return (
         isinstance(event, dict)
         and "source" in event
-        and ("action" in event or "observation" in event)
+        and ("action" in event or "observation" in event or _v1_kind(event))
         and "id" in event
     )
+
+
+def _v1_kind(event: dict[str, Any]) -> bool:
+    kind = event.get("kind")
+    return isinstance(kind, str) and kind in _V1_KINDS
 
 
 def _export(conversation: Any) -> TranscriptFormat | None:

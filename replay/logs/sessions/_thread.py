@@ -161,6 +161,12 @@ class Emitter:
         )
         self.events.append({"type": "tool_call.denied", "id": node, "reason": reason})
 
+    def compaction(self, id: str, fields: dict[str, Any]) -> None:
+        """A ``compaction.mark`` with ``fields`` (``definitions.compaction``); the
+        history before it is summarised, so unanswered calls are cut first."""
+        self.cut_pending()
+        self.events.append({"type": "compaction.mark", "id": self.unique(id), **fields})
+
     def interruption(self, cause: str, *, tool_call_id: str | None = None, text: str = "") -> None:
         """An ``interruption.mark``; a ``user`` interruption cuts unanswered calls."""
         if cause == "user":
