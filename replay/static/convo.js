@@ -154,7 +154,9 @@
       for (const node of patch.nodes) (byKey.has(node.key) ? known : earlier).push(node);
       apply({ ...patch, nodes: known });
       const target = decodeURIComponent(location.hash.slice(1));
+      const view = generation;
       function step(at) {
+        if (view !== generation) return;  // a switch replaced the view meanwhile
         const chunk = earlier.slice(at, at + CHUNK);
         const parsed = parse(chunk.map((node) => node.html).join(""));
         for (const element of [...parsed.children]) {
@@ -178,6 +180,7 @@
     }
 
     let started = false;
+    let generation = 0;  // which path's view the page shows (a switch counts it up)
     function receive(patch) {
       if (filling && !started) {
         started = true;
@@ -267,6 +270,7 @@
       else url.searchParams.set("leaf", leaf);
       shown = leaf;
       filling = false;
+      generation += 1;
       waiting.length = 0;
       switching = from || { key: "", label: "" };
       section.dataset.live = "switching";
