@@ -14,7 +14,7 @@ May import what ``replay.render`` may.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
@@ -25,7 +25,7 @@ from engine import Node
 
 from ._html import _CSP, _STYLE, HtmlRenderer
 
-__all__ = ["BranchPage", "render_branches_html"]
+__all__ = ["BranchPage", "render_branches_html", "switcher_html"]
 
 _BRANCH_STYLE = """
 .branch{display:none}
@@ -55,12 +55,24 @@ def _anchor(leaf: str) -> str:
     return escape(f"leaf-{leaf}", quote=True)
 
 
-def _switcher(version: Version) -> str:
+def _fragment_link(leaf: str) -> str:
+    return f"#leaf-{leaf}"
+
+
+def switcher_html(version: Version, href: Callable[[str], str] = _fragment_link) -> str:
+    """The ``&lsaquo; 2/3 &rsaquo;`` switcher of a node with sibling versions: links
+    (``href(leaf)``, escaped here) to the neighbouring versions' leaves, so Tab
+    reaches them; a missing neighbour is a disabled glyph. ``data-leaf`` names each
+    link's leaf for the live page's script."""
     index, count, leaves = version.index, version.count, version.leaves
 
     def step(to: int, glyph: str, label: str) -> str:
         if 1 <= to <= count and leaves[to - 1]:
-            return f'<a href="#{_anchor(leaves[to - 1])}" aria-label="{label}">{glyph}</a>'
+            leaf = leaves[to - 1]
+            return (
+                f'<a href="{escape(href(leaf), quote=True)}" '
+                f'data-leaf="{escape(leaf, quote=True)}" aria-label="{label}">{glyph}</a>'
+            )
         return f'<span aria-disabled="true">{glyph}</span>'
 
     return (
@@ -87,7 +99,7 @@ def render_branches_html(
         for node in page.nodes:
             version = page.markers.get(node.key)
             if version is not None:
-                pieces.append(_switcher(version))
+                pieces.append(switcher_html(version))
             fragment = renderer.fragment(node)
             if prefix:
                 fragment = fragment.replace(_ARTICLE, _ARTICLE + escape(prefix, quote=True), 1)

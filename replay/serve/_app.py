@@ -58,7 +58,15 @@ import logging
 import os
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from html import escape
 from itertools import compress
 from operator import is_not
@@ -78,6 +86,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from definitions import ProtocolSet
+from definitions.branch import BranchError, Branches, Version, is_branch_event
 from engine import (
     ConversationEngine,
     Node,
@@ -89,6 +98,7 @@ from engine import (
 from .._errors import ConcurrencyError, RenderError, StoreBusyError, UnstorableEventError
 from ..protocols._detect import detect_protocol, protocol_definitions
 from ..protocols._unclaimed import unclaimed_note
+from ..render._branches import switcher_html
 from ..render._html import HtmlRenderer, kind_stylesheets
 from ..stores._open import open_store
 from ..stores._postgres import PostgresStore
@@ -209,7 +219,9 @@ class _Conversation:
         """The view as last notified, pending frames flushed first."""
         return self.nodes
 
-    def _on_nodes(self, nodes: tuple[Node, ...]) -> None:
+    def _on_nodes(self, nodes: tuple[Node, ...], touched: Collection[str] = ()) -> None:
+        """Stamp and announce what changed; ``touched``: keys whose fragment changed
+        though their node did not (a branch's version marker)."""
         position = self.position
         previous = self.nodes
         changed_at = self.changed_at
@@ -226,6 +238,8 @@ class _Conversation:
         # A result joined to its call's card changes that card's node too.
         renderer = self._renderer
         rejoined = renderer.join(nodes, [n for n, _ in changed]) if renderer is not None else ()
+        if touched:
+            rejoined = {*rejoined, *touched}
         if rejoined:
             sent = {node.key for node, _ in changed}
             for node in nodes:
@@ -326,10 +340,15 @@ class _Folded(_Conversation):
         self._first_events: Sequence[Any] = ()  # what detection looked at, for the note
         self.failures = 0  # events a definition rejected (logged, skipped)
         self.first_failure = ""
+        self.registration: Registration | None = None
+        self.branched = False  # a branch event was folded: the page shows a path
+        self._branches: Branches | None = None  # the tree, once a path is asked for
+        self._paths: dict[str | None, _Path] = {}  # by leaf (None: the active one)
 
     def _begin(self, first: Sequence[Any]) -> ConversationEngine:
         chosen, registration = self._choose(first)
         self.chosen = chosen
+        self.registration = registration
         self._first_events = first
         self._feed = chosen.pre_pass()
         self._renderer = HtmlRenderer(registration.definitions, title=self.id)
@@ -357,6 +376,7 @@ class _Folded(_Conversation):
         engine = self.engine or self._begin(events)
         push = engine.push
         feed = self._feed
+        fed: list[Any] | None = [] if self._branches is not None else None
         for offset, event in enumerate(events):
             self.position = start + offset + 1
             try:
@@ -364,6 +384,10 @@ class _Folded(_Conversation):
                 # and gives None for an event its set skips (nothing to fold).
                 envelope = event if feed is None else feed(event)
                 if envelope is not None:
+                    if is_branch_event(envelope):
+                        self.branched = True
+                    if fed is not None:
+                        fed.append(envelope)
                     push(envelope)
             except Exception as exc:
                 # A bad event must not stop the view (whatever a definition or a
@@ -373,6 +397,64 @@ class _Folded(_Conversation):
                 where = f"event #{self.position - 1}: {type(exc).__name__}: {exc}"
                 self.first_failure = self.first_failure or where
                 log.warning("conversation %r, %s (skipped)", self.id, where)
+        if fed is not None:
+            self._grow(fed)
+
+    def _grow(self, envelopes: list[Any]) -> None:
+        """Add envelopes to the tree and bring every followed path up to them."""
+        assert self._branches is not None
+        try:
+            self._branches.tree.extend(envelopes)
+        except BranchError as exc:  # a branch event that cannot be placed: stop there
+            log.warning("conversation %r: %s (its branches are no longer followed)", self.id, exc)
+            self._branches = None
+            return
+        for path in self._paths.values():
+            path.show(self.position)
+
+    async def path(self, store: Store | None, leaf: str | None) -> _Path:
+        """The view of the path to ``leaf`` (``None``: the active branch), followed
+        as the log grows. ``LookupError`` naming ``leaf`` when there is no such
+        branch. The tree is built on first use from a fresh read of the store, so a
+        conversation nobody asks a path of keeps no copy of its events."""
+        assert store is not None
+        async with self.lock:
+            if self._branches is None:
+                await self._build(store)
+            assert self._branches is not None
+            if leaf is not None and leaf not in self._branches.tree.tips:
+                raise LookupError(f"no branch {leaf!r} in conversation {self.id!r}")
+            path = self._paths.get(leaf)
+            if path is None:
+                path = self._paths[leaf] = _Path(self, self._branches, leaf)
+                path.show(self.position)
+            return path
+
+    async def _build(self, store: Store) -> None:
+        if self.chosen is None or self.registration is None:
+            raise LookupError(f"conversation {self.id!r} has no events yet")
+        feed = self.chosen.pre_pass()
+        envelopes: list[Any] = []
+        end = self.position
+        while len(envelopes) < end:  # the events folded so far, nothing beyond them
+            start = len(envelopes)
+            rows = await asyncio.to_thread(store.read, self.id, start, min(end, start + BATCH))
+            if not rows:
+                break
+            for event in rows:
+                try:
+                    envelopes.append(event if feed is None else feed(event))
+                except Exception:  # the fold has named it already (notes)
+                    envelopes.append(None)
+        self._branches = Branches((), self.registration)
+        self._grow([e for e in envelopes if e is not None])
+        if self._branches is None:
+            raise LookupError(f"the branches of conversation {self.id!r} cannot be placed")
+
+    def close_paths(self) -> None:
+        """End the streams of every followed path (the server is stopping)."""
+        for path in self._paths.values():
+            path.closed = True
 
     def notes(self) -> list[str]:
         notes = []
@@ -394,6 +476,62 @@ class _Folded(_Conversation):
         if self.engine is not None:
             self.engine.flush()  # delivered here, on the loop: _on_nodes has run
         return self.nodes
+
+
+class _Path(_Conversation):
+    """One branch's path of a ``_Folded`` conversation (``leaf``; ``None``: the active
+    branch, whichever it is as the log grows), with its own clients and stamps. Its
+    ``position`` is the conversation's, so a client's cursor means the same store
+    prefix on either. Each node with sibling versions carries a switcher
+    (``switcher_html``) whose links name the leaf of each version."""
+
+    def __init__(self, folded: _Folded, branches: Branches, leaf: str | None) -> None:
+        assert folded.registration is not None
+        super().__init__(folded.id, folded.registration.definitions)
+        self.leaf = leaf
+        self._folded = folded
+        self._branches = branches
+        # The conversation's own set: its clients keep it loaded (never evicted
+        # while a path is watched); a wake-up meant for the other view is a no-op.
+        self.clients = folded.clients
+        self.markers: dict[str, Version] = {}
+        self.failure = ""
+
+    def show(self, position: int) -> None:
+        """Fold the path as the tree now has it (only what the last show lacks)."""
+        try:
+            nodes = self._branches.show(self.leaf)
+        except Exception as exc:  # a bad event on this path: the page says so
+            self.failure = f"{type(exc).__name__}: {exc}"
+            log.warning("conversation %r, leaf %r: %s", self.id, self.leaf, self.failure)
+            return
+        markers = self._branches.markers(self.leaf)
+        old = self.markers
+        touched = {key for key in markers.keys() | old.keys() if markers.get(key) != old.get(key)}
+        self.markers = markers
+        self.position = position
+        self._on_nodes(nodes, touched)
+
+    async def catch_up(self, store: Store | None) -> None:
+        await self._folded.catch_up(store)  # its fold shows every followed path
+
+    def notes(self) -> list[str]:
+        notes = self._folded.notes()
+        if self.failure:
+            notes.append(f"this branch stops at an event that could not be shown: {self.failure}")
+        return notes
+
+    def fragment(self, node: Node) -> str:
+        html = super().fragment(node)
+        version = self.markers.get(node.key)
+        if version is None:
+            return html
+        # Inside the article, first: the script keys and morphs whole articles.
+        end = html.index(">") + 1
+        return f"{html[:end]}\n{switcher_html(version, self._href)}{html[end:]}"
+
+    def _href(self, leaf: str) -> str:
+        return f"?leaf={quote(leaf, safe='')}"
 
 
 class _Attached(_Conversation):
@@ -527,6 +665,8 @@ class Live:
             client.wake.set()
         for hub in self.conversations.values():
             hub.closed = True
+            if isinstance(hub, _Folded):
+                hub.close_paths()
             for client in hub.clients:
                 client.wake.set()
 
@@ -567,6 +707,17 @@ class Live:
         hub.last_used = time.monotonic()
         await hub.catch_up(self.store)
         return hub
+
+    async def view(self, conversation: str, leaf: str | None) -> _Conversation | None:
+        """The live view a page shows: ``open(conversation)``, or the path to
+        ``leaf`` (``None``: the active branch, for a conversation with branch
+        events). ``LookupError`` naming ``leaf`` when there is no such branch."""
+        hub = await self.open(conversation)
+        if hub is None or (leaf is None and not getattr(hub, "branched", False)):
+            return hub
+        if not isinstance(hub, _Folded):
+            raise LookupError(f"no branch {leaf!r}: conversation {conversation!r} has none")
+        return await hub.path(self.store, leaf)
 
     async def _load(self, conversation: str) -> _Conversation | None:
         if self.engines is not None:
@@ -720,26 +871,36 @@ to a node work once it has; without the script, ``?all=1`` shows them all."""
 
 
 async def conversation_html(
-    app: Starlette, conversation: str, *, at: str = "", window: int | None = WINDOW
+    app: Starlette,
+    conversation: str,
+    *,
+    at: str = "",
+    window: int | None = WINDOW,
+    leaf: str | None = None,
 ) -> str:
     """A conversation as server-rendered HTML that ``assets_html``'s script keeps live:
     a ``<section>`` of its nodes, streaming from ``app`` mounted at ``at``. Of a long
     conversation only the last ``window`` nodes are in the HTML, and the script adds
     the earlier ones (``None``: all of them in the HTML). A conversation of a store
-    with no events yet is an empty section that fills when they come.
-    ``LookupError`` for a conversation ``app`` cannot show."""
+    with no events yet is an empty section that fills when they come. A conversation
+    with branches shows the path to ``leaf`` (default: the active branch), a switcher
+    on each node with sibling versions.
+    ``LookupError`` for a conversation ``app`` cannot show, or a leaf it does not have."""
     live: Live = app.state.live
-    hub = await live.open(conversation)
+    hub = await live.view(conversation, leaf)
     if hub is None:
         raise LookupError(f"no conversation {conversation!r} here")
     nodes = hub.current()
     earlier = 0 if window is None else max(0, len(nodes) - window)
     fragments = "".join(hub.fragment(node) for node in nodes[earlier:])
-    stream = escape(_href(at, conversation, "/stream"), quote=True)
+    chosen = "" if leaf is None else f"?leaf={quote(leaf, safe='')}"
+    stream = escape(_href(at, conversation, "/stream" + chosen), quote=True)
     notes = "".join(f'<p class="note unclaimed">{escape(note)}</p>\n' for note in hub.notes())
     more = ""
     if earlier:
-        everything = escape(_href(at, conversation, "?all=1"), quote=True)
+        everything = escape(
+            _href(at, conversation, f"{chosen}&all=1" if chosen else "?all=1"), quote=True
+        )
         notes += f'<p class="note earlier"><a href="{everything}">{earlier} earlier nodes</a></p>\n'
         more = f' data-earlier="{earlier}"'
     # Nothing between the tags when there are no nodes: the stylesheet says
@@ -750,6 +911,10 @@ async def conversation_html(
         f'data-position="{hub.notified}"{more} data-live="off">'
         f"{fragments}</section>\n"
     )
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _page(request: Request, title: str, body: str) -> str:
@@ -822,9 +987,12 @@ async def _conversation_page(request: Request) -> Response:
     try:
         every = request.query_params.get("all") == "1"
         window = None if every else WINDOW
-        section = await conversation_html(request.app, conversation, at=root, window=window)
-    except LookupError:
-        raise _PageError(404, f"No conversation {conversation!r} here.") from None
+        leaf = request.query_params.get("leaf")
+        section = await conversation_html(
+            request.app, conversation, at=root, window=window, leaf=leaf
+        )
+    except LookupError as exc:
+        raise _PageError(404, _capital(str(exc)) + ".") from None
     title = escape(conversation, quote=True)
     body = (
         f"<h1>{title}</h1>\n{section}"
@@ -849,7 +1017,10 @@ def _cursor(request: Request) -> int:
 async def _stream(request: Request) -> Response:
     conversation: str = request.path_params["conversation"]
     cursor = _cursor(request)
-    hub = await _live(request).open(conversation)
+    try:
+        hub = await _live(request).view(conversation, request.query_params.get("leaf"))
+    except LookupError as exc:
+        raise _Problem(404, str(exc)) from None
     if hub is None:
         raise _Problem(404, f"no conversation {conversation!r}")
     options = _live(request).options

@@ -17,6 +17,13 @@
 // out again); a message is announced once, when it is complete (no part of it
 // [data-status="streaming"]), through one polite live region per conversation.
 //
+// Branches: a node with sibling versions carries a switcher, <nav class="versions">
+// with links to the neighbouring versions' leaves (?leaf=ID, data-leaf). Following
+// one changes the shown path without a reload: the URL's ?leaf= is set (history
+// keeps it, so a reload and the back button keep the leaf), the stream is reopened
+// for that leaf from 0 and its first message replaces the view whole; the stream
+// then follows that path live. Without the script the links load the page anew.
+//
 // A <ul data-stream> (the index) is replaced whole by each "index" message.
 "use strict";
 
@@ -147,7 +154,9 @@
       for (const node of patch.nodes) (byKey.has(node.key) ? known : earlier).push(node);
       apply({ ...patch, nodes: known });
       const target = decodeURIComponent(location.hash.slice(1));
+      const view = generation;
       function step(at) {
+        if (view !== generation) return;  // a switch replaced the view meanwhile
         const chunk = earlier.slice(at, at + CHUNK);
         const parsed = parse(chunk.map((node) => node.html).join(""));
         for (const element of [...parsed.children]) {
@@ -171,6 +180,7 @@
     }
 
     let started = false;
+    let generation = 0;  // which path's view the page shows (a switch counts it up)
     function receive(patch) {
       if (filling && !started) {
         started = true;
@@ -187,12 +197,19 @@
       }
     }
 
+    // Set by a switch: the next message is the new path's whole view, read with
+    // the switch (not announced); `focus` is the switcher link to focus again.
+    let switching = null;
+
     function apply(patch) {
-      const follow = nearBottom();
-      if (patch.reset) {
+      const follow = nearBottom() && switching === null;
+      const switched = switching;
+      switching = null;
+      if (patch.reset || switched) {
         section.replaceChildren();
         byKey.clear();
       }
+      if (switched) for (const node of patch.nodes) announced.add(node.key);
       for (const node of patch.nodes) {
         const old = byKey.get(node.key);
         if (node.blocks) {
@@ -215,19 +232,72 @@
       }
       section.dataset.position = String(patch.position);
       section.dataset.nodes = String(byKey.size);
+      if (switched) refocus(switched);
       if (follow) window.scrollTo(0, document.documentElement.scrollHeight);
     }
 
+    // The switcher the reader used, on the new path: the same node's, same step.
+    function refocus({ key, label }) {
+      const article = byKey.get(key);
+      if (!article) return;
+      const nav = article.querySelector("nav.versions");
+      if (!nav) return;
+      const link = nav.querySelector(`a[aria-label="${label}"]`) || nav.querySelector("a");
+      if (link) link.focus();
+    }
+
     const url = new URL(section.dataset.stream, document.baseURI);
-    url.searchParams.set("after", filling ? "0" : section.dataset.position || "0");
-    const source = new EventSource(url);
-    source.addEventListener("open", () => {
-      section.dataset.live = "open";
+    let source = null;
+
+    function listen(after) {
+      if (source) source.close();
+      url.searchParams.set("after", after);
+      const mine = source = new EventSource(url);
+      mine.addEventListener("open", () => {
+        section.dataset.live = "open";
+      });
+      mine.addEventListener("error", () => {
+        section.dataset.live = mine.readyState === EventSource.CLOSED ? "closed" : "reconnecting";
+      });
+      mine.addEventListener("patch", (event) => {
+        if (mine === source) receive(JSON.parse(event.data));
+      });
+    }
+
+    // Show the path to `leaf` (null: the active branch), from a whole first message.
+    function show(leaf, from) {
+      if (leaf === null) url.searchParams.delete("leaf");
+      else url.searchParams.set("leaf", leaf);
+      shown = leaf;
+      filling = false;
+      generation += 1;
+      waiting.length = 0;
+      switching = from || { key: "", label: "" };
+      section.dataset.live = "switching";
+      listen("0");
+    }
+
+    section.addEventListener("click", (event) => {
+      const link = event.target.closest && event.target.closest("nav.versions a[data-leaf]");
+      if (!link || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) return;
+      event.preventDefault();
+      const leaf = link.dataset.leaf;
+      const address = new URL(location.href);
+      address.searchParams.set("leaf", leaf);
+      address.searchParams.delete("all");
+      address.hash = "";
+      history.pushState({ leaf }, "", address);
+      const article = link.closest("article");
+      show(leaf, { key: article ? article.dataset.key : "", label: link.getAttribute("aria-label") });
     });
-    source.addEventListener("error", () => {
-      section.dataset.live = source.readyState === EventSource.CLOSED ? "closed" : "reconnecting";
+    // Back and forward: the leaf the URL names (a move between #fragments is no switch).
+    let shown = new URL(location.href).searchParams.get("leaf");
+    window.addEventListener("popstate", () => {
+      const leaf = new URL(location.href).searchParams.get("leaf");
+      if (leaf !== shown) show(leaf, null);
     });
-    source.addEventListener("patch", (event) => receive(JSON.parse(event.data)));
+
+    listen(filling ? "0" : section.dataset.position || "0");
   }
 
   function connectIndex(list) {
