@@ -49,7 +49,6 @@ from engine import (
 )
 
 from ._gateway_check import Entry, Problem, Side, Turn, add, alternation, check, not_a_list
-from ._settings import declared
 
 __all__ = [
     "AnthropicGateway",
@@ -974,9 +973,7 @@ class BedrockGateway:
     ) -> dict[str, Any]:
         """``client.converse(**request)`` (blobs as base64 text: see the class):
         leading system items become ``system``; consecutive messages of one role are
-        merged (Converse wants them alternating). ``tools`` go in ``toolConfig``; with
-        none, the tools the history calls are declared (``_settings.declared``: Bedrock
-        refuses tool blocks in a request that declares no tools)."""
+        merged (Converse wants them alternating). ``tools`` go in ``toolConfig``."""
         system, messages = _alternating(items, "content")
         head: dict[str, Any] = {"modelId": model}
         if system:
@@ -986,7 +983,7 @@ class BedrockGateway:
             config = dict(options.pop("toolConfig", None) or {})
             config["tools"] = [*config.get("tools", ()), *tools]
             options["toolConfig"] = config
-        return declared(self.name, _payload(head, (), options))
+        return _payload(head, (), options)
 
     def message(self, output: Any) -> Message:
         """A Converse response (``{"output": {"message": ...}}``), or its message, as a
