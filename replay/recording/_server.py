@@ -30,11 +30,12 @@ import http.server
 import ipaddress
 import json
 import socket
+import socketserver
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from ._errors import PlaybackMismatchError, RecordingError
 from ._player import Player, RecordedCall
@@ -78,7 +79,17 @@ class PlaybackServer(http.server.ThreadingHTTPServer):
 @contextlib.contextmanager
 def serving(player: Player, *, host: str = "127.0.0.1", port: int = 0) -> Iterator[PlaybackServer]:
     """A ``PlaybackServer`` running in a thread for the ``with`` block, stopped after."""
-    server = PlaybackServer(player, host=host, port=port)
+    with running(PlaybackServer(player, host=host, port=port)) as server:
+        yield server
+
+
+S = TypeVar("S", bound=socketserver.BaseServer)
+
+
+@contextlib.contextmanager
+def running(server: S) -> Iterator[S]:
+    """``server`` serving in a thread for the ``with`` block, then shut down and closed
+    (the tests' loopback servers run this way too)."""
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -4,10 +4,11 @@ application. Listens on 127.0.0.1 on a free port; stopped when the ``with`` ends
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from replay.recording._server import running
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -38,11 +39,5 @@ def serving(body: bytes, content_type: str) -> Iterator[_Server]:
     """A server answering ``body`` to every POST; ``.server_address`` has its port."""
     server = _Server(("127.0.0.1", 0), _Handler)
     server.body, server.content_type, server.paths = body, content_type, []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with running(server):
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()

@@ -24,6 +24,7 @@ from typing import Any
 import attrs
 
 from definitions._eventstream import encode_frame
+from replay.recording._server import running
 
 from .._shared import shared_path
 
@@ -122,15 +123,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @contextmanager
 def serving() -> Iterator[Loopback]:
-    server = Loopback()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with running(Loopback()) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
