@@ -30,6 +30,7 @@ from replay._cli import main
 from replay.recording import RecordingError
 from replay.recording._player import read_calls
 from tests._shared import SHARED, require
+from tests.conformance.test_mutations import _paths
 
 pytestmark = pytest.mark.slow  # 400 reads through the CLI: about 40 s on one core
 
@@ -94,20 +95,6 @@ def corpus() -> tuple[tuple[str, str, tuple[Any, ...]], ...]:
             continue  # not JSON at all: the hostile-lines suite covers those
     require("recordings", "no recording found to mutate", found=bool(found))
     return tuple(found)
-
-
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    if isinstance(value, dict):
-        items: Any = value.items()
-    elif isinstance(value, list):
-        items = enumerate(value)
-    else:
-        return []
-    found: list[tuple[Any, ...]] = []
-    for key, item in items:
-        found.append((*prefix, key))
-        found.extend(_paths(item, (*prefix, key)))
-    return found
 
 
 def retype(draw: st.DrawFn, value: Any) -> tuple[Any, str]:
