@@ -1,27 +1,39 @@
 """Recording and playback of the official SDK clients (``replay.record``/``playback``).
 
 1. Recording cost per streamed event: the anthropic client streams a long response
-   (``--events`` text deltas) from a loopback server in its own process, with and
-   without the recorder, alternately; the figure is the client process's CPU time per
-   event (``time.process_time``: the server's work is not in it). Target: the recorder
-   adds at most 5% of what the SDK itself spends per event.
-2. Playback speed: a 1,000-event stream recorded from the loopback server paced at
+   (``--events`` events) from a loopback server in its own process: the SDK alone,
+   the SDK with ``replay.record``, and the SDK inside VCR.py's ``use_cassette`` (record
+   mode ``all``, the cassette written at its end), in interleaved rounds; the figure is
+   the client process's CPU time per event (``time.process_time``: the server's work is
+   not in it), median of the rounds. Two arrivals: one SSE frame per HTTP chunk
+   (``transfer-encoding: chunked``, as the model APIs send a stream: the client gets one
+   piece per frame however fast they come), and large reads (a ``content-length`` body
+   read 64 KB at a time). Target: the recorder adds at most 5% of what the SDK itself
+   spends per event. VCR.py costs less than the recorder only by holding the whole stream
+   back: its cassette is written when the stream ends, none of it before.
+2. Recording size: one call recorded by each into a fresh file, the bytes, and gzip's
+   (level 6) of both.
+3. Playback speed: a 1,000-event stream recorded from the loopback server paced at
    ``--pace`` seconds per event (a model producing tokens, far faster than any does),
    then played back unpaced into the same SDK call. Target: playback at least 10x
    faster than the stream took to record, with equal results.
 
 Beside figure 1, the recorder's own work on the same body in this process with no SDK
-(``recorder alone``): what it costs when it does not share the caches with the SDK's
-objects.
+(``recorder alone``), for each arrival: what it costs when it does not share the caches
+with the SDK's objects.
 
-    python benchmarks/bench_recording.py [--events 5000] [--rounds 7] [--pace 0.002]
+    python benchmarks/bench_recording.py [--events 5000] [--rounds 7] [--pace 0.002] [--helper]
+
+Needs the ``bench`` extra (vcrpy) for VCR.py's side.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import gzip
 import json
+import logging
 import statistics
 import subprocess
 import sys
@@ -36,8 +48,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import anthropic  # noqa: E402
+import vcr  # type: ignore[import-untyped]  # noqa: E402
 
 import replay  # noqa: E402
+
+logging.getLogger("vcr").setLevel(logging.WARNING)
 
 ARGS = {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
 
@@ -79,12 +94,17 @@ def stream_body(deltas: int) -> bytes:
 
 
 @contextmanager
-def server(body: bytes, pace: float = 0.0) -> Iterator[str]:
-    """A loopback server in its own process answering ``body``; yields its URL."""
+def server(body: bytes, pace: float = 0.0, *, chunked: bool = False) -> Iterator[str]:
+    """A loopback server in its own process answering ``body`` (with ``chunked``, each SSE
+    frame its own HTTP chunk); yields its URL."""
     with tempfile.NamedTemporaryFile(suffix=".sse", delete=False) as f:
         f.write(body)
+    framing = "chunked" if chunked else "length"
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.recording._server", f.name, "text/event-stream", str(pace)],
+        [
+            sys.executable,
+            *("-m", "tests.recording._server", f.name, "text/event-stream", str(pace), framing),
+        ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -166,43 +186,101 @@ def recorder_alone(body: bytes, events: int, *, per_frame: bool = False) -> floa
     return best
 
 
-def recording_cost(deltas: int, rounds: int) -> None:
+ARRIVALS = (
+    ("one SSE frame per HTTP chunk (as the APIs send a stream)", True),
+    ("large reads (64 KB, a content-length body)", False),
+)
+
+
+def recording_cost(deltas: int, rounds: int, helper: bool) -> None:
     events = deltas + 5
     print(f"1. recording cost, anthropic stream of {events} events, median of {rounds}:")
-    for label, way in (("raw stream", consume), ("stream helper", consume_helper)):
-        with server(stream_body(deltas)) as base, tempfile.TemporaryDirectory() as folder:
-            plain, recorded = [], []
-            for i in range(rounds):
-                # Fresh clients alike, each warmed up (imports, connection) before it is
-                # timed; the order alternates so neither side always runs first.
-                plain_client = client(base)
-                recording_client = replay.record(client(base), Path(folder) / f"r{i}.jsonl")
-                way(plain_client)
-                way(recording_client)
-                pair = [(plain, plain_client), (recorded, recording_client)]
-                for figures, measured in pair if i % 2 else reversed(pair):
-                    figures.append(cpu_per_event(measured, events, way))
-        without, with_recorder = statistics.median(plain), statistics.median(recorded)
-        ratio = with_recorder / without
-        print(f"   {label}:")
-        print(f"     SDK alone          {without * 1e6:8.2f} us CPU per event")
-        print(f"     SDK + recorder     {with_recorder * 1e6:8.2f} us CPU per event")
+    ways = [("raw stream", consume)] + ([("stream helper", consume_helper)] if helper else [])
+    for arrival, chunked in ARRIVALS:
+        print(f"   {arrival}:")
+        for label, way in ways:
+            sdk, ours, theirs = compare(deltas, rounds, way, chunked=chunked)
+            print(f"     {label}:")
+            print(f"       SDK alone          {sdk * 1e6:8.2f} us CPU per event")
+            print(
+                f"       SDK + recorder     {ours * 1e6:8.2f} us CPU per event = "
+                f"{ours / sdk:.3f}x the SDK alone (target <= 1.05); "
+                f"{(ours - sdk) * 1e6:.2f} us per event added"
+            )
+            print(
+                f"       SDK + VCR.py       {theirs * 1e6:8.2f} us CPU per event = "
+                f"{theirs / sdk:.3f}x the SDK alone (ours / VCR.py {ours / theirs:.3f}; it holds "
+                "the whole stream back)"
+            )
+        alone = recorder_alone(stream_body(deltas), events, per_frame=chunked)
         print(
-            f"     recorder adds      {(with_recorder - without) * 1e6:8.2f} us per event = "
-            f"{(ratio - 1) * 100:.1f}% of the SDK's own (ratio {ratio:.3f}; target <= 1.05)"
+            f"     recorder alone       {alone * 1e6:6.2f} us per event in this process, no SDK "
+            "(its own work; in the SDK's process it shares the caches with the SDK's objects)"
         )
-        if way is consume:
-            alone = recorder_alone(stream_body(deltas), events)
-            print(
-                f"     recorder alone     {alone * 1e6:8.2f} us per event in this process, no "
-                f"SDK = {alone / without * 100:.1f}% of the SDK's own (its work; in the SDK's "
-                "process it shares the caches with the SDK's objects)"
-            )
-            framed = recorder_alone(stream_body(deltas), events, per_frame=True)
-            print(
-                f"     ... one frame per chunk {framed * 1e6:5.2f} us per event = "
-                f"{framed / without * 100:.1f}% (as the APIs send a stream: a chunk per event)"
-            )
+
+
+def compare(deltas: int, rounds: int, way: Any, *, chunked: bool) -> tuple[float, float, float]:
+    """Medians of CPU per event: the SDK alone, with our recorder, inside VCR.py."""
+    events = deltas + 5
+    with (
+        server(stream_body(deltas), chunked=chunked) as base,
+        tempfile.TemporaryDirectory() as folder,
+    ):
+        figures: dict[str, list[float]] = {"sdk": [], "ours": [], "vcr": []}
+
+        def vcr_way(c: anthropic.Anthropic, cassette: Path) -> Any:
+            def run(_: anthropic.Anthropic) -> Any:
+                with vcr.use_cassette(str(cassette), record_mode="all"):
+                    return way(c)
+
+            return run
+
+        for i in range(rounds):
+            # Fresh clients alike, each warmed up (imports, connection) before it is
+            # timed; the order turns each round so no side always runs first.
+            plain = client(base)
+            recording = replay.record(client(base), Path(folder) / f"r{i}.jsonl")
+            cassetted = client(base)
+            way(plain)
+            way(recording)
+            vcr_way(cassetted, Path(folder) / f"warm{i}.yaml")(cassetted)
+            sides = [
+                ("sdk", plain, way),
+                ("ours", recording, way),
+                ("vcr", cassetted, vcr_way(cassetted, Path(folder) / f"c{i}.yaml")),
+            ]
+            turn = i % len(sides)
+            for name, measured, how in sides[turn:] + sides[:turn]:
+                figures[name].append(cpu_per_event(measured, events, how))
+    sdk, ours, theirs = (statistics.median(figures[k]) for k in ("sdk", "ours", "vcr"))
+    return sdk, ours, theirs
+
+
+def recording_size(deltas: int) -> None:
+    """One call recorded by each into a fresh file: the bytes, and gzip's of both."""
+    with (
+        server(stream_body(deltas), chunked=True) as base,
+        tempfile.TemporaryDirectory() as folder,
+    ):
+        log, cassette = Path(folder) / "call.jsonl", Path(folder) / "call.yaml"
+        consume(replay.record(client(base), log))
+        with vcr.use_cassette(str(cassette), record_mode="all"):
+            consume(client(base))
+        ours, theirs = log.read_bytes(), cassette.read_bytes()
+    packed = [len(gzip.compress(data, 6)) for data in (ours, theirs)]
+    print(f"2. recording size, the same anthropic stream of {deltas + 5} events:")
+    print(
+        f"   our log            {len(ours):>10,} bytes, gzip'd {packed[0]:>9,} "
+        f"({len(ours) / (deltas + 5):.0f} bytes per event)"
+    )
+    print(
+        f"   VCR.py's cassette  {len(theirs):>10,} bytes, gzip'd {packed[1]:>9,} "
+        f"({len(theirs) / (deltas + 5):.0f} bytes per event)"
+    )
+    print(
+        f"   ours / VCR.py      {len(ours) / len(theirs):10.2f}x, "
+        f"gzip'd {packed[0] / packed[1]:.2f}x"
+    )
 
 
 def playback_speed(pace: float) -> None:
@@ -218,7 +296,7 @@ def playback_speed(pace: float) -> None:
         played = [e.model_dump() for e in consume(played_client)]
         playback = time.perf_counter() - start
     events = sum(e.event["type"] == "recording/event" for e in entries)
-    print(f"2. playback of a {events}-event stream recorded at {pace * 1000:.1f} ms per event:")
+    print(f"3. playback of a {events}-event stream recorded at {pace * 1000:.1f} ms per event:")
     print(f"   recording took     {took:8.3f} s (request to end, as the log's times say)")
     print(f"   playback took      {playback:8.3f} s unpaced")
     print(
@@ -234,8 +312,10 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--pace", type=float, default=0.002)
+    parser.add_argument("--helper", action="store_true", help="also the SDK's stream helper")
     args = parser.parse_args()
-    recording_cost(args.events, args.rounds)
+    recording_cost(args.events - 5, args.rounds, args.helper)
+    recording_size(args.events - 5)
     playback_speed(args.pace)
 
 

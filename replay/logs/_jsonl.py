@@ -375,11 +375,14 @@ class LogWriter:
         with self.exclusive():
             conversation = self.conversation
             entries: list[Entry[Any]] = []
+            add = entries.append
+            position = self.position
+            # One flat loop: a stream sent one event per chunk makes runs of one event,
+            # where a comprehension per run cost more than the line it builds.
             for at, events in runs:
-                start = self.position + len(entries)
-                entries += [
-                    Entry(n, event, conversation, at) for n, event in enumerate(events, start)
-                ]
+                for event in events:
+                    add(Entry(position, event, conversation, at))
+                    position += 1
             self._write(_encoder.encode_lines(entries), len(entries))
 
     def _write(self, data: bytes, lines: int) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -31,6 +31,7 @@ __all__ = [
     "API_NAMES",
     "BodyParser",
     "Recorded",
+    "Runs",
     "StreamEvent",
     "api_of",
     "frame",
@@ -121,16 +122,22 @@ def kind(content_type: str) -> str:
     return "body"
 
 
+Runs = list[tuple[float, list[StreamEvent]]]
+"""Stream events in runs, each stamped with the time of the chunk that completed it."""
+
+
 class BodyParser:
     """Turns a response body fed in chunks into the recorded events of call ``call``.
 
-    ``feed`` returns the events the chunk completes (stream events as they arrive);
+    ``feed`` returns the events a chunk completes; ``feed_many`` the same for many chunks
+    at once, each run of events stamped with the arrival time of the chunk that completed
+    it (a recorder holds a stream's chunks as they arrive and parses them in batches);
     ``close`` returns what is left (the whole body of a non-streamed response). A
     content encoding (gzip, deflate) is undone first: the recording keeps what the SDK
     decodes, and playback serves it unencoded.
     """
 
-    __slots__ = ("_buffer", "_call", "_frames", "_inflate", "_names", "done", "kind")
+    __slots__ = ("_buffer", "_call", "_frames", "_inflate", "_names", "done", "error", "kind")
 
     def __init__(self, call: int, content_type: str, content_encoding: str = "") -> None:
         self._call = call
@@ -143,16 +150,41 @@ class BodyParser:
         self._names: dict[bytes, str] = {}  # an "event: NAME" line, decoded once
         self._frames = EventStreamDecoder() if self.kind == "eventstream" else None
         self.done = False  # OpenAI's "data: [DONE]" arrived: nothing more is expected
+        self.error: str | None = None  # why feed_many stopped: the body cannot be parsed
 
     def feed(self, chunk: bytes) -> list[StreamEvent]:
+        """The events ``chunk`` completes; raises what a body that cannot be parsed
+        raises (a bad gzip stream, an event-stream frame failing its checksum)."""
         if self._inflate is not None:
             chunk = self._inflate.decompress(chunk)
         if self.kind == "sse":
-            return self._sse(chunk)
+            runs: Runs = []
+            self._sse((chunk,), (0.0,), runs)
+            return runs[0][1] if runs else []
         if self._frames is not None:
             return [self._aws(frame.headers, frame.payload) for frame in self._frames.feed(chunk)]
         self._buffer += chunk
         return []
+
+    def feed_many(self, chunks: Sequence[bytes], times: Sequence[float]) -> Runs:
+        """The events ``chunks`` complete, in runs, each stamped with ``times[i]``, the
+        arrival of the chunk ``chunks[i]`` that completed it: what ``feed`` gives chunk by
+        chunk, in one call. A body that cannot be parsed sets ``error`` and ends the
+        runs there; nothing more is parsed."""
+        runs: Runs = []
+        if self.error is not None:
+            return runs
+        try:
+            if self.kind == "sse" and self._inflate is None:
+                self._sse(chunks, times, runs)  # the common case, without a call per chunk
+            else:
+                for chunk, at in zip(chunks, times, strict=True):
+                    events = self.feed(chunk)
+                    if events:
+                        runs.append((at, events))
+        except Exception as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+        return runs
 
     def close(self) -> list[StreamEvent | dict[str, Any]]:
         out: list[StreamEvent | dict[str, Any]] = []
@@ -163,33 +195,72 @@ class BodyParser:
                 out += self.feed(tail)
         if self.kind == "sse":
             if self._buffer.strip():  # a last frame without its blank line: dispatch it
-                out += self._sse(b"\n\n")
+                out += self.feed(b"\n\n")
             return out
         if self.kind == "body":
             out.append(self._body(self._buffer))
         return out
 
-    def _sse(self, chunk: bytes) -> list[StreamEvent]:
+    def _sse(self, chunks: Sequence[bytes], times: Sequence[float], runs: Runs) -> None:
         # Whole frames at a time, taken apart in C by _FRAMES, not line by line: this
-        # runs for every event of every recorded stream.
-        data = self._buffer + chunk if self._buffer else chunk
-        held = b""
-        if _CR in data:  # an int needle: a bytes one costs CPython 3.11 7x more
-            if data.endswith(b"\r"):  # maybe half of a "\r\n": wait for the next chunk
-                data, held = data[:-1], b"\r"
-            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        end = data.rfind(b"\n\n") + 2  # after the last whole frame (1: there is none)
+        # runs for every event of every recorded stream, and a batch of chunks (one
+        # frame each, as the APIs send them) is taken apart in one pass.
+        buffer = self._buffer
+        data = buffer + b"".join(chunks) if buffer else b"".join(chunks)
+        # CRs to turn into newlines, or blank lines beyond a frame's end, move the frame
+        # ends off the "\n\n"s counted below: then chunk by chunk (an int needle: a
+        # bytes one costs CPython 3.11 7x more).
+        if _CR in data or b"\n\n\n" in data or data.startswith(b"\n"):
+            if len(chunks) > 1:
+                for chunk, at in zip(chunks, times, strict=True):
+                    self._sse((chunk,), (at,), runs)
+                return
+            held = b""
+            if _CR in data:
+                if data.endswith(b"\r"):  # maybe half of a "\r\n": wait for the next chunk
+                    data, held = data[:-1], b"\r"
+                data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            end = data.rfind(b"\n\n") + 2  # after the last whole frame (1: there is none)
+            self._buffer = (data[end:] if end >= 2 else data) + held
+            found = [event for event in self._events(data, end)[0] if event is not None]
+            if found:
+                runs.append((times[0], found))
+            return
+        end = data.rfind(b"\n\n") + 2
         if end < 2:
-            self._buffer = data + held
-            return []
-        self._buffer = data[end:] + held
-        events: list[StreamEvent] = []
+            self._buffer = data
+            return
+        self._buffer = data[end:]
+        events, holes = self._events(data, end)
+        # Each frame ends at a "\n\n" here: those in a chunk are the frames it completes,
+        # unless one straddles two chunks (then fewer are counted than there are frames).
+        ended = [chunk.count(b"\n\n") for chunk in chunks] if len(chunks) > 1 else [len(events)]
+        if len(ended) > 1 and sum(ended) != len(events):
+            self._buffer = buffer
+            for chunk, at in zip(chunks, times, strict=True):
+                self._sse((chunk,), (at,), runs)
+            return
+        taken = 0
+        for count, at in zip(ended, times, strict=True):
+            if count:
+                run = events[taken : taken + count]
+                taken += count
+                if holes:
+                    run = [event for event in run if event is not None]
+                if run:
+                    runs.append((at, run))  # type: ignore[arg-type]
+
+    def _events(self, data: bytes, end: int) -> tuple[list[StreamEvent | None], bool]:
+        """The record of each SSE frame in ``data[:end]`` (whole frames), ``None`` for a
+        frame that dispatches no event (a comment); and whether there is a ``None``."""
         call, names = self._call, self._names
+        events: list[StreamEvent | None] = []
+        holes = False
         for name, text, other in _FRAMES.findall(data, 0, end):
             if other:
                 record = self._frame(other)
-                if record is not None:
-                    events.append(record)
+                holes = holes or record is None
+                events.append(record)
                 continue
             try:
                 raw = _raw(text)
@@ -200,7 +271,7 @@ class BodyParser:
             if sse is None:
                 sse = names[name] = name.decode("utf-8", "replace")
             events.append(StreamEvent(call, raw, sse or None))
-        return events
+        return events, holes
 
     def _frame(self, frame: bytes) -> StreamEvent | None:
         # A frame not of the two forms providers send, field by field.

@@ -43,6 +43,9 @@ class Answer:
     cut_after: int | None = None  # close the connection after this many chunks
     delay: float = 0.0  # seconds before the head (a timeout test)
     pace: float = 0.0  # seconds between chunks (a model producing tokens)
+    # Each chunk its own HTTP chunk (transfer-encoding: chunked), as the model APIs send
+    # a stream: the client then gets one piece per chunk however fast they come.
+    chunked: bool = False
     headers: tuple[tuple[str, str], ...] = (("request-id", "req_loopback"),)
 
     @property
@@ -104,7 +107,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             time.sleep(answer.delay)
         self.send_response(answer.status)
         self.send_header("content-type", answer.content_type)
-        self.send_header("content-length", str(len(answer.body)))
+        if answer.chunked:
+            self.send_header("transfer-encoding", "chunked")
+        else:
+            self.send_header("content-length", str(len(answer.body)))
         for name, value in answer.headers:
             self.send_header(name, value)
         self.end_headers()
@@ -114,7 +120,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 return
             if answer.pace and i:
                 time.sleep(answer.pace)
+            if answer.chunked:
+                chunk = b"%x\r\n%s\r\n" % (len(chunk), chunk)
             self.wfile.write(chunk)
+            self.wfile.flush()
+        if answer.chunked:
+            self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -268,17 +279,18 @@ def expected_events(answer: Answer) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    """``python -m tests.recording._server BODY CONTENT_TYPE [PACE]``: serve the file BODY,
-    split at blank lines (SSE frames), to every POST, from its own process (a benchmark's
-    client then shares no interpreter lock with it); prints the port, then serves until
-    killed."""
+    """``python -m tests.recording._server BODY CONTENT_TYPE [PACE [chunked]]``: serve the
+    file BODY, split at blank lines (SSE frames), to every POST (with ``chunked``, each
+    frame its own HTTP chunk), from its own process (a benchmark's client then shares no
+    interpreter lock with it); prints the port, then serves until killed."""
     import sys
 
     body, content_type = Path(sys.argv[1]).read_bytes(), sys.argv[2]
     pace = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
+    chunked = sys.argv[4:5] == ["chunked"]
     chunks = tuple(piece + b"\n\n" for piece in body.split(b"\n\n") if piece.strip())
     server = Loopback()
-    server.root(Answer(chunks, content_type, pace=pace))
+    server.root(Answer(chunks, content_type, pace=pace, chunked=chunked))
     print(server.server_address[1], flush=True)
     server.serve_forever()
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import replay
-from replay.recording._recorder import BATCH, Recorder, open_sink
+from replay.recording._recorder import BATCH, BATCH_BYTES, Recorder, open_sink
 
 from ._clock import Clock
 
@@ -86,3 +86,27 @@ def test_no_event_waits_more_than_a_batch(tmp_path_factory: object, gaps: list[f
     events = [e for e in replay.read_log(path).events() if e["type"] == "recording/event"]
     assert [e["event"]["delta"]["text"] for e in events] == list(range(len(gaps)))
     assert [t for kind, t in stamped(path) if kind == "recording/event"] == arrivals
+
+
+def test_a_fast_stream_is_written_every_batch_of_bytes(tmp_path: Path) -> None:
+    """Pieces arriving faster than ``BATCH`` are held at most ``BATCH_BYTES`` bytes: then
+    parsed and written, each event at its own arrival time, the clock standing still."""
+    path = tmp_path / "fast.jsonl"
+    clock = Clock()
+    recorder = Recorder(open_sink(path, None), clock=clock)
+    call = recorder.begin(
+        "anthropic", "POST", "https://a.example/v1/messages", [], None, "/v1/messages"
+    )
+    call.response(200, [("content-type", "text/event-stream")])
+    arrivals: list[float] = []
+    for n in range(2 * BATCH_BYTES // len(frame(0)) + 1):
+        clock.now += BATCH / 1000
+        arrivals.append(clock.now)
+        call.chunk(frame(n))
+        events = [t for kind, t in stamped(path) if kind == "recording/event"]
+        held = sum(len(frame(k)) for k in range(len(events), n + 1))
+        assert held < BATCH_BYTES
+        assert events == arrivals[: len(events)]
+    assert len(events) > 1  # written before the end, though under BATCH had passed
+    call.finish()
+    assert len([kind for kind, _ in stamped(path) if kind == "recording/event"]) == n + 1

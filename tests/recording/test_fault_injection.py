@@ -194,7 +194,8 @@ def test_a_disk_full_mid_stream_ends_the_call_incomplete(tmp_path: Path) -> None
     per_call = 2 + DELTAS + 2 + 1
     assert len(first) + recorder.lost == per_call
     assert writer.dropped >= 1
-    assert len(caught) == 1
+    # Counted by kind: an earlier test's unclosed file may be collected in this block.
+    assert sum(issubclass(w.category, replay.RecordingLostWarning) for w in caught) == 1
     print(
         f"faults: disk full mid-stream: {len(first)} records of the call kept, "
         f"{recorder.lost} counted lost ({writer.dropped} lines cut back), end complete: false "

@@ -5,6 +5,7 @@ records, and nothing secret survives in a URL or the headers kept."""
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 from typing import Any
 
@@ -204,3 +205,62 @@ def test_any_sse_stream_reads_as_the_specification_reads_it(
     gives."""
     body = newline.join(lines).encode()
     assert parse(SSE, body, cuts) == reference_sse(body)
+
+
+def one_by_one(content_type: str, chunks: list[bytes]) -> list[tuple[int, Any]]:
+    """Each chunk fed alone: its events, with the chunk's index."""
+    parser = BodyParser(0, content_type)
+    return [(n, event) for n, chunk in enumerate(chunks) for event in parser.feed(chunk)]
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["", "delta"]), json_values, st.sampled_from(["", ": ping"])),
+        max_size=8,
+    ),
+    st.lists(st.integers(min_value=0), max_size=8),
+    st.lists(st.integers(min_value=1, max_value=4), min_size=1, max_size=4),
+    st.sampled_from(["\n", "\n\n", "\r\n"]),
+)
+def test_a_batch_of_chunks_gives_each_event_its_chunk_time(
+    items: list[tuple[str, Any, str]], cuts: list[int], batches: list[int], extra: str
+) -> None:
+    """``feed_many`` over batches of chunks gives the events feeding them one by one
+    gives, each stamped with the time of the chunk that completed it: with frames split
+    anywhere, comments, blank lines beyond a frame's end and CRs."""
+    newline = "\r\n" if extra == "\r\n" else "\n"
+    body = "".join(
+        (f"{comment}{newline}{newline}" if comment else "")
+        + (f"event: {name}{newline}" if name else "")
+        + f"data: {json.dumps(value)}{newline}{extra if extra != chr(13) + chr(10) else newline}"
+        for name, value, comment in items
+    ).encode()
+    bounds = [0, *sorted({c % (len(body) + 1) for c in cuts}), len(body)]
+    chunks = [body[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+    expected_runs = one_by_one(SSE, chunks)
+    parser = BodyParser(0, SSE)
+    got: list[tuple[int, Any]] = []
+    start, sizes = 0, iter(batches * len(chunks))
+    while start < len(chunks):
+        size = next(sizes)
+        batch = chunks[start : start + size]
+        for at, events in parser.feed_many(batch, [float(start + i) for i in range(len(batch))]):
+            got += [(int(at), event) for event in events]
+        start += size
+    assert [n for n, _ in got] == [n for n, _ in expected_runs]
+    as_objects = msgspec.json.decode(msgspec.json.encode([e for _, e in got]))
+    assert as_objects == msgspec.json.decode(msgspec.json.encode([e for _, e in expected_runs]))
+    assert len(got) == len(items)
+
+
+def test_a_body_that_cannot_be_parsed_stops_the_batch_with_the_error() -> None:
+    good = encode_frame({":message-type": "event", ":event-type": "a"}, b"{}")
+    bad = bytearray(good)
+    bad[-1] ^= 0xFF  # the message's checksum fails
+    parser = BodyParser(0, EVENTSTREAM)
+    runs = parser.feed_many([good, bytes(bad), good], [1.0, 2.0, 3.0])
+    assert msgspec.json.decode(msgspec.json.encode(runs)) == [
+        [1.0, [{"type": "recording/event", "call": 0, "event": {"a": {}}}]]
+    ]
+    assert parser.error is not None
+    assert parser.feed_many([good], [4.0]) == []
