@@ -10,7 +10,11 @@ cassette. The figure is this process's CPU time per event for the whole of it,
 reading the recording included (``time.process_time``, the cyclic collector off),
 median of the rounds. Target: at most VCR.py's.
 
-    python benchmarks/bench_playback.py [--events 5000] [--rounds 7]
+With ``--chunked`` the server sends each SSE frame as its own HTTP chunk (as the model
+APIs do), so our log holds one arrival per event, and playback hands the SDK a chunk per
+event, as received, where VCR.py hands it the whole body at once.
+
+    python benchmarks/bench_playback.py [--events 5000] [--rounds 7] [--chunked]
 
 Needs the ``bench`` extra (vcrpy, pytest-recording) and PyYAML.
 """
@@ -56,12 +60,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--chunked", action="store_true", help="one HTTP chunk per frame")
     args = parser.parse_args()
     deltas = args.events - 5
     events = args.events
     with tempfile.TemporaryDirectory() as folder:
         log, cassette = Path(folder) / "calls.jsonl", Path(folder) / "cassette.yaml"
-        with server(stream_body(deltas)) as base:
+        with server(stream_body(deltas), chunked=args.chunked) as base:
             recorded = [e.model_dump() for e in consume(replay.record(client(base), log))]
             with vcr.use_cassette(str(cassette), record_mode="once"):
                 consume(client(base))
