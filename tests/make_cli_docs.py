@@ -42,7 +42,7 @@ def commands(
 
 
 def page() -> str:
-    from replay._cli import build_parser
+    from replay.cli import build_parser
 
     os.environ["COLUMNS"] = "88"  # argparse wraps help to the terminal's width
     parts = [INTRO]

@@ -20,13 +20,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import replay._cli as cli
 import replay._progress as progress
+import replay.cli as cli
+import replay.cli._bench as bench_command
+import replay.cli._check as check_command
 from definitions import builtin, event_type
 from engine import Claim, Node, Reader
 from replay import load_events, read_log, render_json, replay
-from replay._cli import SERVE_HINT, main
 from replay._determinism import check_determinism
+from replay.cli import SERVE_HINT, main
 
 from ._kinds import GlobalCounterKind
 from .test_detect import BROKEN, FIXTURES, expected_protocol
@@ -615,7 +617,7 @@ class TestCheck:
             seen.update(options)
             return check_determinism(seen["events"], definitions, **options)
 
-        monkeypatch.setattr(cli, "check_determinism", spy)
+        monkeypatch.setattr(check_command, "check_determinism", spy)
         status, out, _ = run(capsys, "check", path, "--rounds", "1")
         assert status == 0, out
         assert seen["events"] == load_events(path).events
@@ -638,7 +640,7 @@ class TestCheck:
 
 def test_bench(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """decode, fold and both, in events/s (one call per run: no timing in tests)."""
-    monkeypatch.setattr(cli, "BENCH_RUN", 0.0)
+    monkeypatch.setattr(bench_command, "BENCH_RUN", 0.0)
     status, out, _ = run(capsys, "bench", EXAMPLE, "--repeat", "2")
     assert status == 0
     head, *rows = out.splitlines()
