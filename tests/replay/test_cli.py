@@ -21,14 +21,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import replay._progress as progress
-import replay.cli as cli
 import replay.cli._bench as bench_command
 import replay.cli._check as check_command
+import replay.cli._store as store_command
 from definitions import builtin, event_type
 from engine import Claim, Node, Reader
 from replay import load_events, read_log, render_json, replay
 from replay._determinism import check_determinism
-from replay.cli import SERVE_HINT, main
+from replay.cli import main
+from replay.cli._serve import SERVE_HINT
 
 from ._kinds import GlobalCounterKind
 from .test_detect import BROKEN, FIXTURES, expected_protocol
@@ -787,7 +788,7 @@ class TestStore:
         import replay.logs._formats
 
         monkeypatch.setattr(replay.logs._formats, "_CHUNK", 512)
-        monkeypatch.setattr(cli, "_EXPORT_PAGE", 7)
+        monkeypatch.setattr(store_command, "_EXPORT_PAGE", 7)
         db = tmp_path / "events.sqlite"
         assert run(capsys, "store", "import", db, EXAMPLE, "-c", "c")[0] == 0
         out = tmp_path / "out.jsonl"
