@@ -13,9 +13,9 @@ its events speak (``replay.protocols._detect``), through that protocol's pre-pas
 ``replay``, ``check`` and ``bench`` decode the events with the chosen set's vocabulary
 (typed Structs, when the set declares one), as its definitions fold them fastest.
 
-Exit status: 0 on success; 1 when ``check`` finds a divergence; 2 for bad input or
-usage, with a one-line message on stderr (file, line, position where known) and
-never a traceback for bad input.
+Every status is a member of ``Exit`` (``OK``, ``DIVERGED`` when ``check`` finds a
+divergence, ``BAD_INPUT`` for bad input or usage, with a one-line message on stderr
+naming the file, line and position where known, never a traceback).
 
 May import: every room of ``replay`` (this is the top floor), ``definitions``, ``engine``.
 """
@@ -44,14 +44,15 @@ from . import (
     _store,
     _worker,
 )
-from ._common import Failure
+from ._common import Exit, Failure
 
-__all__ = ["COMMANDS", "Command", "build_parser", "main"]
+__all__ = ["COMMANDS", "Command", "Exit", "build_parser", "main"]
 
 
 class Command(Protocol):
     """What a command module holds: its ``HELP`` line, its docstring (the description),
-    ``add_arguments`` and ``run``, which returns the exit status."""
+    ``add_arguments`` and ``run``, which returns the exit status (an ``Exit``, or the
+    status of a program it ran)."""
 
     HELP: str
 
@@ -77,12 +78,18 @@ COMMANDS: dict[str, Command] = {
 line here (docs/architecture.md, "Adding a command")."""
 
 
+def _exit_statuses() -> str:
+    # Those a caller tests; above 128 a status is the shell's signal convention.
+    said = ", ".join(f"{int(status)} {status.meaning}" for status in Exit if status < 128)
+    return f"Exit status: {said}."
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``convo`` argument parser (the serve subcommand's own options included)."""
     parser = argparse.ArgumentParser(
         prog="convo",
         description="Replay, check, measure and store conversation event logs.",
-        epilog="Exit status: 0 ok, 1 check found a divergence, 2 bad input or usage.",
+        epilog=_exit_statuses(),
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, module in COMMANDS.items():
@@ -109,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if unknown and not getattr(args, "options_unknown", False):
             parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:  # --help, or a usage error argparse already printed
-        return exc.code if isinstance(exc.code, int) else 2
+        return Exit.BAD_INPUT if exc.code else Exit.OK
     where = getattr(args, "log", None) or getattr(args, "store", None)
     try:
         status = COMMANDS[args.command].run(args)
@@ -130,12 +137,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (`convo replay LOG | head`): as other tools do, stop
         # quietly; stdout goes to devnull so the interpreter's final flush is silent.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
+        return Exit.BROKEN_PIPE
     except OSError as exc:
         message = f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc)
     except KeyboardInterrupt:
-        return 130
+        return Exit.INTERRUPTED
     else:
         return status
     print(f"convo: error: {_one_line(message)}", file=sys.stderr)
-    return 2
+    return Exit.BAD_INPUT

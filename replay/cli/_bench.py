@@ -11,7 +11,7 @@ from typing import Any
 
 from .._progress import Progress
 from ..logs._formats import load_events
-from ._common import Failure, add_definitions, add_log, chosen_events, warn
+from ._common import Exit, Failure, add_definitions, add_log, chosen_events, warn
 
 HELP = "measure decode and fold speed"
 
@@ -76,4 +76,4 @@ def run(args: argparse.Namespace) -> int:
             f"  {label:<12} {count / seconds:>14,.0f} events/s"
             f"  ({seconds * 1e3:.3f} ms per pass, best of {args.repeat})"
         )
-    return 0
+    return Exit.OK

@@ -1,6 +1,7 @@
 """The steps every ``convo`` command shares: reading a log (streamed or whole), choosing
 the definition set that folds it, the options several commands take, writing output,
-and ``Failure``, the bad input a command reports in one line.
+``Failure`` (the bad input a command reports in one line) and ``Exit``, the statuses a
+command returns.
 
 May import: every room of ``replay`` below the command line, ``definitions``, ``engine``.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import enum
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TextIO
@@ -26,9 +28,11 @@ from ..logs.sessions import read_transcript
 from ..protocols._detect import detect_protocol, load_definitions, protocol_definitions
 
 __all__ = [
+    "EXIT_MEANINGS",
     "STORE_HELP",
     "Chosen",
     "Events",
+    "Exit",
     "Failure",
     "add_conversation",
     "add_definitions",
@@ -50,8 +54,38 @@ _WRITE = 1 << 20  # characters encoded at a time: a view is written without a co
 STORE_HELP = "a SQLite file (created when missing) or a postgresql:// URL"
 
 
+class Exit(enum.IntEnum):
+    """The exit status of ``convo``: what ``run`` returns and ``main`` gives back."""
+
+    OK = 0
+    DIVERGED = 1
+    # The same status under the worker's name: a supervisor restarts a worker whose
+    # database went away, as it restarts one that failed in any other way.
+    DATABASE_LOST = 1
+    BAD_INPUT = 2
+    # Above 128, the shell's convention: 128 + the signal (SIGINT, SIGPIPE).
+    INTERRUPTED = 130
+    BROKEN_PIPE = 141
+
+    @property
+    def meaning(self) -> str:
+        """What the status tells the caller (as ``convo --help`` says it)."""
+        return EXIT_MEANINGS[self.name]
+
+
+EXIT_MEANINGS = {
+    "OK": "ok",
+    "DIVERGED": "check found a divergence",
+    "DATABASE_LOST": "a worker lost its database (its supervisor restarts it)",
+    "BAD_INPUT": "bad input or usage",
+    "INTERRUPTED": "interrupted (Ctrl-C)",
+    "BROKEN_PIPE": "the reader of the output stopped early (`head`): convo stops quietly",
+}
+"""Each name of ``Exit`` (aliases too) and what it means: docs/cli.md lists them."""
+
+
 class Failure(Exception):
-    """Bad input or usage: the message is printed as is, the exit status is 2."""
+    """Bad input or usage: the message is printed as is, the status is ``BAD_INPUT``."""
 
 
 def warn(message: str) -> None:

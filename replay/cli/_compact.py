@@ -12,7 +12,7 @@ import msgspec
 
 from ..context._compaction import compaction_event
 from ..logs._jsonl import LogWriter, write_log
-from ._common import Failure, add_log, load, non_negative
+from ._common import Exit, Failure, add_log, load, non_negative
 
 HELP = "append our own compaction: a summary that replaces the log up to a position"
 
@@ -66,4 +66,4 @@ def run(args: argparse.Namespace) -> int:
             "give --output OUT to write the log with the compaction appended"
         )
     print(f"{args.output or args.log}: compaction {mark['id']} appended", file=sys.stderr)
-    return 0
+    return Exit.OK

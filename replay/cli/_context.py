@@ -7,7 +7,7 @@ import argparse
 from .._progress import Progress
 from ..context import _command
 from ..protocols._unclaimed import unsupported_note
-from ._common import Failure, add_conversation, add_log, conversation, load, write
+from ._common import Exit, Failure, add_conversation, add_log, conversation, load, write
 
 HELP = "print the model request the log leads to (JSON)"
 
@@ -37,4 +37,4 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise Failure(f"{args.log}: {exc}") from exc
     write(text, None)
-    return 0
+    return Exit.OK

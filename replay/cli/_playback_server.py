@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import Failure
+from ._common import Exit, Failure
 
 HELP = "serve a recording or cassette as the providers' HTTP APIs, for any language"
 
@@ -67,4 +67,4 @@ def run(args: argparse.Namespace) -> int:
         server.serve_forever()
     finally:
         server.server_close()
-    return 0
+    return Exit.OK

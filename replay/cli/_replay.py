@@ -23,6 +23,7 @@ from ..render._html import render_html
 from ..render._text import text_pieces
 from ._common import (
     Events,
+    Exit,
     Failure,
     add_conversation,
     add_definitions,
@@ -105,7 +106,7 @@ def _branched(args: argparse.Namespace) -> int:
     branched = _branches.BranchedLog(events, log.definitions)
     if args.branches:
         write(branched.listing(), args.output)
-        return 0
+        return Exit.OK
     view = branched.view(args.leaf)
     notes = {key: _branches.note(version) for key, version in view.markers.items()}
     if args.format == "html":
@@ -115,9 +116,9 @@ def _branched(args: argparse.Namespace) -> int:
             render_branches_html(pages, log.definitions.definitions, active=view.leaf, title=title),
             args.output,
         )
-        return 0
+        return Exit.OK
     write(_rendered(args, log.definitions, view.nodes, len(events), notes), args.output)
-    return 0
+    return Exit.OK
 
 
 def _streamed(args: argparse.Namespace) -> int:
@@ -144,7 +145,7 @@ def _streamed(args: argparse.Namespace) -> int:
     if unclaimed_warning is not None:
         warn(unclaimed_warning)
     write(_rendered(args, chosen, nodes, count), args.output)
-    return 0
+    return Exit.OK
 
 
 def _rendered(

@@ -7,6 +7,8 @@ import importlib
 import sys
 from types import ModuleType
 
+from ._common import Exit
+
 HELP = "serve a live view (the [serve] extra)"
 
 SERVE_HINT = "install the server extra: pip install -e '.[serve]'"
@@ -40,12 +42,12 @@ def run(args: argparse.Namespace) -> int:
     module = _module()
     if module is None:
         print(SERVE_HINT, file=sys.stderr)
-        return 2
+        return Exit.BAD_INPUT
     try:
         status: int = module.run(args)
     except ImportError as exc:
         if isinstance(exc, ModuleNotFoundError) and exc.name and exc.name.startswith("replay"):
             raise
         print(SERVE_HINT, file=sys.stderr)
-        return 2
+        return Exit.BAD_INPUT
     return status

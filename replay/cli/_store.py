@@ -17,7 +17,7 @@ from ..logs.sessions import read_transcript
 from ..stores._open import open_store
 from ..stores._postgres import PostgresStore
 from ..stores._sqlite import SQLiteStore
-from ._common import STORE_HELP, Events, Failure, add_log, non_negative
+from ._common import STORE_HELP, Events, Exit, Failure, add_log, non_negative
 from ._common import recording as open_recording
 
 HELP = "move logs in and out of an event store (SQLite or PostgreSQL)"
@@ -107,7 +107,7 @@ def _import(args: argparse.Namespace) -> int:
             events = Events(recording, args.lenient, progress=bar)
             length = store.append(conversation, events, expected_position=expected)
     print(f"imported {events.count} events into {conversation!r} ({length} in all)")
-    return 0
+    return Exit.OK
 
 
 def _import_export(args: argparse.Namespace, store: SQLiteStore | PostgresStore) -> int:
@@ -131,7 +131,7 @@ def _import_export(args: argparse.Namespace, store: SQLiteStore | PostgresStore)
         store.append(thread.name, thread.events)
     count = sum(len(t.events) for t in threads)
     print(f"imported {len(threads)} conversations, {count} events")
-    return 0
+    return Exit.OK
 
 
 def _forked_from(recording: Recording, store: SQLiteStore | PostgresStore) -> str | None:
@@ -173,7 +173,7 @@ def _import_fork(
         f"imported {len(events)} events into {conversation!r} ({length} in all): "
         f"the first {shared} are {args.fork_of!r}'s, not copied"
     )
-    return 0
+    return Exit.OK
 
 
 # -- the other actions -------------------------------------------------------------------
@@ -202,7 +202,7 @@ def _export(args: argparse.Namespace) -> int:
                 )
                 out.write(_entry_encoder.encode_lines(page))
             out.flush()
-    return 0
+    return Exit.OK
 
 
 def _ls(args: argparse.Namespace) -> int:
@@ -210,7 +210,7 @@ def _ls(args: argparse.Namespace) -> int:
         conversations = store.conversations()
     for name, length in conversations.items():
         print(f"{name}\t{length}")
-    return 0
+    return Exit.OK
 
 
 def _fork(args: argparse.Namespace) -> int:
@@ -218,7 +218,7 @@ def _fork(args: argparse.Namespace) -> int:
         prefix = store.length(args.source) if args.at is None else args.at
         store.fork(args.source, args.conversation, prefix)
     print(f"forked {args.conversation!r} from the first {prefix} events of {args.source!r}")
-    return 0
+    return Exit.OK
 
 
 def _append(args: argparse.Namespace) -> int:
@@ -229,7 +229,7 @@ def _append(args: argparse.Namespace) -> int:
             expected_position=args.expected_position,
         )
     print(length)
-    return 0
+    return Exit.OK
 
 
 _ACTIONS: dict[str, Callable[[argparse.Namespace], int]] = {

@@ -10,6 +10,7 @@ import threading
 
 from ..stores._open import is_postgres
 from ..stores._worker import Worker
+from ._common import Exit
 
 HELP = "keep published views of a share of a PostgreSQL store's conversations"
 
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
             "(workers share their partitions through PostgreSQL)",
             file=sys.stderr,
         )
-        return 2
+        return Exit.BAD_INPUT
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     worker = Worker(
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         pass
     except worker._pg.Error as exc:  # the database went away: a supervisor restarts us
         print(f"convo worker {worker.id}: lost the database: {exc}", file=sys.stderr)
-        return 1
+        return Exit.DATABASE_LOST
     finally:
         worker.close()
-    return 0
+    return Exit.OK
