@@ -46,7 +46,7 @@ from . import (
 )
 from ._common import Exit, Failure
 
-__all__ = ["COMMANDS", "Command", "Exit", "build_parser", "main"]
+__all__ = ["Exit", "build_parser", "main"]
 
 
 class Command(Protocol):
