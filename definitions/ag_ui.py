@@ -53,10 +53,9 @@ from typing import Any, Final
 import msgspec
 
 from engine import Claim, Node, Reader
-from engine._deprecation import renamed
 
 from ._envelope import Route, describe, on_routes, route_of
-from ._protocol import UNREADABLE, ProtocolSet
+from ._protocol import UNREADABLE, ProtocolSet, old_names
 from ._render import payload
 from ._runs import fold_run
 from ._text import StreamedText
@@ -73,13 +72,11 @@ __all__ = [
     "RunState",
     "SharedState",
     "ToolCallState",
-    "accumulate",
     "apply_patch",
     "detect",
     "event_type",
     "messages",
     "prepare",
-    "project",
     "state",
 ]
 
@@ -1098,10 +1095,10 @@ event_type: Final = route_of
 ``route`` (a row of ``ROUTES``). A raw event dict is routed by its class to the guard
 first in ``DEFINITIONS``, which names the fix."""
 
-PROTOCOL: Final = ProtocolSet(
+PROTOCOL: Final = ProtocolSet.of_module(
+    globals(),
     name="ag_ui",
     title="AG-UI",
-    detect=detect,
     definitions=(
         _MessageDefinition(),
         _ToolCallDefinition(),
@@ -1109,10 +1106,6 @@ PROTOCOL: Final = ProtocolSet(
         _RunDefinition(),
         _EventDefinition(),
     ),
-    envelope=Envelope,
-    prepare=prepare,
-    pre_pass=Preparer,
-    event_type=event_type,
     rebuild=messages,
 )
 """The AG-UI protocol set (``definitions.ProtocolSet``)."""
@@ -1121,21 +1114,11 @@ DEFINITIONS: Final = PROTOCOL.definitions
 """The AG-UI definition set, in registration order: the set's guard
 (``PROTOCOL.envelope``), then messages before their tool calls."""
 
-
-project: Final = PROTOCOL.replay
-"""The nodes of one recording's raw events (routed, then folded)."""
-
-
-accumulate: Final = PROTOCOL.accumulate
-"""The final message list of one recording (raw events in log order)."""
-
-
 # The names of one release ago (every set now says prepare, Preparer, Envelope).
-__getattr__ = renamed(
-    __name__,
+__getattr__ = old_names(
     globals(),
     {
-        "fold": "accumulate",
+        "project": "PROTOCOL.replay",
         "route": "prepare",
         "Router": "Preparer",
         "Routed": "Envelope",

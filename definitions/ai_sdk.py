@@ -50,10 +50,9 @@ from typing import Any, Final
 import msgspec
 
 from engine import Claim, Node, Reader
-from engine._deprecation import renamed
 
 from ._envelope import Route, describe, on_routes, route_of
-from ._protocol import UNREADABLE, ProtocolSet
+from ._protocol import UNREADABLE, ProtocolSet, old_names
 from ._render import payload
 from ._runs import fold_run
 from ._text import StreamedText
@@ -70,13 +69,11 @@ __all__ = [
     "StepState",
     "TextPartState",
     "ToolPartState",
-    "accumulate",
     "detect",
     "event_type",
     "fix_json",
     "parse_partial_json",
     "prepare",
-    "project",
     "ui_messages",
 ]
 
@@ -1348,10 +1345,10 @@ event_type: Final = route_of
 ``route`` (a row of ``ROUTES``). A raw chunk dict is routed by its class to the guard
 first in ``DEFINITIONS``, which names the fix."""
 
-PROTOCOL: Final = ProtocolSet(
+PROTOCOL: Final = ProtocolSet.of_module(
+    globals(),
     name="ai_sdk",
     title="AI SDK UI message stream",
-    detect=detect,
     definitions=(
         _MessageDefinition(),
         _StepDefinition(),
@@ -1360,10 +1357,6 @@ PROTOCOL: Final = ProtocolSet(
         _ToolDefinition(),
         _PartDefinition(),
     ),
-    envelope=Envelope,
-    prepare=prepare,
-    pre_pass=Preparer,
-    event_type=event_type,
     rebuild=ui_messages,
 )
 """The AI SDK UI message stream protocol set (``definitions.ProtocolSet``)."""
@@ -1373,21 +1366,11 @@ DEFINITIONS: Final = PROTOCOL.definitions
 (``PROTOCOL.envelope``), a message before its parts, and a step-start before the
 part whose chunk makes it visible (one event may start both)."""
 
-
-project: Final = PROTOCOL.replay
-"""The nodes of one recording's raw chunks (routed, then folded)."""
-
-
-accumulate: Final = PROTOCOL.accumulate
-"""The final UI messages of one recording (raw chunks in log order)."""
-
-
 # The names of one release ago (every set now says prepare, Preparer, Envelope).
-__getattr__ = renamed(
-    __name__,
+__getattr__ = old_names(
     globals(),
     {
-        "fold": "accumulate",
+        "project": "PROTOCOL.replay",
         "route": "prepare",
         "Router": "Preparer",
         "Routed": "Envelope",

@@ -54,10 +54,10 @@ class TestFixtures:
             assert "error" not in expected
         else:
             assert path.name not in REFUSED, f"{path.name} is no longer refused: update REFUSED"
-        nodes = ag_ui.project(load_events(path))
+        nodes = ag_ui.PROTOCOL.replay(load_events(path))
         assert_same(expected["messages"], ag_ui.messages(nodes), f"{path.name} messages")
         assert_same(expected["state"], ag_ui.state(nodes), f"{path.name} state")
-        assert ag_ui.accumulate(load_events(path)) == ag_ui.messages(nodes)
+        assert ag_ui.PROTOCOL.accumulate(load_events(path)) == ag_ui.messages(nodes)
 
 
 RUN = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
@@ -77,12 +77,12 @@ class TestAttribution:
 
     def test_restart_continues_the_message_like_the_reference(self) -> None:
         events = RUN + text("m", "first") + text("n", "other") + text("m", "second") + END
-        assert [m["content"] for m in ag_ui.accumulate(events)] == ["firstsecond", "other"]
+        assert [m["content"] for m in ag_ui.PROTOCOL.accumulate(events)] == ["firstsecond", "other"]
 
     def test_window_cut_mid_message_shows_no_node_for_it(self) -> None:
         events = RUN + text("m1", "cut ", "off") + text("m2", "kept") + END
         window = events[3:]  # from m1's second delta: its start is outside the window
-        nodes = ag_ui.project(window)
+        nodes = ag_ui.PROTOCOL.replay(window)
         assert [n.id for n in nodes if n.kind == "ag_ui_message"] == ["m2"]
         assert ag_ui.messages(nodes) == [{"id": "m2", "role": "assistant", "content": "kept"}]
 
@@ -93,7 +93,7 @@ class TestAttribution:
             {"type": "TEXT_MESSAGE_CHUNK", "messageId": "b", "delta": "z"},
             {"type": "TEXT_MESSAGE_CHUNK", "delta": "w"},
         ]
-        assert [m["content"] for m in ag_ui.accumulate(events)] == ["xy", "zw"]
+        assert [m["content"] for m in ag_ui.PROTOCOL.accumulate(events)] == ["xy", "zw"]
 
     def test_chunk_without_id_or_open_stream_makes_no_node(self) -> None:
         # transformChunks raises here ("First TEXT_MESSAGE_CHUNK must have a messageId");
@@ -103,7 +103,7 @@ class TestAttribution:
             {"type": "TOOL_CALL_CHUNK", "delta": "{}"},
             {"type": "TOOL_CALL_CHUNK", "toolCallId": "c", "delta": "{}"},
         ]
-        assert ag_ui.project(events) == ()
+        assert ag_ui.PROTOCOL.replay(events) == ()
         expected = run_batch([{"protocol": "agui", "events": events[:1]}])[0]
         assert "must have a messageId" in expected["error"]
 
@@ -114,7 +114,7 @@ class TestAttribution:
             {"type": "TOOL_CALL_END", "toolCallId": "c"},
             {"type": "TOOL_CALL_RESULT", "messageId": "c", "toolCallId": "c", "content": "ok"},
         ]
-        assert [m["role"] for m in ag_ui.accumulate(events)] == ["assistant", "tool"]
+        assert [m["role"] for m in ag_ui.PROTOCOL.accumulate(events)] == ["assistant", "tool"]
 
     def test_raw_dicts_pushed_without_the_router_name_the_fix(self) -> None:
         engine = create_conversation_engine(ag_ui.DEFINITIONS)
@@ -149,7 +149,7 @@ class TestStatePatches:
                 ],
             },
         ]
-        nodes = ag_ui.project(events)
+        nodes = ag_ui.PROTOCOL.replay(events)
         assert ag_ui.state(nodes) == {"n": 1}
         assert nodes[0].state.errors == 1
 
@@ -172,7 +172,7 @@ class TestRendering:
             {"type": "CUSTOM", "name": "n", "value": "<v>"},
             *END,
         ]
-        nodes = ag_ui.project(events)
+        nodes = ag_ui.PROTOCOL.replay(events)
         by_kind = {d.kind: d for d in ag_ui.DEFINITIONS}
         for node in nodes:
             definition: Any = by_kind[node.kind]
@@ -336,7 +336,7 @@ def test_generated_streams_match_reference(streams: list[list[dict[str, Any]]]) 
     results = run_batch([{"protocol": "agui", "events": s, "verify": True} for s in streams])
     for stream, expected in zip(streams, results, strict=True):
         assert "error" not in expected, (expected["error"], stream)
-        nodes = ag_ui.project(stream)
+        nodes = ag_ui.PROTOCOL.replay(stream)
         assert_same(expected["messages"], ag_ui.messages(nodes), "generated messages")
         assert_same(expected["state"], ag_ui.state(nodes), "generated state")
 
@@ -349,10 +349,10 @@ def test_window_never_misattributes(stream: list[dict[str, Any]], data: st.DataO
     added (a suffix of its content): cut-off content never lands elsewhere."""
     cut = data.draw(st.integers(0, len(stream)), label="cut")
     window = stream[cut:]
-    full = {m["id"]: m for m in ag_ui.accumulate(stream)}
+    full = {m["id"]: m for m in ag_ui.PROTOCOL.accumulate(stream)}
     before = {e.get("messageId") for e in stream[:cut] if e["type"].endswith("MESSAGE_START")}
     before |= {e.get("messageId") for e in stream[:cut] if e["type"].endswith("_CHUNK")}
-    for message in ag_ui.accumulate(window):
+    for message in ag_ui.PROTOCOL.accumulate(window):
         if message["role"] in ("assistant", "reasoning") and "toolCalls" not in message:
             whole = full[message["id"]].get("content") or ""
             if message["id"] in before:

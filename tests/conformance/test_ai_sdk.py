@@ -47,7 +47,7 @@ class TestFixtures:
             assert REFUSED[path.name] in expected["error"]
         else:
             assert path.name not in REFUSED, f"{path.name} is no longer refused: update REFUSED"
-        ours = ai_sdk.accumulate(load_events(path))
+        ours = ai_sdk.PROTOCOL.accumulate(load_events(path))
         assert len(ours) == 1
         assert_same(expected["message"], ours[-1], path.name)
 
@@ -72,7 +72,7 @@ class TestAttribution:
 
     def test_reused_part_ids_across_messages_stay_apart(self) -> None:
         events = message("a", *text("0", "one")) + message("b", *text("0", "two"))
-        ours = ai_sdk.accumulate(events)
+        ours = ai_sdk.PROTOCOL.accumulate(events)
         assert [(m["id"], [p["text"] for p in m["parts"]]) for m in ours] == [
             ("a", ["one"]),
             ("b", ["two"]),
@@ -80,12 +80,14 @@ class TestAttribution:
 
     def test_start_without_a_new_id_continues_the_message(self) -> None:
         events = message("a", *text("0", "x")) + message(None, *text("0", "y"))
-        assert [[p["text"] for p in m["parts"]] for m in ai_sdk.accumulate(events)] == [["x", "y"]]
+        assert [[p["text"] for p in m["parts"]] for m in ai_sdk.PROTOCOL.accumulate(events)] == [
+            ["x", "y"]
+        ]
 
     def test_window_cut_mid_message_shows_no_node_for_it(self) -> None:
         events = message("a", *text("0", "cut ", "off")) + message("b", *text("0", "kept"))
         window = events[3:]  # from the second delta of a's part: a's starts are cut off
-        nodes = ai_sdk.project(window)
+        nodes = ai_sdk.PROTOCOL.replay(window)
         assert all(not n.key.startswith("ai_sdk_text:0/") for n in nodes)
         assert ai_sdk.ui_messages(nodes)[-1]["parts"] == [
             {"type": "text", "text": "kept", "state": "done"}
@@ -110,7 +112,7 @@ class TestErrors:
         expected = run_batch([{"protocol": "aisdk", "events": events}])[0]
         assert "missing text part" in expected["error"]
         assert expected["messages"][-1]["parts"] == []
-        assert ai_sdk.accumulate(events)[-1]["parts"] == [
+        assert ai_sdk.PROTOCOL.accumulate(events)[-1]["parts"] == [
             {"type": "text", "text": "later", "state": "done"}
         ]
 
@@ -219,7 +221,7 @@ class TestRendering:
             {"type": "error", "errorText": "<e>"},
         )
         by_kind: dict[str, Any] = {d.kind: d for d in ai_sdk.DEFINITIONS}
-        for node in ai_sdk.project(events):
+        for node in ai_sdk.PROTOCOL.replay(events):
             definition = by_kind[node.kind]
             assert isinstance(definition.render_text(node), str)
             fragment = definition.render_html(node)
@@ -386,7 +388,7 @@ def test_generated_streams_match_reference(streams: list[list[dict[str, Any]]]) 
     results = run_batch([{"protocol": "aisdk", "events": s} for s in streams])
     for stream, expected in zip(streams, results, strict=True):
         assert "error" not in expected, (expected["error"], stream)
-        assert_same(expected["messages"], ai_sdk.accumulate(stream), "generated messages")
+        assert_same(expected["messages"], ai_sdk.PROTOCOL.accumulate(stream), "generated messages")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -396,9 +398,9 @@ def test_window_never_misattributes(stream: list[dict[str, Any]], data: st.DataO
     the cut-off message's parts except those that start inside the window."""
     cut = data.draw(st.integers(0, len(stream)), label="cut")
     window = stream[cut:]
-    full = {m["id"]: m for m in ai_sdk.accumulate(stream)}
+    full = {m["id"]: m for m in ai_sdk.PROTOCOL.accumulate(stream)}
     starts = {e["messageId"] for e in window if e["type"] == "start"}
-    for message in ai_sdk.accumulate(window):
+    for message in ai_sdk.PROTOCOL.accumulate(window):
         if message["id"] in starts:
             assert message == full[message["id"]]
         else:  # the message whose start was cut: only parts that started in the window

@@ -42,7 +42,7 @@ def test_recording_matches_the_ai_sdk_provider(name: str, provider: dict[str, An
     """What an application reads from our rebuilt message is what the provider yields."""
     result = provider[name]
     assert "error" not in result, result["error"]
-    [message] = bedrock.accumulate(oracles.recording("bedrock", name))
+    [message] = bedrock.PROTOCOL.accumulate(oracles.recording("bedrock", name))
     assert_same(oracles.bedrock_view(message), oracles.bedrock_sdk_view(result["parts"]))
 
 
@@ -63,7 +63,7 @@ def test_recording_matches_the_ai_sdk_test_snapshot(
     snapshot: str, fixture: str, snapshots: dict[str, Any]
 ) -> None:
     """The stream the AI SDK's own tests expect from the recording shows what we rebuild."""
-    [message] = bedrock.accumulate(oracles.recording("bedrock", f"{fixture}.chunks.txt"))
+    [message] = bedrock.PROTOCOL.accumulate(oracles.recording("bedrock", f"{fixture}.chunks.txt"))
     assert_same(oracles.bedrock_view(message), oracles.bedrock_sdk_view(snapshots[snapshot]))
 
 
@@ -79,9 +79,9 @@ def test_the_binary_body_folds_as_its_decoded_events() -> None:
     body = oracles.recording_body("bedrock", name)
     events = bedrock.events_from_eventstream(body)
     assert (
-        bedrock.accumulate(body)
-        == bedrock.accumulate(events)
-        == bedrock.accumulate(oracles.eventstream(events))
+        bedrock.PROTOCOL.accumulate(body)
+        == bedrock.PROTOCOL.accumulate(events)
+        == bedrock.PROTOCOL.accumulate(oracles.eventstream(events))
     )
     assert all("p" not in next(iter(event.values())) for event in events)  # padding dropped
 
@@ -96,7 +96,7 @@ def test_generated_streams_match_the_ai_sdk_provider(streams: list[list[dict[str
     results = oracles.run_providers([oracles.job("bedrock", stream) for stream in streams])
     for stream, result in zip(streams, results, strict=True):
         assert "error" not in result, result["error"]
-        [message] = bedrock.accumulate(stream)
+        [message] = bedrock.PROTOCOL.accumulate(stream)
         assert_same(oracles.bedrock_view(message), oracles.bedrock_sdk_view(result["parts"]))
 
 
@@ -124,7 +124,7 @@ class TestWhereTheProviderIsWrong:
         [result] = oracles.run_providers([oracles.job("bedrock", events)])
         [block] = oracles.bedrock_sdk_view(result["parts"])["blocks"]
         assert block["redacted"] == "YWI=Y2Q="  # not base64 of anything
-        [message] = bedrock.accumulate(events)
+        [message] = bedrock.PROTOCOL.accumulate(events)
         [content] = message["output"]["message"]["content"]
         assert content == {"reasoningContent": {"redactedContent": "YWJjZA=="}}  # b"abcd"
 

@@ -169,3 +169,13 @@ def test_every_way_in_folds_a_recording_alike(name: str) -> None:
         return
     unrouted.push_many(protocol.prepare(events))
     assert protocol.rebuild(unrouted.nodes()) == expected
+
+
+def test_a_set_module_that_names_a_part_otherwise_is_refused() -> None:
+    # ProtocolSet.of_module reads the parts every set names alike; a module without
+    # one (its pre-pass called Scoper, say) cannot build a set.
+    namespace = {**vars(gemini), "__name__": "acme"}
+    del namespace["Preparer"]
+    with pytest.raises(RegistrationError, match=r"'acme' \(acme\).*missing \['Preparer'\]"):
+        ProtocolSet.of_module(namespace, name="acme", definitions=gemini.DEFINITIONS[1:])
+    assert ProtocolSet.of_module(vars(gemini), name="gemini", definitions=gemini.DEFINITIONS[1:])

@@ -36,7 +36,7 @@ def test_recording_matches_the_ai_sdk_provider(name: str, provider: dict[str, An
     """What an application reads from our rebuilt response is what the provider yields."""
     result = provider[name]
     assert "error" not in result, result["error"]
-    [response] = gemini.accumulate(oracles.recording("google", name))
+    [response] = gemini.PROTOCOL.accumulate(oracles.recording("google", name))
     assert_same(oracles.gemini_view(response), oracles.gemini_sdk_view(result["parts"]))
 
 
@@ -72,7 +72,7 @@ def test_recording_matches_the_ai_sdk_test_snapshot(
     snapshot: str, fixture: str, snapshots: dict[str, Any]
 ) -> None:
     """The stream the AI SDK's own tests expect from the recording shows what we rebuild."""
-    [response] = gemini.accumulate(oracles.recording("google", f"{fixture}.chunks.txt"))
+    [response] = gemini.PROTOCOL.accumulate(oracles.recording("google", f"{fixture}.chunks.txt"))
     assert_same(oracles.gemini_view(response), oracles.gemini_sdk_view(snapshots[snapshot]))
 
 
@@ -113,7 +113,7 @@ INLINE = {
 def test_calls_match_the_ai_sdk_inline_expectations(
     fixture: str, calls: list[tuple[str, str]]
 ) -> None:
-    [response] = gemini.accumulate(oracles.recording("google", f"{fixture}.chunks.txt"))
+    [response] = gemini.PROTOCOL.accumulate(oracles.recording("google", f"{fixture}.chunks.txt"))
     view = oracles.gemini_view(response)
     assert [(c["name"], c["input"]) for c in view["calls"]] == [
         (name, json.loads(args)) for name, args in calls
@@ -132,7 +132,7 @@ def test_a_whole_response_folds_to_itself(name: str) -> None:
     it back, field for field (the rebuild has generateContent's shape)."""
     path = shared_path("fixtures", "recorded", "gemini", f"{name}.json")
     response = json.loads(path.read_text(encoding="utf-8"))
-    assert gemini.accumulate([response]) == [response]
+    assert gemini.PROTOCOL.accumulate([response]) == [response]
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -145,7 +145,7 @@ def test_generated_streams_match_the_ai_sdk_provider(streams: list[list[dict[str
     results = oracles.run_providers([oracles.job("google", stream) for stream in streams])
     for stream, result in zip(streams, results, strict=True):
         assert "error" not in result, result["error"]
-        [response] = gemini.accumulate(stream)
+        [response] = gemini.PROTOCOL.accumulate(stream)
         assert_same(oracles.gemini_view(response), oracles.gemini_sdk_view(result["parts"]))
 
 
@@ -168,7 +168,7 @@ class TestWhereTheProviderIsWrong:
         ]
         [result] = oracles.run_providers([oracles.job("google", chunks)])
         assert oracles.gemini_sdk_view(result["parts"])["text"] == "A1B1B2"  # mixed up
-        [response] = gemini.accumulate(chunks)
+        [response] = gemini.PROTOCOL.accumulate(chunks)
         texts = {c["index"]: c["content"]["parts"][0]["text"] for c in response["candidates"]}
         assert texts == {0: "A1A2", 1: "B1B2"}
 
@@ -191,7 +191,7 @@ class TestWhereTheProviderIsWrong:
         ]
         [result] = oracles.run_providers([oracles.job("google", chunks)])
         assert oracles.gemini_sdk_view(result["parts"])["signatures"] == []
-        [response] = gemini.accumulate(chunks)
+        [response] = gemini.PROTOCOL.accumulate(chunks)
         parts = response["candidates"][0]["content"]["parts"]
         assert parts == [
             {"text": "hm", "thought": True},

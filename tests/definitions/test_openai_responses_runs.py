@@ -404,7 +404,7 @@ def test_a_field_equal_to_none_but_not_the_interned_object_folds_as_update() -> 
         assert ITEM.update_many(state, list(events)) == expected
     engine = create_conversation_engine(openai_responses.PROTOCOL.registration)
     engine.push_many(rebuilt)
-    assert openai_responses.responses(engine.nodes()) == openai_responses.accumulate(raw)
+    assert openai_responses.responses(engine.nodes()) == openai_responses.PROTOCOL.accumulate(raw)
 
 
 @pytest.mark.parametrize("item_type", [*STREAMED, "mcp_call"])
