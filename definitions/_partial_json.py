@@ -146,15 +146,9 @@ class _Parser:
             except _Truncated:
                 return result, end
             result[key] = value
-            index = self.skip(index)
-            if index >= end:
-                return result, end
-            char = text[index]
-            if char == "}":
-                return result, index + 1
-            if char != ",":
-                raise self.error(index, "',' or '}'")
-            index = self.skip(index + 1)
+            closed, index = self.after_item(index, "}")
+            if closed:
+                return result, index
 
     def array(self, index: int) -> tuple[list[Any], int]:
         result: list[Any] = []
@@ -171,12 +165,20 @@ class _Parser:
             except _Truncated:
                 return result, end
             result.append(value)
-            index = self.skip(index)
-            if index >= end:
-                return result, end
-            char = text[index]
-            if char == "]":
-                return result, index + 1
-            if char != ",":
-                raise self.error(index, "',' or ']'")
-            index = self.skip(index + 1)
+            closed, index = self.after_item(index, "]")
+            if closed:
+                return result, index
+
+    def after_item(self, index: int, close: str) -> tuple[bool, int]:
+        """What follows an item of an object or array (``close`` ends it): whether the
+        container is done (closed, or the text ends first) and the index after it, or
+        of the next item after the comma; an error for anything else."""
+        index = self.skip(index)
+        if index >= self.end:
+            return True, self.end
+        char = self.text[index]
+        if char == close:
+            return True, index + 1
+        if char != ",":
+            raise self.error(index, f"',' or '{close}'")
+        return False, self.skip(index + 1)

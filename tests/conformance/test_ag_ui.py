@@ -18,7 +18,16 @@ from hypothesis import strategies as st
 from definitions import RawEventError, ag_ui
 from engine import create_conversation_engine
 from tests._shared import shared_files
-from tests.conformance._node_oracles import assert_same, load_events, run_batch, run_oracle
+from tests.conformance._node_oracles import (
+    BATCHES,
+    assert_same,
+    batch_results,
+    load_events,
+    refused,
+    run_batch,
+    run_oracle,
+)
+from tests.conformance._strategies import SHORT_TEXT, cut_into, interleave
 
 FIXTURES = (
     shared_files("fixtures", "recorded", pattern="agui*")
@@ -29,14 +38,10 @@ FIXTURES = (
 # Streams verifyEvents refuses, and why our fold is the --no-verify one: a view shows
 # what arrived instead of nothing. Any other refusal fails the test.
 REFUSED = {
-    "norun.jsonl": (
-        "First event must be 'RUN_STARTED'",
-        "a stream recorded without its RUN_STARTED still holds a complete message",
-    ),
-    "orphan.jsonl": (
-        "No active text message found with ID 'x'",
-        "an orphan delta has no message to go to; both folds drop it",
-    ),
+    # a stream recorded without its RUN_STARTED still holds a complete message
+    "norun.jsonl": "First event must be 'RUN_STARTED'",
+    # an orphan delta has no message to go to; both folds drop it
+    "orphan.jsonl": "No active text message found with ID 'x'",
 }
 
 
@@ -46,14 +51,9 @@ class TestFixtures:
     @pytest.mark.parametrize("path", FIXTURES)
     def test_matches_reference(self, path: Path) -> None:
         expected = run_oracle("oracle_agui.mjs", path)
-        if "error" in expected:
-            assert path.name in REFUSED, f"the reference refused {path.name}: {expected['error']}"
-            refusal, _why = REFUSED[path.name]
-            assert refusal in expected["error"]
+        if refused(expected, path.name, REFUSED):
             expected = run_oracle("oracle_agui.mjs", path, "--no-verify")
             assert "error" not in expected
-        else:
-            assert path.name not in REFUSED, f"{path.name} is no longer refused: update REFUSED"
         nodes = ag_ui.PROTOCOL.replay(load_events(path))
         assert_same(expected["messages"], ag_ui.messages(nodes), f"{path.name} messages")
         assert_same(expected["state"], ag_ui.state(nodes), f"{path.name} state")
@@ -188,17 +188,6 @@ class TestRendering:
 
 # -- generated streams ---------------------------------------------------------------------
 
-_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=6)
-
-
-def _split(value: str, cuts: list[int]) -> list[str]:
-    points = sorted({c % (len(value) + 1) for c in cuts})
-    pieces, last = [], 0
-    for point in [*points, len(value)]:
-        pieces.append(value[last:point])  # empty pieces are empty deltas
-        last = point
-    return pieces
-
 
 @st.composite
 def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
@@ -215,21 +204,21 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
             ]
             events += [
                 {"type": "REASONING_MESSAGE_CONTENT", "messageId": reasoning, "delta": d}
-                for d in draw(st.lists(_TEXT, max_size=3))
+                for d in draw(st.lists(SHORT_TEXT, max_size=3))
             ]
             events += [
                 {"type": "REASONING_MESSAGE_END", "messageId": reasoning},
                 {"type": "REASONING_END", "messageId": f"rs{turn}"},
             ]
         if draw(st.booleans()):
-            deltas = draw(st.lists(_TEXT, max_size=4))
+            deltas = draw(st.lists(SHORT_TEXT, max_size=4))
             events += [{"type": "TEXT_MESSAGE_START", "messageId": message, "role": "assistant"}]
             events += [
                 {"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": d} for d in deltas
             ]
             events += [{"type": "TEXT_MESSAGE_END", "messageId": message}]
         else:
-            deltas = draw(st.lists(_TEXT, max_size=3))
+            deltas = draw(st.lists(SHORT_TEXT, max_size=3))
             events += [
                 {
                     "type": "TEXT_MESSAGE_CHUNK",
@@ -244,7 +233,7 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
         for index in range(calls):
             call = f"c{turn}_{index}"
             args = json.dumps(
-                draw(st.dictionaries(_TEXT, _TEXT | st.integers(), max_size=2)),
+                draw(st.dictionaries(SHORT_TEXT, SHORT_TEXT | st.integers(), max_size=2)),
                 ensure_ascii=draw(st.booleans()),
             )
             parent = draw(st.sampled_from([message, None, f"p{turn}"]))
@@ -255,14 +244,11 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
             pieces.append(
                 [
                     {"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": p}
-                    for p in _split(args, draw(st.lists(st.integers(0, 99), max_size=3)))
+                    for p in cut_into(args, draw(st.lists(st.integers(0, 99), max_size=3)))
                 ]
             )
-        order = draw(st.permutations([i for i, p in enumerate(pieces) for _ in p]))
-        cursors = [0] * len(pieces)
-        for index in order:  # interleave the parallel calls' argument deltas
-            events.append(pieces[index][cursors[index]])
-            cursors[index] += 1
+        # the parallel calls' argument deltas, interleaved
+        events += [delta for _, delta in draw(interleave(pieces))]
         for index in range(calls):
             events.append({"type": "TOOL_CALL_END", "toolCallId": f"c{turn}_{index}"})
         for index in draw(st.permutations(range(calls))):
@@ -271,7 +257,7 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
                     "type": "TOOL_CALL_RESULT",
                     "messageId": f"res{turn}_{index}",
                     "toolCallId": f"c{turn}_{index}",
-                    "content": draw(_TEXT),
+                    "content": draw(SHORT_TEXT),
                 }
             )
         if draw(st.booleans()):
@@ -280,7 +266,7 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
                 {
                     "type": "STATE_DELTA",
                     "delta": [
-                        {"op": "add", "path": "/items/-", "value": draw(_TEXT)},
+                        {"op": "add", "path": "/items/-", "value": draw(SHORT_TEXT)},
                         {"op": "replace", "path": "/turn", "value": turn + 1},
                     ],
                 }
@@ -288,8 +274,8 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
         extra = draw(st.sampled_from(["none", "chunked-call", "restart", "step", "encrypted"]))
         if extra == "chunked-call":
             call = f"k{turn}"
-            args = json.dumps({"q": draw(_TEXT)})
-            chunks = _split(args, draw(st.lists(st.integers(0, 99), max_size=3)))
+            args = json.dumps({"q": draw(SHORT_TEXT)})
+            chunks = cut_into(args, draw(st.lists(st.integers(0, 99), max_size=3)))
             events.append(
                 {
                     "type": "TOOL_CALL_CHUNK",
@@ -303,13 +289,13 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
         elif extra == "restart":  # the same id again: the reference continues the message
             events += [
                 {"type": "TEXT_MESSAGE_START", "messageId": message, "role": "assistant"},
-                {"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": draw(_TEXT)},
+                {"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": draw(SHORT_TEXT)},
                 {"type": "TEXT_MESSAGE_END", "messageId": message},
             ]
         elif extra == "step":
             events += [
                 {"type": "STEP_STARTED", "stepName": f"s{turn}"},
-                {"type": "CUSTOM", "name": "c", "value": draw(_TEXT)},
+                {"type": "CUSTOM", "name": "c", "value": draw(SHORT_TEXT)},
                 {"type": "STEP_FINISHED", "stepName": f"s{turn}"},
             ]
         elif extra == "encrypted":
@@ -325,17 +311,11 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
     return events
 
 
-@settings(
-    max_examples=4,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@BATCHES
 @given(st.lists(agui_stream(), min_size=10, max_size=20))
 def test_generated_streams_match_reference(streams: list[list[dict[str, Any]]]) -> None:
     """Batches of random valid runs fold to what the reference (with verifyEvents) gives."""
-    results = run_batch([{"protocol": "agui", "events": s, "verify": True} for s in streams])
-    for stream, expected in zip(streams, results, strict=True):
-        assert "error" not in expected, (expected["error"], stream)
+    for stream, expected in batch_results("agui", streams, verify=True):
         nodes = ag_ui.PROTOCOL.replay(stream)
         assert_same(expected["messages"], ag_ui.messages(nodes), "generated messages")
         assert_same(expected["state"], ag_ui.state(nodes), "generated state")

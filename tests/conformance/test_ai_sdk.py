@@ -19,7 +19,16 @@ from hypothesis import strategies as st
 from definitions import RawEventError, ai_sdk
 from engine import create_conversation_engine
 from tests._shared import shared_files
-from tests.conformance._node_oracles import assert_same, load_events, run_batch, run_oracle
+from tests.conformance._node_oracles import (
+    BATCHES,
+    assert_same,
+    batch_results,
+    load_events,
+    refused,
+    run_batch,
+    run_oracle,
+)
+from tests.conformance._strategies import SHORT_TEXT, cut_into, interleave
 
 FIXTURES = (
     shared_files("fixtures", "recorded", pattern="aisdk*")
@@ -42,11 +51,7 @@ class TestFixtures:
     @pytest.mark.parametrize("path", FIXTURES)
     def test_matches_reference(self, path: Path) -> None:
         expected = run_oracle("oracle_aisdk.mjs", path)
-        if "error" in expected:
-            assert path.name in REFUSED, f"the reference refused {path.name}: {expected['error']}"
-            assert REFUSED[path.name] in expected["error"]
-        else:
-            assert path.name not in REFUSED, f"{path.name} is no longer refused: update REFUSED"
+        refused(expected, path.name, REFUSED)  # the message up to the refused chunk: the same
         ours = ai_sdk.PROTOCOL.accumulate(load_events(path))
         assert len(ours) == 1
         assert_same(expected["message"], ours[-1], path.name)
@@ -231,21 +236,11 @@ class TestRendering:
 
 # -- generated streams ---------------------------------------------------------------------
 
-_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=6)
 _JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-99, 99) | _TEXT,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    st.none() | st.booleans() | st.integers(-99, 99) | SHORT_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(SHORT_TEXT, inner, max_size=3),
     max_leaves=6,
 )
-
-
-def _split(value: str, cuts: list[int]) -> list[str]:
-    points = sorted({c % (len(value) + 1) for c in cuts})
-    pieces, last = [], 0
-    for point in [*points, len(value)]:
-        pieces.append(value[last:point])  # empty pieces are empty deltas
-        last = point
-    return pieces
 
 
 @st.composite
@@ -265,14 +260,14 @@ def aisdk_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
                 events.append({"type": "reasoning-start", "id": "r"})
                 events += [
                     {"type": "reasoning-delta", "id": "r", "delta": d}
-                    for d in draw(st.lists(_TEXT, max_size=3))
+                    for d in draw(st.lists(SHORT_TEXT, max_size=3))
                 ]
                 events.append({"type": "reasoning-end", "id": "r"})
             if draw(st.booleans()):
                 events.append({"type": "text-start", "id": "0"})
                 events += [
                     {"type": "text-delta", "id": "0", "delta": d}
-                    for d in draw(st.lists(_TEXT, max_size=4))
+                    for d in draw(st.lists(SHORT_TEXT, max_size=4))
                 ]
                 events.append({"type": "text-end", "id": "0"})
             calls = draw(st.integers(0, 3))
@@ -287,7 +282,7 @@ def aisdk_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
                 if draw(st.booleans()):
                     start_call["dynamic"] = True
                 events.append(start_call)
-                value = draw(st.dictionaries(_TEXT, _JSON, max_size=3))
+                value = draw(st.dictionaries(SHORT_TEXT, _JSON, max_size=3))
                 raw = json.dumps(value, ensure_ascii=draw(st.booleans()))
                 complete = draw(st.booleans())
                 if not complete:
@@ -300,7 +295,7 @@ def aisdk_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
                             "toolCallId": tool_call_id,
                             "inputTextDelta": p,
                         }
-                        for p in _split(raw, cuts)
+                        for p in cut_into(raw, cuts)
                     ]
                 )
                 if complete and draw(st.booleans()):
@@ -313,11 +308,8 @@ def aisdk_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
                     if start_call.get("dynamic"):
                         available["dynamic"] = True
                     pieces[-1].append(available)
-            order = draw(st.permutations([i for i, p in enumerate(pieces) for _ in p]))
-            cursors = [0] * len(pieces)
-            for i in order:  # interleave the calls' input chunks
-                events.append(pieces[i][cursors[i]])
-                cursors[i] += 1
+            # the calls' input chunks, interleaved
+            events += [chunk for _, chunk in draw(interleave(pieces))]
             for call in draw(st.permutations(range(calls))):
                 tool_call_id = f"call_{index}_{step}_{call}"
                 outcome = draw(
@@ -366,7 +358,7 @@ def aisdk_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
                         "type": "source-document",
                         "sourceId": "d",
                         "mediaType": "text/plain",
-                        "title": draw(_TEXT),
+                        "title": draw(SHORT_TEXT),
                     }
                 )
                 events.append({"type": "file", "mediaType": "image/png", "url": "data:,x"})
@@ -377,17 +369,11 @@ def aisdk_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
     return events
 
 
-@settings(
-    max_examples=4,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@BATCHES
 @given(st.lists(aisdk_stream(), min_size=10, max_size=20))
 def test_generated_streams_match_reference(streams: list[list[dict[str, Any]]]) -> None:
     """Batches of random valid streams rebuild every message the reference yields."""
-    results = run_batch([{"protocol": "aisdk", "events": s} for s in streams])
-    for stream, expected in zip(streams, results, strict=True):
-        assert "error" not in expected, (expected["error"], stream)
+    for stream, expected in batch_results("aisdk", streams):
         assert_same(expected["messages"], ai_sdk.PROTOCOL.accumulate(stream), "generated messages")
 
 

@@ -10,39 +10,15 @@
 
 from __future__ import annotations
 
-from types import ModuleType
 from typing import Any
 
 import msgspec
 import pytest
 
-from definitions import (
-    ProtocolSet,
-    RawEventError,
-    ag_ui,
-    ai_sdk,
-    anthropic,
-    bedrock,
-    gemini,
-    openai_chat,
-    openai_responses,
-    recorded,
-)
+from definitions import ProtocolSet, RawEventError, gemini
 from engine import Claim, EventError, HookError, RegistrationError, create_conversation_engine
 
-SETS: dict[str, ModuleType] = {
-    module.PROTOCOL.name: module
-    for module in (
-        anthropic,
-        openai_chat,
-        openai_responses,
-        gemini,
-        bedrock,
-        ag_ui,
-        ai_sdk,
-        recorded,
-    )
-}
+from ._sets import MODULES as SETS
 
 # One event each set's pre-pass cannot read: a field it needs missing or of another type.
 MALFORMED: dict[str, dict[str, Any]] = {
