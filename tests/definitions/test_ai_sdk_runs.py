@@ -12,6 +12,7 @@ streaming or done.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import pytest
@@ -19,12 +20,15 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from definitions import ai_sdk
-from engine import create_conversation_engine
 from tests.conformance._strategies import JSON_VALUES, TEXT, splits
 
+from . import _runs
 from ._runs import (
-    Counting,
+    by_route,
+    check_a_run,
     check_fold_with_runs,
+    check_one_run,
+    check_publication_by_route,
     check_route_is_the_router,
     check_routes_are_rows,
     check_run,
@@ -134,28 +138,7 @@ KINDS: dict[str, tuple[Any, ...]] = {
 
 
 def started(definition: Any, start: dict[str, Any]) -> tuple[Any, Any]:
-    """The part's first state, and a function that routes an update chunk for it
-    (each through a router that has seen only the start: an end does not stop the
-    next chunk from reaching the part, so runs go on after it)."""
-    router = ai_sdk.Preparer()
-    router(START)
-    routed = router(start)
-    claim = definition.match(routed)
-    assert claim.role == "start"
-    state = definition.start(routed, None)
-    part = claim.id
-
-    def envelope(event: dict[str, Any]) -> Any:
-        router = ai_sdk.Preparer()
-        router(START)
-        router(start)
-        routed = router(event)
-        claim = definition.match(routed)
-        assert claim is not None, event
-        assert (claim.id, claim.role) == (part, "update"), event
-        return routed
-
-    return state, envelope
+    return _runs.started(ai_sdk, [START], start, definition)
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -163,11 +146,7 @@ def started(definition: Any, start: dict[str, Any]) -> tuple[Any, Any]:
 @given(data=st.data(), done=st.booleans())
 def test_update_many_is_update_over_the_run(kind: str, data: Any, done: bool) -> None:
     definition, starts, updates, end, _ = KINDS[kind]
-    state, envelope = started(definition, data.draw(st.sampled_from(starts)))
-    if done:  # what a later delta does to a finished part is update's to say
-        state = definition.update(state, envelope(end))
-    events = data.draw(st.lists(updates(DELTAS), min_size=2, max_size=8))
-    check_run(definition, state, [envelope(event) for event in events])
+    check_a_run(data, ai_sdk, [START], definition, (starts, updates(DELTAS), end), done)
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -207,28 +186,13 @@ def test_a_streamed_part_is_folded_through_one_update_many_call(stream: str) -> 
     # The engine does hand the deltas over as one run (else the above proves nothing
     # about the fold): 50 deltas are one update_many call.
     which, start, delta = STREAMS[stream]
-    definitions: list[Any] = list(ai_sdk.DEFINITIONS)
-    definitions[which] = counting = Counting(definitions[which])
-    engine = create_conversation_engine(definitions, event_type=ai_sdk.event_type)
     chunks = [START, {"type": "start-step"}, start, *[delta] * 50, {"type": "finish"}]
-    engine.push_many(ai_sdk.Preparer().prepare(chunks))
-    assert counting.runs == [49]  # the first delta is folded by update, the rest as a run
-    part = next(node.state for node in engine.nodes() if node.kind == definitions[which].kind)
-    assert str(part.raw if which == 5 else part.text) == "ab" * 50
+    check_one_run(ai_sdk, which, chunks, operator.attrgetter("raw" if which == 5 else "text"))
 
 
-@pytest.mark.parametrize(
-    "definition",
-    [d for d in ai_sdk.DEFINITIONS if not isinstance(d.publication, str)],
-    ids=lambda d: d.kind,
-)
+@pytest.mark.parametrize("definition", by_route(ai_sdk))
 def test_publication_by_type_is_publication_by_event(definition: Any) -> None:
-    # A routed engine reads the mapping once per route, an unrouted one calls it per
-    # envelope: both say what the route's row of the table does (deltas wait for a frame).
-    publication = definition.publication
-    for route in definition.event_types:
-        envelope = ai_sdk.Envelope({}, route)
-        assert publication.get(route, "immediate") == publication(envelope) == route.publication
+    check_publication_by_route(ai_sdk, definition)
 
 
 @settings(max_examples=50)
