@@ -109,6 +109,7 @@ from engine._deprecation import renamed
 from ._routing import event_type as _shared_key
 
 __all__ = [
+    "ROUTED_NAMES",
     "UNREADABLE",
     "PrePass",
     "ProtocolSet",
@@ -509,6 +510,16 @@ class ProtocolSet:
             if kind is None or isinstance(kind, str):
                 self._folded.setdefault(cls, (remember, set()))[1].add(kind)
         return plain
+
+
+ROUTED_NAMES: Final = {
+    "project": "PROTOCOL.replay",
+    "route": "prepare",
+    "Router": "Preparer",
+    "Routed": "Envelope",
+}
+"""The names of one release ago that the sets routing by a table of routes (``ag_ui``,
+``ai_sdk``) shared: their replay, and their pre-pass and envelope as they were named."""
 
 
 def old_names(namespace: Mapping[str, Any], names: Mapping[str, str]) -> Callable[[str], Any]:

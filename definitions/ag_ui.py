@@ -55,7 +55,7 @@ import msgspec
 from engine import Claim, Node, Reader
 
 from ._envelope import Route, describe, on_routes, route_of
-from ._protocol import UNREADABLE, ProtocolSet, old_names
+from ._protocol import ROUTED_NAMES, UNREADABLE, ProtocolSet, old_names
 from ._render import payload
 from ._runs import fold_run
 from ._text import StreamedText
@@ -1091,9 +1091,8 @@ def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
 
 
 event_type: Final = route_of
-"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
-``route`` (a row of ``ROUTES``). A raw event dict is routed by its class to the guard
-first in ``DEFINITIONS``, which names the fix."""
+"""Routing key for ``create_conversation_engine(event_type=...)``: the shared
+``_envelope.route_of`` (an envelope's ``route``, a row of ``ROUTES``)."""
 
 PROTOCOL: Final = ProtocolSet.of_module(
     globals(),
@@ -1118,10 +1117,7 @@ DEFINITIONS: Final = PROTOCOL.definitions
 __getattr__ = old_names(
     globals(),
     {
-        "project": "PROTOCOL.replay",
-        "route": "prepare",
-        "Router": "Preparer",
-        "Routed": "Envelope",
+        **ROUTED_NAMES,
         "Message": "MessageState",
         "ToolCall": "ToolCallState",
         "Run": "RunState",
