@@ -18,7 +18,7 @@ says which definitions see it and how soon it shows (``definitions._envelope``; 
 engine routes on it). The preparer never copies an event: the envelope
 holds the original dict plus the claims. Its state is only "which ids exist" (and
 the open chunk lane), i.e. what the reference consults, not what it accumulates; the
-definitions fold the content. ``accumulate()`` applies it; live users push raw events into
+definitions fold the content. ``PROTOCOL.accumulate()`` applies it; live users push raw events into
 ``PROTOCOL.engine()`` (the set's ``definitions.ProtocolSet``: the common live path,
 with its errors), or call a ``Preparer`` per event. Because the preparer
 only knows what it has seen, a window cut mid-message yields no node for the

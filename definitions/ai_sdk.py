@@ -16,7 +16,7 @@ it (``definitions._envelope``; the engine routes on it). Node ids are positional
 (``"<message>"`` and ``"<message>/<part>"``, counted from the start of the log), so a
 reused part id never reopens an older part. The preparer never copies a chunk and keeps
 only the lookup tables the reference consults (open parts, tool calls of the message,
-data parts); the definitions fold the content. ``accumulate()`` applies it; live users
+data parts); the definitions fold the content. ``PROTOCOL.accumulate()`` applies it; live users
 push raw chunks into ``PROTOCOL.engine()`` (the set's ``definitions.ProtocolSet``: the common live
 path, with its errors), or call a ``Preparer`` per chunk.
 
