@@ -18,15 +18,7 @@ from hypothesis import strategies as st
 from definitions import RawEventError, ag_ui
 from engine import create_conversation_engine
 from tests._shared import shared_files
-from tests.conformance._node_oracles import (
-    BATCHES,
-    assert_same,
-    batch_results,
-    load_events,
-    refused,
-    run_batch,
-    run_oracle,
-)
+from tests.conformance import _node_oracles as oracles
 from tests.conformance._strategies import SHORT_TEXT, cut_into, interleave
 
 FIXTURES = (
@@ -50,14 +42,14 @@ class TestFixtures:
 
     @pytest.mark.parametrize("path", FIXTURES)
     def test_matches_reference(self, path: Path) -> None:
-        expected = run_oracle("oracle_agui.mjs", path)
-        if refused(expected, path.name, REFUSED):
-            expected = run_oracle("oracle_agui.mjs", path, "--no-verify")
+        expected = oracles.run_oracle("oracle_agui.mjs", path)
+        if oracles.refused(expected, path.name, REFUSED):
+            expected = oracles.run_oracle("oracle_agui.mjs", path, "--no-verify")
             assert "error" not in expected
-        nodes = ag_ui.PROTOCOL.replay(load_events(path))
-        assert_same(expected["messages"], ag_ui.messages(nodes), f"{path.name} messages")
-        assert_same(expected["state"], ag_ui.state(nodes), f"{path.name} state")
-        assert ag_ui.PROTOCOL.accumulate(load_events(path)) == ag_ui.messages(nodes)
+        nodes = ag_ui.PROTOCOL.replay(oracles.load_events(path))
+        oracles.assert_same(expected["messages"], ag_ui.messages(nodes), f"{path.name} messages")
+        oracles.assert_same(expected["state"], ag_ui.state(nodes), f"{path.name} state")
+        assert ag_ui.PROTOCOL.accumulate(oracles.load_events(path)) == ag_ui.messages(nodes)
 
 
 RUN = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
@@ -104,7 +96,7 @@ class TestAttribution:
             {"type": "TOOL_CALL_CHUNK", "toolCallId": "c", "delta": "{}"},
         ]
         assert ag_ui.PROTOCOL.replay(events) == ()
-        expected = run_batch([{"protocol": "agui", "events": events[:1]}])[0]
+        expected = oracles.run_batch([{"protocol": "agui", "events": events[:1]}])[0]
         assert "must have a messageId" in expected["error"]
 
     def test_tool_result_sharing_its_calls_message_id_is_a_new_message(self) -> None:
@@ -311,14 +303,14 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
     return events
 
 
-@BATCHES
+@oracles.BATCHES
 @given(st.lists(agui_stream(), min_size=10, max_size=20))
 def test_generated_streams_match_reference(streams: list[list[dict[str, Any]]]) -> None:
     """Batches of random valid runs fold to what the reference (with verifyEvents) gives."""
-    for stream, expected in batch_results("agui", streams, verify=True):
+    for stream, expected in oracles.batch_results("agui", streams, verify=True):
         nodes = ag_ui.PROTOCOL.replay(stream)
-        assert_same(expected["messages"], ag_ui.messages(nodes), "generated messages")
-        assert_same(expected["state"], ag_ui.state(nodes), "generated state")
+        oracles.assert_same(expected["messages"], ag_ui.messages(nodes), "generated messages")
+        oracles.assert_same(expected["state"], ag_ui.state(nodes), "generated state")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

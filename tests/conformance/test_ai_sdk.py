@@ -19,15 +19,7 @@ from hypothesis import strategies as st
 from definitions import RawEventError, ai_sdk
 from engine import create_conversation_engine
 from tests._shared import shared_files
-from tests.conformance._node_oracles import (
-    BATCHES,
-    assert_same,
-    batch_results,
-    load_events,
-    refused,
-    run_batch,
-    run_oracle,
-)
+from tests.conformance import _node_oracles as oracles
 from tests.conformance._strategies import SHORT_TEXT, cut_into, interleave
 
 FIXTURES = (
@@ -50,11 +42,12 @@ class TestFixtures:
 
     @pytest.mark.parametrize("path", FIXTURES)
     def test_matches_reference(self, path: Path) -> None:
-        expected = run_oracle("oracle_aisdk.mjs", path)
-        refused(expected, path.name, REFUSED)  # the message up to the refused chunk: the same
-        ours = ai_sdk.PROTOCOL.accumulate(load_events(path))
+        expected = oracles.run_oracle("oracle_aisdk.mjs", path)
+        # a refused stream: the message up to the refused chunk is the same
+        oracles.refused(expected, path.name, REFUSED)
+        ours = ai_sdk.PROTOCOL.accumulate(oracles.load_events(path))
         assert len(ours) == 1
-        assert_same(expected["message"], ours[-1], path.name)
+        oracles.assert_same(expected["message"], ours[-1], path.name)
 
 
 def message(message_id: str | None, *chunks: dict[str, Any]) -> list[dict[str, Any]]:
@@ -114,7 +107,7 @@ class TestErrors:
         events = message(
             "a", {"type": "text-delta", "id": "nope", "delta": "lost"}, *text("1", "later")
         )
-        expected = run_batch([{"protocol": "aisdk", "events": events}])[0]
+        expected = oracles.run_batch([{"protocol": "aisdk", "events": events}])[0]
         assert "missing text part" in expected["error"]
         assert expected["messages"][-1]["parts"] == []
         assert ai_sdk.PROTOCOL.accumulate(events)[-1]["parts"] == [
@@ -369,12 +362,14 @@ def aisdk_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
     return events
 
 
-@BATCHES
+@oracles.BATCHES
 @given(st.lists(aisdk_stream(), min_size=10, max_size=20))
 def test_generated_streams_match_reference(streams: list[list[dict[str, Any]]]) -> None:
     """Batches of random valid streams rebuild every message the reference yields."""
-    for stream, expected in batch_results("aisdk", streams):
-        assert_same(expected["messages"], ai_sdk.PROTOCOL.accumulate(stream), "generated messages")
+    for stream, expected in oracles.batch_results("aisdk", streams):
+        oracles.assert_same(
+            expected["messages"], ai_sdk.PROTOCOL.accumulate(stream), "generated messages"
+        )
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
