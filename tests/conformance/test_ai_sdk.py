@@ -57,12 +57,17 @@ def message(message_id: str | None, *chunks: dict[str, Any]) -> list[dict[str, A
     return [start, *chunks, {"type": "finish"}]
 
 
-def text(part_id: str, *deltas: str) -> list[dict[str, Any]]:
+def part(tag: str, part_id: str, *deltas: str) -> list[dict[str, Any]]:
+    """A streamed part (``tag``: text or reasoning): its start, deltas and end."""
     return [
-        {"type": "text-start", "id": part_id},
-        *({"type": "text-delta", "id": part_id, "delta": d} for d in deltas),
-        {"type": "text-end", "id": part_id},
+        {"type": f"{tag}-start", "id": part_id},
+        *({"type": f"{tag}-delta", "id": part_id, "delta": d} for d in deltas),
+        {"type": f"{tag}-end", "id": part_id},
     ]
+
+
+def text(part_id: str, *deltas: str) -> list[dict[str, Any]]:
+    return part("text", part_id, *deltas)
 
 
 class TestAttribution:
@@ -250,19 +255,9 @@ def aisdk_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
         for step in range(draw(st.integers(1, 2))):
             events.append({"type": "start-step"})
             if draw(st.booleans()):
-                events.append({"type": "reasoning-start", "id": "r"})
-                events += [
-                    {"type": "reasoning-delta", "id": "r", "delta": d}
-                    for d in draw(st.lists(SHORT_TEXT, max_size=3))
-                ]
-                events.append({"type": "reasoning-end", "id": "r"})
+                events += part("reasoning", "r", *draw(st.lists(SHORT_TEXT, max_size=3)))
             if draw(st.booleans()):
-                events.append({"type": "text-start", "id": "0"})
-                events += [
-                    {"type": "text-delta", "id": "0", "delta": d}
-                    for d in draw(st.lists(SHORT_TEXT, max_size=4))
-                ]
-                events.append({"type": "text-end", "id": "0"})
+                events += part("text", "0", *draw(st.lists(SHORT_TEXT, max_size=4)))
             calls = draw(st.integers(0, 3))
             pieces = []
             for call in range(calls):

@@ -121,6 +121,14 @@ def check_route_is_the_router(module: Any, events: list[Any]) -> None:
     assert got == expected
 
 
+def check_router(module: Any, events: list[Any]) -> None:
+    """Both checks of a set that routes by a table (``ag_ui``, ``ai_sdk``) on ``events``:
+    its batch pre-pass is its live one (``check_route_is_the_router``), and every route
+    it takes is a row of the table (``check_routes_are_rows``)."""
+    check_route_is_the_router(module, events)
+    check_routes_are_rows(module, events)
+
+
 def check_routes_are_rows(module: Any, events: list[Any]) -> None:
     """Every route the router takes on ``events`` is a row of ``module.ROUTES``,
     reaching exactly its kinds, each with its claim and no other definition with one.

@@ -23,16 +23,6 @@ from definitions._text import StreamedText
 from tests.conformance._strategies import TEXT, splits
 
 from . import _runs
-from ._runs import (
-    by_route,
-    check_a_run,
-    check_fold_with_runs,
-    check_one_run,
-    check_publication_by_route,
-    check_route_is_the_router,
-    check_routes_are_rows,
-    check_run,
-)
 
 MESSAGE, TOOL_CALL = ag_ui.DEFINITIONS[1:3]  # after the guard
 RUN: dict[str, Any] = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
@@ -129,7 +119,7 @@ def started(definition: Any, start: dict[str, Any]) -> tuple[Any, Any]:
 @given(data=st.data(), ended=st.booleans())
 def test_update_many_is_update_over_the_run(kind: str, data: Any, ended: bool) -> None:
     definition, starts, updates, end = KINDS[kind]
-    check_a_run(data, ag_ui, [RUN], definition, (starts, updates(DELTAS), end), ended)
+    _runs.check_a_run(data, ag_ui, [RUN], definition, (starts, updates(DELTAS), end), ended)
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -145,7 +135,7 @@ def test_a_text_split_anywhere_is_appended_whole(kind: str, data: Any, text: str
     ]
     if len(events) < 2:
         return
-    got = check_run(definition, state, [envelope(event) for event in events])
+    got = _runs.check_run(definition, state, [envelope(event) for event in events])
     if text:  # appended to the text so far (a message's other content is dropped)
         before = state.content if kind == "message" else state.arguments
         before = str(before) if isinstance(before, str | StreamedText) else ""
@@ -191,19 +181,19 @@ def test_a_streamed_node_is_folded_through_one_update_many_call(stream: str) -> 
     which, head, delta = STREAMS[stream]
     end = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
     read = operator.attrgetter("content" if which == 1 else "arguments")
-    check_one_run(ag_ui, which, [RUN, *head, *[delta] * 50, end], read)
+    _runs.check_one_run(ag_ui, which, [RUN, *head, *[delta] * 50, end], read)
 
 
-@pytest.mark.parametrize("definition", by_route(ag_ui))
+@pytest.mark.parametrize("definition", _runs.by_route(ag_ui))
 def test_publication_by_type_is_publication_by_event(definition: Any) -> None:
-    check_publication_by_route(ag_ui, definition)
+    _runs.check_publication_by_route(ag_ui, definition)
 
 
 @settings(max_examples=50)
 @given(events=st.lists(message_updates(DELTAS) | tool_updates(DELTAS), max_size=30))
 def test_fold_with_runs_is_the_fold_one_event_at_a_time(events: list[dict[str, Any]]) -> None:
     stream = [RUN, MESSAGE_STARTS[0], TOOL_STARTS[0], *events]
-    check_fold_with_runs(ag_ui.PROTOCOL, stream)
+    _runs.check_fold_with_runs(ag_ui.PROTOCOL, stream)
 
 
 # A small vocabulary over two messages and two tool calls, so that deltas alternate
@@ -245,13 +235,8 @@ ROUTER_EVENTS = st.sampled_from(
 
 @settings(max_examples=300)
 @given(events=st.lists(ROUTER_EVENTS, max_size=40))
-def test_route_is_the_router_on_each_event(events: list[dict[str, Any]]) -> None:
-    # route() repeats the last delta's route for the deltas after it naming the same
-    # node: the envelopes (and an event the router raises on) are the per-event router's.
-    check_route_is_the_router(ag_ui, events)
-
-
-@settings(max_examples=200)
-@given(events=st.lists(ROUTER_EVENTS, max_size=40))
-def test_every_route_the_router_takes_is_a_row_of_the_table(events: list[dict[str, Any]]) -> None:
-    check_routes_are_rows(ag_ui, events)
+def test_the_batch_router_is_the_live_one_and_takes_only_rows(
+    events: list[dict[str, Any]],
+) -> None:
+    # prepare() repeats the last delta's route for the deltas after it naming the same node.
+    _runs.check_router(ag_ui, events)

@@ -23,16 +23,6 @@ from definitions import ai_sdk
 from tests.conformance._strategies import JSON_VALUES, TEXT, splits
 
 from . import _runs
-from ._runs import (
-    by_route,
-    check_a_run,
-    check_fold_with_runs,
-    check_one_run,
-    check_publication_by_route,
-    check_route_is_the_router,
-    check_routes_are_rows,
-    check_run,
-)
 
 BY_KIND = {d.kind: d for d in ai_sdk.DEFINITIONS}
 TEXT_PART, REASONING_PART, TOOL_PART = (
@@ -146,7 +136,7 @@ def started(definition: Any, start: dict[str, Any]) -> tuple[Any, Any]:
 @given(data=st.data(), done=st.booleans())
 def test_update_many_is_update_over_the_run(kind: str, data: Any, done: bool) -> None:
     definition, starts, updates, end, _ = KINDS[kind]
-    check_a_run(data, ai_sdk, [START], definition, (starts, updates(DELTAS), end), done)
+    _runs.check_a_run(data, ai_sdk, [START], definition, (starts, updates(DELTAS), end), done)
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -158,7 +148,7 @@ def test_a_text_split_anywhere_is_appended_whole(kind: str, data: Any, text: str
     events = [delta_chunk(delta) for delta in data.draw(splits(text))]
     if len(events) < 2:
         return
-    got = check_run(definition, state, [envelope(event) for event in events])
+    got = _runs.check_run(definition, state, [envelope(event) for event in events])
     assert str(got.raw if kind == "tool" else got.text) == text
 
 
@@ -187,12 +177,12 @@ def test_a_streamed_part_is_folded_through_one_update_many_call(stream: str) -> 
     # about the fold): 50 deltas are one update_many call.
     which, start, delta = STREAMS[stream]
     chunks = [START, {"type": "start-step"}, start, *[delta] * 50, {"type": "finish"}]
-    check_one_run(ai_sdk, which, chunks, operator.attrgetter("raw" if which == 5 else "text"))
+    _runs.check_one_run(ai_sdk, which, chunks, operator.attrgetter("raw" if which == 5 else "text"))
 
 
-@pytest.mark.parametrize("definition", by_route(ai_sdk))
+@pytest.mark.parametrize("definition", _runs.by_route(ai_sdk))
 def test_publication_by_type_is_publication_by_event(definition: Any) -> None:
-    check_publication_by_route(ai_sdk, definition)
+    _runs.check_publication_by_route(ai_sdk, definition)
 
 
 @settings(max_examples=50)
@@ -205,7 +195,7 @@ def test_publication_by_type_is_publication_by_event(definition: Any) -> None:
 def test_fold_with_runs_is_the_fold_one_event_at_a_time(events: list[dict[str, Any]]) -> None:
     starts = [KINDS[kind][1][0] for kind in KINDS]
     stream = [START, *starts, *events]
-    check_fold_with_runs(ai_sdk.PROTOCOL, stream)
+    _runs.check_fold_with_runs(ai_sdk.PROTOCOL, stream)
 
 
 # A small vocabulary of chunks over two part ids and two tool calls, so that deltas
@@ -254,13 +244,8 @@ ROUTER_CHUNKS = st.sampled_from(
         {"type": "text-delta", "delta": "no id"},
     ]
 )
-def test_route_is_the_router_on_each_chunk(chunks: list[dict[str, Any]]) -> None:
-    # route() remembers the last delta's part to route the deltas after it quickly:
-    # the envelopes (and a chunk the router raises on) are the per-chunk router's.
-    check_route_is_the_router(ai_sdk, chunks)
-
-
-@settings(max_examples=200)
-@given(chunks=st.lists(ROUTER_CHUNKS, max_size=40))
-def test_every_route_the_router_takes_is_a_row_of_the_table(chunks: list[dict[str, Any]]) -> None:
-    check_routes_are_rows(ai_sdk, chunks)
+def test_the_batch_router_is_the_live_one_and_takes_only_rows(
+    chunks: list[dict[str, Any]],
+) -> None:
+    # prepare() remembers the last delta's part to route the deltas after it quickly.
+    _runs.check_router(ai_sdk, chunks)
