@@ -55,10 +55,9 @@ from typing import Any, ClassVar, Final, cast
 import msgspec
 
 from engine import Claim, Node, Publication, Reader
-from engine._deprecation import renamed
 
 from ._partial_json import PartialJSONError, parse_partial_json
-from ._protocol import UNREADABLE, ProtocolSet
+from ._protocol import UNREADABLE, ProtocolSet, old_names
 from ._render import text_follows
 from ._runs import fold_run
 from ._text import StreamedText
@@ -72,7 +71,6 @@ __all__ = [
     "MessageDefinition",
     "MessageState",
     "Preparer",
-    "accumulate",
     "detect",
     "event_type",
     "messages",
@@ -642,15 +640,11 @@ def messages(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     return out
 
 
-PROTOCOL: Final = ProtocolSet(
+PROTOCOL: Final = ProtocolSet.of_module(
+    globals(),
     name="anthropic",
     title="Anthropic Messages",
-    detect=detect,
     definitions=(MESSAGE, BLOCK),
-    envelope=Envelope,
-    prepare=prepare,
-    pre_pass=Preparer,
-    event_type=event_type,
     rebuild=messages,
     # What the SDK's MessageStream derives from each delta and yields beside it.
     derived=frozenset({"text", "input_json", "citation", "thinking", "signature"}),
@@ -662,14 +656,5 @@ DEFINITIONS: Final = PROTOCOL.definitions
 then messages, then their content blocks."""
 
 
-accumulate: Final = PROTOCOL.accumulate
-"""The final messages of one recording's raw events (in order): dicts or the SDK's
-    typed events (``client.messages.stream(...)`` yields both kinds)."""
-
-
 # The names of one release ago (every set now says prepare, Preparer, Envelope).
-__getattr__ = renamed(
-    __name__,
-    globals(),
-    {"fold": "accumulate", "scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"},
-)
+__getattr__ = old_names(globals(), {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"})

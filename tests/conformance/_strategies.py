@@ -25,6 +25,20 @@ JSON_VALUES = st.recursive(
 )
 JSON_OBJECTS = st.dictionaries(TEXT, JSON_VALUES, max_size=5)
 
+SHORT_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=6)
+"""A few characters that UTF-8 encodes (what the JavaScript references read back)."""
+
+
+def cut_into(value: str, cuts: list[int]) -> list[str]:
+    """``value`` cut at each of ``cuts`` (taken modulo its length + 1), in order: a cut
+    at either end gives an empty piece (an empty delta)."""
+    points = sorted({c % (len(value) + 1) for c in cuts})
+    out, last = [], 0
+    for point in [*points, len(value)]:
+        out.append(value[last:point])
+        last = point
+    return out
+
 
 @st.composite
 def splits(draw: st.DrawFn, text: str) -> list[str]:

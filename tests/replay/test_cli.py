@@ -318,7 +318,7 @@ class TestEveryFixture:
             # json is the protocol's own: what its fold() returns.
             status, final, _ = run(capsys, "replay", path, "-f", "json", *lenient)
             module = importlib.import_module(f"definitions.{protocol}")
-            expected = module.accumulate(load_events(path, lenient=bool(lenient)).events)
+            expected = module.PROTOCOL.accumulate(load_events(path, lenient=bool(lenient)).events)
             assert json.loads(final) == json.loads(json.dumps(expected, default=str))
         status, text, _ = run(capsys, "replay", path, "--keys", *lenient)
         headers = [line.split(" ", 1)[1] for line in text.splitlines() if line.startswith("#")]
