@@ -62,6 +62,7 @@ __all__ = [
     "Mark",
     "Preserved",
     "numbers",
+    "pass_tokens",
     "row_html",
     "row_text",
 ]
@@ -135,6 +136,20 @@ def numbers(state: CompactionState) -> str:
     if state.item is not None and not state.summary:
         parts.append(f"opaque {state.provider or 'provider'} item")
     return ", ".join(parts)
+
+
+def pass_tokens(usage: object) -> str:
+    """A provider's compaction pass, from its own usage object (an Anthropic
+    ``compaction`` iteration, a ``/responses/compact`` response's ``usage``):
+    ``read 60,385 tokens, wrote 522``, or ``""`` when it holds no counts. Its input
+    is what the pass read, not the size of the context it closed (the SDKs say
+    not to take it for that), so it is not ``tokens_before``."""
+    if not isinstance(usage, dict):
+        return ""
+    read, wrote = usage.get("input_tokens"), usage.get("output_tokens")
+    if not isinstance(read, int) or not isinstance(wrote, int):
+        return ""
+    return f"read {read:,} tokens, wrote {wrote:,}"
 
 
 def row_text(summary: str, figures: str) -> str:

@@ -222,3 +222,46 @@ def test_conversation_of_a_compaction_node() -> None:
     """The summary is a user turn holding a ``Compaction`` part, never a message node."""
     nodes = fold([{"type": "compaction.mark", "id": "k", "summary": SUMMARY}])
     assert conversation_messages(nodes) == [Message(role=Role.user, content=(Compaction(SUMMARY),))]
+
+
+# -- a provider compaction's own tokens on its row --------------------------------------
+
+
+def _views(events: list[Any]) -> tuple[str, str]:
+    """The text and HTML views of a log, its protocol detected as ``convo replay`` does."""
+    from replay import detect_protocol, protocol_definitions, render_html, render_text
+
+    protocol = protocol_definitions(detect_protocol(events).protocol)
+    nodes = protocol.replay(events)
+    return (
+        render_text(nodes, protocol.definitions, color=False),
+        render_html(nodes, protocol.definitions),
+    )
+
+
+def test_an_anthropic_compaction_row_shows_its_iteration_tokens() -> None:
+    """The shared recording's ``message_delta`` carries ``usage.iterations``, the
+    compaction iteration's tokens among them (60,385 read, 522 written); the SDK's
+    beta accumulator keeps them, and the compaction row shows them, streamed or
+    recorded whole."""
+    from replay import load_events
+    from tests._shared import shared_path
+
+    path = shared_path("fixtures", "recorded", "vercel-anthropic-anthropic-compaction.1.chunks.txt")
+    events = load_events(path).events
+    text, html = _views(events)
+    assert "compaction (read 60,385 tokens, wrote 522): ## Summary" in text
+    assert "compaction: read 60,385 tokens, wrote 522" in html
+    from definitions import anthropic
+
+    [message] = anthropic.accumulate(events)
+    assert [i["type"] for i in message["usage"]["iterations"]] == ["compaction", "message"]
+    # The same message recorded whole (a non-streamed call) shows the same row.
+    recording = [
+        {"type": "recording/request", "call": 0, "api": "anthropic.messages", "body": {}},
+        {"type": "recording/response", "call": 0, "status": 200, "headers": {}},
+        {"type": "recording/body", "call": 0, "body": message},
+    ]
+    text, html = _views(recording)
+    assert "compaction (read 60,385 tokens, wrote 522): ## Summary" in text
+    assert "compaction: read 60,385 tokens, wrote 522" in html
