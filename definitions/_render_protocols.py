@@ -606,15 +606,46 @@ def responses_heading(response: Mapping[str, Any]) -> str:
 
 
 def responses_text(response: Mapping[str, Any]) -> str:
-    """A whole ``Response``: its heading, then its output items in order."""
+    """A whole ``Response``: its heading, then its output items in order (a
+    ``/responses/compact`` answer: its compaction row)."""
+    compacted = _compacted(response)
+    if compacted is not None:
+        from .compaction import row_text
+
+        return row_text(*compacted)
     items = [(responses_item_text(item), False) for item in _maps(response.get("output"))]
     return joined_text([(responses_heading(response), False), *items])
 
 
 def responses_html(response: Mapping[str, Any]) -> str:
-    """A whole ``Response``: its metadata row, then its output items in order."""
+    """A whole ``Response``: its metadata row, then its output items in order (a
+    ``/responses/compact`` answer: its compaction row)."""
+    compacted = _compacted(response)
+    if compacted is not None:
+        from .compaction import row_html
+
+        return row_html(*compacted)
     head = responses_response(response, response.get("error"))
     return head + "".join(responses_item(item) for item in _maps(response.get("output")))
+
+
+def _compacted(response: Mapping[str, Any]) -> tuple[str, str] | None:
+    """A ``/responses/compact`` answer (``object: "response.compaction"``: its user
+    messages, then one compaction item) as its row's summary and figures (the pass's
+    ``usage``, the user messages it kept), or ``None`` for any other response. The
+    user messages repeat the request's: the row counts them rather than show them
+    again."""
+    if response.get("object") != "response.compaction":
+        return None
+    from .compaction import pass_tokens
+
+    items = _maps(response.get("output"))
+    kept = sum(1 for item in items if item.get("role") == "user")
+    figures = [pass_tokens(response.get("usage"))]
+    figures.append(f"{kept:,} user message{'' if kept == 1 else 's'} kept")
+    if any(item.get("type") == "compaction" and item.get("encrypted_content") for item in items):
+        figures.append("encrypted summary")
+    return "", ", ".join(f for f in figures if f)
 
 
 # -- Gemini, a whole GenerateContentResponse ---------------------------------------------

@@ -28,7 +28,18 @@ from urllib.parse import unquote
 
 import msgspec
 
-from engine import File, Image, Message, Native, Part, Role, Text, ToolCall, ToolResult
+from engine import (
+    Compaction,
+    File,
+    Image,
+    Message,
+    Native,
+    Part,
+    Role,
+    Text,
+    ToolCall,
+    ToolResult,
+)
 
 from ._gateways import (
     _DOCUMENT_FORMATS,
@@ -47,6 +58,7 @@ __all__ = [
     "answer_message",
     "api_of",
     "api_of_url",
+    "compacted_window",
     "continues_previous",
     "model_of_url",
     "request_messages",
@@ -56,6 +68,7 @@ APIS: Final[Mapping[str, str]] = {
     "anthropic.messages": "anthropic",
     "openai.chat": "openai_chat",
     "openai.responses": "openai_responses",
+    "openai.responses.compact": "openai_responses",
     "gemini.generate_content": "gemini",
     "bedrock.converse": "bedrock",
 }
@@ -65,6 +78,7 @@ PROVIDERS: Final[Mapping[str, str]] = {
     "anthropic.messages": "anthropic",
     "openai.chat": "openai-chat",
     "openai.responses": "openai-responses",
+    "openai.responses.compact": "openai-responses",
     "gemini.generate_content": "gemini",
     "bedrock.converse": "bedrock",
 }
@@ -88,6 +102,8 @@ def api_of_url(url: str) -> str | None:
         return "openai.chat"
     if path.endswith("/responses"):
         return "openai.responses"
+    if path.endswith("/responses/compact"):  # its answer is a compaction (compacted_window)
+        return "openai.responses.compact"
     if path.endswith((":generateContent", ":streamGenerateContent")):
         return "gemini.generate_content"
     if path.endswith(("/converse", "/converse-stream")):
@@ -513,12 +529,35 @@ _READERS: Final[dict[str, Callable[[dict[str, Any], _Names], list[Message]]]] = 
     "anthropic.messages": _anthropic,
     "openai.chat": _chat,
     "openai.responses": _responses,
+    "openai.responses.compact": _responses,
     "gemini.generate_content": _gemini,
     "bedrock.converse": _converse,
 }
 
 
 # -- answers ------------------------------------------------------------------------------
+
+
+def compacted_window(outputs: Sequence[Any]) -> list[Message]:
+    """A ``/responses/compact`` answer (``CompactedResponse``: its user messages, then
+    one ``compaction`` item) as the messages the conversation goes on from: the user
+    messages, then the compaction, which carries them over (``Compaction.carried``),
+    so the next request starts with them and the counterfactual leaves them out."""
+    window = [m for o in outputs if isinstance(o, dict) for m in _responses_output(o)]
+    for at in range(len(window) - 1, -1, -1):
+        parts = window[at].parts
+        for n, part in enumerate(parts):
+            if isinstance(part, Compaction):
+                carried = msgspec.structs.replace(part, carried=at)
+                content = (*parts[:n], carried, *parts[n + 1 :])
+                window[at] = Message(role=window[at].role, content=content)
+                return window
+    return window
+
+
+def _responses_output(output: dict[str, Any]) -> list[Message]:
+    """A compacted response's output items read as the input they become."""
+    return _responses({"input": output.get("output")}, _Names())
 
 
 def answer_message(api: str, outputs: Sequence[Any]) -> Message:
@@ -529,6 +568,7 @@ def answer_message(api: str, outputs: Sequence[Any]) -> Message:
         "anthropic.messages": _ANTHROPIC.message,
         "openai.chat": _CHAT.message,
         "openai.responses": _RESPONSES.message,
+        "openai.responses.compact": _RESPONSES.message,
         "gemini.generate_content": _GEMINI.message,
         "bedrock.converse": _CONVERSE.message,
     }[api]

@@ -265,3 +265,31 @@ def test_an_anthropic_compaction_row_shows_its_iteration_tokens() -> None:
     text, html = _views(recording)
     assert "compaction (read 60,385 tokens, wrote 522): ## Summary" in text
     assert "compaction: read 60,385 tokens, wrote 522" in html
+
+
+def test_a_responses_compact_call_is_a_compaction() -> None:
+    """A recording of ``POST /responses/compact`` alone (``samples/responses-compact.jsonl``,
+    see its README) is read as a Responses compaction: the view shows the compaction
+    row with the pass's tokens, and the next request starts from its window (the user
+    messages it kept, then its compaction item); the counterfactual is the history."""
+    from pathlib import Path
+
+    from definitions._requests_read import api_of_url
+    from replay import load_events
+
+    assert api_of_url("https://api.openai.com/v1/responses/compact") == "openai.responses.compact"
+    assert api_of_url("https://api.openai.com/v1/responses") == "openai.responses"
+    path = Path(__file__).parent / "samples" / "responses-compact.jsonl"
+    events = load_events(path).events
+    text, html = _views(events)
+    row = "compaction (read 1,840 tokens, wrote 412, 2 user messages kept, encrypted summary)"
+    assert text.endswith(row + "\n")
+    assert "compaction: read 1,840 tokens, wrote 412, 2 user messages kept" in html
+    [last] = requests(events, "openai-responses")[-1:]
+    assert last.problems == ()
+    kinds = [item.get("role") or item["type"] for item in last.request["input"]]
+    assert kinds == ["system", "user", "user", "compaction"]
+    assert last.request["input"][-1]["encrypted_content"].startswith("gAAAAA")
+    before = requests(events, "openai-responses", options=ContextOptions(compaction=False))[-1]
+    kinds = [item.get("role") or item["type"] for item in before.request["input"]]
+    assert kinds == ["system", "user", "assistant", "user", "assistant"]
