@@ -348,6 +348,8 @@ def _responses(body: dict[str, Any], names: _Names) -> list[Message]:
 
     def flush_model() -> None:
         if model:
+            if isinstance(model[0], Compaction):
+                model[0] = msgspec.structs.replace(model[0], carried=_kept_users(out))
             out.append(names.saw(Message(role=Role.assistant, content=tuple(model))))
             model.clear()
 
@@ -538,26 +540,31 @@ _READERS: Final[dict[str, Callable[[dict[str, Any], _Names], list[Message]]]] = 
 # -- answers ------------------------------------------------------------------------------
 
 
+def _kept_users(messages: Sequence[Message]) -> int:
+    """How many user messages (no tool results among them) end ``messages``: those a
+    Responses ``compaction`` input item after them carries over. ``/responses/compact``
+    returns the user messages it kept, then the item, and a client sends that window
+    back as it is, so the request after it starts with them."""
+    count = 0
+    for message in reversed(messages):
+        if message.role is not Role.user or any(isinstance(p, ToolResult) for p in message.parts):
+            break
+        count += 1
+    return count
+
+
 def compacted_window(outputs: Sequence[Any]) -> list[Message]:
     """A ``/responses/compact`` answer (``CompactedResponse``: its user messages, then
-    one ``compaction`` item) as the messages the conversation goes on from: the user
-    messages, then the compaction, which carries them over (``Compaction.carried``),
-    so the next request starts with them and the counterfactual leaves them out."""
-    window = [m for o in outputs if isinstance(o, dict) for m in _responses_output(o)]
-    for at in range(len(window) - 1, -1, -1):
-        parts = window[at].parts
-        for n, part in enumerate(parts):
-            if isinstance(part, Compaction):
-                carried = msgspec.structs.replace(part, carried=at)
-                content = (*parts[:n], carried, *parts[n + 1 :])
-                window[at] = Message(role=window[at].role, content=content)
-                return window
-    return window
-
-
-def _responses_output(output: dict[str, Any]) -> list[Message]:
-    """A compacted response's output items read as the input they become."""
-    return _responses({"input": output.get("output")}, _Names())
+    one ``compaction`` item) as the messages the conversation goes on from: its output
+    read as the input it becomes, the compaction carrying the user messages over
+    (``Compaction.carried``), so the next request starts with them and the
+    counterfactual leaves them out."""
+    return [
+        message
+        for output in outputs
+        if isinstance(output, dict)
+        for message in _responses({"input": output.get("output")}, _Names())
+    ]
 
 
 def answer_message(api: str, outputs: Sequence[Any]) -> Message:

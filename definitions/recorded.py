@@ -403,6 +403,14 @@ class Preparer:
             return self._failure(call, f"a body that is not JSON: {_short(text)}")
         call.answered = True
         message = answer_message(call.api, outputs)
+        if call.api == _COMPACT and self._last is call:
+            # The conversation goes on from its window: the next request echoes it.
+            history = self._history
+            lead = next(
+                (n for n, m in enumerate(history) if getattr(m, "role", None) is not Role.system),
+                len(history),
+            )
+            self._history = [*history[:lead], *compacted_window(outputs)[:-1]]
         state = AnswerState(call.number, call.api, body, message)
         return _Answer(f"{call.prefix}answer", state)
 
@@ -919,8 +927,11 @@ def conversation(nodes: Iterable[Node]) -> list[Message]:
     nodes = tuple(nodes)
     history: list[Message] = []
     answers: dict[int, list[Message]] = {}
+    compacts: set[int] = set()  # the /responses/compact calls: their window is sent back
     for call in calls(nodes):
         answers[call["call"]] = _answer(call["api"], call["output"])
+        if call["api"] == _COMPACT:
+            compacts.add(call["call"])
     last: dict[str, Any] | None = None
     for node in nodes:
         if node.kind != "recorded_request":
@@ -928,6 +939,8 @@ def conversation(nodes: Iterable[Node]) -> list[Message]:
         state: RequestState = node.state
         if state.kept is not None:
             del history[state.kept :]
+        elif state.echo is not None and state.echoes in compacts:
+            history.extend(answers[state.echoes])  # the window, echoed from its item on
         elif state.echo is not None:
             history.append(state.echo)
         elif state.echoes is not None:  # a continued request: the answer is not in it
@@ -940,13 +953,14 @@ def conversation(nodes: Iterable[Node]) -> list[Message]:
 
 
 _EMPTY_ANSWER: Final = Message(role=Role.assistant, content=())
+_COMPACT: Final = "openai.responses.compact"  # its answer is a window (compacted_window)
 
 
 def _answer(api: str, outputs: Sequence[Any]) -> list[Message]:
     """A call's answer as the messages it adds to the conversation: one assistant
     message, or a ``/responses/compact`` call's window (its kept user messages and
     its compaction, ``compacted_window``), which the next request starts from."""
-    if api == "openai.responses.compact":
+    if api == _COMPACT:
         return compacted_window(outputs)
     return [answer_message(api, outputs)]
 

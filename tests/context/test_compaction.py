@@ -293,3 +293,55 @@ def test_a_responses_compact_call_is_a_compaction() -> None:
     before = requests(events, "openai-responses", options=ContextOptions(compaction=False))[-1]
     kinds = [item.get("role") or item["type"] for item in before.request["input"]]
     assert kinds == ["system", "user", "assistant", "user", "assistant"]
+
+
+def test_the_call_after_a_responses_compact_call_continues_from_its_window() -> None:
+    """The client sends the compacted window back, then its new input: the view shows
+    that input only (the window is the compact call's answer, echoed), and the request
+    after it starts with the kept user messages, then the compaction item."""
+    from pathlib import Path
+
+    from replay import load_events
+
+    path = Path(__file__).parent / "samples" / "responses-compact.jsonl"
+    events = load_events(path).events
+    [body] = [e["body"] for e in events if e["type"] == "recording/body"]
+    window = [
+        {"role": "user", "content": item["content"]} if item["type"] == "message" else item
+        for item in body["output"]
+    ]
+    request = {
+        "model": "gpt-5.1-codex-max",
+        "instructions": "You are a careful coding agent.",
+        "input": [*window, {"role": "user", "content": "Now add a changelog entry."}],
+    }
+    answer = {
+        "id": "resp_2",
+        "object": "response",
+        "status": "completed",
+        "model": "gpt-5.1-codex-max",
+        "output": [
+            {
+                "id": "msg_9",
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "annotations": [], "text": "Added."}],
+            }
+        ],
+    }
+    url = "https://api.openai.com/v1/responses"
+    events += [
+        {"type": "recording/request", "call": 1, "url": url, "body": request},
+        {"type": "recording/response", "call": 1, "status": 200, "headers": {}},
+        {"type": "recording/body", "call": 1, "body": answer},
+    ]
+    text, _ = _views(events)
+    assert "rewrote" not in text
+    assert text.count("Fix it in dates.py") == 1
+    last = requests(events, "openai-responses")[-1]
+    kinds = [item.get("role") or item["type"] for item in last.request["input"]]
+    assert kinds == ["system", "user", "user", "compaction", "user", "assistant"]
+    before = requests(events, "openai-responses", options=ContextOptions(compaction=False))[-1]
+    kinds = [item.get("role") or item["type"] for item in before.request["input"]]
+    assert kinds == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
