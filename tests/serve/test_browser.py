@@ -799,3 +799,39 @@ def test_the_history_before_a_compaction_is_folded_live(browser: Browser, tmp_pa
         page.close()
     finally:
         server.stop()
+
+
+def test_a_long_conversation_folds_the_earlier_nodes_it_fills_in(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """A compaction among the earlier nodes the script puts in (the page carries the
+    latest ``WINDOW`` only): once they are in, the history before it is folded, in
+    order, as on a short page."""
+    from replay.serve._app import WINDOW
+
+    def row(i: int) -> dict[str, Any]:
+        return {"type": "status.update", "id": f"s{i}", "status": "done", "label": f"row {i}"}
+
+    events = [*(row(i) for i in range(5)), {"type": "compaction.mark", "id": "k", "summary": "S"}]
+    events += [row(i) for i in range(5, WINDOW + 10)]
+    store = tmp_path / "events.sqlite"
+    with SQLiteStore(store) as writer:
+        writer.append("long", events)
+    server = Server(store)
+    try:
+        page = browser.new_page()
+        page.goto(f"{server.url}/conversations/long")
+        wait_live(page)
+        page.wait_for_function(
+            "() => document.querySelector('section.conversation').dataset.earlier === undefined",
+            timeout=GUARD_MS,
+        )
+        folded = "section.conversation > details.compacted"
+        inside = page.eval_on_selector_all(f"{folded} > article", "els => els.map(e => e.id)")
+        assert inside == [f"status:s{i}" for i in range(5)]
+        assert page.text_content(f"{folded} > summary") == "5 rows before the compaction below"
+        shown = keys(page)
+        assert shown == ["compaction:k", *(f"status:s{i}" for i in range(5, WINDOW + 10))]
+        page.close()
+    finally:
+        server.stop()
