@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from engine import Compactor, Message, Role
-from replay._cli import main
+from replay.cli import main
 from replay.context._compaction import compaction_due, compaction_event
 from replay.context._requests import check_requests, requests
 

@@ -408,7 +408,7 @@ def test_a_recording_of_unsupported_calls_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Two Bedrock InvokeModel calls (no protocol set reads them): exit 2, one line."""
-    from replay._cli import main
+    from replay.cli import main
 
     url = "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/invoke-with-response-stream"
     events = []
