@@ -96,6 +96,7 @@ from ._requests_read import (
     answer_message,
     api_of,
     api_of_url,
+    compacted_window,
     continues_previous,
     request_messages,
 )
@@ -402,6 +403,14 @@ class Preparer:
             return self._failure(call, f"a body that is not JSON: {_short(text)}")
         call.answered = True
         message = answer_message(call.api, outputs)
+        if call.api == _COMPACT and self._last is call:
+            # The conversation goes on from its window: the next request echoes it.
+            history = self._history
+            lead = next(
+                (n for n, m in enumerate(history) if getattr(m, "role", None) is not Role.system),
+                len(history),
+            )
+            self._history = [*history[:lead], *compacted_window(outputs)[:-1]]
         state = AnswerState(call.number, call.api, body, message)
         return _Answer(f"{call.prefix}answer", state)
 
@@ -697,6 +706,14 @@ ERROR: Final = ErrorDefinition()
 
 # -- rendering ------------------------------------------------------------------------
 
+_RESPONSES_ANSWER: Final = (
+    responses_text,
+    responses_html,
+    lambda o: [
+        c for item in o.get("output") or () if isinstance(item, dict) for c in responses_calls(item)
+    ],
+)
+
 # Per API: a whole answer (the non-streamed body, or one object a list body folds to)
 # as text and as HTML, and the ids of its calls: drawn as its protocol set draws a
 # streamed one, so both read alike.
@@ -711,16 +728,8 @@ _ANSWERS: Final[
             c[1] for choice in chat_choices(o) for c in choice.calls if isinstance(c[1], str)
         ],
     ),
-    "openai.responses": (
-        responses_text,
-        responses_html,
-        lambda o: [
-            c
-            for item in o.get("output") or ()
-            if isinstance(item, dict)
-            for c in responses_calls(item)
-        ],
-    ),
+    "openai.responses": _RESPONSES_ANSWER,
+    "openai.responses.compact": _RESPONSES_ANSWER,  # responses_text draws its row
     "gemini.generate_content": (gemini_text, gemini_html, gemini_calls),
     "bedrock.converse": (converse_text, converse_html, converse_calls),
 }
@@ -912,9 +921,12 @@ def conversation(nodes: Iterable[Node]) -> list[Message]:
     left out). See the module docstring."""
     nodes = tuple(nodes)
     history: list[Message] = []
-    answers: dict[int, Message] = {}
+    answers: dict[int, list[Message]] = {}
+    compacts: set[int] = set()  # the /responses/compact calls: their window is sent back
     for call in calls(nodes):
-        answers[call["call"]] = answer_message(call["api"], call["output"])
+        answers[call["call"]] = _answer(call["api"], call["output"])
+        if call["api"] == _COMPACT:
+            compacts.add(call["call"])
     last: dict[str, Any] | None = None
     for node in nodes:
         if node.kind != "recorded_request":
@@ -922,18 +934,30 @@ def conversation(nodes: Iterable[Node]) -> list[Message]:
         state: RequestState = node.state
         if state.kept is not None:
             del history[state.kept :]
+        elif state.echo is not None and state.echoes in compacts:
+            history.extend(answers[state.echoes])  # the window, echoed from its item on
         elif state.echo is not None:
             history.append(state.echo)
         elif state.echoes is not None:  # a continued request: the answer is not in it
-            history.append(answers.get(state.echoes, _EMPTY_ANSWER))
+            history.extend(answers.get(state.echoes, [_EMPTY_ANSWER]))
         history.extend(state.messages)
         last = {"call": state.call, "failed": state.failed}
     if last is not None and last["failed"] is None:
-        history.append(answers.get(last["call"], _EMPTY_ANSWER))
+        history.extend(answers.get(last["call"], [_EMPTY_ANSWER]))
     return [m for m in history if m.content]
 
 
 _EMPTY_ANSWER: Final = Message(role=Role.assistant, content=())
+_COMPACT: Final = "openai.responses.compact"  # its answer is a window (compacted_window)
+
+
+def _answer(api: str, outputs: Sequence[Any]) -> list[Message]:
+    """A call's answer as the messages it adds to the conversation: one assistant
+    message, or a ``/responses/compact`` call's window (its kept user messages and
+    its compaction, ``compacted_window``), which the next request starts from."""
+    if api == _COMPACT:
+        return compacted_window(outputs)
+    return [answer_message(api, outputs)]
 
 
 def _rebuild(nodes: Sequence[Node]) -> list[dict[str, Any]]:
