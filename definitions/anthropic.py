@@ -557,6 +557,16 @@ class BlockDefinition:
         state: BlockState = node.state
         return state.inline
 
+    def text_piece(self, node: Node) -> tuple[str, str] | None:
+        """A text block as a piece of the paragraph a citation split (the HTML view
+        joins the blocks that ``continue`` one): its text and citations."""
+        from ._render_protocols import anthropic_text_piece
+
+        state: BlockState = node.state
+        if state.block.get("type") != "text":
+            return None
+        return anthropic_text_piece(_block(state), state.marker)
+
     def tool_calls(self, node: Node) -> tuple[str, ...]:
         """The id of the tool (or server tool) use this block is, if it is one."""
         from ._render_protocols import anthropic_calls

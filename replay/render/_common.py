@@ -17,12 +17,12 @@ from typing import Any
 import msgspec
 
 from definitions import StreamedText
-from definitions._render import Joined, Outcome, join_tools
+from definitions._render import Joined, Outcome, join_paragraphs, join_tools
 from engine import Node
 
 from .._errors import RenderError
 
-__all__ = ["ToolJoin", "render_json"]
+__all__ = ["Paragraphs", "ToolJoin", "render_json"]
 
 
 def _enc_hook(value: Any) -> Any:
@@ -117,6 +117,56 @@ class ToolJoin:
                 self._links = known = {k: v for k, v in known.items() if k in keep}
             self._joined = join_tools(nodes, lambda n: known[n.key][1], lambda n: known[n.key][2])
         return self._joined
+
+
+class Paragraphs:
+    """The paragraphs of a view's texts split into nodes (``definitions._render``'s
+    ``join_paragraphs``), from the definitions' ``continues`` and ``text_piece``
+    members. ``of(nodes)`` is each node key's ``Joined`` (its paragraph, or that it
+    continues one). Each node is asked once per state object; a view in which no node
+    continues another (most) costs no walk over it."""
+
+    def __init__(self, definitions: Iterable[Any]) -> None:
+        definitions = tuple(definitions)
+        self._continues = members(definitions, "continues")
+        self._pieces = members(definitions, "text_piece")
+        self._seen: dict[str, object] = {}  # key -> the state object last asked
+        self._on: set[str] = set()  # the keys of the nodes that continue
+        self._piece: dict[str, tuple[object, tuple[str, str] | None]] = {}
+
+    def of(self, nodes: Iterable[Node], changed: Iterable[Node] | None = None) -> dict[str, Joined]:
+        """Per node key, its paragraph (a key absent: none). ``changed``: the nodes new
+        or changed since the last call (``ToolJoin.of``'s), so only those are asked."""
+        if not (self._continues and self._pieces):
+            return {}
+        nodes = tuple(nodes)
+        seen, on = self._seen, self._on
+        for node in nodes if changed is None else changed:
+            if seen.get(node.key) is node.state:
+                continue
+            seen[node.key] = node.state
+            member = self._continues.get(node.kind)
+            if member is not None and call_member(member, node, "continues"):
+                on.add(node.key)
+            else:
+                on.discard(node.key)
+        if len(seen) != len(nodes):  # nodes gone (another view): forget them
+            keep = {node.key for node in nodes}
+            self._seen = {k: v for k, v in seen.items() if k in keep}
+            self._on = on = on & keep
+            self._piece = {k: v for k, v in self._piece.items() if k in keep}
+        if not on:
+            return {}
+        return join_paragraphs(nodes, lambda node: node.key in on, self._text_piece)
+
+    def _text_piece(self, node: Node) -> tuple[str, str] | None:
+        cached = self._piece.get(node.key)
+        if cached is not None and cached[0] is node.state:
+            return cached[1]
+        member = self._pieces.get(node.kind)
+        found = call_member(member, node, "text_piece") if member is not None else None
+        self._piece[node.key] = (node.state, found)
+        return found
 
 
 def render_json(nodes: Iterable[Node], definitions: Iterable[Any], *, indent: int = 0) -> bytes:

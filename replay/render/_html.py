@@ -38,7 +38,7 @@ from definitions._render import (
 from engine import Node
 
 from .._errors import RenderError
-from ._common import ToolJoin, call_member, members, pretty_state
+from ._common import Paragraphs, ToolJoin, call_member, members, pretty_state
 
 __all__ = ["BlockPatch", "HtmlRenderer", "kind_stylesheets", "render_html"]
 
@@ -98,13 +98,18 @@ class BlockPatch:
 class _Rendered:
     """One node version's fragment: ``pieces`` around ``blocks`` (one piece more)."""
 
-    __slots__ = ("_html", "blocks", "join", "kind", "pieces", "seq", "state")
+    __slots__ = ("_html", "blocks", "join", "kind", "pieces", "seq", "state", "turn")
 
     def __init__(
-        self, node: Node, join: Joined, pieces: tuple[str, ...], blocks: tuple[Blocks, ...]
+        self,
+        node: Node,
+        join: Joined,
+        pieces: tuple[str, ...],
+        blocks: tuple[Blocks, ...],
+        turn: str = "",
     ) -> None:
         self.state, self.seq, self.kind, self.join = node.state, node.seq, node.kind, join
-        self.pieces, self.blocks = pieces, blocks
+        self.pieces, self.blocks, self.turn = pieces, blocks, turn
         self._html: str | None = None
 
     def html(self) -> str:
@@ -138,11 +143,12 @@ class HtmlRenderer:
     the node's ``<article>``; ``render_nodes(nodes)`` their concatenation;
     ``render(nodes)`` the complete page; ``patch(node, ...)`` what changed in its
     Markdown since the version last rendered; ``join(nodes)`` joins tool calls and
-    their results over the view (one card each: see ``definitions._render``) and
-    names the nodes whose fragment that changed. The cache holds one fragment per key
-    of the last view rendered (keys absent from it are dropped), keyed by the state
-    object's identity, so it never grows beyond the view. ``hits`` and ``misses``
-    count fragment lookups.
+    their results over the view (one card each: see ``definitions._render``) and a
+    text a citation split into nodes (one paragraph, shown by its first node:
+    ``Paragraphs``), and names the nodes whose fragment that changed. The cache
+    holds one fragment per key of the last view rendered (keys absent from it are
+    dropped), keyed by the state object's identity, so it never grows beyond the
+    view. ``hits`` and ``misses`` count fragment lookups.
     """
 
     def __init__(self, definitions: Iterable[Any], *, title: str = "Conversation") -> None:
@@ -153,6 +159,8 @@ class HtmlRenderer:
         # key -> the last version rendered; holding the state keeps its identity unique.
         self._cache: dict[str, _Rendered] = {}
         self._tools = ToolJoin(definitions)
+        self._paragraphs = Paragraphs(definitions)
+        self._heads: dict[str, str] = {}  # a continued node's key -> its paragraph's head
         self._joins: dict[str, Joined] = {}
         self.hits = 0
         self.misses = 0
@@ -162,8 +170,25 @@ class HtmlRenderer:
         fragments rendered next; the keys whose fragment the join changed.
         ``changed``: the nodes new or changed since the last join, when known (a live
         view's notification): only those are read."""
+        nodes = tuple(nodes)
+        changed = None if changed is None else tuple(changed)
         before = self._joins
-        after = self._joins = self._tools.of(nodes, changed)
+        after = self._tools.of(nodes, changed)
+        texts = self._paragraphs.of(nodes, changed)
+        self._heads = heads = dict[str, str]()
+        if texts:  # a text split into nodes: the paragraph its first node shows
+            after = {**after}
+            head = ""
+            for key, text in texts.items():  # each head, then the nodes continuing it
+                if text.continued:
+                    heads[key] = head
+                else:
+                    head = key
+                joined = after.get(key, NOT_JOINED)
+                after[key] = attrs.evolve(
+                    joined, paragraph=text.paragraph, continued=text.continued
+                )
+        self._joins = after
         if after is before:
             return set()
         return {
@@ -239,14 +264,20 @@ class HtmlRenderer:
         # A node that opens with a turn's bubble carries the turn's role, so the
         # stylesheet joins consecutive turns with sibling selectors (a :has() rule
         # costs the browser seconds on a long page).
-        turn = _TURN.match(pieces[0])
-        role = f' data-turn="{turn.group(1)}"' if turn else ""
+        found = _TURN.match(pieces[0])
+        turn = found.group(1) if found else ""
+        if join.continued and not shown:
+            # Shown in its paragraph's head: it keeps the head's turn, so the turn
+            # goes on across it to the bubble after it.
+            head = self._cache.get(self._heads.get(node.key, ""))
+            turn = head.turn if head is not None else ""
+        role = f' data-turn="{turn}"' if turn else ""
         pieces[0] = (
             f'<article class="{css}" id="{key}" data-key="{key}" data-kind="{kind}" '
             f'data-seq="{node.seq}"{role}{hidden}>{pieces[0]}'
         )
         pieces[-1] += "</article>\n"
-        return _Rendered(node, join, tuple(pieces), tuple(blocks))
+        return _Rendered(node, join, tuple(pieces), tuple(blocks), turn)
 
     def render_nodes(self, nodes: Iterable[Node]) -> str:
         """The nodes' fragments in order; drops cached fragments of keys not among them."""

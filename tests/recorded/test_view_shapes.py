@@ -14,6 +14,8 @@ each citation's source shown, one card per tool call carrying its result, the st
 from __future__ import annotations
 
 import json
+import re
+from html import unescape
 from typing import Any
 
 from hypothesis import given, settings
@@ -22,6 +24,7 @@ from hypothesis import strategies as st
 from definitions import recorded
 from replay.render._html import render_html
 from replay.render._text import render_text
+from tests._shared import shared_path
 from tests.conformance._python_oracles import anthropic_messages, openai_chat, openai_responses
 
 WORDS = st.text("abcdefgh ", min_size=1, max_size=12).map(lambda s: s.strip() or "w")
@@ -170,6 +173,15 @@ def test_anthropic_streamed_and_whole_answers_read_alike(events: list[dict[str, 
     uses = [b for b in message["content"] if b["type"] in ("tool_use", "server_tool_use")]
     assert page.count('<details class="tool"') == len(uses)
     assert page.count('<details class="tool" data-status="done"') == len(searches)
+    # The page reads alike too: a sentence citations split is one paragraph either way.
+    assert page_text(html_view(recording("anthropic.messages", events=events))) == page_text(page)
+
+
+def page_text(page: str) -> str:
+    """The text a reader sees of a page's conversation: tags out, each run of
+    whitespace one space (hidden nodes are empty)."""
+    body = page[page.index('<div class="conversation">') :]
+    return " ".join(unescape(re.sub(r"<[^>]*>", " ", body)).split())
 
 
 def test_a_cited_sentence_stays_on_its_line() -> None:
@@ -186,6 +198,70 @@ def test_a_cited_sentence_stays_on_its_line() -> None:
         text_view(recording("anthropic.messages", body=anthropic_messages(events)[0])),
     ):
         assert "It is sunny [Source 1 <https://example.com/1>] today." in view
+
+
+def test_a_cited_sentence_is_one_paragraph_in_html() -> None:
+    """Each block is a node of its own, rendered alone: the page joins the blocks that
+    continue a sentence into the first one's paragraph, the citations inline, and
+    the others show nothing but keep the turn (the bubble after them joins it)."""
+    cited = {"type": "text", "text": "", "citations": []}
+    blocks: list[Block] = [
+        ({"type": "text", "text": ""}, [{"type": "text_delta", "text": "It is "}]),
+        (cited, [{"type": "citations_delta", "citation": citation(1)}]),
+        ({"type": "text", "text": ""}, [{"type": "text_delta", "text": " today & "}]),
+        ({**cited}, [{"type": "citations_delta", "citation": citation(2)}]),
+        ({"type": "text", "text": ""}, [{"type": "text_delta", "text": ".\n\n## Next\n"}]),
+        ({"type": "text", "text": ""}, [{"type": "text_delta", "text": "Later."}]),
+    ]
+    blocks[1][1].append({"type": "text_delta", "text": "*sunny*"})
+    blocks[3][1].append({"type": "text_delta", "text": "warm"})
+    events = anthropic_events(blocks, "end_turn")
+    link = '<a class="cite" href="https://example.com/{0}" rel="noopener noreferrer nofollow" '
+    link += 'title="quoted">Source {0}</a>'
+    sentence = (
+        f'<p>It is <em>sunny</em> <span class="citations inline">{link.format(1)}</span> '
+        f'today &amp; warm <span class="citations inline">{link.format(2)}</span>.</p>\n'
+        "<!--b--><h2>Next</h2>"
+    )
+    streamed = html_view(recording("anthropic.messages", events=events))
+    whole = html_view(recording("anthropic.messages", body=anthropic_messages(events)[0]))
+    for page in (streamed, whole):
+        assert sentence in page
+        assert page.count('class="msg" data-role="assistant"') == 2  # the sentence, "Later."
+    shown = re.findall(r'<article [^>]*data-seq="(\d)"([^>]*)>', streamed)
+    assert [(seq, attributes) for seq, attributes in shown if seq in "234567"] == [
+        ("2", ' data-turn="assistant"'),
+        *((seq, ' data-turn="assistant" hidden') for seq in "3456"),
+        ("7", ' data-turn="assistant"'),
+    ]
+
+
+def test_a_real_cited_answer_reads_as_it_was_written() -> None:
+    """A real web-search answer (the AI SDK's recording): its sentences split by
+    citations read whole, each citation where it was, streamed or whole, on the page
+    and in the terminal; the blocks between them (a space, a heading) keep their text."""
+    path = shared_path(
+        "fixtures", "recorded", "vercel-anthropic-anthropic-web-search-tool.1.chunks.txt"
+    )
+    events = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    [message] = anthropic_messages(events)
+    cite = r'<span class="citations inline"><a class="cite" [^>]*>The all-new Apple Ginza'
+    cite += r"[^<]*</a></span>"
+    sentence = re.compile(
+        rf"<p>Apple today announced [^<]* 10 a\.m\. JST\. {cite} Opened in 2003 [^<]* space\. "
+        rf"{cite}</p>\n<!--b--><h2>Recent Apple Product Updates</h2>"
+    )
+    source = "Tokyo - Apple <https://www.apple.com/newsroom/2025/09/the-all-new-apple-ginza-opens"
+    said = re.compile(
+        rf"10 a\.m\. JST\. \[The all-new [^\]]*{source}[^\]]*\] Opened in 2003 [^\n]* space\. "
+        rf"\[[^\]]*\]\n\n## Recent Apple Product Updates\n"
+    )
+    for log in (
+        recording("anthropic.messages", events=events),
+        recording("anthropic.messages", body=message),
+    ):
+        assert sentence.search(html_view(log))
+        assert said.search(text_view(log))
 
 
 # -- OpenAI Chat Completions ----------------------------------------------------------------
