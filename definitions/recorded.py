@@ -97,6 +97,7 @@ from ._requests_read import (
     api_of,
     api_of_url,
     continues_previous,
+    model_of_url,
     request_messages,
 )
 
@@ -116,6 +117,7 @@ __all__ = [
     "detect",
     "event_type",
     "prepare",
+    "request_model",
 ]
 
 TYPES: Final = frozenset(
@@ -171,12 +173,14 @@ class RequestState(msgspec.Struct, frozen=True, gc=False):
 
 
 class AnswerState(msgspec.Struct, frozen=True, gc=False):
-    """A non-streamed answer: its body, and the body read as a generic message."""
+    """A non-streamed answer: its body, and the body read as a generic message;
+    ``model`` is the model its request named (a Bedrock answer names none)."""
 
     call: int
     api: str
     body: Any
     message: Message
+    model: str = ""
 
 
 class ErrorState(msgspec.Struct, frozen=True, gc=False):
@@ -249,11 +253,22 @@ class _Answered(msgspec.Struct, frozen=True):
 class _Call:
     """What the pre-pass knows of one call."""
 
-    __slots__ = ("answered", "api", "failed", "number", "prefix", "scoper", "set", "status")
+    __slots__ = (
+        "answered",
+        "api",
+        "failed",
+        "model",
+        "number",
+        "prefix",
+        "scoper",
+        "set",
+        "status",
+    )
 
-    def __init__(self, number: int, api: str) -> None:
+    def __init__(self, number: int, api: str, model: str) -> None:
         self.number = number
         self.api = api
+        self.model = model
         self.set = _SETS[APIS[api]]
         self.prefix = f"call-{number}/"
         self.scoper: Callable[[Any], Any] | None = None
@@ -346,13 +361,13 @@ class Preparer:
                 kept = same
             new = messages[same:]
             self._history = list(messages)
-        call = self._calls[number] = _Call(number, api)
+        model = request_model(event)
+        call = self._calls[number] = _Call(number, api, model)
         self._last = call
-        model = body.get("model") if isinstance(body, dict) else None
         state = RequestState(
             call=number,
             api=api,
-            model=model if isinstance(model, str) else "",
+            model=model,
             stream=bool(event.get("stream")),
             messages=tuple(new),
             echoes=echoes,
@@ -377,7 +392,10 @@ class Preparer:
         call.answered = True
         scoper = call.scoper
         if scoper is None:
-            scoper = call.scoper = call.set.pre_pass()
+            if call.set is bedrock.PROTOCOL:  # its stream names no model: the request's
+                scoper = call.scoper = bedrock.Preparer(call.model)
+            else:
+                scoper = call.scoper = call.set.pre_pass()
             assert scoper is not None  # every provider set has its pre-pass
         inner = scoper(raw)
         if inner is None:
@@ -402,7 +420,7 @@ class Preparer:
             return self._failure(call, f"a body that is not JSON: {_short(text)}")
         call.answered = True
         message = answer_message(call.api, outputs)
-        state = AnswerState(call.number, call.api, body, message)
+        state = AnswerState(call.number, call.api, body, message, call.model)
         return _Answer(f"{call.prefix}answer", state)
 
     def _end(self, event: dict[str, Any]) -> Envelope | None:
@@ -419,6 +437,19 @@ class Preparer:
         call.failed = True
         state = ErrorState(call.number, text)
         return _Failure(f"call-{call.number}", f"{call.prefix}error", state)
+
+
+def request_model(event: Mapping[str, Any]) -> str:
+    """The model a ``recording/request`` names: its body's ``model`` (Bedrock's
+    ``modelId``), else its URL's path (Bedrock's ``/model/{modelId}/converse-stream``,
+    Gemini's ``/models/{model}:generateContent``, an Azure deployment's), else ``""``."""
+    body = event.get("body")
+    if isinstance(body, dict):
+        named = body.get("model") or body.get("modelId")
+        if isinstance(named, str) and named:
+            return named
+    url = event.get("url")
+    return model_of_url(url) if isinstance(url, str) else ""
 
 
 def _same(kept: Message | _Answered, sent: Message) -> bool:
@@ -579,16 +610,12 @@ class AnswerDefinition:
     def render_text(self, node: Node) -> str:
         """The answer as the streamed ones read: its heading (role, model, stop),
         then its blocks in the order the body has them."""
-        state: AnswerState = node.state
-        text = _ANSWERS[state.api][0]
-        return "\n\n".join(text(output) for output in _outputs(state))
+        return "\n\n".join(_drawn(node.state, 0))
 
     def render_html(self, node: Node) -> str:
         """The answer as the streamed ones are drawn: metadata row, bubbles, thinking
         folded, calls as cards, in the body's order."""
-        state: AnswerState = node.state
-        html = _ANSWERS[state.api][1]
-        return "".join(html(output) for output in _outputs(state))
+        return "".join(_drawn(node.state, 1))
 
     def tool_calls(self, node: Node) -> list[str]:
         """The ids of the answer's calls."""
@@ -728,6 +755,15 @@ _ANSWERS: Final[
     "gemini.generate_content": (gemini_text, gemini_html, gemini_calls),
     "bedrock.converse": (converse_text, converse_html, converse_calls),
 }
+
+
+def _drawn(state: AnswerState, which: int) -> list[str]:
+    """The answer's final objects as text (``which`` 0) or HTML (1); a Bedrock
+    answer, which names no model, headed by the model its request named."""
+    draw: Callable[..., str] = _ANSWERS[state.api][which]
+    if state.api == "bedrock.converse":
+        return [draw(output, state.model) for output in _outputs(state)]
+    return [draw(output) for output in _outputs(state)]
 
 
 # Per API whose answers carry server tools' results: those results as outcomes.

@@ -42,7 +42,6 @@ from definitions._requests_read import (
     PROVIDERS,
     api_of,
     continues_previous,
-    model_of_url,
     request_messages,
 )
 from definitions._settings import CONVERSATION_KEYS
@@ -175,12 +174,6 @@ def _compare(
     return verdict("reproduced")
 
 
-def _model(event: dict[str, Any], provider: str) -> Any:
-    named = event["body"].get("modelId" if provider == "bedrock" else "model")
-    url = event.get("url")
-    return named or (model_of_url(url) if isinstance(url, str) else "")
-
-
 def _settings_difference(
     provider: str, before: dict[str, Any], event: dict[str, Any], projected: dict[str, Any]
 ) -> tuple[Verdict, str] | None:
@@ -189,7 +182,8 @@ def _settings_difference(
     there, a defect when they agree."""
     old, new = before["body"], event["body"]
     model = "modelId" if provider == "bedrock" else "model"
-    sides = [(model, projected.get(model) or "", _model(before, provider), _model(event, provider))]
+    named = recorded.request_model
+    sides = [(model, projected.get(model) or "", named(before), named(event))]
     skipped = CONVERSATION_KEYS[provider]
     keys = sorted({*projected, *new} - skipped)
     sides += [(k, projected.get(k), old.get(k), new.get(k)) for k in keys]

@@ -32,13 +32,22 @@ ENDINGS = st.sampled_from(["", " ", "\n", "\n\n", "\n- "])
 
 
 def recording(
-    api: str, *, events: list[dict[str, Any]] | None = None, body: Any = None
+    api: str,
+    *,
+    events: list[dict[str, Any]] | None = None,
+    body: Any = None,
+    request: Any = None,
+    url: str = "",
 ) -> list[Any]:
-    """One call of ``api``: the user's question, then the stream or the whole body."""
+    """One call of ``api``: the user's question, then the stream or the whole body;
+    ``request``, the request's body (default: the question to model "m"), sent to
+    ``url`` when given."""
     streamed = events is not None
-    request = {"model": "m", "messages": [{"role": "user", "content": "question"}]}
+    if request is None:
+        request = {"model": "m", "messages": [{"role": "user", "content": "question"}]}
+    head = {"type": "recording/request", "call": 0, "api": api, "body": request}
     out: list[dict[str, Any]] = [
-        {"type": "recording/request", "call": 0, "api": api, "body": request, "stream": streamed},
+        {**head, "stream": streamed, **({"url": url} if url else {})},
         {"type": "recording/response", "call": 0, "status": 200, "headers": {}},
     ]
     if events is not None:
@@ -336,6 +345,44 @@ def test_a_filtered_answer_with_no_message_is_shown() -> None:
     view = text_view(recording("openai.chat", body=body))
     assert "assistant (gpt-4o) [content_filter]" in view
     assert "[the provider's content filter stopped the answer]" in view
+
+
+# -- AWS Bedrock Converse ------------------------------------------------------------------
+
+
+def test_a_bedrock_answer_is_headed_by_the_model_its_request_named() -> None:
+    """Bedrock's answer names no model, streamed or whole: its request's path does
+    (``/model/{modelId}/converse-stream``). A real cassette (pydantic-ai's), and the
+    AI SDK's real stream and whole answer recorded under such a path."""
+    from replay import load_events
+
+    cassette = shared_path(
+        "fixtures",
+        "recorded",
+        "bedrock",
+        "pydantic-ai-test_bedrock_model_thinking_part_stream.yaml",
+    )
+    model = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+    events = load_events(cassette).events
+    assert f"\nassistant ({model}) [end_turn]\n" in text_view(events)
+    assert f'<span class="role">assistant</span><span class="model">{model}</span>' in (
+        html_view(events)
+    )
+    folder = shared_path("fixtures", "recorded", "bedrock")
+    stream = [
+        json.loads(line)
+        for line in (folder / "amazon-bedrock-text.chunks.txt").read_text().splitlines()
+        if line.strip()
+    ]
+    whole = json.loads((folder / "amazon-bedrock-text.json").read_text())
+    url = "https://bedrock-runtime.us-east-1.amazonaws.com/model/amazon.nova-pro-v1%3A0/converse"
+    request = {"messages": [{"role": "user", "content": [{"text": "question"}]}]}
+    for log in (
+        recording("bedrock.converse", events=stream, request=request, url=f"{url}-stream"),
+        recording("bedrock.converse", body=whole, request=request, url=url),
+    ):
+        assert "\nassistant (amazon.nova-pro-v1:0) [end_turn]\n" in text_view(log)
+        assert '<span class="model">amazon.nova-pro-v1:0</span>' in html_view(log)
 
 
 # -- a live page ------------------------------------------------------------------------------
