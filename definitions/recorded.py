@@ -114,6 +114,7 @@ __all__ = [
     "api_of_url",
     "calls",
     "conversation",
+    "conversation_calls",
     "detect",
     "event_type",
     "prepare",
@@ -951,12 +952,20 @@ def conversation(nodes: Iterable[Node]) -> list[Message]:
     """The conversation the nodes hold as generic messages: as the last request had
     it (earlier answers as it sent them back), then the last answer (a failed call's
     left out). See the module docstring."""
+    return conversation_calls(nodes)[0]
+
+
+def conversation_calls(nodes: Iterable[Node]) -> tuple[list[Message], list[int]]:
+    """``conversation(nodes)`` and, for each of its messages, the call whose request
+    is behind it: for an answer, the call that answered it; for anything else, the
+    call whose request first sent it. So the call before a model turn is made with
+    that request's model and settings (``convo context --calls``)."""
     nodes = tuple(nodes)
-    history: list[Message] = []
+    history: list[tuple[Message, int]] = []
     answers: dict[int, Message] = {}
     for call in calls(nodes):
         answers[call["call"]] = answer_message(call["api"], call["output"])
-    last: dict[str, Any] | None = None
+    last: RequestState | None = None
     for node in nodes:
         if node.kind != "recorded_request":
             continue
@@ -964,14 +973,15 @@ def conversation(nodes: Iterable[Node]) -> list[Message]:
         if state.kept is not None:
             del history[state.kept :]
         elif state.echo is not None:
-            history.append(state.echo)
+            history.append((state.echo, state.echoes if state.echoes is not None else state.call))
         elif state.echoes is not None:  # a continued request: the answer is not in it
-            history.append(answers.get(state.echoes, _EMPTY_ANSWER))
-        history.extend(state.messages)
-        last = {"call": state.call, "failed": state.failed}
-    if last is not None and last["failed"] is None:
-        history.append(answers.get(last["call"], _EMPTY_ANSWER))
-    return [m for m in history if m.content]
+            history.append((answers.get(state.echoes, _EMPTY_ANSWER), state.echoes))
+        history.extend((message, state.call) for message in state.messages)
+        last = state
+    if last is not None and last.failed is None:
+        history.append((answers.get(last.call, _EMPTY_ANSWER), last.call))
+    kept = [(m, call) for m, call in history if m.content]
+    return [m for m, _ in kept], [call for _, call in kept]
 
 
 _EMPTY_ANSWER: Final = Message(role=Role.assistant, content=())

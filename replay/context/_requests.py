@@ -41,13 +41,13 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
 import msgspec
 
-from definitions import ProtocolSet
+from definitions import ProtocolSet, recorded
 from definitions._requests_read import PROVIDERS, api_of, model_of_url
 from definitions._settings import limited
 from definitions.conversation import answer_unanswered, conversation_messages
@@ -76,6 +76,7 @@ __all__ = [
     "Prefix",
     "build",
     "carried",
+    "carried_by_call",
     "check_requests",
     "conversation_items",
     "definition_set_of",
@@ -194,6 +195,26 @@ def carried(events: Iterable[Any], provider: str, options: ContextOptions) -> Ca
     tools, tool choice and settings of the last request ``events`` recorded
     (``definitions.gateways.carry``), then ``options``' overrides."""
     last: dict[str, Any] | None = None
+    for event in _recorded_requests(events):
+        last = event
+    return _carried(last, provider, options)
+
+
+def carried_by_call(
+    events: Iterable[Any], provider: str, options: ContextOptions
+) -> dict[int, Carried]:
+    """What the request before each recorded call carries (``carried`` of the request
+    recorded for it), by call number: an agent's calls need not share their model or
+    settings (a cheaper model to title the chat, more tokens for the last answer)."""
+    return {
+        event["call"]: _carried(event, provider, options)
+        for event in _recorded_requests(events)
+        if type(event.get("call")) is int
+    }
+
+
+def _recorded_requests(events: Iterable[Any]) -> Iterator[dict[str, Any]]:
+    """The ``recording/request`` events of a provider API with a JSON body."""
     for event in events:
         if (
             isinstance(event, dict)
@@ -201,15 +222,20 @@ def carried(events: Iterable[Any], provider: str, options: ContextOptions) -> Ca
             and isinstance(event.get("body"), dict)
             and api_of(event) in PROVIDERS
         ):
-            last = event
-    if last is None:
+            yield event
+
+
+def _carried(request: dict[str, Any] | None, provider: str, options: ContextOptions) -> Carried:
+    """What ``request`` (a recorded one, or ``None``) carries to ``provider``, then
+    ``options``' overrides."""
+    if request is None:
         found = Carried(provider=provider)
     else:
-        url = last.get("url")
+        url = request.get("url")
         found = carry(
             provider,
-            PROVIDERS[str(api_of(last))],
-            last["body"],
+            PROVIDERS[str(api_of(request))],
+            request["body"],
             model=model_of_url(url) if isinstance(url, str) else "",
         )
     model = options.model or found.model
@@ -267,7 +293,9 @@ def requests(
     ``prefix`` folds the log's (non-record) events as they come; the default is a
     live engine of the log's own definition set (``check_requests`` passes other
     folds). ``progress`` is called as each request is built. ``head`` is what each
-    request carries beside the conversation (default: ``carried``). ``ValueError``
+    request carries beside the conversation (default: ``carried``); in a recording,
+    the request before a recorded call carries what that call's request did
+    (``carried_by_call``), ``head`` the rest (the request after the log). ``ValueError``
     for an unknown provider or a record that does not fit the log.
     """
     listed = list(events)
@@ -279,7 +307,8 @@ def requests(
         prefix = Prefix(definition_set_of(plain))
     if any(is_record(e) for e in listed):
         return _replayed(listed, target, options, head, prefix, progress or _nothing)
-    return _projected(prefix.extend(plain), target, options, head, progress or _nothing)
+    heads = carried_by_call(listed, provider, options)
+    return _projected(prefix.extend(plain), target, options, head, heads, progress or _nothing)
 
 
 @attrs.frozen(kw_only=True)
@@ -362,9 +391,19 @@ def _projected(
     target: Gateway,
     options: ContextOptions,
     head: Carried,
+    heads: Mapping[int, Carried],
     progress: Callable[[], None],
 ) -> list[Call]:
-    conversation = conversation_messages(nodes)
+    # The call before a model turn carries what the request behind the turn carried
+    # (by the turn's identity: dropping compactions keeps every model turn's object).
+    made_by: dict[int, Carried] = {}
+    if heads and any(node.kind == "recorded_request" for node in nodes):
+        conversation, behind = recorded.conversation_calls(nodes)
+        made_by = {
+            id(m): heads.get(call, head) for m, call in zip(conversation, behind, strict=True)
+        }
+    else:
+        conversation = conversation_messages(nodes)
     if not options.compaction:
         conversation = without_compactions(conversation)
     coop = CoopContext(Context(target))
@@ -376,7 +415,8 @@ def _projected(
             # each model turn answers one call
             coop.extend(feeder.feed(conversation, index))
             coop.render()
-            calls.append(_call(len(calls), None, target, coop.context, head, notes))
+            made = made_by.get(id(message), head)
+            calls.append(_call(len(calls), None, target, coop.context, made, notes))
             progress()
         found = compaction_of(message)
         if found is not None:  # the next call starts at it
