@@ -49,7 +49,7 @@ from definitions.conversation import conversation_messages
 from definitions.gateways import gateway
 from engine import Context, Message, Native, Node, Reasoning, Role, Text, ToolCall, ToolResult
 
-from ._requests import ContextOptions, carried
+from ._requests import ContextOptions, carried, is_recorded_request
 
 __all__ = ["Figure", "Reproduction", "describe_requests", "reproduce"]
 
@@ -117,22 +117,13 @@ def reproduce(events: Iterable[Any]) -> Figure:
     count = 0
     compared: list[Reproduction] = []
     for position, event in enumerate(events):
-        if _is_request(event):
+        if is_recorded_request(event):
             count += 1
             if previous is not None:
                 compared.append(_compare(previous, event, position, engine.nodes()))
             previous = event
         engine.push(event)
     return Figure(requests=count, compared=tuple(compared))
-
-
-def _is_request(event: Any) -> bool:
-    return (
-        isinstance(event, dict)
-        and event.get("type") == "recording/request"
-        and isinstance(event.get("body"), dict)
-        and api_of(event) in PROVIDERS
-    )
 
 
 def _compare(

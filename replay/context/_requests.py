@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -65,6 +65,7 @@ from engine import (
     without_compactions,
 )
 
+from ..logs.sessions import MODEL_EVENT
 from ..protocols._detect import detect_protocol, protocol_definitions
 
 __all__ = [
@@ -81,6 +82,7 @@ __all__ = [
     "conversation_items",
     "definition_set_of",
     "is_record",
+    "is_recorded_request",
     "next_request",
     "render_event",
     "request_bytes",
@@ -195,9 +197,28 @@ def carried(events: Iterable[Any], provider: str, options: ContextOptions) -> Ca
     tools, tool choice and settings of the last request ``events`` recorded
     (``definitions.gateways.carry``), then ``options``' overrides."""
     last: dict[str, Any] | None = None
-    for event in _recorded_requests(events):
-        last = event
-    return _carried(last, provider, options)
+    session: dict[str, Any] | None = None  # an agent session's latest model
+    for event in events:
+        if is_recorded_request(event):
+            last = event
+        elif isinstance(event, dict) and event.get("type") == MODEL_EVENT:
+            session = event
+    if last is not None:
+        return _carried(last, provider, options)
+    found = Carried(provider=provider) if session is None else _session_model(session, provider)
+    return _overridden(found, provider, options)
+
+
+def _session_model(event: dict[str, Any], provider: str) -> Carried:
+    """What a session's model event (``replay.logs.sessions.MODEL_EVENT``) carries to
+    ``provider``: its model, when it is a model of ``provider`` (or the session does
+    not say whose it is)."""
+    model = event.get("model")
+    model = model if isinstance(model, str) else ""
+    whose = event.get("provider")
+    if whose and whose != provider:
+        return Carried(provider=provider, recorded=model)
+    return Carried(provider=provider, model=model, recorded=model)
 
 
 def carried_by_call(
@@ -208,36 +229,35 @@ def carried_by_call(
     settings (a cheaper model to title the chat, more tokens for the last answer)."""
     return {
         event["call"]: _carried(event, provider, options)
-        for event in _recorded_requests(events)
+        for event in filter(is_recorded_request, events)
         if type(event.get("call")) is int
     }
 
 
-def _recorded_requests(events: Iterable[Any]) -> Iterator[dict[str, Any]]:
-    """The ``recording/request`` events of a provider API with a JSON body."""
-    for event in events:
-        if (
-            isinstance(event, dict)
-            and event.get("type") == "recording/request"
-            and isinstance(event.get("body"), dict)
-            and api_of(event) in PROVIDERS
-        ):
-            yield event
+def is_recorded_request(event: Any) -> bool:
+    """Whether ``event`` is a ``recording/request`` to a provider API, with a JSON body."""
+    return (
+        isinstance(event, dict)
+        and event.get("type") == "recording/request"
+        and isinstance(event.get("body"), dict)
+        and api_of(event) in PROVIDERS
+    )
 
 
-def _carried(request: dict[str, Any] | None, provider: str, options: ContextOptions) -> Carried:
-    """What ``request`` (a recorded one, or ``None``) carries to ``provider``, then
-    ``options``' overrides."""
-    if request is None:
-        found = Carried(provider=provider)
-    else:
-        url = request.get("url")
-        found = carry(
-            provider,
-            PROVIDERS[str(api_of(request))],
-            request["body"],
-            model=model_of_url(url) if isinstance(url, str) else "",
-        )
+def _carried(request: dict[str, Any], provider: str, options: ContextOptions) -> Carried:
+    """What a recorded ``request`` carries to ``provider``, then ``options``' overrides."""
+    url = request.get("url")
+    found = carry(
+        provider,
+        PROVIDERS[str(api_of(request))],
+        request["body"],
+        model=model_of_url(url) if isinstance(url, str) else "",
+    )
+    return _overridden(found, provider, options)
+
+
+def _overridden(found: Carried, provider: str, options: ContextOptions) -> Carried:
+    """``found`` with ``options``' model and output limit in their place."""
     model = options.model or found.model
     settings = found.options
     if options.max_tokens is not None:
