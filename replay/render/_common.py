@@ -122,9 +122,13 @@ class ToolJoin:
 class Paragraphs:
     """The paragraphs of a view's texts split into nodes (``definitions._render``'s
     ``join_paragraphs``), from the definitions' ``continues`` and ``text_piece``
-    members. ``of(nodes)`` is each node key's ``Joined`` (its paragraph, or that it
-    continues one). Each node is asked once per state object; a view in which no node
-    continues another (most) costs no walk over it."""
+    members, kept up to date by ``of``: ``joined`` is, per node key, its paragraph or
+    that it continues one; ``heads`` the head of each node that continues one.
+
+    Each node is asked once per state object. A live view's change costs the runs it
+    touches, not the view: a changed node in no run, that continues none, costs
+    nothing; one in a run, that run read again (its neighbours found by the node's
+    place, re-indexed only when the view's nodes change)."""
 
     def __init__(self, definitions: Iterable[Any]) -> None:
         definitions = tuple(definitions)
@@ -133,31 +137,88 @@ class Paragraphs:
         self._seen: dict[str, object] = {}  # key -> the state object last asked
         self._on: set[str] = set()  # the keys of the nodes that continue
         self._piece: dict[str, tuple[object, tuple[str, str] | None]] = {}
+        self._at: dict[str, int] = {}  # key -> its place in the view last indexed
+        self.joined: dict[str, Joined] = {}
+        self.heads: dict[str, str] = {}
 
-    def of(self, nodes: Iterable[Node], changed: Iterable[Node] | None = None) -> dict[str, Joined]:
-        """Per node key, its paragraph (a key absent: none). ``changed``: the nodes new
-        or changed since the last call (``ToolJoin.of``'s), so only those are asked."""
+    def of(self, nodes: Iterable[Node], changed: Iterable[Node] | None = None) -> set[str]:
+        """Read ``nodes`` (the whole view; ``changed``: the nodes new or changed since
+        the last call, when known, so only those are asked); the keys whose entry in
+        ``joined`` changed."""
         if not (self._continues and self._pieces):
-            return {}
+            return set()
         nodes = tuple(nodes)
         seen, on = self._seen, self._on
+        dirty: list[str] = []
         for node in nodes if changed is None else changed:
-            if seen.get(node.key) is node.state:
+            key = node.key
+            if seen.get(key) is node.state:
                 continue
-            seen[node.key] = node.state
+            seen[key] = node.state
             member = self._continues.get(node.kind)
+            was = key in on
             if member is not None and call_member(member, node, "continues"):
-                on.add(node.key)
+                on.add(key)
+            elif was:
+                on.discard(key)
+            if was or key in on or key in self.joined:
+                dirty.append(key)
+        if changed is None or len(seen) != len(nodes):  # read whole (or nodes gone)
+            if len(seen) != len(nodes):
+                keep = {node.key for node in nodes}
+                self._seen = {k: v for k, v in seen.items() if k in keep}
+                self._on = on & keep
+                self._piece = {k: v for k, v in self._piece.items() if k in keep}
+            gone = {key for key in self.joined if key not in self._seen}
+            for key in gone:
+                del self.joined[key]
+                self.heads.pop(key, None)
+            return gone | self._redo(nodes, 0, len(nodes))
+        touched: set[str] = set()
+        for key in dirty:
+            at = self._place(nodes, key)
+            for start in (at - 1, at) if at else (at,):
+                # The run holding the node at ``start``: from its head to its end.
+                head, end = start, start + 1
+                while head > 0 and nodes[head].key in on:
+                    head -= 1
+                while end < len(nodes) and nodes[end].key in on:
+                    end += 1
+                touched |= self._redo(nodes, head, end)
+        return touched
+
+    def _place(self, nodes: tuple[Node, ...], key: str) -> int:
+        at = self._at.get(key)
+        if at is None or at >= len(nodes) or nodes[at].key != key:
+            self._at = {node.key: n for n, node in enumerate(nodes)}
+            at = self._at[key]
+        return at
+
+    def _redo(self, nodes: tuple[Node, ...], start: int, end: int) -> set[str]:
+        """Read the runs of ``nodes[start:end]`` again (``start``: a run's head); the
+        keys whose entry changed."""
+        part = nodes[start:end]
+        on = self._on
+        fresh = join_paragraphs(part, lambda node: node.key in on, self._text_piece)
+        touched: set[str] = set()
+        head = ""
+        for node in part:
+            key = node.key
+            new = fresh.get(key)
+            if new is not None and not new.continued:
+                head = key
+            if new is not None and new.continued:
+                self.heads[key] = head
             else:
-                on.discard(node.key)
-        if len(seen) != len(nodes):  # nodes gone (another view): forget them
-            keep = {node.key for node in nodes}
-            self._seen = {k: v for k, v in seen.items() if k in keep}
-            self._on = on = on & keep
-            self._piece = {k: v for k, v in self._piece.items() if k in keep}
-        if not on:
-            return {}
-        return join_paragraphs(nodes, lambda node: node.key in on, self._text_piece)
+                self.heads.pop(key, None)
+            if self.joined.get(key) == new:
+                continue
+            touched.add(key)
+            if new is None:
+                del self.joined[key]
+            else:
+                self.joined[key] = new
+        return touched
 
     def _text_piece(self, node: Node) -> tuple[str, str] | None:
         cached = self._piece.get(node.key)

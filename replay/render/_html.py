@@ -160,7 +160,7 @@ class HtmlRenderer:
         self._cache: dict[str, _Rendered] = {}
         self._tools = ToolJoin(definitions)
         self._paragraphs = Paragraphs(definitions)
-        self._heads: dict[str, str] = {}  # a continued node's key -> its paragraph's head
+        self._tool_joins: dict[str, Joined] = {}  # the tool join last read
         self._joins: dict[str, Joined] = {}
         self.hits = 0
         self.misses = 0
@@ -172,30 +172,31 @@ class HtmlRenderer:
         view's notification): only those are read."""
         nodes = tuple(nodes)
         changed = None if changed is None else tuple(changed)
-        before = self._joins
-        after = self._tools.of(nodes, changed)
-        texts = self._paragraphs.of(nodes, changed)
-        self._heads = heads = dict[str, str]()
-        if texts:  # a text split into nodes: the paragraph its first node shows
-            after = {**after}
-            head = ""
-            for key, text in texts.items():  # each head, then the nodes continuing it
-                if text.continued:
-                    heads[key] = head
-                else:
-                    head = key
-                joined = after.get(key, NOT_JOINED)
-                after[key] = attrs.evolve(
-                    joined, paragraph=text.paragraph, continued=text.continued
-                )
-        self._joins = after
-        if after is before:
-            return set()
-        return {
-            key
-            for key in before.keys() | after.keys()
-            if before.get(key, NOT_JOINED) != after.get(key, NOT_JOINED)
-        }
+        tools = self._tools.of(nodes, changed)
+        keys = self._paragraphs.of(nodes, changed)
+        before = self._tool_joins
+        if tools is not before:
+            self._tool_joins = tools
+            keys |= {
+                key
+                for key in before.keys() | tools.keys()
+                if before.get(key, NOT_JOINED) != tools.get(key, NOT_JOINED)
+            }
+        texts = self._paragraphs.joined
+        out: set[str] = set()
+        for key in keys:
+            joined = tools.get(key, NOT_JOINED)
+            text = texts.get(key)
+            if text is not None:  # a text split into nodes: the paragraph its first shows
+                joined = attrs.evolve(joined, paragraph=text.paragraph, continued=text.continued)
+            if self._joins.get(key, NOT_JOINED) == joined:
+                continue
+            out.add(key)
+            if joined == NOT_JOINED:
+                self._joins.pop(key, None)
+            else:
+                self._joins[key] = joined
+        return out
 
     def fragment(self, node: Node) -> str:
         """The node wrapped in ``<article id=key data-key data-kind data-seq>``."""
@@ -269,7 +270,7 @@ class HtmlRenderer:
         if join.continued and not shown:
             # Shown in its paragraph's head: it keeps the head's turn, so the turn
             # goes on across it to the bubble after it.
-            head = self._cache.get(self._heads.get(node.key, ""))
+            head = self._cache.get(self._paragraphs.heads.get(node.key, ""))
             turn = head.turn if head is not None else ""
         role = f' data-turn="{turn}"' if turn else ""
         pieces[0] = (

@@ -428,6 +428,48 @@ def test_a_live_page_redraws_a_call_card_when_its_result_arrives() -> None:
     assert call.key in {node.key for node, _ in latest[2]}
 
 
+def test_a_live_page_redraws_a_sentence_as_its_cited_pieces_stream() -> None:
+    """Each piece of a cited sentence streams into a node of its own: the renderer's
+    join names the sentence's first node as changed, so a live page sends its
+    paragraph again, each time with the text so far, the later pieces hidden."""
+    from replay.render._html import HtmlRenderer
+
+    blocks: list[Block] = [
+        ({"type": "text", "text": ""}, [{"type": "text_delta", "text": "It is "}]),
+        (
+            {"type": "text", "text": "", "citations": []},
+            [
+                {"type": "citations_delta", "citation": citation(1)},
+                {"type": "text_delta", "text": "sun"},
+                {"type": "text_delta", "text": "ny"},
+            ],
+        ),
+        ({"type": "text", "text": ""}, [{"type": "text_delta", "text": " today."}]),
+    ]
+    events = recording("anthropic.messages", events=anthropic_events(blocks, "end_turn"))
+    renderer = HtmlRenderer(recorded.DEFINITIONS)
+    head = "anthropic_block:call-0/msg_1/0"
+    engine = recorded.PROTOCOL.engine()
+    states: dict[str, object] = {}
+    seen = []
+    for event in events:  # as a live server folds them: one by one, told what changed
+        engine.push(event)
+        nodes = engine.nodes()
+        changed = [n for n in nodes if states.get(n.key) is not n.state]
+        states = {n.key: n.state for n in nodes}
+        if head in renderer.join(nodes, changed):  # what the server sends again
+            [first] = [n for n in nodes if n.key == head]
+            seen.append(page_text(f'<div class="conversation">{renderer.fragment(first)}'))
+    assert seen == [
+        "assistant It is",  # the cited block starts: it joins the sentence
+        "assistant It is Source 1",  # its citation comes before its text
+        "assistant It is sun Source 1",
+        "assistant It is sunny Source 1",
+        "assistant It is sunny Source 1",  # the next block starts, empty
+        "assistant It is sunny Source 1 today.",
+    ]
+
+
 # -- OpenAI Responses -------------------------------------------------------------------------
 
 
