@@ -245,6 +245,45 @@ def test_a_cited_sentence_is_one_paragraph_in_html() -> None:
     ]
 
 
+PIECE = st.text("ab <&\ue000\ue0017", min_size=0, max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(PIECE, st.booleans()), min_size=1, max_size=5))
+def test_a_split_sentence_reads_whole_with_each_citation_after_its_piece(
+    pieces: list[tuple[str, bool]],
+) -> None:
+    """Whatever the pieces hold (markup, the private-use characters the renderer
+    marks citations with), the paragraph reads as their texts joined, each cited
+    piece's source right after it, escaped; with and without markdown-it."""
+    from definitions import _render
+
+    cited = [
+        (text, _render.cite_link(f"https://e.example/{n}", f"<S{n}>") if cite else "")
+        for n, (text, cite) in enumerate(pieces)
+    ]
+    # A citation goes after its piece's text, before the space or line break ending it.
+    said = "".join(
+        f"{text.rstrip()} <S{n}>{text[len(text.rstrip()) :]}" if cite else text
+        for n, (text, cite) in enumerate(pieces)
+    )
+    want = " ".join(said.split())
+
+    def read(html: str) -> str:
+        return " ".join(unescape(re.sub(r"<[^>]*>", "", html)).split())
+
+    html = _render.cited_markdown(cited)
+    assert "<S" not in html  # every title escaped
+    assert read(html) == want
+    plain = _render._markdown_it
+    try:
+        _render._markdown_it = lambda: None  # type: ignore[assignment]
+        html = _render.cited_markdown(cited)
+    finally:
+        _render._markdown_it = plain
+    assert read(html) == want
+
+
 def test_a_real_cited_answer_reads_as_it_was_written() -> None:
     """A real web-search answer (the AI SDK's recording): its sentences split by
     citations read whole, each citation where it was, streamed or whole, on the page
