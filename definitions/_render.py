@@ -264,6 +264,9 @@ def cited_markdown(pieces: Iterable[tuple[object, str]], cls: str = "text") -> s
     each piece's ``cites`` (built HTML, or "") inline after its text. No
     ``data-blocks``: a live page sends a split text whole, never by blocks."""
     shown = [(str(text), cites) for text, cites in pieces]
+    if shown and trailing_marker(shown[-1][0]):  # a list item's marker with no text yet
+        last, linked = shown[-1]
+        shown[-1] = (last[: last.rfind("\n") + 1], linked)
     # Where each piece's citations go, while the Markdown renders: a private-use
     # character the text does not hold, around the citations' number.
     mark = next(
@@ -749,13 +752,13 @@ def join_paragraphs(
     continues: Callable[[Any], bool],
     piece: Callable[[Any], tuple[str, str] | None],
 ) -> dict[str, Joined]:
-    """Per node key, the paragraph it heads or that it continues one (nodes in no
-    run left out). A citation splits a sentence into nodes, each rendered alone: a
-    node that ``continues`` (its text goes on the line of the text before it, as the
-    terminal view puts it) joins the run of the node before it, when that one has a
-    text ``piece`` (its text and its citations' HTML); the first node of a run of two
-    or more shows their pieces as one paragraph (``cited_markdown``), the others
-    nothing."""
+    """Per node key, the text it heads or that it continues one (nodes in no run
+    left out). A citation splits a sentence or a list into nodes, each rendered
+    alone: a node that ``continues`` (its text goes on from the text before it: on
+    its line, or as the next list item) joins the run of the node before it, when
+    that one has a text ``piece`` (its text and its citations' HTML); the first node
+    of a run of two or more shows their pieces as one Markdown text
+    (``cited_markdown``), the others nothing."""
     out: dict[str, Joined] = {}
     run: list[Any] = []
 

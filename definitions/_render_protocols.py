@@ -135,13 +135,13 @@ def anthropic_block(
     return tool_card(kind, "", result=_rest(block))
 
 
-def anthropic_text_piece(block: Mapping[str, Any], marker: str = "") -> tuple[str, str] | None:
-    """A text block as a piece of a paragraph a citation split: its text as it reads
-    (``list_item_text``) and its citations inline; ``None`` for another block."""
+def anthropic_text_piece(block: Mapping[str, Any]) -> tuple[str, str] | None:
+    """A text block as a piece of the text a citation split: its text as written
+    (the pieces joined are the answer's text, list markers in place) and its
+    citations inline; ``None`` for another block."""
     if block.get("type") != "text":
         return None
-    text = list_item_text(str(block.get("text", "")), marker)
-    return text, _citations(block.get("citations") or (), inline=True)
+    return str(block.get("text", "")), _citations(block.get("citations") or (), inline=True)
 
 
 def _tool_name(block: Mapping[str, Any]) -> str:
@@ -546,21 +546,21 @@ def _anthropic_follows(
 
 def anthropic_html(message: Mapping[str, Any]) -> str:
     """A whole ``Message``: its metadata row, then its blocks in order; a sentence
-    citations split into blocks as one paragraph, the citations inline."""
+    (or a list) citations split into blocks as one text, the citations inline."""
     usage = message.get("usage")
     out = [anthropic_message(message, message.get("stop_reason"), usage or {})]
     run: list[tuple[Mapping[str, Any], str]] = []  # text blocks on one line, in order
 
     def close() -> None:
         if len(run) > 1:
-            found = [anthropic_text_piece(block, marker) for block, marker in run]
+            found = [anthropic_text_piece(block) for block, _ in run]
             out.append(bubble("assistant", cited_markdown(p for p in found if p is not None)))
         elif run:
             out.append(anthropic_block(run[0][0], stopped=True, marker=run[0][1]))
         run.clear()
 
     for block, marker, on_line in _anthropic_follows(_maps(message.get("content"))):
-        if not (run and on_line):
+        if not (run and (on_line or marker)):  # a sentence, or a list, goes on
             close()
         if block.get("type") == "text":
             run.append((block, marker))

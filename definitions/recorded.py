@@ -700,7 +700,7 @@ class _InCallDefinition:
         many = getattr(inner, "update_many", None)
         if many is not None:
             self.update_many = lambda state, events: many(state, [e.inner for e in events])
-        members = ("render_text", "render_html", "render_json", "continues", "text_piece")
+        members = ("render_text", "render_html", "render_json", "continues", "joins", "text_piece")
         for member in (*members, "tool_calls", "tool_results"):
             render = getattr(inner, member, None)
             if render is not None:

@@ -121,7 +121,7 @@ class ToolJoin:
 
 class Paragraphs:
     """The paragraphs of a view's texts split into nodes (``definitions._render``'s
-    ``join_paragraphs``), from the definitions' ``continues`` and ``text_piece``
+    ``join_paragraphs``), from the definitions' ``joins`` and ``text_piece``
     members, kept up to date by ``of``: ``joined`` is, per node key, its paragraph or
     that it continues one; ``heads`` the head of each node that continues one.
 
@@ -132,10 +132,10 @@ class Paragraphs:
 
     def __init__(self, definitions: Iterable[Any]) -> None:
         definitions = tuple(definitions)
-        self._continues = members(definitions, "continues")
+        self._continues = members(definitions, "joins")
         self._pieces = members(definitions, "text_piece")
         self._seen: dict[str, object] = {}  # key -> the state object last asked
-        self._on: set[str] = set()  # the keys of the nodes that continue
+        self._on: set[str] = set()  # the keys of the nodes that join the one before
         self._piece: dict[str, tuple[object, tuple[str, str] | None]] = {}
         self._at: dict[str, int] = {}  # key -> its place in the view last indexed
         self.joined: dict[str, Joined] = {}
@@ -157,7 +157,7 @@ class Paragraphs:
             seen[key] = node.state
             member = self._continues.get(node.kind)
             was = key in on
-            if member is not None and call_member(member, node, "continues"):
+            if member is not None and call_member(member, node, "joins"):
                 on.add(key)
             elif was:
                 on.discard(key)

@@ -304,11 +304,21 @@ def test_a_real_cited_answer_reads_as_it_was_written() -> None:
         rf"10 a\.m\. JST\. \[The all-new [^\]]*{source}[^\]]*\] Opened in 2003 [^\n]* space\. "
         rf"\[[^\]]*\]\n\n## Recent Apple Product Updates\n"
     )
+    # A list whose items citations split off: one list, each item's source in it.
+    item = r'<li>{}[^<]* <span class="citations inline"><a class="cite" [^>]*>📰 Major'
+    item += r"[^<]*</a></span></li>"
+    listed = re.compile(
+        r"<p>Key highlights include:</p>\n<ul>\n"
+        + "\n".join(item.format(word) for word in ("Microsoft", "Oracle", "Google"))
+        + "\n</ul>"
+    )
     for log in (
         recording("anthropic.messages", events=events),
         recording("anthropic.messages", body=message),
     ):
-        assert sentence.search(html_view(log))
+        page = html_view(log)
+        assert sentence.search(page)
+        assert listed.search(page)
         assert said.search(text_view(log))
 
 
