@@ -749,13 +749,13 @@ def join_tools(
 
 def join_paragraphs(
     nodes: Iterable[Any],
-    continues: Callable[[Any], bool],
+    joins: Callable[[Any], bool],
     piece: Callable[[Any], tuple[str, str] | None],
 ) -> dict[str, Joined]:
     """Per node key, the text it heads or that it continues one (nodes in no run
     left out). A citation splits a sentence or a list into nodes, each rendered
-    alone: a node that ``continues`` (its text goes on from the text before it: on
-    its line, or as the next list item) joins the run of the node before it, when
+    alone: a node that ``joins`` (its text goes on from the text before it: on its
+    line, or as the next list item) joins the run of the node before it, when
     that one has a text ``piece`` (its text and its citations' HTML); the first node
     of a run of two or more shows their pieces as one Markdown text
     (``cited_markdown``), the others nothing."""
@@ -778,7 +778,7 @@ def join_paragraphs(
         run.clear()
 
     for node in nodes:
-        if not (run and continues(node)):
+        if not (run and joins(node)):
             close()
         run.append(node)
     close()

@@ -132,7 +132,7 @@ class Paragraphs:
 
     def __init__(self, definitions: Iterable[Any]) -> None:
         definitions = tuple(definitions)
-        self._continues = members(definitions, "joins")
+        self._joins = members(definitions, "joins")
         self._pieces = members(definitions, "text_piece")
         self._seen: dict[str, object] = {}  # key -> the state object last asked
         self._on: set[str] = set()  # the keys of the nodes that join the one before
@@ -145,7 +145,7 @@ class Paragraphs:
         """Read ``nodes`` (the whole view; ``changed``: the nodes new or changed since
         the last call, when known, so only those are asked); the keys whose entry in
         ``joined`` changed."""
-        if not (self._continues and self._pieces):
+        if not (self._joins and self._pieces):
             return set()
         nodes = tuple(nodes)
         seen, on = self._seen, self._on
@@ -155,7 +155,7 @@ class Paragraphs:
             if seen.get(key) is node.state:
                 continue
             seen[key] = node.state
-            member = self._continues.get(node.kind)
+            member = self._joins.get(node.kind)
             was = key in on
             if member is not None and call_member(member, node, "joins"):
                 on.add(key)
