@@ -84,7 +84,8 @@ def test_the_command_needs_no_model_for_a_session(
     status = main(["context", str(session(*CODEX)), "-p", "openai-responses"])
     out, err = capsys.readouterr()
     assert (status, json.loads(out)["model"], err) == (0, "gpt-5.1-codex", "")
-    # A session that names no model (SWE-agent's trajectory): still an error, one line.
+    # A session whose model is not read (SWE-agent's trajectory; this one's was a
+    # replay): still an error, one line.
     traj = session("swe-agent", "marshmallow-code__marshmallow-1867.traj")
     status = main(["context", str(traj), "-p", "anthropic"])
     out, err = capsys.readouterr()
