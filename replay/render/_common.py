@@ -126,9 +126,9 @@ class Paragraphs:
     that it continues one; ``heads`` the head of each node that continues one.
 
     Each node is asked once per state object. A live view's change costs the runs it
-    touches, not the view: a changed node in no run, that continues none, costs
-    nothing; one in a run, that run read again (its neighbours found by the node's
-    place, re-indexed only when the view's nodes change)."""
+    touches, not the view: nothing in a view where no node joins another; else the
+    runs around each changed node read again (found by the node's place, re-indexed
+    only when the view's nodes change), a node in none costing a look each side."""
 
     def __init__(self, definitions: Iterable[Any]) -> None:
         definitions = tuple(definitions)
@@ -156,13 +156,11 @@ class Paragraphs:
                 continue
             seen[key] = node.state
             member = self._joins.get(node.kind)
-            was = key in on
             if member is not None and call_member(member, node, "joins"):
                 on.add(key)
-            elif was:
+            else:
                 on.discard(key)
-            if was or key in on or key in self.joined:
-                dirty.append(key)
+            dirty.append(key)
         if changed is None or len(seen) != len(nodes):  # read whole (or nodes gone)
             if len(seen) != len(nodes):
                 keep = {node.key for node in nodes}
@@ -175,8 +173,12 @@ class Paragraphs:
                 self.heads.pop(key, None)
             return gone | self._redo(nodes, 0, len(nodes))
         touched: set[str] = set()
+        if not (on or self.joined):  # no run, before or now: nothing to read
+            return touched
         for key in dirty:
             at = self._place(nodes, key)
+            if at < 0:  # told of a node not in the view
+                continue
             for start in (at - 1, at) if at else (at,):
                 # The run holding the node at ``start``: from its head to its end.
                 head, end = start, start + 1
@@ -188,10 +190,11 @@ class Paragraphs:
         return touched
 
     def _place(self, nodes: tuple[Node, ...], key: str) -> int:
+        """Where the node ``key`` is in ``nodes`` (-1: not there)."""
         at = self._at.get(key)
         if at is None or at >= len(nodes) or nodes[at].key != key:
             self._at = {node.key: n for n, node in enumerate(nodes)}
-            at = self._at[key]
+            at = self._at.get(key, -1)
         return at
 
     def _redo(self, nodes: tuple[Node, ...], start: int, end: int) -> set[str]:

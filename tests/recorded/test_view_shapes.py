@@ -18,6 +18,7 @@ import re
 from html import unescape
 from typing import Any
 
+import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -517,6 +518,76 @@ def test_a_live_page_redraws_a_sentence_as_its_cited_pieces_stream() -> None:
         "assistant It is sunny Source 1",  # the next block starts, empty
         "assistant It is sunny Source 1 today.",
     ]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(anthropic_blocks(), min_size=1, max_size=3))
+def test_a_live_join_is_the_join_of_the_whole_view(messages: list[list[Block]]) -> None:
+    """However the cited answers stream (several, one after another), the join kept up
+    to date from each change is the one a fresh renderer makes of the whole view."""
+    from replay.render._html import HtmlRenderer
+
+    events: list[dict[str, Any]] = []
+    for n, blocks in enumerate(messages):
+        streamed = anthropic_events(blocks, "end_turn")
+        streamed[0] = {**streamed[0], "message": {**streamed[0]["message"], "id": f"msg_{n}"}}
+        events += streamed
+    live = HtmlRenderer(recorded.DEFINITIONS)
+    engine = recorded.PROTOCOL.engine()
+    states: dict[str, object] = {}
+    for event in recording("anthropic.messages", events=events):
+        engine.push(event)
+        nodes = engine.nodes()
+        changed = [n for n in nodes if states.get(n.key) is not n.state]
+        states = {n.key: n.state for n in nodes}
+        live.join(nodes, changed)
+        whole = HtmlRenderer(recorded.DEFINITIONS)
+        whole.join(nodes)
+        assert live._joins == whole._joins
+        assert live._paragraphs.heads == whole._paragraphs.heads
+
+
+class _Piece:
+    """A kind whose nodes' state is ``(joins, text)``: any node may start or stop
+    joining the one before it, which no provider's stream does."""
+
+    kind = "piece"
+
+    def joins(self, node: Any) -> bool:
+        return bool(node.state[0])
+
+    def text_piece(self, node: Any) -> tuple[str, str] | None:
+        return (node.state[1], "") if node.state[1] else None  # "": no text to join
+
+
+@attrs.frozen
+class _Node:
+    key: str
+    state: tuple[bool, str]
+    kind: str = "piece"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 7), st.booleans(), st.sampled_from(["a", "b", ""]))))
+def test_paragraphs_kept_up_to_date_are_those_of_the_whole_view(
+    steps: list[tuple[int, bool, str]],
+) -> None:
+    """Each step sets one node's state (a new node when past the last), the join told
+    only of it; the join then is the one read from the whole view."""
+    from replay.render._common import Paragraphs
+
+    live = Paragraphs([_Piece()])
+    nodes: list[_Node] = []
+    for at, joins, text in steps:
+        node = _Node(f"piece:{min(at, len(nodes))}", (joins, text))
+        if at < len(nodes):
+            nodes[at] = node
+        else:
+            nodes.append(node)
+        live.of(nodes, [node])
+        whole = Paragraphs([_Piece()])
+        whole.of(nodes)
+        assert (live.joined, live.heads) == (whole.joined, whole.heads)
 
 
 # -- OpenAI Responses -------------------------------------------------------------------------
