@@ -8,7 +8,7 @@ bubble, calls as tool cards, reasoning folded, results and citations as links.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 from ._render import (
@@ -18,12 +18,15 @@ from ._render import (
     call_key,
     carried,
     cite_link,
+    cited_markdown,
     code,
+    continued,
     folded,
     line,
     list_item_text,
     long_text,
     markdown,
+    paragraph,
     payload,
     plain,
     sources,
@@ -33,8 +36,9 @@ from ._render import (
 )
 
 
-def _citations(citations: Iterable[Any]) -> str:
-    """Citations as small links after the text, one per source, the quote on hover."""
+def _citations(citations: Iterable[Any], *, inline: bool = False) -> str:
+    """Citations as small links after the text, one per source, the quote on hover:
+    a row under it, or ``inline`` in its sentence."""
     seen: dict[object, str] = {}
     for cite in citations:
         if not isinstance(cite, Mapping):
@@ -44,7 +48,11 @@ def _citations(citations: Iterable[Any]) -> str:
             continue
         title = cite.get("title") or cite.get("document_title") or cite.get("url") or "source"
         seen[url] = cite_link(cite.get("url"), title, str(cite.get("cited_text") or ""))
-    return f'<div class="citations">{"".join(seen.values())}</div>' if seen else ""
+    if not seen:
+        return ""
+    if inline:
+        return f'<span class="citations inline">{"".join(seen.values())}</span>'
+    return f'<div class="citations">{"".join(seen.values())}</div>'
 
 
 def _results(label: str, results: Iterable[Any]) -> str:
@@ -90,6 +98,10 @@ def anthropic_block(
     compaction block's own iteration usage (``compaction_usage``)."""
     kind = str(block.get("type"))
     if kind == "text":
+        if continued():  # shown in the paragraph of the block before
+            return ""
+        if paragraph():  # blocks after it continue its sentence
+            return bubble("assistant", cited_markdown(paragraph()))
         text: object = block.get("text", "") if streamed is None else streamed
         cites = _citations(block.get("citations") or ())
         if marker or stopped:  # a streaming text keeps its incremental rendering
@@ -127,6 +139,15 @@ def anthropic_block(
             return tool_card(tool, "error", error=error)
         return tool_card(tool, "result", result=content)
     return tool_card(kind, "", result=_rest(block))
+
+
+def anthropic_text_piece(block: Mapping[str, Any]) -> tuple[str, str] | None:
+    """A text block as a piece of the text a citation split: its text as written
+    (the pieces joined are the answer's text, list markers in place) and its
+    citations inline; ``None`` for another block."""
+    if block.get("type") != "text":
+        return None
+    return str(block.get("text", "")), _citations(block.get("citations") or (), inline=True)
 
 
 def _tool_name(block: Mapping[str, Any]) -> str:
@@ -501,16 +522,17 @@ def _maps(value: object) -> list[Mapping[str, Any]]:
 
 def joined_text(pieces: Iterable[tuple[str, bool]]) -> str:
     """Pieces of an answer, ``(text, on the line before)`` each, as the terminal view
-    shows nodes: each without its own leading and trailing line breaks, those with
-    nothing to show left out, a blank line between them unless one goes on the line
-    before it."""
+    shows nodes: each without its own trailing line breaks (and, unless it goes on the
+    line before, its leading ones), those with nothing to show left out, a blank line
+    between them unless one goes on the line before it."""
     out: list[str] = []
     for text, on_line in pieces:
-        if not text.strip():
-            continue
-        if out:
-            out.append("" if on_line else "\n\n")
-        out.append(text.strip("\n"))
+        if on_line and out:
+            out.append(text.rstrip("\n"))
+        elif text.strip():
+            if out:
+                out.append("\n\n")
+            out.append(text.strip("\n"))
     return "".join(out)
 
 
@@ -521,8 +543,19 @@ def anthropic_text(message: Mapping[str, Any]) -> str:
     head = heading_text(message.get("role"), message.get("model"), message.get("stop_reason"))
     usage = compaction_usage(message.get("usage"))
     pieces = [(head, False)]
+    for block, marker, on_line in _anthropic_follows(_maps(message.get("content"))):
+        pieces.append((anthropic_block_text(block, marker, usage=usage), on_line))
+    return joined_text(pieces)
+
+
+def _anthropic_follows(
+    blocks: Iterable[Mapping[str, Any]],
+) -> Iterator[tuple[Mapping[str, Any], str, bool]]:
+    """Each block of a message with how it follows the block before, as a streamed
+    block reads it (``anthropic._after_text``): the list marker it takes and whether
+    it goes on that block's line (both only for a text block after a text block)."""
     previous: str | None = None  # the text of the block before, when it is a text block
-    for block in _maps(message.get("content")):
+    for block in blocks:
         marker, on_line = "", False
         if block.get("type") == "text":
             if previous is not None:
@@ -532,17 +565,34 @@ def anthropic_text(message: Mapping[str, Any]) -> str:
             previous = str(block.get("text", ""))
         else:
             previous = None
-        pieces.append((anthropic_block_text(block, marker, usage=usage), on_line))
-    return joined_text(pieces)
+        yield block, marker, on_line
 
 
 def anthropic_html(message: Mapping[str, Any]) -> str:
-    """A whole ``Message``: its metadata row, then its blocks in order."""
+    """A whole ``Message``: its metadata row, then its blocks in order; a sentence
+    (or a list) citations split into blocks as one text, the citations inline."""
     usage = message.get("usage")
-    head = anthropic_message(message, message.get("stop_reason"), usage or {})
-    blocks = _maps(message.get("content"))
     own = compaction_usage(usage)
-    return head + "".join(anthropic_block(block, stopped=True, usage=own) for block in blocks)
+    out = [anthropic_message(message, message.get("stop_reason"), usage or {})]
+    run: list[tuple[Mapping[str, Any], str]] = []  # text blocks on one line, in order
+
+    def close() -> None:
+        if len(run) > 1:
+            found = [anthropic_text_piece(block) for block, _ in run]
+            out.append(bubble("assistant", cited_markdown(p for p in found if p is not None)))
+        elif run:
+            out.append(anthropic_block(run[0][0], stopped=True, marker=run[0][1]))
+        run.clear()
+
+    for block, marker, on_line in _anthropic_follows(_maps(message.get("content"))):
+        if not (run and (on_line or marker)):  # a sentence, or a list, goes on
+            close()
+        if block.get("type") == "text":
+            run.append((block, marker))
+        else:
+            out.append(anthropic_block(block, stopped=True, usage=own))
+    close()
+    return "".join(out)
 
 
 def anthropic_links(message: Mapping[str, Any]) -> tuple[list[str], list[tuple[str, Outcome]]]:

@@ -591,6 +591,22 @@ class BlockDefinition:
         state: BlockState = node.state
         return state.inline
 
+    def joins(self, node: Node) -> bool:
+        """Whether this text block goes on from the text block before it on the page:
+        on its line, or as the list item a citation split off (``marker``)."""
+        state: BlockState = node.state
+        return state.inline or bool(state.marker)
+
+    def text_piece(self, node: Node) -> tuple[str, str] | None:
+        """A text block as a piece of the text a citation split (the HTML view joins
+        the blocks that ``join`` one): its text and citations."""
+        from ._render_protocols import anthropic_text_piece
+
+        state: BlockState = node.state
+        if state.block.get("type") != "text":
+            return None
+        return anthropic_text_piece(_block(state))
+
     def tool_calls(self, node: Node) -> tuple[str, ...]:
         """The id of the tool (or server tool) use this block is, if it is one."""
         from ._render_protocols import anthropic_calls

@@ -526,7 +526,7 @@ def test_an_answer_split_into_blocks_reads_as_one_turn(browser: Browser, tmp_pat
     page = browser.new_page(viewport={"width": 1000, "height": 800})
     page.goto(page_file.as_uri())
     turns = page.evaluate(_TURNS)
-    assert len(turns) > 10
+    assert len(turns) > 3  # its cited sentences and lists each one text: still several
     assert [shown for _, shown in turns] == [opens for opens, _ in turns]
     assert sum(opens for opens, _ in turns) < len(turns) / 2
     for item in ("Microsoft shook up", "Oracle followed", "Google launched Mixboard"):

@@ -322,6 +322,8 @@ def _emit(records: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
             if message_id != turn:
                 em.cut_pending()
                 turn = message_id
+            if message.get("model") != "<synthetic>":  # Claude Code's own notices
+                em.model(message.get("model"), "anthropic")
             _assistant(em, uuid, content, calls)
             continue
         turn = None
