@@ -50,12 +50,11 @@ from typing import Any, Final
 import msgspec
 
 from engine import Claim, Node
-from engine._deprecation import renamed
 
 from ._cons import Cons, items
 from ._eventstream import EventStreamDecoder, EventStreamError, decode_frames, is_eventstream
 from ._partial_json import PartialJSONError, parse_partial_json
-from ._protocol import ProtocolSet
+from ._protocol import ProtocolSet, old_names
 from ._text import StreamedText
 
 __all__ = [
@@ -69,7 +68,6 @@ __all__ = [
     "MessageDefinition",
     "MessageState",
     "Preparer",
-    "accumulate",
     "detect",
     "event_type",
     "events_from_eventstream",
@@ -146,12 +144,14 @@ def events_from_eventstream(data: bytes) -> list[dict[str, Any]]:
 class Envelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """A raw event: its message's node id, its type (the one key), its body, and the
     claim the message definition's ``match`` returns (``None``: not a ConverseStream
-    event)."""
+    event); a message's first event also carries the model the request named (the
+    stream names none)."""
 
     message: str
     key: str
     body: Any
     claim: Claim | None
+    model: str = ""
 
 
 def _split(event: Any) -> tuple[str, Any]:
@@ -171,12 +171,15 @@ def _split(event: Any) -> tuple[str, Any]:
 
 
 class Preparer:
-    """Numbers the messages of one stream, event by event (see ``prepare``)."""
+    """Numbers the messages of one stream, event by event (see ``prepare``).
+    ``model``: the model the request named (its path ``/model/{modelId}/...``), which
+    the stream does not carry: each message is headed by it."""
 
-    __slots__ = ("_count", "_update")
+    __slots__ = ("_count", "_model", "_update")
 
-    def __init__(self) -> None:
+    def __init__(self, model: str = "") -> None:
         self._count = 0  # messages opened
+        self._model = model
         self._update: Claim | None = None  # the current message's update claim
 
     def __call__(self, event: Any) -> Envelope:
@@ -190,16 +193,20 @@ class Preparer:
             self._count += 1
             node = f"message-{self._count}"
             self._update = Claim(node, "update")
-            return Envelope(node, key, body, Claim(node, "start"))
+            return Envelope(node, key, body, Claim(node, "start"), self._model)
         return Envelope(update.id, key, body, update)
 
 
-def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
-    """Wrap each ConverseStream event of one stream in ``Envelope`` (the pure pre-pass).
+def prepare(events: Iterable[Any] | bytes) -> Iterator[Envelope]:
+    """Wrap each ConverseStream event of one stream in ``Envelope`` (the pure pre-pass):
+    its events, or its raw ``application/vnd.amazon.eventstream`` body (bytes), so
+    ``PROTOCOL.accumulate(body)`` takes a recorded body as it is.
 
     ``engine.EventError`` naming its position for an event that is not a mapping, or
     one without exactly one key (``PROTOCOL.pre_pass()``, the counted ``Preparer``).
     """
+    if isinstance(events, bytes | bytearray | memoryview):
+        events = events_from_eventstream(bytes(events))
     return PROTOCOL.mapped(events)
 
 
@@ -233,13 +240,15 @@ class BlockState(msgspec.Struct, frozen=True, gc=False):
 
 
 class MessageState(msgspec.Struct, frozen=True, gc=False):
-    """One message: its role, blocks in arrival order, and how it ended."""
+    """One message: its role, blocks in arrival order, and how it ended; the model
+    the request named, when the stream's reader was told (it is not in a response)."""
 
     role: str | None = None
     blocks: tuple[BlockState, ...] = ()
     stop: Any = None  # the messageStop body
     metadata: Any = None  # the metadata body
     exceptions: tuple[tuple[str, Any], ...] = ()
+    model: str = ""
 
 
 def _block_of(blocks: tuple[BlockState, ...], index: Any) -> tuple[int, BlockState]:
@@ -320,7 +329,7 @@ class MessageDefinition:
 
     def start(self, event: Envelope, reader: object) -> MessageState:
         """A message opened by its first event (``messageStart`` or any other)."""
-        return self.update(MessageState(), event)
+        return self.update(MessageState(model=event.model), event)
 
     def update(self, state: MessageState, event: Envelope) -> MessageState:
         """Fold one event into the message."""
@@ -330,16 +339,17 @@ class MessageDefinition:
         return _fold(state, event.key, body)
 
     def render_text(self, node: Node) -> str:
-        """The heading (how it stopped), then the text, reasoning and tool calls."""
+        """The heading (the model, when known, and how it stopped), then the text,
+        reasoning and tool calls."""
         from ._render_protocols import converse_text
 
-        return converse_text(_message(node.state))
+        return converse_text(_message(node.state), node.state.model)
 
     def render_html(self, node: Node) -> str:
         """The metadata row, then text as bubbles, reasoning folded, calls as cards."""
         from ._render_protocols import converse_html
 
-        return converse_html(_message(node.state))
+        return converse_html(_message(node.state), node.state.model)
 
     def tool_calls(self, node: Node) -> list[str]:
         """The ids of the message's tool uses."""
@@ -434,15 +444,11 @@ def messages(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     return [_message(node.state) for node in nodes if node.kind == MessageDefinition.kind]
 
 
-PROTOCOL: Final = ProtocolSet(
+PROTOCOL: Final = ProtocolSet.of_module(
+    globals(),
     name="bedrock",
     title="AWS Bedrock ConverseStream",
-    detect=detect,
     definitions=(MESSAGE,),
-    envelope=Envelope,
-    prepare=prepare,
-    pre_pass=Preparer,
-    event_type=event_type,
     rebuild=messages,
 )
 """The Bedrock ConverseStream protocol set (``definitions.ProtocolSet``)."""
@@ -452,17 +458,5 @@ DEFINITIONS: Final = PROTOCOL.definitions
 (``PROTOCOL.envelope``), then the messages."""
 
 
-def accumulate(events: Iterable[Any] | bytes) -> list[dict[str, Any]]:
-    """The final Converse responses of one recording: its events, or its raw
-    ``application/vnd.amazon.eventstream`` body (bytes)."""
-    if isinstance(events, bytes | bytearray | memoryview):
-        events = events_from_eventstream(bytes(events))
-    return PROTOCOL.accumulate(events)
-
-
 # The names of one release ago (every set now says prepare, Preparer, Envelope).
-__getattr__ = renamed(
-    __name__,
-    globals(),
-    {"fold": "accumulate", "scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"},
-)
+__getattr__ = old_names(globals(), {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"})

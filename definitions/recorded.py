@@ -96,7 +96,9 @@ from ._requests_read import (
     answer_message,
     api_of,
     api_of_url,
+    compacted_window,
     continues_previous,
+    model_of_url,
     request_messages,
 )
 
@@ -113,9 +115,11 @@ __all__ = [
     "api_of_url",
     "calls",
     "conversation",
+    "conversation_calls",
     "detect",
     "event_type",
     "prepare",
+    "request_model",
 ]
 
 TYPES: Final = frozenset(
@@ -171,12 +175,14 @@ class RequestState(msgspec.Struct, frozen=True, gc=False):
 
 
 class AnswerState(msgspec.Struct, frozen=True, gc=False):
-    """A non-streamed answer: its body, and the body read as a generic message."""
+    """A non-streamed answer: its body, and the body read as a generic message;
+    ``model`` is the model its request named (a Bedrock answer names none)."""
 
     call: int
     api: str
     body: Any
     message: Message
+    model: str = ""
 
 
 class ErrorState(msgspec.Struct, frozen=True, gc=False):
@@ -249,11 +255,22 @@ class _Answered(msgspec.Struct, frozen=True):
 class _Call:
     """What the pre-pass knows of one call."""
 
-    __slots__ = ("answered", "api", "failed", "number", "prefix", "scoper", "set", "status")
+    __slots__ = (
+        "answered",
+        "api",
+        "failed",
+        "model",
+        "number",
+        "prefix",
+        "scoper",
+        "set",
+        "status",
+    )
 
-    def __init__(self, number: int, api: str) -> None:
+    def __init__(self, number: int, api: str, model: str) -> None:
         self.number = number
         self.api = api
+        self.model = model
         self.set = _SETS[APIS[api]]
         self.prefix = f"call-{number}/"
         self.scoper: Callable[[Any], Any] | None = None
@@ -346,13 +363,13 @@ class Preparer:
                 kept = same
             new = messages[same:]
             self._history = list(messages)
-        call = self._calls[number] = _Call(number, api)
+        model = request_model(event)
+        call = self._calls[number] = _Call(number, api, model)
         self._last = call
-        model = body.get("model") if isinstance(body, dict) else None
         state = RequestState(
             call=number,
             api=api,
-            model=model if isinstance(model, str) else "",
+            model=model,
             stream=bool(event.get("stream")),
             messages=tuple(new),
             echoes=echoes,
@@ -377,7 +394,10 @@ class Preparer:
         call.answered = True
         scoper = call.scoper
         if scoper is None:
-            scoper = call.scoper = call.set.pre_pass()
+            if call.set is bedrock.PROTOCOL:  # its stream names no model: the request's
+                scoper = call.scoper = bedrock.Preparer(call.model)
+            else:
+                scoper = call.scoper = call.set.pre_pass()
             assert scoper is not None  # every provider set has its pre-pass
         inner = scoper(raw)
         if inner is None:
@@ -402,7 +422,15 @@ class Preparer:
             return self._failure(call, f"a body that is not JSON: {_short(text)}")
         call.answered = True
         message = answer_message(call.api, outputs)
-        state = AnswerState(call.number, call.api, body, message)
+        if call.api == _COMPACT and self._last is call:
+            # The conversation goes on from its window: the next request echoes it.
+            history = self._history
+            lead = next(
+                (n for n, m in enumerate(history) if getattr(m, "role", None) is not Role.system),
+                len(history),
+            )
+            self._history = [*history[:lead], *compacted_window(outputs)[:-1]]
+        state = AnswerState(call.number, call.api, body, message, call.model)
         return _Answer(f"{call.prefix}answer", state)
 
     def _end(self, event: dict[str, Any]) -> Envelope | None:
@@ -419,6 +447,19 @@ class Preparer:
         call.failed = True
         state = ErrorState(call.number, text)
         return _Failure(f"call-{call.number}", f"{call.prefix}error", state)
+
+
+def request_model(event: Mapping[str, Any]) -> str:
+    """The model a ``recording/request`` names: its body's ``model`` (Bedrock's
+    ``modelId``), else its URL's path (Bedrock's ``/model/{modelId}/converse-stream``,
+    Gemini's ``/models/{model}:generateContent``, an Azure deployment's), else ``""``."""
+    body = event.get("body")
+    if isinstance(body, dict):
+        named = body.get("model") or body.get("modelId")
+        if isinstance(named, str) and named:
+            return named
+    url = event.get("url")
+    return model_of_url(url) if isinstance(url, str) else ""
 
 
 def _same(kept: Message | _Answered, sent: Message) -> bool:
@@ -557,38 +598,42 @@ def _rewritten(state: RequestState) -> str:
     )
 
 
-class AnswerDefinition:
+class _Whole:
+    """A definition whose node is one envelope's state, whole, as the pre-pass read it:
+    each envelope of its class starts it (again: the later word), none updates it."""
+
+    _envelope: ClassVar[type[_Answer | _Failure]]
+    publication = "immediate"
+
+    def match(self, event: Any) -> Claim | None:
+        """Start on an envelope of the definition's class."""
+        return Claim(event.id, "start") if type(event) is self._envelope else None
+
+    def start(self, event: Any, reader: Reader) -> Any:
+        """The envelope's state, as the pre-pass (or the call's gateway) read it."""
+        return event.state
+
+    def update(self, state: Any, event: object) -> Any:
+        """Never called: every envelope is a start."""
+        return state
+
+
+class AnswerDefinition(_Whole):
     """Kind ``recorded_answer``: a non-streamed answer (id ``call-<n>/answer``)."""
 
     kind = "recorded_answer"
+    _envelope = _Answer
     event_types = frozenset({_Answer.route})
-    publication = "immediate"
-
-    def match(self, event: _Answer) -> Claim | None:
-        """Start on the answer."""
-        return Claim(event.id, "start") if type(event) is _Answer else None
-
-    def start(self, event: _Answer, reader: Reader) -> AnswerState:
-        """The answer as its gateway read it."""
-        return event.state
-
-    def update(self, state: AnswerState, event: object) -> AnswerState:
-        """Never called: an answer is whole."""
-        return state
 
     def render_text(self, node: Node) -> str:
         """The answer as the streamed ones read: its heading (role, model, stop),
         then its blocks in the order the body has them."""
-        state: AnswerState = node.state
-        text = _ANSWERS[state.api][0]
-        return "\n\n".join(text(output) for output in _outputs(state))
+        return "\n\n".join(_drawn(node.state, 0))
 
     def render_html(self, node: Node) -> str:
         """The answer as the streamed ones are drawn: metadata row, bubbles, thinking
         folded, calls as cards, in the body's order."""
-        state: AnswerState = node.state
-        html = _ANSWERS[state.api][1]
-        return "".join(html(output) for output in _outputs(state))
+        return "".join(_drawn(node.state, 1))
 
     def tool_calls(self, node: Node) -> list[str]:
         """The ids of the answer's calls."""
@@ -610,25 +655,13 @@ class AnswerDefinition:
         return {"call": state.call, "api": state.api, "body": state.body}
 
 
-class ErrorDefinition:
+class ErrorDefinition(_Whole):
     """Kind ``recorded_error``: why a call failed (id ``call-<n>/error``), after
-    what it streamed."""
+    what it streamed (a later failure of the call restarts it, with the later word)."""
 
     kind = "recorded_error"
+    _envelope = _Failure
     event_types = frozenset({_Failure.route})
-    publication = "immediate"
-
-    def match(self, event: _Failure) -> Claim | None:
-        """Start (or restart, with the later word) on the call's failure."""
-        return Claim(event.id, "start") if type(event) is _Failure else None
-
-    def start(self, event: _Failure, reader: Reader) -> ErrorState:
-        """The failure as the pre-pass worded it."""
-        return event.state
-
-    def update(self, state: ErrorState, event: object) -> ErrorState:
-        """Never called: every failure is a start."""
-        return state
 
     def render_text(self, node: Node) -> str:
         """``[failed] call n: why``."""
@@ -672,7 +705,7 @@ class _InCallDefinition:
         many = getattr(inner, "update_many", None)
         if many is not None:
             self.update_many = lambda state, events: many(state, [e.inner for e in events])
-        members = ("render_text", "render_html", "render_json", "continues")
+        members = ("render_text", "render_html", "render_json", "continues", "joins", "text_piece")
         for member in (*members, "tool_calls", "tool_results"):
             render = getattr(inner, member, None)
             if render is not None:
@@ -701,6 +734,14 @@ ERROR: Final = ErrorDefinition()
 
 # -- rendering ------------------------------------------------------------------------
 
+_RESPONSES_ANSWER: Final = (
+    responses_text,
+    responses_html,
+    lambda o: [
+        c for item in o.get("output") or () if isinstance(item, dict) for c in responses_calls(item)
+    ],
+)
+
 # Per API: a whole answer (the non-streamed body, or one object a list body folds to)
 # as text and as HTML, and the ids of its calls: drawn as its protocol set draws a
 # streamed one, so both read alike.
@@ -715,19 +756,20 @@ _ANSWERS: Final[
             c[1] for choice in chat_choices(o) for c in choice.calls if isinstance(c[1], str)
         ],
     ),
-    "openai.responses": (
-        responses_text,
-        responses_html,
-        lambda o: [
-            c
-            for item in o.get("output") or ()
-            if isinstance(item, dict)
-            for c in responses_calls(item)
-        ],
-    ),
+    "openai.responses": _RESPONSES_ANSWER,
+    "openai.responses.compact": _RESPONSES_ANSWER,  # responses_text draws its row
     "gemini.generate_content": (gemini_text, gemini_html, gemini_calls),
     "bedrock.converse": (converse_text, converse_html, converse_calls),
 }
+
+
+def _drawn(state: AnswerState, which: int) -> list[str]:
+    """The answer's final objects as text (``which`` 0) or HTML (1); a Bedrock
+    answer, which names no model, headed by the model its request named."""
+    draw: Callable[..., str] = _ANSWERS[state.api][which]
+    if state.api == "bedrock.converse":
+        return [draw(output, state.model) for output in _outputs(state)]
+    return [draw(output) for output in _outputs(state)]
 
 
 # Per API whose answers carry server tools' results: those results as outcomes.
@@ -769,20 +811,13 @@ def _outcome(result: ToolResult) -> Outcome:
     return Outcome(status, _result_content(result), result.name or "")
 
 
-def _message_text(message: Message) -> str:
-    """A generic message as text, its parts in order: ``role: text``, thinking, calls
-    (their joined results under them), results not shown on their call's card."""
-    role = message.role.value
-    if isinstance(message.content, str):
-        return f"{role}: {long_text(message.content)}"
-    lines: list[str] = []
+def _read(message: Message) -> Iterator[tuple[str, Any]]:
+    """A generic message's parts (not its string content) as a reader meets them, for
+    both renderings: each run of said text (text parts, natives that are no call)
+    joined, ``("said", text)``; then ``("thinking", text)`` for a reasoning part with
+    text, ``("call", ToolCall)`` for a call (a native one's too), ``("result",
+    ToolResult)`` for a result not shown on its call's card, ``("other", part)``."""
     said: list[str] = []
-
-    def flush() -> None:
-        if said:
-            lines.append(f"{role}: {long_text(''.join(said))}")
-            said.clear()
-
     for part in message.parts:
         if isinstance(part, Text):
             said.append(part.text)
@@ -791,20 +826,43 @@ def _message_text(message: Message) -> str:
             if part.text:
                 said.append(part.text)
             continue
-        flush()
+        if said:
+            yield "said", "".join(said)
+            said = []
         if isinstance(part, Reasoning):
             if part.text:
-                lines.append(f"[thinking] {long_text(part.text)}")
+                yield "thinking", part.text
         elif isinstance(part, ToolCall | Native):
             call = part if isinstance(part, ToolCall) else part.call
             assert call is not None
-            lines.append(tool_text(call.name, call.id, "called", call.arguments))
+            yield "call", call
         elif isinstance(part, ToolResult):
             if not carried(part.call_id):
-                lines.append(_result_text(part))
+                yield "result", part
         else:
-            lines.append(f"[{type(part).__name__.lower()}]")
-    flush()
+            yield "other", part
+    if said:
+        yield "said", "".join(said)
+
+
+def _message_text(message: Message) -> str:
+    """A generic message as text, its parts in order: ``role: text``, thinking, calls
+    (their joined results under them), results not shown on their call's card."""
+    role = message.role.value
+    if isinstance(message.content, str):
+        return f"{role}: {long_text(message.content)}"
+    lines: list[str] = []
+    for what, value in _read(message):
+        if what == "said":
+            lines.append(f"{role}: {long_text(value)}")
+        elif what == "thinking":
+            lines.append(f"[thinking] {long_text(value)}")
+        elif what == "call":
+            lines.append(tool_text(value.name, value.id, "called", value.arguments))
+        elif what == "result":
+            lines.append(_result_text(value))
+        else:
+            lines.append(f"[{type(value).__name__.lower()}]")
     return "\n\n".join(lines)
 
 
@@ -815,7 +873,8 @@ def _result_text(result: ToolResult) -> str:
 
 
 def _message_html(message: Message) -> str:
-    """A generic message as HTML, its parts in order (see ``_message_text``)."""
+    """A generic message as HTML, its parts in order (see ``_message_text``; a part of
+    another kind is not drawn)."""
     from ._render import bubble, collapsed, folded, markdown, plain, tool_card
 
     role = message.role.value
@@ -823,39 +882,21 @@ def _message_html(message: Message) -> str:
         text = message.content
         return bubble(role, collapsed(text, markdown(text))) if text else ""
     out: list[str] = []
-    said: list[str] = []
-
-    def flush() -> None:
-        if said:
-            text = "".join(said)
-            out.append(bubble(role, collapsed(text, markdown(text))))
-            said.clear()
-
-    for part in message.parts:
-        if isinstance(part, Text):
-            said.append(part.text)
-            continue
-        if isinstance(part, Native) and part.call is None:
-            if part.text:
-                said.append(part.text)
-            continue
-        flush()
-        if isinstance(part, Reasoning):
-            if part.text:
-                out.append(folded("thinking", plain(part.text), cls="thinking"))
-        elif isinstance(part, ToolCall | Native):
-            call = part if isinstance(part, ToolCall) else part.call
-            assert call is not None
-            out.append(call_card(call.name, call.id, "called", arguments=call.arguments))
-        elif isinstance(part, ToolResult) and not carried(part.call_id):
-            status = "failed" if part.is_error else "done"
-            content = _result_content(part)
-            name = part.name or part.call_id
-            if part.is_error:
-                out.append(tool_card(name, status, error=content, preview=part.call_id))
+    for what, value in _read(message):
+        if what == "said":
+            out.append(bubble(role, collapsed(value, markdown(value))))
+        elif what == "thinking":
+            out.append(folded("thinking", plain(value), cls="thinking"))
+        elif what == "call":
+            out.append(call_card(value.name, value.id, "called", arguments=value.arguments))
+        elif what == "result":
+            status = "failed" if value.is_error else "done"
+            content = _result_content(value)
+            name = value.name or value.call_id
+            if value.is_error:
+                out.append(tool_card(name, status, error=content, preview=value.call_id))
             else:
-                out.append(tool_card(name, status, result=content, preview=part.call_id))
-    flush()
+                out.append(tool_card(name, status, result=content, preview=value.call_id))
     return "".join(out)
 
 
@@ -915,40 +956,65 @@ def conversation(nodes: Iterable[Node]) -> list[Message]:
     """The conversation the nodes hold as generic messages: as the last request had
     it (earlier answers as it sent them back), then the last answer (a failed call's
     left out). See the module docstring."""
+    return conversation_calls(nodes)[0]
+
+
+def conversation_calls(nodes: Iterable[Node]) -> tuple[list[Message], list[int]]:
+    """``conversation(nodes)`` and, for each of its messages, the call whose request
+    is behind it: for an answer, the call that answered it; for anything else, the
+    call whose request first sent it. So the call before a model turn is made with
+    that request's model and settings (``convo context --calls``)."""
     nodes = tuple(nodes)
-    history: list[Message] = []
-    answers: dict[int, Message] = {}
+    history: list[tuple[Message, int]] = []
+    answers: dict[int, list[Message]] = {}
+    compacts: set[int] = set()  # the /responses/compact calls: their window is sent back
     for call in calls(nodes):
-        answers[call["call"]] = answer_message(call["api"], call["output"])
-    last: dict[str, Any] | None = None
+        answers[call["call"]] = _answer(call["api"], call["output"])
+        if call["api"] == _COMPACT:
+            compacts.add(call["call"])
+    last: RequestState | None = None
     for node in nodes:
         if node.kind != "recorded_request":
             continue
         state: RequestState = node.state
         if state.kept is not None:
             del history[state.kept :]
+        elif state.echo is not None and state.echoes in compacts:
+            # the window, echoed from its item on
+            history.extend((m, state.echoes) for m in answers[state.echoes])
         elif state.echo is not None:
-            history.append(state.echo)
+            history.append((state.echo, state.echoes if state.echoes is not None else state.call))
         elif state.echoes is not None:  # a continued request: the answer is not in it
-            history.append(answers.get(state.echoes, _EMPTY_ANSWER))
-        history.extend(state.messages)
-        last = {"call": state.call, "failed": state.failed}
-    if last is not None and last["failed"] is None:
-        history.append(answers.get(last["call"], _EMPTY_ANSWER))
-    return [m for m in history if m.content]
+            history.extend((m, state.echoes) for m in answers.get(state.echoes, [_EMPTY_ANSWER]))
+        history.extend((message, state.call) for message in state.messages)
+        last = state
+    if last is not None and last.failed is None:
+        history.extend((m, last.call) for m in answers.get(last.call, [_EMPTY_ANSWER]))
+    kept = [(m, call) for m, call in history if m.content]
+    return [m for m, _ in kept], [call for _, call in kept]
 
 
 _EMPTY_ANSWER: Final = Message(role=Role.assistant, content=())
+_COMPACT: Final = "openai.responses.compact"  # its answer is a window (compacted_window)
+
+
+def _answer(api: str, outputs: Sequence[Any]) -> list[Message]:
+    """A call's answer as the messages it adds to the conversation: one assistant
+    message, or a ``/responses/compact`` call's window (its kept user messages and
+    its compaction, ``compacted_window``), which the next request starts from."""
+    if api == _COMPACT:
+        return compacted_window(outputs)
+    return [answer_message(api, outputs)]
 
 
 def _rebuild(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     return calls(nodes)
 
 
-PROTOCOL: Final = ProtocolSet(
+PROTOCOL: Final = ProtocolSet.of_module(
+    globals(),
     name="recorded",
     title="Recorded model calls",
-    detect=detect,
     definitions=(
         REQUEST,
         ANSWER,
@@ -960,10 +1026,6 @@ PROTOCOL: Final = ProtocolSet(
         ),
         ERROR,
     ),
-    envelope=Envelope,
-    prepare=prepare,
-    pre_pass=Preparer,
-    event_type=event_type,
     rebuild=_rebuild,
 )
 """The recorded-calls protocol set (``definitions.ProtocolSet``)."""
