@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import replay
-from replay.recording._recorder import BATCH, BATCH_BYTES, Recorder, open_sink
+from replay.recording._recorder import BATCH, BATCH_BYTES, Call, Recorder, open_sink
 
 from ._clock import Clock
 
@@ -25,6 +25,17 @@ def frame(n: int) -> bytes:
 
 def stamped(path: Path) -> list[tuple[str, float | None]]:
     return [(e.event["type"], e.time) for e in replay.read_log(path).entries]
+
+
+def streamed_call(path: Path) -> tuple[Clock, Call]:
+    """A recorder on a fake clock writing to ``path``, and its streamed call, answered."""
+    clock = Clock()
+    recorder = Recorder(open_sink(path, None), clock=clock)
+    call = recorder.begin(
+        "anthropic", "POST", "https://a.example/v1/messages", [], None, "/v1/messages"
+    )
+    call.response(200, [("content-type", "text/event-stream")])
+    return clock, call
 
 
 def test_records_are_stamped_with_the_clock_and_batched_by_it(tmp_path: Path) -> None:
@@ -68,12 +79,7 @@ def test_no_event_waits_more_than_a_batch(tmp_path_factory: object, gaps: list[f
     chunk, the events not yet written all arrived less than ``BATCH`` before it; every
     event is written by the end, in order, and there are no more writes than chunks."""
     path = Path(str(tmp_path_factory.mktemp("clock"))) / "batch.jsonl"  # type: ignore[attr-defined]
-    clock = Clock()
-    recorder = Recorder(open_sink(path, None), clock=clock)
-    call = recorder.begin(
-        "anthropic", "POST", "https://a.example/v1/messages", [], None, "/v1/messages"
-    )
-    call.response(200, [("content-type", "text/event-stream")])
+    clock, call = streamed_call(path)
     arrivals: list[float] = []
     for n, gap in enumerate(gaps):
         clock.now += gap
@@ -92,12 +98,7 @@ def test_a_fast_stream_is_written_every_batch_of_bytes(tmp_path: Path) -> None:
     """Pieces arriving faster than ``BATCH`` are held at most ``BATCH_BYTES`` bytes: then
     parsed and written, each event at its own arrival time, the clock standing still."""
     path = tmp_path / "fast.jsonl"
-    clock = Clock()
-    recorder = Recorder(open_sink(path, None), clock=clock)
-    call = recorder.begin(
-        "anthropic", "POST", "https://a.example/v1/messages", [], None, "/v1/messages"
-    )
-    call.response(200, [("content-type", "text/event-stream")])
+    clock, call = streamed_call(path)
     arrivals: list[float] = []
     for n in range(2 * BATCH_BYTES // len(frame(0)) + 1):
         clock.now += BATCH / 1000
