@@ -53,7 +53,7 @@ def recordings() -> list[dict[str, Any]]:
 
 
 def _gemini_from_body(body: bytes) -> object:
-    return gemini.accumulate(parse_events(body, path=None).events)
+    return gemini.PROTOCOL.accumulate(parse_events(body, path=None).events)
 
 
 def ours(row: dict[str, Any]) -> tuple[Callable[[Any], object], Callable[[], Any]]:
@@ -61,11 +61,13 @@ def ours(row: dict[str, Any]) -> tuple[Callable[[Any], object], Callable[[], Any
     body = row["body"]
     if row["protocol"] == "gemini":
         return _gemini_from_body, lambda: body
-    return bedrock.accumulate, lambda: body
+    return bedrock.PROTOCOL.accumulate, lambda: body
 
 
 def on_dicts(row: dict[str, Any]) -> tuple[Callable[[Any], object], Callable[[], Any]]:
-    fold = gemini.accumulate if row["protocol"] == "gemini" else bedrock.accumulate
+    fold = (
+        gemini.PROTOCOL.accumulate if row["protocol"] == "gemini" else bedrock.PROTOCOL.accumulate
+    )
     return fold, partial(copy.deepcopy, row["events"])
 
 
@@ -84,7 +86,7 @@ def typed_cell(row: dict[str, Any], cell: Any, repeat: int) -> Any:
     def make() -> list[Any]:
         return [types.GenerateContentResponse.model_validate(event) for event in events]
 
-    return cell(gemini.accumulate, len(events), make, repeat)
+    return cell(gemini.PROTOCOL.accumulate, len(events), make, repeat)
 
 
 def node_rates(rows: list[dict[str, Any]]) -> list[float | None]:

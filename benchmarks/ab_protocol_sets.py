@@ -89,7 +89,7 @@ def _runs(name: str) -> tuple[Callable[[Any], object], Callable[[Any], list[Any]
     protocol = getattr(module, "PROTOCOL", None)
     if protocol is not None:
         # accumulate: fold was its name before (a tree of an older release)
-        accumulate = getattr(module, "accumulate", None) or module.fold
+        accumulate = getattr(protocol, "accumulate", None) or module.fold
         return accumulate, lambda events: list(protocol.prepare(events)), protocol.registration
     if hasattr(module, "scope"):
         prepare: Callable[[Any], list[Any]] = lambda events: list(module.scope(events))  # noqa: E731

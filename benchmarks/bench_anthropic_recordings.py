@@ -1,4 +1,4 @@
-"""``definitions.anthropic.accumulate`` beside the Anthropic SDK on every recorded Anthropic stream.
+"""``anthropic.PROTOCOL.accumulate`` beside the Anthropic SDK on every recorded Anthropic stream.
 
 Issue #4 asks for each protocol set to fold a recorded stream at least 2x faster than
 the Anthropic SDK's accumulator "on the same events". For the anthropic set that reading
@@ -55,7 +55,7 @@ def main() -> None:
             (
                 path.name,
                 count,
-                Cell(anthropic.accumulate, count, fresh, repeat),
+                Cell(anthropic.PROTOCOL.accumulate, count, fresh, repeat),
                 Cell(anthropic_reference, count, partial(anthropic_typed, events), repeat),
                 Cell(anthropic_reference, count, fresh, repeat),
             )

@@ -186,21 +186,24 @@ def main() -> None:
     known = [rates for rates in sdk_rates if rates is not None]
     yardstick = (max(r[0] for r in known), max(r[1] for r in known)) if known else None
     for name, events in recorded_a:
-        protocol_row(f"anthropic: {name}", anthropic.accumulate, events, yardstick)
+        protocol_row(f"anthropic: {name}", anthropic.PROTOCOL.accumulate, events, yardstick)
     protocol_row(
-        "anthropic: synthetic (text + JSON deltas)", anthropic.accumulate, synthetic_a, yardstick
+        "anthropic: synthetic (text + JSON deltas)",
+        anthropic.PROTOCOL.accumulate,
+        synthetic_a,
+        yardstick,
     )
 
     for path in largest(("openai-python", "vercel-openai-chat"), 2):
         protocol_row(
             f"openai_chat: {path.name}",
-            openai_chat.accumulate,
+            openai_chat.PROTOCOL.accumulate,
             oracles.openai_read_events(path),
             yardstick,
         )
     protocol_row(
         "openai_chat: synthetic (content deltas)",
-        openai_chat.accumulate,
+        openai_chat.PROTOCOL.accumulate,
         openai_bench.synthetic_chat(size),
         yardstick,
     )
@@ -209,22 +212,24 @@ def main() -> None:
     for path in largest(("vercel-openai-responses", "openai_responses"), 2, exclude):
         protocol_row(
             f"openai_responses: {path.name}",
-            openai_responses.accumulate,
+            openai_responses.PROTOCOL.accumulate,
             oracles.openai_read_events(path),
             yardstick,
         )
     protocol_row(
         "openai_responses: synthetic (output_text deltas)",
-        openai_responses.accumulate,
+        openai_responses.PROTOCOL.accumulate,
         openai_bench.synthetic_responses(size),
         yardstick,
     )
 
     for path in largest("agui", 2):
-        protocol_row(f"ag_ui: {path.name}", ag_ui.accumulate, js_bench.load(path), yardstick)
+        protocol_row(
+            f"ag_ui: {path.name}", ag_ui.PROTOCOL.accumulate, js_bench.load(path), yardstick
+        )
     protocol_row(
         "ag_ui: synthetic (reasoning, text, tools)",
-        ag_ui.accumulate,
+        ag_ui.PROTOCOL.accumulate,
         js_bench.synthetic_ag_ui(size),
         yardstick,
     )
@@ -232,10 +237,12 @@ def main() -> None:
     for path in sorted(FIXTURES.glob("vercel-langchain*.json"), key=lambda p: p.stat().st_size)[
         -2:
     ]:
-        protocol_row(f"ai_sdk: {path.name}", ai_sdk.accumulate, js_bench.load(path), yardstick)
+        protocol_row(
+            f"ai_sdk: {path.name}", ai_sdk.PROTOCOL.accumulate, js_bench.load(path), yardstick
+        )
     protocol_row(
         "ai_sdk: synthetic (agent loop)",
-        ai_sdk.accumulate,
+        ai_sdk.PROTOCOL.accumulate,
         js_bench.synthetic_ai_sdk(size),
         yardstick,
     )

@@ -62,11 +62,11 @@ FIXTURES = ROOT.parent / "shared" / "fixtures" / "recorded"
 MIN_EVENTS = 100
 ROUNDS = 5
 FOLDS: dict[str, Callable[[list[dict[str, Any]]], object]] = {
-    "anthropic": anthropic.accumulate,
-    "openai_chat": openai_chat.accumulate,
-    "openai_responses": openai_responses.accumulate,
-    "ag_ui": ag_ui.accumulate,
-    "ai_sdk": ai_sdk.accumulate,
+    "anthropic": anthropic.PROTOCOL.accumulate,
+    "openai_chat": openai_chat.PROTOCOL.accumulate,
+    "openai_responses": openai_responses.PROTOCOL.accumulate,
+    "ag_ui": ag_ui.PROTOCOL.accumulate,
+    "ai_sdk": ai_sdk.PROTOCOL.accumulate,
 }
 
 

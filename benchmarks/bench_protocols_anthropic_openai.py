@@ -189,19 +189,24 @@ def main() -> None:
     refs_c = {"openai-chat-state": chat_reference}
     largest_a = sorted(FIXTURES.glob("*anthropic*"), key=lambda p: p.stat().st_size)[-3:]
     for path in largest_a:
-        row(path.name, oracles.anthropic_read_events(path), anthropic.accumulate, refs_a)
+        row(path.name, oracles.anthropic_read_events(path), anthropic.PROTOCOL.accumulate, refs_a)
     row(
         "synthetic anthropic (text + JSON deltas)",
         synthetic_anthropic(100_000),
-        anthropic.accumulate,
+        anthropic.PROTOCOL.accumulate,
         refs_a,
     )
     chat = [
         p for p in FIXTURES.iterdir() if p.name.startswith(("openai-python", "vercel-openai-chat"))
     ]
     for path in sorted(chat, key=lambda p: p.stat().st_size)[-2:]:
-        row(path.name, oracles.openai_read_events(path), openai_chat.accumulate, refs_c)
-    row("synthetic chat (content deltas)", synthetic_chat(100_000), openai_chat.accumulate, refs_c)
+        row(path.name, oracles.openai_read_events(path), openai_chat.PROTOCOL.accumulate, refs_c)
+    row(
+        "synthetic chat (content deltas)",
+        synthetic_chat(100_000),
+        openai_chat.PROTOCOL.accumulate,
+        refs_c,
+    )
     refs_r = {"openai-responses-state": responses_reference}
     responses = [
         p
@@ -211,11 +216,16 @@ def main() -> None:
         and "id-rotation" not in p.name  # the SDK refuses it
     ]
     for path in sorted(responses, key=lambda p: p.stat().st_size)[-3:]:
-        row(path.name, oracles.openai_read_events(path), openai_responses.accumulate, refs_r)
+        row(
+            path.name,
+            oracles.openai_read_events(path),
+            openai_responses.PROTOCOL.accumulate,
+            refs_r,
+        )
     row(
         "synthetic responses (output_text deltas)",
         synthetic_responses(100_000),
-        openai_responses.accumulate,
+        openai_responses.PROTOCOL.accumulate,
         refs_r,
     )
 

@@ -221,7 +221,7 @@ def main() -> None:
     ]
     yardsticks: dict[int, float | None] = {}
     for (name, protocol, events), node in zip(cases, theirs, strict=True):
-        fold = ag_ui.accumulate if protocol == "agui" else ai_sdk.accumulate
+        fold = ag_ui.PROTOCOL.accumulate if protocol == "agui" else ai_sdk.PROTOCOL.accumulate
         mine = rate(fold, events)
         if len(events) not in yardsticks:
             yardsticks[len(events)] = anthropic_rate(len(events))

@@ -59,7 +59,7 @@ def _workload(protocol: str) -> tuple[Callable[[Any], object], list[tuple[str, l
 
         rows = providers.recordings()
         found = [(row["name"], row["events"]) for row in rows if row["protocol"] == "gemini"]
-        return gemini.accumulate, found, make
+        return gemini.PROTOCOL.accumulate, found, make
     typed = {
         "anthropic": anthropic_typed,
         "openai_chat": sets._chat_typed,

@@ -23,7 +23,7 @@ pairing rules to them, so the rules are written once:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -77,6 +77,26 @@ def not_a_list(value: Any, key: str) -> list[Problem]:
     if isinstance(value, list):
         return []
     return [Problem("malformed", -1, f"the request's {key!r} is not a list")]
+
+
+def with_roles(
+    request: dict[str, Any], key: str, roles: Collection[str]
+) -> tuple[list[Problem], list[tuple[int, dict[str, Any], Any]]]:
+    """The request's item list at ``key``, read for its roles: the problems found so
+    far (``not_a_list``, or ``malformed`` for each item without one of ``roles``) and
+    every other item, with its index and its role."""
+    items = request.get(key)
+    if not isinstance(items, list):
+        return not_a_list(items, key), []
+    problems: list[Problem] = []
+    found: list[tuple[int, dict[str, Any], Any]] = []
+    for index, item in enumerate(items):
+        role = item.get("role") if isinstance(item, dict) else None
+        if role in roles:
+            found.append((index, item, role))  # a dict: None is no role
+        else:
+            problems.append(Problem("malformed", index, f"role {role!r}"))
+    return problems, found
 
 
 def check(turns: list[Turn]) -> list[Problem]:

@@ -48,7 +48,17 @@ from engine import (
     ToolResult,
 )
 
-from ._gateway_check import Entry, Problem, Side, Turn, add, alternation, check, not_a_list
+from ._gateway_check import (
+    Entry,
+    Problem,
+    Side,
+    Turn,
+    add,
+    alternation,
+    check,
+    not_a_list,
+    with_roles,
+)
 
 __all__ = [
     "AnthropicGateway",
@@ -121,6 +131,22 @@ def _items(
 ) -> list[dict[str, Any]]:
     """Each of ``parts`` as a request item (``_item``), the ones with none left out."""
     return [item for part in parts if (item := _item(part, convert)) is not None]
+
+
+def _blocks_item(
+    message: Message,
+    provider: str,
+    result: Callable[[ToolResult], dict[str, Any]],
+    block: Callable[[Part], dict[str, Any] | None],
+) -> list[dict[str, Any]]:
+    """The message as one ``{"role", "content": [blocks]}`` item (none when nothing is
+    left), its tool results first (``_split``): the Anthropic and Converse form."""
+    results, rest = _split(message, provider)
+    blocks = [result(r) for r in results]
+    blocks.extend(_items(rest, block))
+    if not blocks:
+        return []
+    return [{"role": message.role.value, "content": blocks}]
 
 
 def _split(message: Message, provider: str) -> tuple[list[ToolResult], list[Part]]:
@@ -223,12 +249,7 @@ class AnthropicGateway:
         """The message as one Anthropic message param (none when nothing is left)."""
         if isinstance(message.content, str):
             return _text_item(message)
-        results, rest = _split(message, self.name)
-        blocks = [self._result(r) for r in results]
-        blocks.extend(_items(rest, self._block))
-        if not blocks:
-            return []
-        return [{"role": message.role.value, "content": blocks}]
+        return _blocks_item(message, self.name, self._result, self._block)
 
     def _result(self, result: ToolResult) -> dict[str, Any]:
         content: Any = result.content
@@ -323,16 +344,9 @@ class AnthropicGateway:
 
     def validate(self, request: dict[str, Any]) -> list[Problem]:
         """Every way Anthropic would refuse ``request`` (see ``definitions.gateways``)."""
-        messages = request.get("messages")
-        if not isinstance(messages, list):
-            return not_a_list(messages, "messages")
-        problems: list[Problem] = []
+        problems, messages = with_roles(request, "messages", ("user", "assistant"))
         turns: list[Turn] = []
-        for index, item in enumerate(messages):
-            role = item.get("role") if isinstance(item, dict) else None
-            if role not in ("user", "assistant"):
-                problems.append(Problem("malformed", index, f"role {role!r}"))
-                continue
+        for index, item, role in messages:
             content = item.get("content")
             entries = [_anthropic_entry(index, b) for b in _blocks(content)]
             if not entries:
@@ -478,16 +492,10 @@ class OpenAIChatGateway:
 
     def validate(self, request: dict[str, Any]) -> list[Problem]:
         """Every way Chat Completions would refuse ``request``."""
-        messages = request.get("messages")
-        if not isinstance(messages, list):
-            return not_a_list(messages, "messages")
-        problems: list[Problem] = []
+        roles = ("system", "developer", "user", "assistant", "tool")
+        problems, messages = with_roles(request, "messages", roles)
         turns: list[Turn] = []
-        for index, item in enumerate(messages):
-            role = item.get("role") if isinstance(item, dict) else None
-            if role not in ("system", "developer", "user", "assistant", "tool"):
-                problems.append(Problem("malformed", index, f"role {role!r}"))
-                continue
+        for index, item, role in messages:
             entries: list[Entry] = []
             if role == "tool":
                 entries.append(Entry("result", index, str(item.get("tool_call_id"))))
@@ -833,17 +841,10 @@ class GeminiGateway:
 
     def validate(self, request: dict[str, Any]) -> list[Problem]:
         """Every way Gemini would refuse ``request``."""
-        contents = request.get("contents")
-        if not isinstance(contents, list):
-            return not_a_list(contents, "contents")
-        problems: list[Problem] = []
+        problems, contents = with_roles(request, "contents", ("user", "model", "function"))
         turns: list[Turn] = []
         roles: list[tuple[int, str]] = []
-        for index, item in enumerate(contents):
-            role = item.get("role") if isinstance(item, dict) else None
-            if role not in ("user", "model", "function"):
-                problems.append(Problem("malformed", index, f"role {role!r}"))
-                continue
+        for index, item, role in contents:
             roles.append((index, "model" if role == "model" else "user"))
             entries: list[Entry] = []
             parts = item.get("parts") or []
@@ -900,12 +901,7 @@ class BedrockGateway:
         if isinstance(message.content, str):
             text = message.content
             return [{"role": message.role.value, "content": [{"text": text}]}] if text else []
-        results, rest = _split(message, self.name)
-        blocks = [self._result(r) for r in results]
-        blocks.extend(_items(rest, self._block))
-        if not blocks:
-            return []
-        return [{"role": message.role.value, "content": blocks}]
+        return _blocks_item(message, self.name, self._result, self._block)
 
     def _result(self, result: ToolResult) -> dict[str, Any]:
         content: list[dict[str, Any]]
@@ -1019,17 +1015,10 @@ class BedrockGateway:
 
     def validate(self, request: dict[str, Any]) -> list[Problem]:
         """Every way Converse would refuse ``request``."""
-        messages = request.get("messages")
-        if not isinstance(messages, list):
-            return not_a_list(messages, "messages")
-        problems: list[Problem] = []
+        problems, messages = with_roles(request, "messages", ("user", "assistant"))
         turns: list[Turn] = []
         roles: list[tuple[int, str]] = []
-        for index, item in enumerate(messages):
-            role = item.get("role") if isinstance(item, dict) else None
-            if role not in ("user", "assistant"):
-                problems.append(Problem("malformed", index, f"role {role!r}"))
-                continue
+        for index, item, role in messages:
             roles.append((index, role))
             content = item.get("content")
             blocks = content if isinstance(content, list) else []

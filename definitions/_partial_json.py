@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["PartialJSONError", "parse_partial_json"]
@@ -119,64 +120,57 @@ class _Parser:
 
     def object(self, index: int) -> tuple[dict[str, Any], int]:
         result: dict[str, Any] = {}
-        end = self.end
-        text = self.text
-        index = self.skip(index)
-        if index < end and text[index] == "}":
-            return result, index + 1
-        while True:
-            if index >= end:
-                return result, end
+        text, end = self.text, self.end
+
+        def member(index: int) -> int:
             if text[index] != '"':
                 raise self.error(index, "a property name")
-            try:
-                key, index = self.string(index + 1)
-            except _Truncated:
-                return result, end
+            key, index = self.string(index + 1)
             index = self.skip(index)
             if index >= end:
-                return result, end
+                raise _Truncated  # a key without its value is dropped
             if text[index] != ":":
                 raise self.error(index, "':'")
             index = self.skip(index + 1)
             if index >= end:
-                return result, end
-            try:
-                value, index = self.value(index)
-            except _Truncated:
-                return result, end
-            result[key] = value
-            index = self.skip(index)
-            if index >= end:
-                return result, end
-            char = text[index]
-            if char == "}":
-                return result, index + 1
-            if char != ",":
-                raise self.error(index, "',' or '}'")
-            index = self.skip(index + 1)
+                raise _Truncated
+            result[key], index = self.value(index)
+            return index
+
+        return result, self.items(index, "}", member)
 
     def array(self, index: int) -> tuple[list[Any], int]:
         result: list[Any] = []
-        end = self.end
-        text = self.text
-        index = self.skip(index)
-        if index < end and text[index] == "]":
-            return result, index + 1
-        while True:
-            if index >= end:
-                return result, end
-            try:
-                value, index = self.value(index)
-            except _Truncated:
-                return result, end
+
+        def element(index: int) -> int:
+            value, index = self.value(index)
             result.append(value)
+            return index
+
+        return result, self.items(index, "]", element)
+
+    def items(self, index: int, close: str, item: Callable[[int], int]) -> int:
+        """Read the items of an object or array from just after its opening bracket:
+        ``item(index)`` reads one (``_Truncated`` where the text ends inside it: it is
+        dropped), giving the index after it. The index after the container: after its
+        ``close``, or the end of a text that stops inside it (the container is closed
+        there). An error for anything but a comma or ``close`` after an item."""
+        end = self.end
+        index = self.skip(index)
+        if index < end and self.text[index] == close:
+            return index + 1
+        while index < end:
+            try:
+                index = item(index)
+            except _Truncated:
+                return end
             index = self.skip(index)
             if index >= end:
-                return result, end
-            char = text[index]
-            if char == "]":
-                return result, index + 1
+                return end
+            char = self.text[index]
+            if char == close:
+                return index + 1
             if char != ",":
-                raise self.error(index, "',' or ']'")
+                raise self.error(index, f"',' or '{close}'")
             index = self.skip(index + 1)
+        return end

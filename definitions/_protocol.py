@@ -58,8 +58,11 @@ faster path: ``engine.push_many(PROTOCOL.prepare(events))`` on an engine of
 
 Implementing a set (the recipe, step by step: docs/architecture.md): the module
 builds its definitions, its ``Envelope`` class, its live pre-pass ``Preparer`` (one per
-stream) and its batch ``prepare(events)``, then ends with ``PROTOCOL = ProtocolSet(...)``
-and ``DEFINITIONS = PROTOCOL.definitions``. The pre-pass turns any event that is not a
+stream), its batch ``prepare(events)`` and its ``detect`` and ``event_type``, then ends
+with ``PROTOCOL = ProtocolSet.of_module(globals(), name=..., ...)`` (which takes those
+parts by these names) and ``DEFINITIONS = PROTOCOL.definitions``; its names of one
+release ago go through ``old_names``, users reading the batch entry points through the
+set (``PROTOCOL.accumulate``, ``PROTOCOL.replay``). The pre-pass turns any event that is not a
 dict into one with ``PROTOCOL.plain(event)`` (looked up when called, so it may be
 defined last; skip the event when it gives ``None``); a batch pre-pass either maps
 ``PROTOCOL.pre_pass()`` or, in its own loop, turns ``UNREADABLE`` into
@@ -101,10 +104,20 @@ from engine import (
     RegistrationError,
     create_conversation_engine,
 )
+from engine._deprecation import renamed
 
 from ._routing import event_type as _shared_key
 
-__all__ = ["UNREADABLE", "PrePass", "ProtocolSet", "RawEventError", "RebuildError", "Unrouted"]
+__all__ = [
+    "ROUTED_NAMES",
+    "UNREADABLE",
+    "PrePass",
+    "ProtocolSet",
+    "RawEventError",
+    "RebuildError",
+    "Unrouted",
+    "old_names",
+]
 
 UNREADABLE: Final = (LookupError, TypeError, AttributeError, ValueError)
 """What a pre-pass raises on an event of the wrong shape (a field missing, null, or of
@@ -193,6 +206,29 @@ class ProtocolSet:
     )
     # Model class -> its converter and the types (of the dicts it gives) that ``plain``
     # has found to be this protocol's raw events: their next ones skip the checks.
+
+    @classmethod
+    def of_module(cls, namespace: Mapping[str, Any], **members: Any) -> ProtocolSet:
+        """The set a protocol module declares (``namespace`` is its ``globals()``): the
+        parts every set names alike (docs/architecture.md), ``detect``, ``Envelope`` and
+        ``Preparer``, and ``prepare`` and ``event_type`` where it has them, read by
+        those names, with ``members`` (``name``, ``title``, ``definitions``,
+        ``rebuild``, ...) beside them. A module that names a part otherwise is refused
+        (``RegistrationError``): one vocabulary in every set."""
+        missing = [name for name in ("detect", "Envelope", "Preparer") if name not in namespace]
+        if missing:
+            raise RegistrationError(
+                f"protocol set {members.get('name')!r} ({namespace.get('__name__')}): a set's "
+                f"module names its parts detect, Envelope, Preparer; missing {missing}"
+            )
+        parts = {name: namespace[name] for name in ("prepare", "event_type") if name in namespace}
+        return cls(
+            detect=namespace["detect"],
+            envelope=namespace["Envelope"],
+            pre_pass=namespace["Preparer"],
+            **parts,
+            **members,
+        )
 
     def __attrs_post_init__(self) -> None:
         if self.envelope is not None and not any(isinstance(d, Unrouted) for d in self.definitions):
@@ -474,6 +510,25 @@ class ProtocolSet:
             if kind is None or isinstance(kind, str):
                 self._folded.setdefault(cls, (remember, set()))[1].add(kind)
         return plain
+
+
+ROUTED_NAMES: Final = {
+    "project": "PROTOCOL.replay",
+    "route": "prepare",
+    "Router": "Preparer",
+    "Routed": "Envelope",
+}
+"""The names of one release ago that the sets routing by a table of routes (``ag_ui``,
+``ai_sdk``) shared: their replay, and their pre-pass and envelope as they were named."""
+
+
+def old_names(namespace: Mapping[str, Any], names: Mapping[str, str]) -> Callable[[str], Any]:
+    """The ``__getattr__`` of a protocol set's module (``namespace``, its ``globals()``)
+    for its names of one release ago: ``names`` (old -> new), and the batch entry points
+    every set had at module level, now read through the set (``accumulate`` and its
+    older name ``fold``: ``PROTOCOL.accumulate``). Each warns, naming the new one."""
+    batch = {"fold": "PROTOCOL.accumulate", "accumulate": "PROTOCOL.accumulate"}
+    return renamed(namespace["__name__"], namespace, {**batch, **names})
 
 
 class RebuildError(ConversationError, ValueError):

@@ -85,11 +85,17 @@ def _rest(value: Mapping[str, Any], *drop: str) -> dict[str, Any]:
 
 
 def anthropic_block(
-    block: Mapping[str, Any], *, stopped: bool, streamed: object = None, marker: str = ""
+    block: Mapping[str, Any],
+    *,
+    stopped: bool,
+    streamed: object = None,
+    marker: str = "",
+    usage: object = None,
 ) -> str:
     """One content block of a message, as rebuilt by the fold; ``streamed`` is its
     text as streamed (a ``StreamedText``, rendered incrementally) when it has one;
-    ``marker`` the list marker it carries (``BlockState.marker``)."""
+    ``marker`` the list marker it carries (``BlockState.marker``); ``usage`` a
+    compaction block's own iteration usage (``compaction_usage``)."""
     kind = str(block.get("type"))
     if kind == "text":
         if continued():  # shown in the paragraph of the block before
@@ -112,7 +118,7 @@ def anthropic_block(
     if kind == "compaction":
         from .compaction import row_html
 
-        return row_html(*_anthropic_compaction(block))
+        return row_html(*_anthropic_compaction(block, usage))
     if "input" in block or kind.endswith("tool_use"):
         status = "called" if stopped else "streaming"
         return call_card(_tool_name(block), block.get("id"), status, arguments=block.get("input"))
@@ -151,10 +157,11 @@ def _tool_name(block: Mapping[str, Any]) -> str:
 
 
 def anthropic_block_text(
-    block: Mapping[str, Any], marker: str = "", *, stopped: bool = True
+    block: Mapping[str, Any], marker: str = "", *, stopped: bool = True, usage: object = None
 ) -> str:
     """One content block as text: text (its citations' sources after it), thinking,
-    calls as tool lines (their joined result under them), results left to their call."""
+    calls as tool lines (their joined result under them), results left to their call;
+    ``usage`` as ``anthropic_block``'s."""
     kind = str(block.get("type"))
     if kind == "text":
         return long_text(list_item_text(str(block.get("text", "")), marker)) + cited_text(
@@ -167,7 +174,7 @@ def anthropic_block_text(
     if kind == "compaction":
         from .compaction import row_text
 
-        return row_text(*_anthropic_compaction(block))
+        return row_text(*_anthropic_compaction(block, usage))
     if "input" in block or kind.endswith("tool_use"):
         status = "called" if stopped else "streaming"
         return tool_text(_tool_name(block), block.get("id"), status, block.get("input"))
@@ -179,13 +186,29 @@ def anthropic_block_text(
     return f"[{kind}] {payload(_rest(block))}"
 
 
-def _anthropic_compaction(block: Mapping[str, Any]) -> tuple[str, str]:
+def _anthropic_compaction(block: Mapping[str, Any], usage: object) -> tuple[str, str]:
     """A compaction block's summary and figures, for its row (``content`` null: the
-    compaction failed, a no-op the server ignores)."""
+    compaction failed, a no-op the server ignores); ``usage`` its iteration's."""
+    from .compaction import pass_tokens
+
     content = block.get("content")
+    figures = [pass_tokens(usage)]
     if content is None:
-        return "", "failed: no summary"
-    return str(content), "encrypted state kept" if block.get("encrypted_content") else ""
+        figures.append("failed: no summary")
+    elif block.get("encrypted_content"):
+        figures.append("encrypted state kept")
+    return str(content or ""), ", ".join(f for f in figures if f)
+
+
+def compaction_usage(usage: object) -> dict[str, Any] | None:
+    """The compaction iteration of an Anthropic message's ``usage`` (its first
+    ``iterations`` entry of type ``compaction``; the beta API's per-iteration usage),
+    or ``None``."""
+    iterations = usage.get("iterations") if isinstance(usage, Mapping) else None
+    for entry in iterations if isinstance(iterations, list) else ():
+        if isinstance(entry, dict) and entry.get("type") == "compaction":
+            return entry
+    return None
 
 
 def anthropic_calls(block: Mapping[str, Any]) -> tuple[str, ...]:
@@ -518,9 +541,10 @@ def anthropic_text(message: Mapping[str, Any]) -> str:
     streamed blocks are (a text block on the line of the text before it, or carrying
     its list marker: ``text_follows``)."""
     head = heading_text(message.get("role"), message.get("model"), message.get("stop_reason"))
+    usage = compaction_usage(message.get("usage"))
     pieces = [(head, False)]
     for block, marker, on_line in _anthropic_follows(_maps(message.get("content"))):
-        pieces.append((anthropic_block_text(block, marker), on_line))
+        pieces.append((anthropic_block_text(block, marker, usage=usage), on_line))
     return joined_text(pieces)
 
 
@@ -548,6 +572,7 @@ def anthropic_html(message: Mapping[str, Any]) -> str:
     """A whole ``Message``: its metadata row, then its blocks in order; a sentence
     (or a list) citations split into blocks as one text, the citations inline."""
     usage = message.get("usage")
+    own = compaction_usage(usage)
     out = [anthropic_message(message, message.get("stop_reason"), usage or {})]
     run: list[tuple[Mapping[str, Any], str]] = []  # text blocks on one line, in order
 
@@ -565,7 +590,7 @@ def anthropic_html(message: Mapping[str, Any]) -> str:
         if block.get("type") == "text":
             run.append((block, marker))
         else:
-            out.append(anthropic_block(block, stopped=True))
+            out.append(anthropic_block(block, stopped=True, usage=own))
     close()
     return "".join(out)
 
@@ -631,15 +656,46 @@ def responses_heading(response: Mapping[str, Any]) -> str:
 
 
 def responses_text(response: Mapping[str, Any]) -> str:
-    """A whole ``Response``: its heading, then its output items in order."""
+    """A whole ``Response``: its heading, then its output items in order (a
+    ``/responses/compact`` answer: its compaction row)."""
+    compacted = _compacted(response)
+    if compacted is not None:
+        from .compaction import row_text
+
+        return row_text(*compacted)
     items = [(responses_item_text(item), False) for item in _maps(response.get("output"))]
     return joined_text([(responses_heading(response), False), *items])
 
 
 def responses_html(response: Mapping[str, Any]) -> str:
-    """A whole ``Response``: its metadata row, then its output items in order."""
+    """A whole ``Response``: its metadata row, then its output items in order (a
+    ``/responses/compact`` answer: its compaction row)."""
+    compacted = _compacted(response)
+    if compacted is not None:
+        from .compaction import row_html
+
+        return row_html(*compacted)
     head = responses_response(response, response.get("error"))
     return head + "".join(responses_item(item) for item in _maps(response.get("output")))
+
+
+def _compacted(response: Mapping[str, Any]) -> tuple[str, str] | None:
+    """A ``/responses/compact`` answer (``object: "response.compaction"``: its user
+    messages, then one compaction item) as its row's summary and figures (the pass's
+    ``usage``, the user messages it kept), or ``None`` for any other response. The
+    user messages repeat the request's: the row counts them rather than show them
+    again."""
+    if response.get("object") != "response.compaction":
+        return None
+    from .compaction import pass_tokens
+
+    items = _maps(response.get("output"))
+    kept = sum(1 for item in items if item.get("role") == "user")
+    figures = [pass_tokens(response.get("usage"))]
+    figures.append(f"{kept:,} user message{'' if kept == 1 else 's'} kept")
+    if any(item.get("type") == "compaction" and item.get("encrypted_content") for item in items):
+        figures.append("encrypted summary")
+    return "", ", ".join(f for f in figures if f)
 
 
 # -- Gemini, a whole GenerateContentResponse ---------------------------------------------

@@ -18,7 +18,7 @@ says which definitions see it and how soon it shows (``definitions._envelope``; 
 engine routes on it). The preparer never copies an event: the envelope
 holds the original dict plus the claims. Its state is only "which ids exist" (and
 the open chunk lane), i.e. what the reference consults, not what it accumulates; the
-definitions fold the content. ``accumulate()`` applies it; live users push raw events into
+definitions fold the content. ``PROTOCOL.accumulate()`` applies it; live users push raw events into
 ``PROTOCOL.engine()`` (the set's ``definitions.ProtocolSet``: the common live path,
 with its errors), or call a ``Preparer`` per event. Because the preparer
 only knows what it has seen, a window cut mid-message yields no node for the
@@ -53,10 +53,9 @@ from typing import Any, Final
 import msgspec
 
 from engine import Claim, Node, Reader
-from engine._deprecation import renamed
 
 from ._envelope import Route, describe, on_routes, route_of
-from ._protocol import UNREADABLE, ProtocolSet
+from ._protocol import ROUTED_NAMES, UNREADABLE, ProtocolSet, old_names
 from ._render import payload
 from ._runs import fold_run
 from ._text import StreamedText
@@ -73,13 +72,11 @@ __all__ = [
     "RunState",
     "SharedState",
     "ToolCallState",
-    "accumulate",
     "apply_patch",
     "detect",
     "event_type",
     "messages",
     "prepare",
-    "project",
     "state",
 ]
 
@@ -1094,14 +1091,13 @@ def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
 
 
 event_type: Final = route_of
-"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
-``route`` (a row of ``ROUTES``). A raw event dict is routed by its class to the guard
-first in ``DEFINITIONS``, which names the fix."""
+"""Routing key for ``create_conversation_engine(event_type=...)``: the shared
+``_envelope.route_of`` (an envelope's ``route``, a row of ``ROUTES``)."""
 
-PROTOCOL: Final = ProtocolSet(
+PROTOCOL: Final = ProtocolSet.of_module(
+    globals(),
     name="ag_ui",
     title="AG-UI",
-    detect=detect,
     definitions=(
         _MessageDefinition(),
         _ToolCallDefinition(),
@@ -1109,10 +1105,6 @@ PROTOCOL: Final = ProtocolSet(
         _RunDefinition(),
         _EventDefinition(),
     ),
-    envelope=Envelope,
-    prepare=prepare,
-    pre_pass=Preparer,
-    event_type=event_type,
     rebuild=messages,
 )
 """The AG-UI protocol set (``definitions.ProtocolSet``)."""
@@ -1121,24 +1113,11 @@ DEFINITIONS: Final = PROTOCOL.definitions
 """The AG-UI definition set, in registration order: the set's guard
 (``PROTOCOL.envelope``), then messages before their tool calls."""
 
-
-project: Final = PROTOCOL.replay
-"""The nodes of one recording's raw events (routed, then folded)."""
-
-
-accumulate: Final = PROTOCOL.accumulate
-"""The final message list of one recording (raw events in log order)."""
-
-
 # The names of one release ago (every set now says prepare, Preparer, Envelope).
-__getattr__ = renamed(
-    __name__,
+__getattr__ = old_names(
     globals(),
     {
-        "fold": "accumulate",
-        "route": "prepare",
-        "Router": "Preparer",
-        "Routed": "Envelope",
+        **ROUTED_NAMES,
         "Message": "MessageState",
         "ToolCall": "ToolCallState",
         "Run": "RunState",

@@ -16,7 +16,7 @@ it (``definitions._envelope``; the engine routes on it). Node ids are positional
 (``"<message>"`` and ``"<message>/<part>"``, counted from the start of the log), so a
 reused part id never reopens an older part. The preparer never copies a chunk and keeps
 only the lookup tables the reference consults (open parts, tool calls of the message,
-data parts); the definitions fold the content. ``accumulate()`` applies it; live users
+data parts); the definitions fold the content. ``PROTOCOL.accumulate()`` applies it; live users
 push raw chunks into ``PROTOCOL.engine()`` (the set's ``definitions.ProtocolSet``: the common live
 path, with its errors), or call a ``Preparer`` per chunk.
 
@@ -50,10 +50,9 @@ from typing import Any, Final
 import msgspec
 
 from engine import Claim, Node, Reader
-from engine._deprecation import renamed
 
 from ._envelope import Route, describe, on_routes, route_of
-from ._protocol import UNREADABLE, ProtocolSet
+from ._protocol import ROUTED_NAMES, UNREADABLE, ProtocolSet, old_names
 from ._render import payload
 from ._runs import fold_run
 from ._text import StreamedText
@@ -70,13 +69,11 @@ __all__ = [
     "StepState",
     "TextPartState",
     "ToolPartState",
-    "accumulate",
     "detect",
     "event_type",
     "fix_json",
     "parse_partial_json",
     "prepare",
-    "project",
     "ui_messages",
 ]
 
@@ -1344,14 +1341,13 @@ def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
 
 
 event_type: Final = route_of
-"""Routing key for ``create_conversation_engine(event_type=...)``: the envelope's
-``route`` (a row of ``ROUTES``). A raw chunk dict is routed by its class to the guard
-first in ``DEFINITIONS``, which names the fix."""
+"""Routing key for ``create_conversation_engine(event_type=...)``: the shared
+``_envelope.route_of`` (an envelope's ``route``, a row of ``ROUTES``)."""
 
-PROTOCOL: Final = ProtocolSet(
+PROTOCOL: Final = ProtocolSet.of_module(
+    globals(),
     name="ai_sdk",
     title="AI SDK UI message stream",
-    detect=detect,
     definitions=(
         _MessageDefinition(),
         _StepDefinition(),
@@ -1360,10 +1356,6 @@ PROTOCOL: Final = ProtocolSet(
         _ToolDefinition(),
         _PartDefinition(),
     ),
-    envelope=Envelope,
-    prepare=prepare,
-    pre_pass=Preparer,
-    event_type=event_type,
     rebuild=ui_messages,
 )
 """The AI SDK UI message stream protocol set (``definitions.ProtocolSet``)."""
@@ -1373,24 +1365,11 @@ DEFINITIONS: Final = PROTOCOL.definitions
 (``PROTOCOL.envelope``), a message before its parts, and a step-start before the
 part whose chunk makes it visible (one event may start both)."""
 
-
-project: Final = PROTOCOL.replay
-"""The nodes of one recording's raw chunks (routed, then folded)."""
-
-
-accumulate: Final = PROTOCOL.accumulate
-"""The final UI messages of one recording (raw chunks in log order)."""
-
-
 # The names of one release ago (every set now says prepare, Preparer, Envelope).
-__getattr__ = renamed(
-    __name__,
+__getattr__ = old_names(
     globals(),
     {
-        "fold": "accumulate",
-        "route": "prepare",
-        "Router": "Preparer",
-        "Routed": "Envelope",
+        **ROUTED_NAMES,
         "TextPart": "TextPartState",
         "ToolPart": "ToolPartState",
         "Part": "PartState",

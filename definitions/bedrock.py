@@ -50,12 +50,11 @@ from typing import Any, Final
 import msgspec
 
 from engine import Claim, Node
-from engine._deprecation import renamed
 
 from ._cons import Cons, items
 from ._eventstream import EventStreamDecoder, EventStreamError, decode_frames, is_eventstream
 from ._partial_json import PartialJSONError, parse_partial_json
-from ._protocol import ProtocolSet
+from ._protocol import ProtocolSet, old_names
 from ._text import StreamedText
 
 __all__ = [
@@ -69,7 +68,6 @@ __all__ = [
     "MessageDefinition",
     "MessageState",
     "Preparer",
-    "accumulate",
     "detect",
     "event_type",
     "events_from_eventstream",
@@ -199,12 +197,16 @@ class Preparer:
         return Envelope(update.id, key, body, update)
 
 
-def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
-    """Wrap each ConverseStream event of one stream in ``Envelope`` (the pure pre-pass).
+def prepare(events: Iterable[Any] | bytes) -> Iterator[Envelope]:
+    """Wrap each ConverseStream event of one stream in ``Envelope`` (the pure pre-pass):
+    its events, or its raw ``application/vnd.amazon.eventstream`` body (bytes), so
+    ``PROTOCOL.accumulate(body)`` takes a recorded body as it is.
 
     ``engine.EventError`` naming its position for an event that is not a mapping, or
     one without exactly one key (``PROTOCOL.pre_pass()``, the counted ``Preparer``).
     """
+    if isinstance(events, bytes | bytearray | memoryview):
+        events = events_from_eventstream(bytes(events))
     return PROTOCOL.mapped(events)
 
 
@@ -442,15 +444,11 @@ def messages(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     return [_message(node.state) for node in nodes if node.kind == MessageDefinition.kind]
 
 
-PROTOCOL: Final = ProtocolSet(
+PROTOCOL: Final = ProtocolSet.of_module(
+    globals(),
     name="bedrock",
     title="AWS Bedrock ConverseStream",
-    detect=detect,
     definitions=(MESSAGE,),
-    envelope=Envelope,
-    prepare=prepare,
-    pre_pass=Preparer,
-    event_type=event_type,
     rebuild=messages,
 )
 """The Bedrock ConverseStream protocol set (``definitions.ProtocolSet``)."""
@@ -460,17 +458,5 @@ DEFINITIONS: Final = PROTOCOL.definitions
 (``PROTOCOL.envelope``), then the messages."""
 
 
-def accumulate(events: Iterable[Any] | bytes) -> list[dict[str, Any]]:
-    """The final Converse responses of one recording: its events, or its raw
-    ``application/vnd.amazon.eventstream`` body (bytes)."""
-    if isinstance(events, bytes | bytearray | memoryview):
-        events = events_from_eventstream(bytes(events))
-    return PROTOCOL.accumulate(events)
-
-
 # The names of one release ago (every set now says prepare, Preparer, Envelope).
-__getattr__ = renamed(
-    __name__,
-    globals(),
-    {"fold": "accumulate", "scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"},
-)
+__getattr__ = old_names(globals(), {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"})

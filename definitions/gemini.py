@@ -61,10 +61,9 @@ from typing import Any, Final
 import msgspec
 
 from engine import Claim, Node
-from engine._deprecation import renamed
 
 from ._cons import Cons, items
-from ._protocol import ProtocolSet
+from ._protocol import ProtocolSet, old_names
 from ._text import StreamedText
 
 __all__ = [
@@ -76,7 +75,6 @@ __all__ = [
     "Preparer",
     "ResponseDefinition",
     "ResponseState",
-    "accumulate",
     "as_chunk",
     "build_args",
     "detect",
@@ -564,15 +562,11 @@ def responses(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     return [_response(node.state) for node in nodes if node.kind == ResponseDefinition.kind]
 
 
-PROTOCOL: Final = ProtocolSet(
+PROTOCOL: Final = ProtocolSet.of_module(
+    globals(),
     name="gemini",
     title="Gemini generateContent",
-    detect=detect,
     definitions=(RESPONSE,),
-    envelope=Envelope,
-    prepare=prepare,
-    pre_pass=Preparer,
-    event_type=event_type,
     rebuild=responses,
 )
 """The Gemini protocol set (``definitions.ProtocolSet``)."""
@@ -582,14 +576,5 @@ DEFINITIONS: Final = PROTOCOL.definitions
 the responses."""
 
 
-accumulate: Final = PROTOCOL.accumulate
-"""The final responses of one recording's chunks (in order): dicts or
-    google-genai's typed responses."""
-
-
 # The names of one release ago (every set now says prepare, Preparer, Envelope).
-__getattr__ = renamed(
-    __name__,
-    globals(),
-    {"fold": "accumulate", "scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"},
-)
+__getattr__ = old_names(globals(), {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"})

@@ -49,10 +49,9 @@ from typing import Any, Final
 import msgspec
 
 from engine import Claim, Node
-from engine._deprecation import renamed
 
 from ._cons import Cons, items
-from ._protocol import UNREADABLE, ProtocolSet
+from ._protocol import UNREADABLE, ProtocolSet, old_names
 from ._text import StreamedText
 
 __all__ = [
@@ -64,7 +63,6 @@ __all__ = [
     "Envelope",
     "Preparer",
     "ToolCallState",
-    "accumulate",
     "completions",
     "detect",
     "event_type",
@@ -689,15 +687,11 @@ def completions(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     return [_completion(node.state) for node in nodes if node.kind == CompletionDefinition.kind]
 
 
-PROTOCOL: Final = ProtocolSet(
+PROTOCOL: Final = ProtocolSet.of_module(
+    globals(),
     name="openai_chat",
     title="OpenAI Chat Completions",
-    detect=detect,
     definitions=(COMPLETION,),
-    envelope=Envelope,
-    prepare=prepare,
-    pre_pass=Preparer,
-    event_type=event_type,
     rebuild=completions,
     # What client.chat.completions.stream(...) yields beside each chunk's ChunkEvent.
     derived=frozenset(
@@ -720,14 +714,7 @@ DEFINITIONS: Final = PROTOCOL.definitions
 (``PROTOCOL.envelope``), then the completions."""
 
 
-accumulate: Final = PROTOCOL.accumulate
-"""The final completions of one recording's raw chunks (in order): dicts or the
-    SDK's ``ChatCompletionChunk`` objects."""
-
-
 # The names of one release ago (every set now says prepare, Preparer, Envelope).
-__getattr__ = renamed(
-    __name__,
-    globals(),
-    {"fold": "accumulate", "scope": "prepare", "Scoper": "Preparer", "ScopedChunk": "Envelope"},
+__getattr__ = old_names(
+    globals(), {"scope": "prepare", "Scoper": "Preparer", "ScopedChunk": "Envelope"}
 )

@@ -59,9 +59,8 @@ from typing import Any, Final
 import msgspec
 
 from engine import Claim, Node
-from engine._deprecation import renamed
 
-from ._protocol import UNREADABLE, ProtocolSet
+from ._protocol import UNREADABLE, ProtocolSet, old_names
 from ._routing import ByType
 from ._runs import fold_run
 from ._text import StreamedText
@@ -76,7 +75,6 @@ __all__ = [
     "Preparer",
     "ResponseDefinition",
     "ResponseState",
-    "accumulate",
     "detect",
     "event_type",
     "prepare",
@@ -951,15 +949,11 @@ def snapshots(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     return [_snapshot(c) for c in _collect(nodes)]
 
 
-PROTOCOL: Final = ProtocolSet(
+PROTOCOL: Final = ProtocolSet.of_module(
+    globals(),
     name="openai_responses",
     title="OpenAI Responses",
-    detect=detect,
     definitions=(RESPONSE, ITEM),
-    envelope=Envelope,
-    prepare=prepare,
-    pre_pass=Preparer,
-    event_type=event_type,
     rebuild=responses,
 )
 """The Responses protocol set (``definitions.ProtocolSet``)."""
@@ -969,14 +963,5 @@ DEFINITIONS: Final = PROTOCOL.definitions
 then responses, then their output items."""
 
 
-accumulate: Final = PROTOCOL.accumulate
-"""The final responses of one recording's raw events (in order): dicts or the SDK's
-    typed ``ResponseStreamEvent`` objects; see ``responses``."""
-
-
 # The names of one release ago (every set now says prepare, Preparer, Envelope).
-__getattr__ = renamed(
-    __name__,
-    globals(),
-    {"fold": "accumulate", "scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"},
-)
+__getattr__ = old_names(globals(), {"scope": "prepare", "Scoper": "Preparer", "Scoped": "Envelope"})

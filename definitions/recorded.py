@@ -96,6 +96,7 @@ from ._requests_read import (
     answer_message,
     api_of,
     api_of_url,
+    compacted_window,
     continues_previous,
     model_of_url,
     request_messages,
@@ -421,6 +422,14 @@ class Preparer:
             return self._failure(call, f"a body that is not JSON: {_short(text)}")
         call.answered = True
         message = answer_message(call.api, outputs)
+        if call.api == _COMPACT and self._last is call:
+            # The conversation goes on from its window: the next request echoes it.
+            history = self._history
+            lead = next(
+                (n for n, m in enumerate(history) if getattr(m, "role", None) is not Role.system),
+                len(history),
+            )
+            self._history = [*history[:lead], *compacted_window(outputs)[:-1]]
         state = AnswerState(call.number, call.api, body, message, call.model)
         return _Answer(f"{call.prefix}answer", state)
 
@@ -589,24 +598,32 @@ def _rewritten(state: RequestState) -> str:
     )
 
 
-class AnswerDefinition:
+class _Whole:
+    """A definition whose node is one envelope's state, whole, as the pre-pass read it:
+    each envelope of its class starts it (again: the later word), none updates it."""
+
+    _envelope: ClassVar[type[_Answer | _Failure]]
+    publication = "immediate"
+
+    def match(self, event: Any) -> Claim | None:
+        """Start on an envelope of the definition's class."""
+        return Claim(event.id, "start") if type(event) is self._envelope else None
+
+    def start(self, event: Any, reader: Reader) -> Any:
+        """The envelope's state, as the pre-pass (or the call's gateway) read it."""
+        return event.state
+
+    def update(self, state: Any, event: object) -> Any:
+        """Never called: every envelope is a start."""
+        return state
+
+
+class AnswerDefinition(_Whole):
     """Kind ``recorded_answer``: a non-streamed answer (id ``call-<n>/answer``)."""
 
     kind = "recorded_answer"
+    _envelope = _Answer
     event_types = frozenset({_Answer.route})
-    publication = "immediate"
-
-    def match(self, event: _Answer) -> Claim | None:
-        """Start on the answer."""
-        return Claim(event.id, "start") if type(event) is _Answer else None
-
-    def start(self, event: _Answer, reader: Reader) -> AnswerState:
-        """The answer as its gateway read it."""
-        return event.state
-
-    def update(self, state: AnswerState, event: object) -> AnswerState:
-        """Never called: an answer is whole."""
-        return state
 
     def render_text(self, node: Node) -> str:
         """The answer as the streamed ones read: its heading (role, model, stop),
@@ -638,25 +655,13 @@ class AnswerDefinition:
         return {"call": state.call, "api": state.api, "body": state.body}
 
 
-class ErrorDefinition:
+class ErrorDefinition(_Whole):
     """Kind ``recorded_error``: why a call failed (id ``call-<n>/error``), after
-    what it streamed."""
+    what it streamed (a later failure of the call restarts it, with the later word)."""
 
     kind = "recorded_error"
+    _envelope = _Failure
     event_types = frozenset({_Failure.route})
-    publication = "immediate"
-
-    def match(self, event: _Failure) -> Claim | None:
-        """Start (or restart, with the later word) on the call's failure."""
-        return Claim(event.id, "start") if type(event) is _Failure else None
-
-    def start(self, event: _Failure, reader: Reader) -> ErrorState:
-        """The failure as the pre-pass worded it."""
-        return event.state
-
-    def update(self, state: ErrorState, event: object) -> ErrorState:
-        """Never called: every failure is a start."""
-        return state
 
     def render_text(self, node: Node) -> str:
         """``[failed] call n: why``."""
@@ -729,6 +734,14 @@ ERROR: Final = ErrorDefinition()
 
 # -- rendering ------------------------------------------------------------------------
 
+_RESPONSES_ANSWER: Final = (
+    responses_text,
+    responses_html,
+    lambda o: [
+        c for item in o.get("output") or () if isinstance(item, dict) for c in responses_calls(item)
+    ],
+)
+
 # Per API: a whole answer (the non-streamed body, or one object a list body folds to)
 # as text and as HTML, and the ids of its calls: drawn as its protocol set draws a
 # streamed one, so both read alike.
@@ -743,16 +756,8 @@ _ANSWERS: Final[
             c[1] for choice in chat_choices(o) for c in choice.calls if isinstance(c[1], str)
         ],
     ),
-    "openai.responses": (
-        responses_text,
-        responses_html,
-        lambda o: [
-            c
-            for item in o.get("output") or ()
-            if isinstance(item, dict)
-            for c in responses_calls(item)
-        ],
-    ),
+    "openai.responses": _RESPONSES_ANSWER,
+    "openai.responses.compact": _RESPONSES_ANSWER,  # responses_text draws its row
     "gemini.generate_content": (gemini_text, gemini_html, gemini_calls),
     "bedrock.converse": (converse_text, converse_html, converse_calls),
 }
@@ -806,20 +811,13 @@ def _outcome(result: ToolResult) -> Outcome:
     return Outcome(status, _result_content(result), result.name or "")
 
 
-def _message_text(message: Message) -> str:
-    """A generic message as text, its parts in order: ``role: text``, thinking, calls
-    (their joined results under them), results not shown on their call's card."""
-    role = message.role.value
-    if isinstance(message.content, str):
-        return f"{role}: {long_text(message.content)}"
-    lines: list[str] = []
+def _read(message: Message) -> Iterator[tuple[str, Any]]:
+    """A generic message's parts (not its string content) as a reader meets them, for
+    both renderings: each run of said text (text parts, natives that are no call)
+    joined, ``("said", text)``; then ``("thinking", text)`` for a reasoning part with
+    text, ``("call", ToolCall)`` for a call (a native one's too), ``("result",
+    ToolResult)`` for a result not shown on its call's card, ``("other", part)``."""
     said: list[str] = []
-
-    def flush() -> None:
-        if said:
-            lines.append(f"{role}: {long_text(''.join(said))}")
-            said.clear()
-
     for part in message.parts:
         if isinstance(part, Text):
             said.append(part.text)
@@ -828,20 +826,43 @@ def _message_text(message: Message) -> str:
             if part.text:
                 said.append(part.text)
             continue
-        flush()
+        if said:
+            yield "said", "".join(said)
+            said = []
         if isinstance(part, Reasoning):
             if part.text:
-                lines.append(f"[thinking] {long_text(part.text)}")
+                yield "thinking", part.text
         elif isinstance(part, ToolCall | Native):
             call = part if isinstance(part, ToolCall) else part.call
             assert call is not None
-            lines.append(tool_text(call.name, call.id, "called", call.arguments))
+            yield "call", call
         elif isinstance(part, ToolResult):
             if not carried(part.call_id):
-                lines.append(_result_text(part))
+                yield "result", part
         else:
-            lines.append(f"[{type(part).__name__.lower()}]")
-    flush()
+            yield "other", part
+    if said:
+        yield "said", "".join(said)
+
+
+def _message_text(message: Message) -> str:
+    """A generic message as text, its parts in order: ``role: text``, thinking, calls
+    (their joined results under them), results not shown on their call's card."""
+    role = message.role.value
+    if isinstance(message.content, str):
+        return f"{role}: {long_text(message.content)}"
+    lines: list[str] = []
+    for what, value in _read(message):
+        if what == "said":
+            lines.append(f"{role}: {long_text(value)}")
+        elif what == "thinking":
+            lines.append(f"[thinking] {long_text(value)}")
+        elif what == "call":
+            lines.append(tool_text(value.name, value.id, "called", value.arguments))
+        elif what == "result":
+            lines.append(_result_text(value))
+        else:
+            lines.append(f"[{type(value).__name__.lower()}]")
     return "\n\n".join(lines)
 
 
@@ -852,7 +873,8 @@ def _result_text(result: ToolResult) -> str:
 
 
 def _message_html(message: Message) -> str:
-    """A generic message as HTML, its parts in order (see ``_message_text``)."""
+    """A generic message as HTML, its parts in order (see ``_message_text``; a part of
+    another kind is not drawn)."""
     from ._render import bubble, collapsed, folded, markdown, plain, tool_card
 
     role = message.role.value
@@ -860,39 +882,21 @@ def _message_html(message: Message) -> str:
         text = message.content
         return bubble(role, collapsed(text, markdown(text))) if text else ""
     out: list[str] = []
-    said: list[str] = []
-
-    def flush() -> None:
-        if said:
-            text = "".join(said)
-            out.append(bubble(role, collapsed(text, markdown(text))))
-            said.clear()
-
-    for part in message.parts:
-        if isinstance(part, Text):
-            said.append(part.text)
-            continue
-        if isinstance(part, Native) and part.call is None:
-            if part.text:
-                said.append(part.text)
-            continue
-        flush()
-        if isinstance(part, Reasoning):
-            if part.text:
-                out.append(folded("thinking", plain(part.text), cls="thinking"))
-        elif isinstance(part, ToolCall | Native):
-            call = part if isinstance(part, ToolCall) else part.call
-            assert call is not None
-            out.append(call_card(call.name, call.id, "called", arguments=call.arguments))
-        elif isinstance(part, ToolResult) and not carried(part.call_id):
-            status = "failed" if part.is_error else "done"
-            content = _result_content(part)
-            name = part.name or part.call_id
-            if part.is_error:
-                out.append(tool_card(name, status, error=content, preview=part.call_id))
+    for what, value in _read(message):
+        if what == "said":
+            out.append(bubble(role, collapsed(value, markdown(value))))
+        elif what == "thinking":
+            out.append(folded("thinking", plain(value), cls="thinking"))
+        elif what == "call":
+            out.append(call_card(value.name, value.id, "called", arguments=value.arguments))
+        elif what == "result":
+            status = "failed" if value.is_error else "done"
+            content = _result_content(value)
+            name = value.name or value.call_id
+            if value.is_error:
+                out.append(tool_card(name, status, error=content, preview=value.call_id))
             else:
-                out.append(tool_card(name, status, result=content, preview=part.call_id))
-    flush()
+                out.append(tool_card(name, status, result=content, preview=value.call_id))
     return "".join(out)
 
 
@@ -962,9 +966,12 @@ def conversation_calls(nodes: Iterable[Node]) -> tuple[list[Message], list[int]]
     that request's model and settings (``convo context --calls``)."""
     nodes = tuple(nodes)
     history: list[tuple[Message, int]] = []
-    answers: dict[int, Message] = {}
+    answers: dict[int, list[Message]] = {}
+    compacts: set[int] = set()  # the /responses/compact calls: their window is sent back
     for call in calls(nodes):
-        answers[call["call"]] = answer_message(call["api"], call["output"])
+        answers[call["call"]] = _answer(call["api"], call["output"])
+        if call["api"] == _COMPACT:
+            compacts.add(call["call"])
     last: RequestState | None = None
     for node in nodes:
         if node.kind != "recorded_request":
@@ -972,29 +979,42 @@ def conversation_calls(nodes: Iterable[Node]) -> tuple[list[Message], list[int]]
         state: RequestState = node.state
         if state.kept is not None:
             del history[state.kept :]
+        elif state.echo is not None and state.echoes in compacts:
+            # the window, echoed from its item on
+            history.extend((m, state.echoes) for m in answers[state.echoes])
         elif state.echo is not None:
             history.append((state.echo, state.echoes if state.echoes is not None else state.call))
         elif state.echoes is not None:  # a continued request: the answer is not in it
-            history.append((answers.get(state.echoes, _EMPTY_ANSWER), state.echoes))
+            history.extend((m, state.echoes) for m in answers.get(state.echoes, [_EMPTY_ANSWER]))
         history.extend((message, state.call) for message in state.messages)
         last = state
     if last is not None and last.failed is None:
-        history.append((answers.get(last.call, _EMPTY_ANSWER), last.call))
+        history.extend((m, last.call) for m in answers.get(last.call, [_EMPTY_ANSWER]))
     kept = [(m, call) for m, call in history if m.content]
     return [m for m, _ in kept], [call for _, call in kept]
 
 
 _EMPTY_ANSWER: Final = Message(role=Role.assistant, content=())
+_COMPACT: Final = "openai.responses.compact"  # its answer is a window (compacted_window)
+
+
+def _answer(api: str, outputs: Sequence[Any]) -> list[Message]:
+    """A call's answer as the messages it adds to the conversation: one assistant
+    message, or a ``/responses/compact`` call's window (its kept user messages and
+    its compaction, ``compacted_window``), which the next request starts from."""
+    if api == _COMPACT:
+        return compacted_window(outputs)
+    return [answer_message(api, outputs)]
 
 
 def _rebuild(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     return calls(nodes)
 
 
-PROTOCOL: Final = ProtocolSet(
+PROTOCOL: Final = ProtocolSet.of_module(
+    globals(),
     name="recorded",
     title="Recorded model calls",
-    detect=detect,
     definitions=(
         REQUEST,
         ANSWER,
@@ -1006,10 +1026,6 @@ PROTOCOL: Final = ProtocolSet(
         ),
         ERROR,
     ),
-    envelope=Envelope,
-    prepare=prepare,
-    pre_pass=Preparer,
-    event_type=event_type,
     rebuild=_rebuild,
 )
 """The recorded-calls protocol set (``definitions.ProtocolSet``)."""

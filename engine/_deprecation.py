@@ -19,21 +19,29 @@ def renamed(
 ) -> Callable[[str], Any]:
     """The ``__getattr__`` of ``module`` (whose globals are ``namespace``) that gives
     each old name of ``names`` (old -> new) as the new one's value, warning that the
-    old name goes in the next release. A new name of this module is given bare; one
-    of another module dotted (``"definitions.ProtocolSet"``), its value imported into
-    ``namespace`` under its last part. Any other name is an ``AttributeError``, as
-    without the hook."""
+    old name goes in the next release. A new name of this module is given bare, or
+    dotted from one of its names (``"PROTOCOL.accumulate"``: an attribute of this
+    module's ``PROTOCOL``); one of another module dotted from the module's name
+    (``"definitions.ProtocolSet"``), its value imported into ``namespace`` under its
+    last part. Any other name is an ``AttributeError``, as without the hook."""
 
     def __getattr__(name: str) -> Any:
         new = names.get(name)
         if new is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        where = new if "." in new else f"{module}.{new}"
+        first, _, path = new.partition(".")
+        here = first in namespace
         warnings.warn(
-            f"{module}.{name} is deprecated and goes in the next release: use {where}",
+            f"{module}.{name} is deprecated and goes in the next release: "
+            f"use {f'{module}.{new}' if here else new}",
             DeprecationWarning,
             stacklevel=2,
         )
-        return namespace[new.rpartition(".")[2]]
+        if not here:
+            return namespace[new.rpartition(".")[2]]
+        value = namespace[first]
+        for attribute in path.split(".") if path else ():
+            value = getattr(value, attribute)
+        return value
 
     return __getattr__

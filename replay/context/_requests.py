@@ -433,9 +433,10 @@ def _projected(
     feeder = Feeder(options)
     calls: list[Call] = []
     notes: tuple[str, ...] = ()
+    echoed = 0  # messages before it repeat history a compaction kept (Compaction.echo)
     for index, message in enumerate(conversation):
-        if message.role is Role.assistant and not is_summary(message):
-            # each model turn answers one call
+        if message.role is Role.assistant and not is_summary(message) and index >= echoed:
+            # each model turn answers one call (a turn repeated after a compaction, none)
             coop.extend(feeder.feed(conversation, index))
             coop.render()
             made = made_by.get(id(message), head)
@@ -443,6 +444,7 @@ def _projected(
             progress()
         found = compaction_of(message)
         if found is not None:  # the next call starts at it
+            echoed = max(echoed, index + 1 + found.echo)
             coop = CoopContext(Context(target))
             coop.extend(feeder.restart(conversation, index + 1))
             note = crossing(found, target.name)

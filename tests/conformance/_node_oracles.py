@@ -16,10 +16,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests._shared import ROOT, require
 
@@ -55,6 +57,38 @@ def run_oracle(script: str, fixture: Path, *flags: str) -> dict[str, Any]:
         raise RuntimeError(f"{script} failed on {fixture} ({done.returncode}): {done.stderr}")
     result: dict[str, Any] = json.loads(done.stdout)
     return result
+
+
+def refused(expected: dict[str, Any], name: str, refusals: Mapping[str, str]) -> bool:
+    """Whether the reference refused fixture ``name`` (its result ``expected`` is an
+    error), checking that it refuses exactly the fixtures of ``refusals`` (name -> what
+    its error says): any other refusal, or a listed one no longer made, fails."""
+    if "error" not in expected:
+        assert name not in refusals, f"{name} is no longer refused: update REFUSED"
+        return False
+    assert name in refusals, f"the reference refused {name}: {expected['error']}"
+    assert refusals[name] in expected["error"]
+    return True
+
+
+BATCHES: Final = settings(
+    max_examples=4,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+"""The settings of a test of generated streams against ``run_batch``: a few batches of
+large streams, one node process each."""
+
+
+def batch_results(
+    protocol: str, streams: list[list[dict[str, Any]]], **job: Any
+) -> Iterator[tuple[list[dict[str, Any]], dict[str, Any]]]:
+    """Each of ``streams`` beside the reference's result on it (``run_batch``, one node
+    process for all; ``job``: more fields of each job): a stream it refuses fails."""
+    results = run_batch([{"protocol": protocol, "events": s, **job} for s in streams])
+    for stream, expected in zip(streams, results, strict=True):
+        assert "error" not in expected, (expected["error"], stream)
+        yield stream, expected
 
 
 def run_batch(jobs: list[dict[str, Any]], *, script: Path = _BATCH) -> list[dict[str, Any]]:

@@ -25,6 +25,20 @@ JSON_VALUES = st.recursive(
 )
 JSON_OBJECTS = st.dictionaries(TEXT, JSON_VALUES, max_size=5)
 
+SHORT_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=6)
+"""A few characters that UTF-8 encodes (what the JavaScript references read back)."""
+
+
+def cut_into(value: str, cuts: list[int]) -> list[str]:
+    """``value`` cut at each of ``cuts`` (taken modulo its length + 1), in order: a cut
+    at either end gives an empty piece (an empty delta)."""
+    points = sorted({c % (len(value) + 1) for c in cuts})
+    out, last = [], 0
+    for point in [*points, len(value)]:
+        out.append(value[last:point])
+        last = point
+    return out
+
 
 @st.composite
 def splits(draw: st.DrawFn, text: str) -> list[str]:
@@ -120,11 +134,18 @@ def anthropic_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
             events.append(event)
         if draw(st.booleans()):
             events.append({"type": "ping"})
+        usage: dict[str, Any] = {"output_tokens": draw(st.integers(0, 1000))}
+        if draw(st.booleans()):  # the beta per-iteration usage, a compaction's among them
+            usage["iterations"] = [
+                {"type": kind, "input_tokens": draw(st.integers(0, 10**6)), "output_tokens": 1}
+                | {"cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+                for kind in draw(st.lists(st.sampled_from(["compaction", "message"]), max_size=3))
+            ]
         events.append(
             {
                 "type": "message_delta",
                 "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": draw(st.integers(0, 1000))},
+                "usage": usage,
             }
         )
         events.append({"type": "message_stop"})

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from definitions import RawEventError, ag_ui
 from engine import create_conversation_engine
 from tests._shared import shared_files
-from tests.conformance._node_oracles import assert_same, load_events, run_batch, run_oracle
+from tests.conformance import _node_oracles as oracles
+from tests.conformance._strategies import SHORT_TEXT, cut_into, interleave
 
 FIXTURES = (
     shared_files("fixtures", "recorded", pattern="agui*")
@@ -29,14 +30,10 @@ FIXTURES = (
 # Streams verifyEvents refuses, and why our fold is the --no-verify one: a view shows
 # what arrived instead of nothing. Any other refusal fails the test.
 REFUSED = {
-    "norun.jsonl": (
-        "First event must be 'RUN_STARTED'",
-        "a stream recorded without its RUN_STARTED still holds a complete message",
-    ),
-    "orphan.jsonl": (
-        "No active text message found with ID 'x'",
-        "an orphan delta has no message to go to; both folds drop it",
-    ),
+    # a stream recorded without its RUN_STARTED still holds a complete message
+    "norun.jsonl": "First event must be 'RUN_STARTED'",
+    # an orphan delta has no message to go to; both folds drop it
+    "orphan.jsonl": "No active text message found with ID 'x'",
 }
 
 
@@ -45,19 +42,14 @@ class TestFixtures:
 
     @pytest.mark.parametrize("path", FIXTURES)
     def test_matches_reference(self, path: Path) -> None:
-        expected = run_oracle("oracle_agui.mjs", path)
-        if "error" in expected:
-            assert path.name in REFUSED, f"the reference refused {path.name}: {expected['error']}"
-            refusal, _why = REFUSED[path.name]
-            assert refusal in expected["error"]
-            expected = run_oracle("oracle_agui.mjs", path, "--no-verify")
+        expected = oracles.run_oracle("oracle_agui.mjs", path)
+        if oracles.refused(expected, path.name, REFUSED):
+            expected = oracles.run_oracle("oracle_agui.mjs", path, "--no-verify")
             assert "error" not in expected
-        else:
-            assert path.name not in REFUSED, f"{path.name} is no longer refused: update REFUSED"
-        nodes = ag_ui.project(load_events(path))
-        assert_same(expected["messages"], ag_ui.messages(nodes), f"{path.name} messages")
-        assert_same(expected["state"], ag_ui.state(nodes), f"{path.name} state")
-        assert ag_ui.accumulate(load_events(path)) == ag_ui.messages(nodes)
+        nodes = ag_ui.PROTOCOL.replay(oracles.load_events(path))
+        oracles.assert_same(expected["messages"], ag_ui.messages(nodes), f"{path.name} messages")
+        oracles.assert_same(expected["state"], ag_ui.state(nodes), f"{path.name} state")
+        assert ag_ui.PROTOCOL.accumulate(oracles.load_events(path)) == ag_ui.messages(nodes)
 
 
 RUN = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
@@ -77,12 +69,12 @@ class TestAttribution:
 
     def test_restart_continues_the_message_like_the_reference(self) -> None:
         events = RUN + text("m", "first") + text("n", "other") + text("m", "second") + END
-        assert [m["content"] for m in ag_ui.accumulate(events)] == ["firstsecond", "other"]
+        assert [m["content"] for m in ag_ui.PROTOCOL.accumulate(events)] == ["firstsecond", "other"]
 
     def test_window_cut_mid_message_shows_no_node_for_it(self) -> None:
         events = RUN + text("m1", "cut ", "off") + text("m2", "kept") + END
         window = events[3:]  # from m1's second delta: its start is outside the window
-        nodes = ag_ui.project(window)
+        nodes = ag_ui.PROTOCOL.replay(window)
         assert [n.id for n in nodes if n.kind == "ag_ui_message"] == ["m2"]
         assert ag_ui.messages(nodes) == [{"id": "m2", "role": "assistant", "content": "kept"}]
 
@@ -93,7 +85,7 @@ class TestAttribution:
             {"type": "TEXT_MESSAGE_CHUNK", "messageId": "b", "delta": "z"},
             {"type": "TEXT_MESSAGE_CHUNK", "delta": "w"},
         ]
-        assert [m["content"] for m in ag_ui.accumulate(events)] == ["xy", "zw"]
+        assert [m["content"] for m in ag_ui.PROTOCOL.accumulate(events)] == ["xy", "zw"]
 
     def test_chunk_without_id_or_open_stream_makes_no_node(self) -> None:
         # transformChunks raises here ("First TEXT_MESSAGE_CHUNK must have a messageId");
@@ -103,8 +95,8 @@ class TestAttribution:
             {"type": "TOOL_CALL_CHUNK", "delta": "{}"},
             {"type": "TOOL_CALL_CHUNK", "toolCallId": "c", "delta": "{}"},
         ]
-        assert ag_ui.project(events) == ()
-        expected = run_batch([{"protocol": "agui", "events": events[:1]}])[0]
+        assert ag_ui.PROTOCOL.replay(events) == ()
+        expected = oracles.run_batch([{"protocol": "agui", "events": events[:1]}])[0]
         assert "must have a messageId" in expected["error"]
 
     def test_tool_result_sharing_its_calls_message_id_is_a_new_message(self) -> None:
@@ -114,7 +106,7 @@ class TestAttribution:
             {"type": "TOOL_CALL_END", "toolCallId": "c"},
             {"type": "TOOL_CALL_RESULT", "messageId": "c", "toolCallId": "c", "content": "ok"},
         ]
-        assert [m["role"] for m in ag_ui.accumulate(events)] == ["assistant", "tool"]
+        assert [m["role"] for m in ag_ui.PROTOCOL.accumulate(events)] == ["assistant", "tool"]
 
     def test_raw_dicts_pushed_without_the_router_name_the_fix(self) -> None:
         engine = create_conversation_engine(ag_ui.DEFINITIONS)
@@ -149,7 +141,7 @@ class TestStatePatches:
                 ],
             },
         ]
-        nodes = ag_ui.project(events)
+        nodes = ag_ui.PROTOCOL.replay(events)
         assert ag_ui.state(nodes) == {"n": 1}
         assert nodes[0].state.errors == 1
 
@@ -172,7 +164,7 @@ class TestRendering:
             {"type": "CUSTOM", "name": "n", "value": "<v>"},
             *END,
         ]
-        nodes = ag_ui.project(events)
+        nodes = ag_ui.PROTOCOL.replay(events)
         by_kind = {d.kind: d for d in ag_ui.DEFINITIONS}
         for node in nodes:
             definition: Any = by_kind[node.kind]
@@ -187,17 +179,6 @@ class TestRendering:
 
 
 # -- generated streams ---------------------------------------------------------------------
-
-_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=6)
-
-
-def _split(value: str, cuts: list[int]) -> list[str]:
-    points = sorted({c % (len(value) + 1) for c in cuts})
-    pieces, last = [], 0
-    for point in [*points, len(value)]:
-        pieces.append(value[last:point])  # empty pieces are empty deltas
-        last = point
-    return pieces
 
 
 @st.composite
@@ -215,21 +196,21 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
             ]
             events += [
                 {"type": "REASONING_MESSAGE_CONTENT", "messageId": reasoning, "delta": d}
-                for d in draw(st.lists(_TEXT, max_size=3))
+                for d in draw(st.lists(SHORT_TEXT, max_size=3))
             ]
             events += [
                 {"type": "REASONING_MESSAGE_END", "messageId": reasoning},
                 {"type": "REASONING_END", "messageId": f"rs{turn}"},
             ]
         if draw(st.booleans()):
-            deltas = draw(st.lists(_TEXT, max_size=4))
+            deltas = draw(st.lists(SHORT_TEXT, max_size=4))
             events += [{"type": "TEXT_MESSAGE_START", "messageId": message, "role": "assistant"}]
             events += [
                 {"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": d} for d in deltas
             ]
             events += [{"type": "TEXT_MESSAGE_END", "messageId": message}]
         else:
-            deltas = draw(st.lists(_TEXT, max_size=3))
+            deltas = draw(st.lists(SHORT_TEXT, max_size=3))
             events += [
                 {
                     "type": "TEXT_MESSAGE_CHUNK",
@@ -244,7 +225,7 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
         for index in range(calls):
             call = f"c{turn}_{index}"
             args = json.dumps(
-                draw(st.dictionaries(_TEXT, _TEXT | st.integers(), max_size=2)),
+                draw(st.dictionaries(SHORT_TEXT, SHORT_TEXT | st.integers(), max_size=2)),
                 ensure_ascii=draw(st.booleans()),
             )
             parent = draw(st.sampled_from([message, None, f"p{turn}"]))
@@ -255,14 +236,11 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
             pieces.append(
                 [
                     {"type": "TOOL_CALL_ARGS", "toolCallId": call, "delta": p}
-                    for p in _split(args, draw(st.lists(st.integers(0, 99), max_size=3)))
+                    for p in cut_into(args, draw(st.lists(st.integers(0, 99), max_size=3)))
                 ]
             )
-        order = draw(st.permutations([i for i, p in enumerate(pieces) for _ in p]))
-        cursors = [0] * len(pieces)
-        for index in order:  # interleave the parallel calls' argument deltas
-            events.append(pieces[index][cursors[index]])
-            cursors[index] += 1
+        # the parallel calls' argument deltas, interleaved
+        events += [delta for _, delta in draw(interleave(pieces))]
         for index in range(calls):
             events.append({"type": "TOOL_CALL_END", "toolCallId": f"c{turn}_{index}"})
         for index in draw(st.permutations(range(calls))):
@@ -271,7 +249,7 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
                     "type": "TOOL_CALL_RESULT",
                     "messageId": f"res{turn}_{index}",
                     "toolCallId": f"c{turn}_{index}",
-                    "content": draw(_TEXT),
+                    "content": draw(SHORT_TEXT),
                 }
             )
         if draw(st.booleans()):
@@ -280,7 +258,7 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
                 {
                     "type": "STATE_DELTA",
                     "delta": [
-                        {"op": "add", "path": "/items/-", "value": draw(_TEXT)},
+                        {"op": "add", "path": "/items/-", "value": draw(SHORT_TEXT)},
                         {"op": "replace", "path": "/turn", "value": turn + 1},
                     ],
                 }
@@ -288,8 +266,8 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
         extra = draw(st.sampled_from(["none", "chunked-call", "restart", "step", "encrypted"]))
         if extra == "chunked-call":
             call = f"k{turn}"
-            args = json.dumps({"q": draw(_TEXT)})
-            chunks = _split(args, draw(st.lists(st.integers(0, 99), max_size=3)))
+            args = json.dumps({"q": draw(SHORT_TEXT)})
+            chunks = cut_into(args, draw(st.lists(st.integers(0, 99), max_size=3)))
             events.append(
                 {
                     "type": "TOOL_CALL_CHUNK",
@@ -303,13 +281,13 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
         elif extra == "restart":  # the same id again: the reference continues the message
             events += [
                 {"type": "TEXT_MESSAGE_START", "messageId": message, "role": "assistant"},
-                {"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": draw(_TEXT)},
+                {"type": "TEXT_MESSAGE_CONTENT", "messageId": message, "delta": draw(SHORT_TEXT)},
                 {"type": "TEXT_MESSAGE_END", "messageId": message},
             ]
         elif extra == "step":
             events += [
                 {"type": "STEP_STARTED", "stepName": f"s{turn}"},
-                {"type": "CUSTOM", "name": "c", "value": draw(_TEXT)},
+                {"type": "CUSTOM", "name": "c", "value": draw(SHORT_TEXT)},
                 {"type": "STEP_FINISHED", "stepName": f"s{turn}"},
             ]
         elif extra == "encrypted":
@@ -325,20 +303,14 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
     return events
 
 
-@settings(
-    max_examples=4,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@oracles.BATCHES
 @given(st.lists(agui_stream(), min_size=10, max_size=20))
 def test_generated_streams_match_reference(streams: list[list[dict[str, Any]]]) -> None:
     """Batches of random valid runs fold to what the reference (with verifyEvents) gives."""
-    results = run_batch([{"protocol": "agui", "events": s, "verify": True} for s in streams])
-    for stream, expected in zip(streams, results, strict=True):
-        assert "error" not in expected, (expected["error"], stream)
-        nodes = ag_ui.project(stream)
-        assert_same(expected["messages"], ag_ui.messages(nodes), "generated messages")
-        assert_same(expected["state"], ag_ui.state(nodes), "generated state")
+    for stream, expected in oracles.batch_results("agui", streams, verify=True):
+        nodes = ag_ui.PROTOCOL.replay(stream)
+        oracles.assert_same(expected["messages"], ag_ui.messages(nodes), "generated messages")
+        oracles.assert_same(expected["state"], ag_ui.state(nodes), "generated state")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -349,10 +321,10 @@ def test_window_never_misattributes(stream: list[dict[str, Any]], data: st.DataO
     added (a suffix of its content): cut-off content never lands elsewhere."""
     cut = data.draw(st.integers(0, len(stream)), label="cut")
     window = stream[cut:]
-    full = {m["id"]: m for m in ag_ui.accumulate(stream)}
+    full = {m["id"]: m for m in ag_ui.PROTOCOL.accumulate(stream)}
     before = {e.get("messageId") for e in stream[:cut] if e["type"].endswith("MESSAGE_START")}
     before |= {e.get("messageId") for e in stream[:cut] if e["type"].endswith("_CHUNK")}
-    for message in ag_ui.accumulate(window):
+    for message in ag_ui.PROTOCOL.accumulate(window):
         if message["role"] in ("assistant", "reasoning") and "toolCalls" not in message:
             whole = full[message["id"]].get("content") or ""
             if message["id"] in before:

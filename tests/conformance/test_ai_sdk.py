@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from definitions import RawEventError, ai_sdk
 from engine import create_conversation_engine
 from tests._shared import shared_files
-from tests.conformance._node_oracles import assert_same, load_events, run_batch, run_oracle
+from tests.conformance import _node_oracles as oracles
+from tests.conformance._strategies import SHORT_TEXT, cut_into, interleave
 
 FIXTURES = (
     shared_files("fixtures", "recorded", pattern="aisdk*")
@@ -41,15 +42,12 @@ class TestFixtures:
 
     @pytest.mark.parametrize("path", FIXTURES)
     def test_matches_reference(self, path: Path) -> None:
-        expected = run_oracle("oracle_aisdk.mjs", path)
-        if "error" in expected:
-            assert path.name in REFUSED, f"the reference refused {path.name}: {expected['error']}"
-            assert REFUSED[path.name] in expected["error"]
-        else:
-            assert path.name not in REFUSED, f"{path.name} is no longer refused: update REFUSED"
-        ours = ai_sdk.accumulate(load_events(path))
+        expected = oracles.run_oracle("oracle_aisdk.mjs", path)
+        # a refused stream: the message up to the refused chunk is the same
+        oracles.refused(expected, path.name, REFUSED)
+        ours = ai_sdk.PROTOCOL.accumulate(oracles.load_events(path))
         assert len(ours) == 1
-        assert_same(expected["message"], ours[-1], path.name)
+        oracles.assert_same(expected["message"], ours[-1], path.name)
 
 
 def message(message_id: str | None, *chunks: dict[str, Any]) -> list[dict[str, Any]]:
@@ -59,12 +57,17 @@ def message(message_id: str | None, *chunks: dict[str, Any]) -> list[dict[str, A
     return [start, *chunks, {"type": "finish"}]
 
 
-def text(part_id: str, *deltas: str) -> list[dict[str, Any]]:
+def part(tag: str, part_id: str, *deltas: str) -> list[dict[str, Any]]:
+    """A streamed part (``tag``: text or reasoning): its start, deltas and end."""
     return [
-        {"type": "text-start", "id": part_id},
-        *({"type": "text-delta", "id": part_id, "delta": d} for d in deltas),
-        {"type": "text-end", "id": part_id},
+        {"type": f"{tag}-start", "id": part_id},
+        *({"type": f"{tag}-delta", "id": part_id, "delta": d} for d in deltas),
+        {"type": f"{tag}-end", "id": part_id},
     ]
+
+
+def text(part_id: str, *deltas: str) -> list[dict[str, Any]]:
+    return part("text", part_id, *deltas)
 
 
 class TestAttribution:
@@ -72,7 +75,7 @@ class TestAttribution:
 
     def test_reused_part_ids_across_messages_stay_apart(self) -> None:
         events = message("a", *text("0", "one")) + message("b", *text("0", "two"))
-        ours = ai_sdk.accumulate(events)
+        ours = ai_sdk.PROTOCOL.accumulate(events)
         assert [(m["id"], [p["text"] for p in m["parts"]]) for m in ours] == [
             ("a", ["one"]),
             ("b", ["two"]),
@@ -80,12 +83,14 @@ class TestAttribution:
 
     def test_start_without_a_new_id_continues_the_message(self) -> None:
         events = message("a", *text("0", "x")) + message(None, *text("0", "y"))
-        assert [[p["text"] for p in m["parts"]] for m in ai_sdk.accumulate(events)] == [["x", "y"]]
+        assert [[p["text"] for p in m["parts"]] for m in ai_sdk.PROTOCOL.accumulate(events)] == [
+            ["x", "y"]
+        ]
 
     def test_window_cut_mid_message_shows_no_node_for_it(self) -> None:
         events = message("a", *text("0", "cut ", "off")) + message("b", *text("0", "kept"))
         window = events[3:]  # from the second delta of a's part: a's starts are cut off
-        nodes = ai_sdk.project(window)
+        nodes = ai_sdk.PROTOCOL.replay(window)
         assert all(not n.key.startswith("ai_sdk_text:0/") for n in nodes)
         assert ai_sdk.ui_messages(nodes)[-1]["parts"] == [
             {"type": "text", "text": "kept", "state": "done"}
@@ -107,10 +112,10 @@ class TestErrors:
         events = message(
             "a", {"type": "text-delta", "id": "nope", "delta": "lost"}, *text("1", "later")
         )
-        expected = run_batch([{"protocol": "aisdk", "events": events}])[0]
+        expected = oracles.run_batch([{"protocol": "aisdk", "events": events}])[0]
         assert "missing text part" in expected["error"]
         assert expected["messages"][-1]["parts"] == []
-        assert ai_sdk.accumulate(events)[-1]["parts"] == [
+        assert ai_sdk.PROTOCOL.accumulate(events)[-1]["parts"] == [
             {"type": "text", "text": "later", "state": "done"}
         ]
 
@@ -219,7 +224,7 @@ class TestRendering:
             {"type": "error", "errorText": "<e>"},
         )
         by_kind: dict[str, Any] = {d.kind: d for d in ai_sdk.DEFINITIONS}
-        for node in ai_sdk.project(events):
+        for node in ai_sdk.PROTOCOL.replay(events):
             definition = by_kind[node.kind]
             assert isinstance(definition.render_text(node), str)
             fragment = definition.render_html(node)
@@ -229,21 +234,11 @@ class TestRendering:
 
 # -- generated streams ---------------------------------------------------------------------
 
-_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=6)
 _JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-99, 99) | _TEXT,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    st.none() | st.booleans() | st.integers(-99, 99) | SHORT_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(SHORT_TEXT, inner, max_size=3),
     max_leaves=6,
 )
-
-
-def _split(value: str, cuts: list[int]) -> list[str]:
-    points = sorted({c % (len(value) + 1) for c in cuts})
-    pieces, last = [], 0
-    for point in [*points, len(value)]:
-        pieces.append(value[last:point])  # empty pieces are empty deltas
-        last = point
-    return pieces
 
 
 @st.composite
@@ -260,19 +255,9 @@ def aisdk_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
         for step in range(draw(st.integers(1, 2))):
             events.append({"type": "start-step"})
             if draw(st.booleans()):
-                events.append({"type": "reasoning-start", "id": "r"})
-                events += [
-                    {"type": "reasoning-delta", "id": "r", "delta": d}
-                    for d in draw(st.lists(_TEXT, max_size=3))
-                ]
-                events.append({"type": "reasoning-end", "id": "r"})
+                events += part("reasoning", "r", *draw(st.lists(SHORT_TEXT, max_size=3)))
             if draw(st.booleans()):
-                events.append({"type": "text-start", "id": "0"})
-                events += [
-                    {"type": "text-delta", "id": "0", "delta": d}
-                    for d in draw(st.lists(_TEXT, max_size=4))
-                ]
-                events.append({"type": "text-end", "id": "0"})
+                events += part("text", "0", *draw(st.lists(SHORT_TEXT, max_size=4)))
             calls = draw(st.integers(0, 3))
             pieces = []
             for call in range(calls):
@@ -285,7 +270,7 @@ def aisdk_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
                 if draw(st.booleans()):
                     start_call["dynamic"] = True
                 events.append(start_call)
-                value = draw(st.dictionaries(_TEXT, _JSON, max_size=3))
+                value = draw(st.dictionaries(SHORT_TEXT, _JSON, max_size=3))
                 raw = json.dumps(value, ensure_ascii=draw(st.booleans()))
                 complete = draw(st.booleans())
                 if not complete:
@@ -298,7 +283,7 @@ def aisdk_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
                             "toolCallId": tool_call_id,
                             "inputTextDelta": p,
                         }
-                        for p in _split(raw, cuts)
+                        for p in cut_into(raw, cuts)
                     ]
                 )
                 if complete and draw(st.booleans()):
@@ -311,11 +296,8 @@ def aisdk_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
                     if start_call.get("dynamic"):
                         available["dynamic"] = True
                     pieces[-1].append(available)
-            order = draw(st.permutations([i for i, p in enumerate(pieces) for _ in p]))
-            cursors = [0] * len(pieces)
-            for i in order:  # interleave the calls' input chunks
-                events.append(pieces[i][cursors[i]])
-                cursors[i] += 1
+            # the calls' input chunks, interleaved
+            events += [chunk for _, chunk in draw(interleave(pieces))]
             for call in draw(st.permutations(range(calls))):
                 tool_call_id = f"call_{index}_{step}_{call}"
                 outcome = draw(
@@ -364,7 +346,7 @@ def aisdk_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
                         "type": "source-document",
                         "sourceId": "d",
                         "mediaType": "text/plain",
-                        "title": draw(_TEXT),
+                        "title": draw(SHORT_TEXT),
                     }
                 )
                 events.append({"type": "file", "mediaType": "image/png", "url": "data:,x"})
@@ -375,18 +357,14 @@ def aisdk_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
     return events
 
 
-@settings(
-    max_examples=4,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@oracles.BATCHES
 @given(st.lists(aisdk_stream(), min_size=10, max_size=20))
 def test_generated_streams_match_reference(streams: list[list[dict[str, Any]]]) -> None:
     """Batches of random valid streams rebuild every message the reference yields."""
-    results = run_batch([{"protocol": "aisdk", "events": s} for s in streams])
-    for stream, expected in zip(streams, results, strict=True):
-        assert "error" not in expected, (expected["error"], stream)
-        assert_same(expected["messages"], ai_sdk.accumulate(stream), "generated messages")
+    for stream, expected in oracles.batch_results("aisdk", streams):
+        oracles.assert_same(
+            expected["messages"], ai_sdk.PROTOCOL.accumulate(stream), "generated messages"
+        )
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -396,9 +374,9 @@ def test_window_never_misattributes(stream: list[dict[str, Any]], data: st.DataO
     the cut-off message's parts except those that start inside the window."""
     cut = data.draw(st.integers(0, len(stream)), label="cut")
     window = stream[cut:]
-    full = {m["id"]: m for m in ai_sdk.accumulate(stream)}
+    full = {m["id"]: m for m in ai_sdk.PROTOCOL.accumulate(stream)}
     starts = {e["messageId"] for e in window if e["type"] == "start"}
-    for message in ai_sdk.accumulate(window):
+    for message in ai_sdk.PROTOCOL.accumulate(window):
         if message["id"] in starts:
             assert message == full[message["id"]]
         else:  # the message whose start was cut: only parts that started in the window

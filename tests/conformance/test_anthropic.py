@@ -52,7 +52,7 @@ def per_message_reference(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_fixture_matches_the_sdk(path: Path) -> None:
     """Every recorded and synthetic Anthropic stream rebuilds the SDK's messages."""
     events = oracles.anthropic_read_events(path)
-    assert_same(anthropic.accumulate(events), per_message_reference(events))
+    assert_same(anthropic.PROTOCOL.accumulate(events), per_message_reference(events))
 
 
 @pytest.mark.parametrize("path", FIXTURES)
@@ -66,7 +66,7 @@ def test_replay_reads_the_same_events(path: Path) -> None:
 @given(anthropic_streams())
 def test_generated_streams_match_the_sdk(events: list[dict[str, Any]]) -> None:
     """Random streams (interleaved blocks, JSON split mid-token, several messages)."""
-    assert_same(anthropic.accumulate(events), per_message_reference(events))
+    assert_same(anthropic.PROTOCOL.accumulate(events), per_message_reference(events))
 
 
 @settings(max_examples=60, deadline=None)
@@ -79,7 +79,7 @@ def test_window_cut_mid_message(events: list[dict[str, Any]], cut: int) -> None:
     """
     cut = min(cut, len(events))
     window = events[cut:]
-    rebuilt = anthropic.accumulate(window)
+    rebuilt = anthropic.PROTOCOL.accumulate(window)
     assert_same(rebuilt, per_message_reference(window))
     engine = create_conversation_engine(anthropic.DEFINITIONS, event_type=anthropic.event_type)
     engine.push_many(anthropic.prepare(window))
@@ -110,7 +110,7 @@ class TestKnownReferenceErrors:
         assert merged["content"][0]["thinking"] == "I will call the tool.Let me call the tool."
         assert merged["content"][1]["input"] == {"value": "Spark{"}
         assert merged["content"][2]["thinking"] == ""
-        ours = anthropic.accumulate(events)
+        ours = anthropic.PROTOCOL.accumulate(events)
         assert [m["id"] for m in ours] == ["msg_first", "msg_second"]
         first, second = ours
         assert first["content"][0]["thinking"] == "I will call the tool."
@@ -130,7 +130,7 @@ class TestKnownReferenceErrors:
         )
         events = oracles.anthropic_read_events(path)
         merged = oracles.anthropic_messages(events)
-        ours = anthropic.accumulate(events)
+        ours = anthropic.PROTOCOL.accumulate(events)
         assert len(merged) == 1
         assert len(ours) == sum(e["type"] == "message_start" for e in events) > 1
         # The SDK also drops the content later message_starts carry.

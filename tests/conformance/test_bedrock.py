@@ -1,11 +1,11 @@
-"""definitions.bedrock against the AI SDK's Bedrock provider, on every Bedrock recording.
+"""definitions.bedrock against the AI SDK's Bedrock provider: the set's own checks.
 
-Two references: ``@ai-sdk/amazon-bedrock`` run in node on each recorded body (the
-JSON Lines recordings framed as ``application/vnd.amazon.eventstream``; the
-cassette's real binary body as recorded, decoded by the provider's own
-``@smithy/eventstream-codec``), and the snapshots the AI SDK's own tests assert for
-the real recordings (``ai-sdk-expected/``). Compared through the projection in
-``_provider_oracles`` (blocks, stop reason, usage).
+Every recording against ``@ai-sdk/amazon-bedrock`` (the JSON Lines recordings framed as
+``application/vnd.amazon.eventstream``; the cassette's real binary body as recorded,
+decoded by the provider's own ``@smithy/eventstream-codec``) and the AI SDK's test
+snapshots, and random streams, are checked for Bedrock and Gemini alike in
+``test_ai_sdk_providers.py``; here are the bodies, where the provider is wrong, and
+the official client.
 
 The AI SDK's tests of the hand-written ``json-*`` recordings are not a reference for
 the protocol: they ask for ``responseFormat: json``, in which the provider turns the
@@ -18,57 +18,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from definitions import bedrock
-from tests._shared import shared_path
 
 from . import _provider_oracles as oracles
 from ._compare import assert_same
-from ._provider_strategies import bedrock_stream
 
 NAMES = oracles.recording_names("bedrock")
-
-
-@pytest.fixture(scope="module")
-def provider() -> dict[str, dict[str, Any]]:
-    """The provider's stream parts per recording, one node process for all."""
-    return oracles.provider_results("bedrock", NAMES)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_recording_matches_the_ai_sdk_provider(name: str, provider: dict[str, Any]) -> None:
-    """What an application reads from our rebuilt message is what the provider yields."""
-    result = provider[name]
-    assert "error" not in result, result["error"]
-    [message] = bedrock.accumulate(oracles.recording("bedrock", name))
-    assert_same(oracles.bedrock_view(message), oracles.bedrock_sdk_view(result["parts"]))
-
-
-SNAPSHOTS = {
-    "doStream > text > should stream text deltas 1": "amazon-bedrock-text",
-    "doStream > reasoning > should stream reasoning and text parts 1": "amazon-bedrock-reasoning",
-}
-
-
-@pytest.fixture(scope="module")
-def snapshots() -> dict[str, Any]:
-    folder = shared_path("fixtures", "recorded", "bedrock", "ai-sdk-expected")
-    return oracles.parse_snapshots(folder / "amazon-bedrock-chat-language-model.test.ts.snap")
-
-
-@pytest.mark.parametrize(("snapshot", "fixture"), SNAPSHOTS.items(), ids=SNAPSHOTS.values())
-def test_recording_matches_the_ai_sdk_test_snapshot(
-    snapshot: str, fixture: str, snapshots: dict[str, Any]
-) -> None:
-    """The stream the AI SDK's own tests expect from the recording shows what we rebuild."""
-    [message] = bedrock.accumulate(oracles.recording("bedrock", f"{fixture}.chunks.txt"))
-    assert_same(oracles.bedrock_view(message), oracles.bedrock_sdk_view(snapshots[snapshot]))
-
-
-def test_every_stream_snapshot_is_checked(snapshots: dict[str, Any]) -> None:
-    assert {name for name in snapshots if name.startswith("doStream")} == set(SNAPSHOTS)
 
 
 def test_the_binary_body_folds_as_its_decoded_events() -> None:
@@ -79,25 +35,11 @@ def test_the_binary_body_folds_as_its_decoded_events() -> None:
     body = oracles.recording_body("bedrock", name)
     events = bedrock.events_from_eventstream(body)
     assert (
-        bedrock.accumulate(body)
-        == bedrock.accumulate(events)
-        == bedrock.accumulate(oracles.eventstream(events))
+        bedrock.PROTOCOL.accumulate(body)
+        == bedrock.PROTOCOL.accumulate(events)
+        == bedrock.PROTOCOL.accumulate(oracles.eventstream(events))
     )
     assert all("p" not in next(iter(event.values())) for event in events)  # padding dropped
-
-
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(bedrock_stream(), min_size=10, max_size=15))
-def test_generated_streams_match_the_ai_sdk_provider(streams: list[list[dict[str, Any]]]) -> None:
-    """Random messages (text and reasoning in pieces, signatures, tool input JSON cut
-    anywhere, empty input, with or without messageStart, metadata before or after
-    messageStop), framed as event streams: what the provider shows, one node run each."""
-    oracles.oracles_or_skip()
-    results = oracles.run_providers([oracles.job("bedrock", stream) for stream in streams])
-    for stream, result in zip(streams, results, strict=True):
-        assert "error" not in result, result["error"]
-        [message] = bedrock.accumulate(stream)
-        assert_same(oracles.bedrock_view(message), oracles.bedrock_sdk_view(result["parts"]))
 
 
 class TestWhereTheProviderIsWrong:
@@ -124,7 +66,7 @@ class TestWhereTheProviderIsWrong:
         [result] = oracles.run_providers([oracles.job("bedrock", events)])
         [block] = oracles.bedrock_sdk_view(result["parts"])["blocks"]
         assert block["redacted"] == "YWI=Y2Q="  # not base64 of anything
-        [message] = bedrock.accumulate(events)
+        [message] = bedrock.PROTOCOL.accumulate(events)
         [content] = message["output"]["message"]["content"]
         assert content == {"reasoningContent": {"redactedContent": "YWJjZA=="}}  # b"abcd"
 

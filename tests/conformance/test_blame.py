@@ -10,39 +10,15 @@
 
 from __future__ import annotations
 
-from types import ModuleType
 from typing import Any
 
 import msgspec
 import pytest
 
-from definitions import (
-    ProtocolSet,
-    RawEventError,
-    ag_ui,
-    ai_sdk,
-    anthropic,
-    bedrock,
-    gemini,
-    openai_chat,
-    openai_responses,
-    recorded,
-)
+from definitions import ProtocolSet, RawEventError, gemini
 from engine import Claim, EventError, HookError, RegistrationError, create_conversation_engine
 
-SETS: dict[str, ModuleType] = {
-    module.PROTOCOL.name: module
-    for module in (
-        anthropic,
-        openai_chat,
-        openai_responses,
-        gemini,
-        bedrock,
-        ag_ui,
-        ai_sdk,
-        recorded,
-    )
-}
+from ._sets import MODULES as SETS
 
 # One event each set's pre-pass cannot read: a field it needs missing or of another type.
 MALFORMED: dict[str, dict[str, Any]] = {
@@ -169,3 +145,13 @@ def test_every_way_in_folds_a_recording_alike(name: str) -> None:
         return
     unrouted.push_many(protocol.prepare(events))
     assert protocol.rebuild(unrouted.nodes()) == expected
+
+
+def test_a_set_module_that_names_a_part_otherwise_is_refused() -> None:
+    # ProtocolSet.of_module reads the parts every set names alike; a module without
+    # one (its pre-pass called Scoper, say) cannot build a set.
+    namespace = {**vars(gemini), "__name__": "acme"}
+    del namespace["Preparer"]
+    with pytest.raises(RegistrationError, match=r"'acme' \(acme\).*missing \['Preparer'\]"):
+        ProtocolSet.of_module(namespace, name="acme", definitions=gemini.DEFINITIONS[1:])
+    assert ProtocolSet.of_module(vars(gemini), name="gemini", definitions=gemini.DEFINITIONS[1:])

@@ -1,88 +1,24 @@
-"""definitions.gemini against the AI SDK's Google provider, on every Gemini recording.
+"""definitions.gemini against the AI SDK's Google provider: the set's own checks.
 
-Two references: ``@ai-sdk/google`` run in node on each recorded body
-(``_oracle_providers.mjs``), and the snapshots the AI SDK's own tests assert for the
-same recordings (``ai-sdk-expected/``). Both are compared through the projection in
-``_provider_oracles`` (text, reasoning, signatures, calls, finish reason, usage).
+Every recording against ``@ai-sdk/google`` and the AI SDK's test snapshots, and random
+streams, are checked for Gemini and Bedrock alike in ``test_ai_sdk_providers.py``; here
+are the inline expectations of the AI SDK's tests, whole responses, where the provider
+is wrong, and the official client.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from definitions import gemini
 from tests._shared import shared_path
 
 from . import _provider_oracles as oracles
 from ._compare import assert_same
-from ._provider_strategies import gemini_stream
 
 NAMES = oracles.recording_names("google")
-
-
-@pytest.fixture(scope="module")
-def provider() -> dict[str, dict[str, Any]]:
-    """The provider's stream parts per recording, one node process for all."""
-    return oracles.provider_results("google", NAMES)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_recording_matches_the_ai_sdk_provider(name: str, provider: dict[str, Any]) -> None:
-    """What an application reads from our rebuilt response is what the provider yields."""
-    result = provider[name]
-    assert "error" not in result, result["error"]
-    [response] = gemini.accumulate(oracles.recording("google", name))
-    assert_same(oracles.gemini_view(response), oracles.gemini_sdk_view(result["parts"]))
-
-
-# The doStream snapshots of google-language-model.test.ts, by the recording each test
-# prepares (prepareChunksFixtureResponse in its describe block).
-SNAPSHOTS = {
-    "doStream > text > should stream text deltas 1": "google-text",
-    "doStream > tool-call > should stream tool call 1": "google-tool-call",
-    "doStream > reasoning > should stream reasoning and text parts 1": "google-reasoning",
-    "doStream > reasoning-gemini3 > should stream reasoning with thoughtSignature 1": (
-        "google-reasoning-gemini3"
-    ),
-    "doStream > tool-call-gemini3 > should stream tool call with thoughtSignature 1": (
-        "google-tool-call-gemini3"
-    ),
-    "doStream > streaming-tool-call-arguments > should stream partial function call "
-    "arguments with parallel tool calls 1": "google-stream-tool-call-arguments",
-    "doStream > streaming-tool-call-arguments-nested > should stream nested partial "
-    "function call arguments into proper nested JSON 1": (
-        "google-vertex-stream-tool-call-arguments-nested.1"
-    ),
-}
-
-
-@pytest.fixture(scope="module")
-def snapshots() -> dict[str, Any]:
-    folder = shared_path("fixtures", "recorded", "gemini", "ai-sdk-expected")
-    return oracles.parse_snapshots(folder / "google-language-model.test.ts.snap")
-
-
-@pytest.mark.parametrize(("snapshot", "fixture"), SNAPSHOTS.items(), ids=SNAPSHOTS.values())
-def test_recording_matches_the_ai_sdk_test_snapshot(
-    snapshot: str, fixture: str, snapshots: dict[str, Any]
-) -> None:
-    """The stream the AI SDK's own tests expect from the recording shows what we rebuild."""
-    [response] = gemini.accumulate(oracles.recording("google", f"{fixture}.chunks.txt"))
-    assert_same(oracles.gemini_view(response), oracles.gemini_sdk_view(snapshots[snapshot]))
-
-
-def test_every_snapshot_of_a_recording_is_checked(snapshots: dict[str, Any]) -> None:
-    """No doStream snapshot of the stream parts is left out of SNAPSHOTS (the raw-chunks
-    one holds only the raw chunks)."""
-    streamed = {name for name in snapshots if name.startswith("doStream")}
-    assert streamed - set(SNAPSHOTS) == {
-        "doStream > text > should include raw chunks when includeRawChunks is enabled 1"
-    }
 
 
 # Inline expectations of google-language-model.test.ts (their describe blocks name the
@@ -113,7 +49,7 @@ INLINE = {
 def test_calls_match_the_ai_sdk_inline_expectations(
     fixture: str, calls: list[tuple[str, str]]
 ) -> None:
-    [response] = gemini.accumulate(oracles.recording("google", f"{fixture}.chunks.txt"))
+    [response] = gemini.PROTOCOL.accumulate(oracles.recording("google", f"{fixture}.chunks.txt"))
     view = oracles.gemini_view(response)
     assert [(c["name"], c["input"]) for c in view["calls"]] == [
         (name, json.loads(args)) for name, args in calls
@@ -132,21 +68,7 @@ def test_a_whole_response_folds_to_itself(name: str) -> None:
     it back, field for field (the rebuild has generateContent's shape)."""
     path = shared_path("fixtures", "recorded", "gemini", f"{name}.json")
     response = json.loads(path.read_text(encoding="utf-8"))
-    assert gemini.accumulate([response]) == [response]
-
-
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(gemini_stream(), min_size=10, max_size=15))
-def test_generated_streams_match_the_ai_sdk_provider(streams: list[list[dict[str, Any]]]) -> None:
-    """Random streams (text and thoughts in pieces, signatures on parts and on empty
-    parts, whole calls with and without ids or args, calls streamed as partialArgs
-    into nested objects and arrays) show what the provider shows, one node run each."""
-    oracles.oracles_or_skip()
-    results = oracles.run_providers([oracles.job("google", stream) for stream in streams])
-    for stream, result in zip(streams, results, strict=True):
-        assert "error" not in result, result["error"]
-        [response] = gemini.accumulate(stream)
-        assert_same(oracles.gemini_view(response), oracles.gemini_sdk_view(result["parts"]))
+    assert gemini.PROTOCOL.accumulate([response]) == [response]
 
 
 class TestWhereTheProviderIsWrong:
@@ -168,7 +90,7 @@ class TestWhereTheProviderIsWrong:
         ]
         [result] = oracles.run_providers([oracles.job("google", chunks)])
         assert oracles.gemini_sdk_view(result["parts"])["text"] == "A1B1B2"  # mixed up
-        [response] = gemini.accumulate(chunks)
+        [response] = gemini.PROTOCOL.accumulate(chunks)
         texts = {c["index"]: c["content"]["parts"][0]["text"] for c in response["candidates"]}
         assert texts == {0: "A1A2", 1: "B1B2"}
 
@@ -191,7 +113,7 @@ class TestWhereTheProviderIsWrong:
         ]
         [result] = oracles.run_providers([oracles.job("google", chunks)])
         assert oracles.gemini_sdk_view(result["parts"])["signatures"] == []
-        [response] = gemini.accumulate(chunks)
+        [response] = gemini.PROTOCOL.accumulate(chunks)
         parts = response["candidates"][0]["content"]["parts"]
         assert parts == [
             {"text": "hm", "thought": True},

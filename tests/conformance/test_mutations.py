@@ -26,17 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from definitions import (
-    RebuildError,
-    ag_ui,
-    ai_sdk,
-    anthropic,
-    bedrock,
-    gemini,
-    openai_chat,
-    openai_responses,
-    recorded,
-)
+from definitions import RebuildError, ag_ui
 from engine import (
     ConversationError,
     DefinitionError,
@@ -48,14 +38,9 @@ from replay import load_events
 from tests._shared import require
 
 from . import _provider_oracles, _sdk
+from ._sets import MODULES
 
-SETS = {
-    module.PROTOCOL.name: module.PROTOCOL
-    for module in (
-        *(anthropic, openai_chat, openai_responses, ag_ui, ai_sdk, gemini, bedrock),
-        recorded,
-    )
-}
+SETS = {name: module.PROTOCOL for name, module in MODULES.items()}
 # The provider sets' recordings live in their own folders (read as the oracles do).
 _PROVIDERS = {"gemini": "google", "bedrock": "bedrock"}
 

@@ -35,7 +35,7 @@ def reference(events: list[dict[str, Any]]) -> dict[str, Any]:
 def test_fixture_matches_the_sdk(path: Path) -> None:
     """Every recorded and synthetic chat stream rebuilds the SDK's completion."""
     events = oracles.openai_read_events(path)
-    assert_same(openai_chat.accumulate(events), [reference(events)])
+    assert_same(openai_chat.PROTOCOL.accumulate(events), [reference(events)])
 
 
 @pytest.mark.parametrize("path", FIXTURES)
@@ -52,7 +52,9 @@ def test_generated_streams_match_the_sdk(completions: list[list[dict[str, Any]]]
     The SDK folds one completion per state, so each completion is its reference.
     """
     events = [chunk for chunks in completions for chunk in chunks]
-    assert_same(openai_chat.accumulate(events), [reference(chunks) for chunks in completions])
+    assert_same(
+        openai_chat.PROTOCOL.accumulate(events), [reference(chunks) for chunks in completions]
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -63,7 +65,7 @@ def test_window_cut_mid_completion(completions: list[list[dict[str, Any]]], cut:
     cut = min(cut, len(events))
     window = events[cut:]
     whole = [chunks for chunks in completions if chunks[0] in window]
-    assert_same(openai_chat.accumulate(window), [reference(chunks) for chunks in whole])
+    assert_same(openai_chat.PROTOCOL.accumulate(window), [reference(chunks) for chunks in whole])
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -93,7 +95,7 @@ class TestKnownReferenceErrors:
         wrong = reference(events)["choices"][0]["message"]["tool_calls"][0]
         assert wrong["id"] == "call_1call_1"
         assert wrong["function"]["name"] == "ff"
-        [ours] = openai_chat.accumulate(events)
+        [ours] = openai_chat.PROTOCOL.accumulate(events)
         call_out = ours["choices"][0]["message"]["tool_calls"][0]
         assert call_out["id"] == "call_1"
         assert call_out["function"] == {
@@ -136,7 +138,7 @@ class TestKnownReferenceErrors:
         ]
         with pytest.raises(IndexError):
             reference(events)
-        [ours] = openai_chat.accumulate(events)
+        [ours] = openai_chat.PROTOCOL.accumulate(events)
         calls = ours["choices"][0]["message"]["tool_calls"]
         assert [(c["index"], c["id"], c["function"]["arguments"]) for c in calls] == [
             (0, "a", "[]"),
@@ -149,5 +151,5 @@ class TestKnownReferenceErrors:
         second = [{**c, "id": "c2"} for c in [_chunk({"role": "assistant", "content": "B"})]]
         events = [_chunk({"role": "assistant", "content": "A"}), *second]
         assert reference(events)["choices"][0]["message"]["content"] == "AB"
-        ours = openai_chat.accumulate(events)
+        ours = openai_chat.PROTOCOL.accumulate(events)
         assert [c["choices"][0]["message"]["content"] for c in ours] == ["A", "B"]

@@ -149,7 +149,7 @@ def test_fixture_matches_the_sdk(path: Path) -> None:
     expected_finals, expected_snapshots = reference(events)
     assert_same(finals, expected_finals)
     assert_same(snapshots, expected_snapshots)
-    assert openai_responses.accumulate(events) == finals
+    assert openai_responses.PROTOCOL.accumulate(events) == finals
 
 
 @pytest.mark.parametrize("path", FIXTURES)
@@ -226,7 +226,7 @@ class TestKnownReferenceErrors:
         event = construct_type(type_=ResponseStreamEvent, value=copy.deepcopy(events[second]))
         with pytest.raises(RuntimeError, match="Lifecycle response identity changed"):
             state.handle_event(event)
-        folded = openai_responses.accumulate(events)
+        folded = openai_responses.PROTOCOL.accumulate(events)
         created = [e["response"]["id"] for e in events if e["type"] == "response.created"]
         assert [r["id"] for r in folded] == created
         assert len(created) == 4
@@ -296,7 +296,7 @@ class TestKnownReferenceErrors:
         assert [str(p).split(", ")[1] for p in loaded.problems] == ["line 1", "line 6"]
         with pytest.raises(RuntimeError, match=r"Expected to have received `response\.created`"):
             oracles.openai_responses(copy.deepcopy(loaded.events))
-        assert openai_responses.accumulate(loaded.events) == []
+        assert openai_responses.PROTOCOL.accumulate(loaded.events) == []
         lines = path.read_text(encoding="utf-8").splitlines()
         repaired = [
             json.loads(line if i not in (0, 5) else line + "}") for i, line in enumerate(lines)
@@ -436,7 +436,9 @@ def test_window_cut_mid_response(events: list[dict[str, Any]], cut: int) -> None
     for node in engine.nodes():
         owner = node.id if node.kind == "openai_response" else node.state.response_id
         assert owner in started
-    assert openai_responses.responses(engine.nodes()) == openai_responses.accumulate(window)
+    assert openai_responses.responses(engine.nodes()) == openai_responses.PROTOCOL.accumulate(
+        window
+    )
 
 
 # -- floats and rendering -----------------------------------------------------------------

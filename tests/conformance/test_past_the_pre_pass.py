@@ -10,29 +10,15 @@ Anthropic routes with a function of the event that refuses it itself.
 
 from __future__ import annotations
 
-from types import ModuleType
 from typing import Any
 
 import msgspec
 import pytest
 
-from definitions import (
-    ag_ui,
-    ai_sdk,
-    anthropic,
-    bedrock,
-    gemini,
-    openai_chat,
-    openai_responses,
-)
 from engine import ConversationError, create_conversation_engine
 
 from ._sdk import require
-
-SETS: dict[str, ModuleType] = {
-    module.PROTOCOL.name: module
-    for module in (anthropic, openai_chat, openai_responses, ag_ui, ai_sdk, gemini, bedrock)
-}
+from ._sets import WIRE as SETS
 
 
 def _anthropic() -> Any:

@@ -17,7 +17,7 @@ from definitions._requests_read import model_of_url, request_messages
 from definitions._settings import carry, limited, written
 from definitions.gateways import GATEWAYS, Settings, Tool, read_settings
 from replay import load_events
-from replay._cli import main
+from replay.cli import main
 from replay.context import ContextOptions, next_request
 from replay.context._requests import requests
 

@@ -11,6 +11,7 @@ values, on nodes that are streaming, ended, or made by a tool call or result.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import pytest
@@ -19,16 +20,9 @@ from hypothesis import strategies as st
 
 from definitions import ag_ui
 from definitions._text import StreamedText
-from engine import create_conversation_engine
 from tests.conformance._strategies import TEXT, splits
 
-from ._runs import (
-    Counting,
-    check_fold_with_runs,
-    check_route_is_the_router,
-    check_routes_are_rows,
-    check_run,
-)
+from . import _runs
 
 MESSAGE, TOOL_CALL = ag_ui.DEFINITIONS[1:3]  # after the guard
 RUN: dict[str, Any] = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
@@ -117,25 +111,7 @@ KINDS: dict[str, tuple[Any, ...]] = {
 
 
 def started(definition: Any, start: dict[str, Any]) -> tuple[Any, Any]:
-    """The node's first state, and a function that routes an update event for it
-    (each through a router that has seen only the start: an end does not stop the
-    next event from reaching the node, so runs go on after it)."""
-    kind = definition.kind
-    routed = ag_ui.Preparer()(start)
-    assert definition.match(routed).role == "start"
-    state = definition.start(routed, None)
-
-    def envelope(event: dict[str, Any]) -> Any:
-        router = ag_ui.Preparer()
-        router(RUN)
-        router(start)
-        routed = router(event)
-        claim = definition.match(routed)
-        assert claim is not None, (kind, event)
-        assert claim.role == "update", (kind, event)
-        return routed
-
-    return state, envelope
+    return _runs.started(ag_ui, [RUN], start, definition)
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -143,12 +119,7 @@ def started(definition: Any, start: dict[str, Any]) -> tuple[Any, Any]:
 @given(data=st.data(), ended=st.booleans())
 def test_update_many_is_update_over_the_run(kind: str, data: Any, ended: bool) -> None:
     definition, starts, updates, end = KINDS[kind]
-    start = data.draw(st.sampled_from(starts))
-    state, envelope = started(definition, start)
-    if ended:  # what a later delta does to an ended node is update's to say
-        state = definition.update(state, envelope(end))
-    events = data.draw(st.lists(updates(DELTAS), min_size=2, max_size=8))
-    check_run(definition, state, [envelope(event) for event in events])
+    _runs.check_a_run(data, ag_ui, [RUN], definition, (starts, updates(DELTAS), end), ended)
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -164,7 +135,7 @@ def test_a_text_split_anywhere_is_appended_whole(kind: str, data: Any, text: str
     ]
     if len(events) < 2:
         return
-    got = check_run(definition, state, [envelope(event) for event in events])
+    got = _runs.check_run(definition, state, [envelope(event) for event in events])
     if text:  # appended to the text so far (a message's other content is dropped)
         before = state.content if kind == "message" else state.arguments
         before = str(before) if isinstance(before, str | StreamedText) else ""
@@ -208,36 +179,21 @@ def test_a_streamed_node_is_folded_through_one_update_many_call(stream: str) -> 
     # The engine does hand the deltas over as one run (else the above proves nothing
     # about the fold): 50 deltas are one update_many call, the rest fold one by one.
     which, head, delta = STREAMS[stream]
-    definitions: list[Any] = list(ag_ui.DEFINITIONS)
-    definitions[which] = counting = Counting(definitions[which])
-    engine = create_conversation_engine(definitions, event_type=ag_ui.event_type)
     end = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
-    engine.push_many(ag_ui.Preparer().prepare([RUN, *head, *[delta] * 50, end]))
-    assert counting.runs == [49]  # the first delta is folded by update, the rest as a run
-    node = next(node for node in engine.nodes() if node.kind == definitions[which].kind)
-    text = node.state.content if which == 1 else node.state.arguments
-    assert str(text) == "ab" * 50
+    read = operator.attrgetter("content" if which == 1 else "arguments")
+    _runs.check_one_run(ag_ui, which, [RUN, *head, *[delta] * 50, end], read)
 
 
-@pytest.mark.parametrize(
-    "definition",
-    [d for d in ag_ui.DEFINITIONS if not isinstance(d.publication, str)],
-    ids=lambda d: d.kind,
-)
+@pytest.mark.parametrize("definition", _runs.by_route(ag_ui))
 def test_publication_by_type_is_publication_by_event(definition: Any) -> None:
-    # A routed engine reads the mapping once per route, an unrouted one calls it per
-    # envelope: both say what the route's row of the table does (deltas wait for a frame).
-    publication = definition.publication
-    for route in definition.event_types:
-        envelope = ag_ui.Envelope({}, route)
-        assert publication.get(route, "immediate") == publication(envelope) == route.publication
+    _runs.check_publication_by_route(ag_ui, definition)
 
 
 @settings(max_examples=50)
 @given(events=st.lists(message_updates(DELTAS) | tool_updates(DELTAS), max_size=30))
 def test_fold_with_runs_is_the_fold_one_event_at_a_time(events: list[dict[str, Any]]) -> None:
     stream = [RUN, MESSAGE_STARTS[0], TOOL_STARTS[0], *events]
-    check_fold_with_runs(ag_ui.PROTOCOL, stream)
+    _runs.check_fold_with_runs(ag_ui.PROTOCOL, stream)
 
 
 # A small vocabulary over two messages and two tool calls, so that deltas alternate
@@ -279,13 +235,8 @@ ROUTER_EVENTS = st.sampled_from(
 
 @settings(max_examples=300)
 @given(events=st.lists(ROUTER_EVENTS, max_size=40))
-def test_route_is_the_router_on_each_event(events: list[dict[str, Any]]) -> None:
-    # route() repeats the last delta's route for the deltas after it naming the same
-    # node: the envelopes (and an event the router raises on) are the per-event router's.
-    check_route_is_the_router(ag_ui, events)
-
-
-@settings(max_examples=200)
-@given(events=st.lists(ROUTER_EVENTS, max_size=40))
-def test_every_route_the_router_takes_is_a_row_of_the_table(events: list[dict[str, Any]]) -> None:
-    check_routes_are_rows(ag_ui, events)
+def test_the_batch_router_is_the_live_one_and_takes_only_rows(
+    events: list[dict[str, Any]],
+) -> None:
+    # prepare() repeats the last delta's route for the deltas after it naming the same node.
+    _runs.check_router(ag_ui, events)

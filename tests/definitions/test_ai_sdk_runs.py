@@ -12,6 +12,7 @@ streaming or done.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import pytest
@@ -19,16 +20,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from definitions import ai_sdk
-from engine import create_conversation_engine
 from tests.conformance._strategies import JSON_VALUES, TEXT, splits
 
-from ._runs import (
-    Counting,
-    check_fold_with_runs,
-    check_route_is_the_router,
-    check_routes_are_rows,
-    check_run,
-)
+from . import _runs
 
 BY_KIND = {d.kind: d for d in ai_sdk.DEFINITIONS}
 TEXT_PART, REASONING_PART, TOOL_PART = (
@@ -134,28 +128,7 @@ KINDS: dict[str, tuple[Any, ...]] = {
 
 
 def started(definition: Any, start: dict[str, Any]) -> tuple[Any, Any]:
-    """The part's first state, and a function that routes an update chunk for it
-    (each through a router that has seen only the start: an end does not stop the
-    next chunk from reaching the part, so runs go on after it)."""
-    router = ai_sdk.Preparer()
-    router(START)
-    routed = router(start)
-    claim = definition.match(routed)
-    assert claim.role == "start"
-    state = definition.start(routed, None)
-    part = claim.id
-
-    def envelope(event: dict[str, Any]) -> Any:
-        router = ai_sdk.Preparer()
-        router(START)
-        router(start)
-        routed = router(event)
-        claim = definition.match(routed)
-        assert claim is not None, event
-        assert (claim.id, claim.role) == (part, "update"), event
-        return routed
-
-    return state, envelope
+    return _runs.started(ai_sdk, [START], start, definition)
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -163,11 +136,7 @@ def started(definition: Any, start: dict[str, Any]) -> tuple[Any, Any]:
 @given(data=st.data(), done=st.booleans())
 def test_update_many_is_update_over_the_run(kind: str, data: Any, done: bool) -> None:
     definition, starts, updates, end, _ = KINDS[kind]
-    state, envelope = started(definition, data.draw(st.sampled_from(starts)))
-    if done:  # what a later delta does to a finished part is update's to say
-        state = definition.update(state, envelope(end))
-    events = data.draw(st.lists(updates(DELTAS), min_size=2, max_size=8))
-    check_run(definition, state, [envelope(event) for event in events])
+    _runs.check_a_run(data, ai_sdk, [START], definition, (starts, updates(DELTAS), end), done)
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -179,7 +148,7 @@ def test_a_text_split_anywhere_is_appended_whole(kind: str, data: Any, text: str
     events = [delta_chunk(delta) for delta in data.draw(splits(text))]
     if len(events) < 2:
         return
-    got = check_run(definition, state, [envelope(event) for event in events])
+    got = _runs.check_run(definition, state, [envelope(event) for event in events])
     assert str(got.raw if kind == "tool" else got.text) == text
 
 
@@ -207,28 +176,13 @@ def test_a_streamed_part_is_folded_through_one_update_many_call(stream: str) -> 
     # The engine does hand the deltas over as one run (else the above proves nothing
     # about the fold): 50 deltas are one update_many call.
     which, start, delta = STREAMS[stream]
-    definitions: list[Any] = list(ai_sdk.DEFINITIONS)
-    definitions[which] = counting = Counting(definitions[which])
-    engine = create_conversation_engine(definitions, event_type=ai_sdk.event_type)
     chunks = [START, {"type": "start-step"}, start, *[delta] * 50, {"type": "finish"}]
-    engine.push_many(ai_sdk.Preparer().prepare(chunks))
-    assert counting.runs == [49]  # the first delta is folded by update, the rest as a run
-    part = next(node.state for node in engine.nodes() if node.kind == definitions[which].kind)
-    assert str(part.raw if which == 5 else part.text) == "ab" * 50
+    _runs.check_one_run(ai_sdk, which, chunks, operator.attrgetter("raw" if which == 5 else "text"))
 
 
-@pytest.mark.parametrize(
-    "definition",
-    [d for d in ai_sdk.DEFINITIONS if not isinstance(d.publication, str)],
-    ids=lambda d: d.kind,
-)
+@pytest.mark.parametrize("definition", _runs.by_route(ai_sdk))
 def test_publication_by_type_is_publication_by_event(definition: Any) -> None:
-    # A routed engine reads the mapping once per route, an unrouted one calls it per
-    # envelope: both say what the route's row of the table does (deltas wait for a frame).
-    publication = definition.publication
-    for route in definition.event_types:
-        envelope = ai_sdk.Envelope({}, route)
-        assert publication.get(route, "immediate") == publication(envelope) == route.publication
+    _runs.check_publication_by_route(ai_sdk, definition)
 
 
 @settings(max_examples=50)
@@ -241,7 +195,7 @@ def test_publication_by_type_is_publication_by_event(definition: Any) -> None:
 def test_fold_with_runs_is_the_fold_one_event_at_a_time(events: list[dict[str, Any]]) -> None:
     starts = [KINDS[kind][1][0] for kind in KINDS]
     stream = [START, *starts, *events]
-    check_fold_with_runs(ai_sdk.PROTOCOL, stream)
+    _runs.check_fold_with_runs(ai_sdk.PROTOCOL, stream)
 
 
 # A small vocabulary of chunks over two part ids and two tool calls, so that deltas
@@ -290,13 +244,8 @@ ROUTER_CHUNKS = st.sampled_from(
         {"type": "text-delta", "delta": "no id"},
     ]
 )
-def test_route_is_the_router_on_each_chunk(chunks: list[dict[str, Any]]) -> None:
-    # route() remembers the last delta's part to route the deltas after it quickly:
-    # the envelopes (and a chunk the router raises on) are the per-chunk router's.
-    check_route_is_the_router(ai_sdk, chunks)
-
-
-@settings(max_examples=200)
-@given(chunks=st.lists(ROUTER_CHUNKS, max_size=40))
-def test_every_route_the_router_takes_is_a_row_of_the_table(chunks: list[dict[str, Any]]) -> None:
-    check_routes_are_rows(ai_sdk, chunks)
+def test_the_batch_router_is_the_live_one_and_takes_only_rows(
+    chunks: list[dict[str, Any]],
+) -> None:
+    # prepare() remembers the last delta's part to route the deltas after it quickly.
+    _runs.check_router(ai_sdk, chunks)

@@ -82,7 +82,7 @@ def view(events: list[Any]) -> tuple[list[Any], list[Any]]:
     engine = create_conversation_engine(anthropic.DEFINITIONS, event_type=anthropic.event_type)
     engine.push_many(anthropic.prepare(events))
     nodes = [n for n in engine.nodes() if n.kind == anthropic.BLOCK.kind]
-    return nodes, anthropic.accumulate(events)
+    return nodes, anthropic.PROTOCOL.accumulate(events)
 
 
 SPLIT = [

@@ -16,7 +16,7 @@ from definitions import bedrock
 from definitions._eventstream import EventStreamDecoder, decode_frames, encode_frame
 from engine import ConversationError, create_conversation_engine
 from replay import LogError, load_events
-from replay._cli import main
+from replay.cli import main
 from tests.conformance._provider_oracles import eventstream
 from tests.conformance._provider_strategies import bedrock_stream
 
@@ -38,7 +38,7 @@ END = {"messageStop": {"stopReason": "end_turn"}}
 
 
 def content(events: list[Any]) -> list[dict[str, Any]]:
-    [message] = bedrock.accumulate(events)
+    [message] = bedrock.PROTOCOL.accumulate(events)
     result: list[dict[str, Any]] = message["output"]["message"]["content"]
     return result
 
@@ -162,7 +162,7 @@ class TestMessages:
             {"messageStart": {"role": "assistant"}},
             delta(0, text="b"),
         ]
-        first, second = bedrock.accumulate(events)
+        first, second = bedrock.PROTOCOL.accumulate(events)
         assert first == {
             "output": {"message": {"role": "assistant", "content": [{"text": "a"}]}},
             "stopReason": "end_turn",
@@ -190,7 +190,7 @@ class TestMessages:
 
     def test_bad_tool_input_names_the_block(self) -> None:
         with pytest.raises(ValueError, match="tool input of block 0"):
-            bedrock.accumulate([tool(0), delta(0, toolUse={"input": "{]"})])
+            bedrock.PROTOCOL.accumulate([tool(0), delta(0, toolUse={"input": "{]"})])
 
     def test_reasoning_text_signature_and_redacted_bytes(self) -> None:
         events = [
@@ -206,7 +206,7 @@ class TestMessages:
 
     def test_a_stream_exception_is_kept(self) -> None:
         events = [delta(0, text="a"), {"throttlingException": {"message": "slow"}}]
-        [message] = bedrock.accumulate(events)
+        [message] = bedrock.PROTOCOL.accumulate(events)
         assert message["exceptions"] == [{"throttlingException": {"message": "slow"}}]
 
     def test_an_unknown_event_type_is_left_out(self) -> None:
@@ -218,8 +218,10 @@ class TestMessages:
         engine = bedrock.PROTOCOL.engine()
         for event in events:
             engine.push(event)
-        assert bedrock.messages(engine.nodes()) == bedrock.accumulate(events)
-        assert bedrock.accumulate(eventstream(events)) == bedrock.accumulate(events)
+        assert bedrock.messages(engine.nodes()) == bedrock.PROTOCOL.accumulate(events)
+        assert bedrock.PROTOCOL.accumulate(eventstream(events)) == bedrock.PROTOCOL.accumulate(
+            events
+        )
 
 
 class TestMisuse:
@@ -244,7 +246,7 @@ class TestMisuse:
 
     def test_a_bad_index_names_the_problem(self) -> None:
         with pytest.raises(ConversationError, match="contentBlockIndex must be an int"):
-            bedrock.accumulate([{"contentBlockStop": {"contentBlockIndex": "0"}}])
+            bedrock.PROTOCOL.accumulate([{"contentBlockStop": {"contentBlockIndex": "0"}}])
 
 
 class TestRender:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from definitions import gemini
 from engine import ConversationError, create_conversation_engine
 from replay import detect_protocol, load_events
-from replay._cli import main
+from replay.cli import main
 from tests.conformance._provider_strategies import SIGNATURES, gemini_stream
 
 
@@ -29,7 +29,7 @@ def chunk(*parts: dict[str, Any], index: int = 0, **extra: Any) -> dict[str, Any
 
 
 def parts(events: list[dict[str, Any]], index: int = 0) -> list[dict[str, Any]]:
-    [response] = gemini.accumulate(events)
+    [response] = gemini.PROTOCOL.accumulate(events)
     [candidate] = [c for c in response["candidates"] if c["index"] == index]
     result: list[dict[str, Any]] = candidate["content"]["parts"]
     return result
@@ -68,33 +68,33 @@ class TestText:
             chunk({"functionCall": {"name": "f", "args": {}}}),
             chunk({"text": ""}, finishReason="STOP"),
         ]
-        [response] = gemini.accumulate(events)
+        [response] = gemini.PROTOCOL.accumulate(events)
         [candidate] = response["candidates"]
         assert candidate["content"]["parts"] == [{"functionCall": {"name": "f", "args": {}}}]
         assert candidate["finishReason"] == "STOP"
 
     def test_a_non_string_text_names_the_problem(self) -> None:
         with pytest.raises(ConversationError, match="text must be a string"):
-            gemini.accumulate([chunk({"text": 5})])
+            gemini.PROTOCOL.accumulate([chunk({"text": 5})])
 
 
 class TestUsageAndFields:
     @given(st.lists(st.integers(0, 10**6), min_size=1, max_size=8))
     def test_cumulative_usage_is_replaced_never_summed(self, counts: list[int]) -> None:
         events = [chunk({"text": "x"}, usageMetadata={"candidatesTokenCount": n}) for n in counts]
-        [response] = gemini.accumulate(events)
+        [response] = gemini.PROTOCOL.accumulate(events)
         assert response["usageMetadata"] == {"candidatesTokenCount": counts[-1]}
 
     def test_a_chunk_without_usage_keeps_the_last_one(self) -> None:
         events = [chunk({"text": "a"}, usageMetadata={"totalTokenCount": 3}), chunk({"text": "b"})]
-        assert gemini.accumulate(events)[0]["usageMetadata"] == {"totalTokenCount": 3}
+        assert gemini.PROTOCOL.accumulate(events)[0]["usageMetadata"] == {"totalTokenCount": 3}
 
     def test_candidate_fields_last_value_wins(self) -> None:
         events = [
             chunk({"text": "a"}, safetyRatings=[1]),
             chunk({"text": "b"}, safetyRatings=[2], finishReason="STOP"),
         ]
-        [candidate] = gemini.accumulate(events)[0]["candidates"]
+        [candidate] = gemini.PROTOCOL.accumulate(events)[0]["candidates"]
         assert (candidate["safetyRatings"], candidate["finishReason"]) == ([2], "STOP")
 
 
@@ -105,7 +105,7 @@ class TestCandidates:
             chunk({"text": "A1"}),
             chunk({"text": "B2"}, index=1),
         ]
-        [response] = gemini.accumulate(events)
+        [response] = gemini.PROTOCOL.accumulate(events)
         assert [(c["index"], c["content"]["parts"]) for c in response["candidates"]] == [
             (0, [{"text": "A1"}]),
             (1, [{"text": "B1B2"}]),
@@ -113,7 +113,7 @@ class TestCandidates:
 
     def test_a_bad_index_names_the_problem(self) -> None:
         with pytest.raises(ConversationError, match="index must be an int"):
-            gemini.accumulate([{"candidates": [{"index": "0"}]}])
+            gemini.PROTOCOL.accumulate([{"candidates": [{"index": "0"}]}])
 
 
 class TestCalls:
@@ -175,7 +175,7 @@ class TestCalls:
             chunk({"functionCall": {"partialArgs": [{"stringValue": "x"}], "willContinue": True}}),
         ]
         with pytest.raises(ConversationError, match="jsonPath"):
-            gemini.accumulate(events)
+            gemini.PROTOCOL.accumulate(events)
 
 
 def _s(path: str, value: str, more: bool = False) -> dict[str, Any]:
@@ -221,7 +221,7 @@ class TestScope:
             chunk({"text": "b"}),
             chunk({"text": "c"}, responseId="r2"),
         ]
-        folded = gemini.accumulate(events)
+        folded = gemini.PROTOCOL.accumulate(events)
         assert [(r["responseId"], r["candidates"][0]["content"]["parts"]) for r in folded] == [
             ("r1", [{"text": "ab"}]),
             ("r2", [{"text": "c"}]),
@@ -233,13 +233,13 @@ class TestScope:
         engine = gemini.PROTOCOL.engine()
         for event in events:
             engine.push(event)
-        assert gemini.responses(engine.nodes()) == gemini.accumulate(events)
+        assert gemini.responses(engine.nodes()) == gemini.PROTOCOL.accumulate(events)
 
     @settings(max_examples=40, deadline=None)
     @given(gemini_stream(), st.integers(0, 30))
     def test_a_window_cut_anywhere_folds(self, events: list[dict[str, Any]], cut: int) -> None:
         """Arguments whose call was cut off are dropped; the rest folds."""
-        [response] = gemini.accumulate(events[cut:] or events)
+        [response] = gemini.PROTOCOL.accumulate(events[cut:] or events)
         assert response["candidates"][0]["finishReason"]
 
 
@@ -332,7 +332,7 @@ class TestTypedChunks:
                 response_id="r",
             ),
         ]
-        assert gemini.accumulate(typed) == gemini.accumulate(dicts)
+        assert gemini.PROTOCOL.accumulate(typed) == gemini.PROTOCOL.accumulate(dicts)
 
     def test_a_typed_object_of_another_protocol_is_refused(self) -> None:
         class Event:

@@ -23,16 +23,9 @@ from definitions import RawEventError, openai_chat
 from definitions.openai_chat import Envelope as ScopedChunk
 from engine import Claim, create_conversation_engine
 
-from ._runs import Counting, check_run
+from ._runs import INDEXES, ODD_TEXTS, TEXTS, Counting, check_run
 
 DEFINITION = openai_chat.COMPLETION
-
-texts = st.one_of(
-    st.sampled_from(["", "a", "é", '{"x": [1, "', '2"]}', "\\", "🙂", "\n"]),
-    st.text(max_size=6),
-)
-odd_texts = st.sampled_from([None, 5, ["a"]])
-indexes = st.one_of(st.integers(0, 2), st.sampled_from([-1, True, 0.0, "0", None]))
 
 
 def chunk(choices: Any, **extra: Any) -> dict[str, Any]:
@@ -51,11 +44,11 @@ def call(index: Any, arguments: Any) -> dict[str, Any]:
 def appends(draw: st.DrawFn) -> dict[str, Any]:
     """A chunk that appends to content, refusal or a call's arguments (mostly choice 0,
     call 0), or one that is almost such a chunk."""
-    index = draw(st.sampled_from([0, 0, 0, 1])) if draw(st.booleans()) else draw(indexes)
-    text = draw(st.one_of(texts, texts, texts, odd_texts))
+    index = draw(st.sampled_from([0, 0, 0, 1])) if draw(st.booleans()) else draw(INDEXES)
+    text = draw(st.one_of(TEXTS, TEXTS, TEXTS, ODD_TEXTS))
     kind = draw(st.sampled_from(["content", "content", "refusal", "call", "call"]))
     if kind == "call":
-        number = draw(st.sampled_from([0, 0, 1])) if draw(st.booleans()) else draw(indexes)
+        number = draw(st.sampled_from([0, 0, 1])) if draw(st.booleans()) else draw(INDEXES)
         delta: dict[str, Any] = {"tool_calls": [call(number, text)]}
     else:
         delta = {kind: text}
@@ -135,7 +128,7 @@ def started(draw: st.DrawFn) -> Any:
     for index in range(draw(st.integers(1, 2))):
         delta: dict[str, Any] = {"role": "assistant"}
         if draw(st.booleans()):
-            delta["content"] = draw(texts)
+            delta["content"] = draw(TEXTS)
         if draw(st.booleans()):
             delta["refusal"] = draw(st.sampled_from([None, "", "no"]))
         if draw(st.booleans()):

@@ -25,16 +25,10 @@ from definitions import openai_responses
 from definitions.openai_responses import Envelope as Scoped
 from engine import create_conversation_engine
 
-from ._runs import Counting, check_run
+from ._runs import INDEXES, ODD_TEXTS, TEXTS, Counting, check_run
 
 ITEM = openai_responses.ITEM
 
-texts = st.one_of(
-    st.sampled_from(["", "a", "é", '{"x": [1, "', '2"]}', "\\", "🙂", "\n"]),
-    st.text(max_size=6),
-)
-odd_texts = st.sampled_from([None, 5, ["a"]])
-indexes = st.one_of(st.integers(0, 2), st.sampled_from([-1, True, 0.0, "0", None]))
 MISSING = object()  # a field left out of the event
 
 PENDING = [
@@ -64,8 +58,8 @@ def deltas(draw: st.DrawFn) -> dict[str, Any]:
             ]
         )
     )
-    text = draw(st.one_of(texts, texts, texts, odd_texts, st.just(MISSING)))
-    index = draw(st.sampled_from([0, 0, 1])) if draw(st.booleans()) else draw(indexes)
+    text = draw(st.one_of(TEXTS, TEXTS, TEXTS, ODD_TEXTS, st.just(MISSING)))
+    index = draw(st.sampled_from([0, 0, 1])) if draw(st.booleans()) else draw(INDEXES)
     if kind == "response.output_text.delta":
         return event(kind, content_index=index, delta=text, logprobs=[])
     if kind == "response.reasoning_summary_text.delta":
@@ -142,18 +136,6 @@ same_type_runs = st.sampled_from(
 )
 
 
-@settings(max_examples=200)
-@given(state=started(), events=runs)
-def test_update_many_is_update_over_the_run(state: Any, events: list[Scoped]) -> None:
-    check_run(ITEM, state, events)
-
-
-@settings(max_examples=100)
-@given(state=started(), events=same_type_runs)
-def test_update_many_is_update_over_a_run_of_one_type(state: Any, events: list[Scoped]) -> None:
-    check_run(ITEM, state, events)
-
-
 # The envelopes a scoper makes (in response "r"): a delta's text, part and field read
 # once, which update_many takes instead of reading the event again.
 SCOPER = openai_responses.Preparer()
@@ -192,18 +174,19 @@ scoped_same_type_runs = st.sampled_from(
 )
 
 
-@settings(max_examples=200)
-@given(state=started(), events=scoped_runs)
-def test_update_many_is_update_over_a_scoped_run(state: Any, events: list[Scoped]) -> None:
-    check_run(ITEM, state, events)
+RUNS = {
+    "hand-scoped": runs,
+    "hand-scoped, of one type": same_type_runs,
+    "scoped": scoped_runs,
+    "scoped, of one type": scoped_same_type_runs,
+}
 
 
+@pytest.mark.parametrize("kind", RUNS)
 @settings(max_examples=200)
-@given(state=started(), events=scoped_same_type_runs)
-def test_update_many_is_update_over_a_scoped_run_of_one_type(
-    state: Any, events: list[Scoped]
-) -> None:
-    check_run(ITEM, state, events)
+@given(state=started(), data=st.data())
+def test_update_many_is_update_over_the_run(kind: str, state: Any, data: st.DataObject) -> None:
+    check_run(ITEM, state, data.draw(RUNS[kind], label="events"))
 
 
 responses_events = st.one_of(
@@ -404,7 +387,7 @@ def test_a_field_equal_to_none_but_not_the_interned_object_folds_as_update() -> 
         assert ITEM.update_many(state, list(events)) == expected
     engine = create_conversation_engine(openai_responses.PROTOCOL.registration)
     engine.push_many(rebuilt)
-    assert openai_responses.responses(engine.nodes()) == openai_responses.accumulate(raw)
+    assert openai_responses.responses(engine.nodes()) == openai_responses.PROTOCOL.accumulate(raw)
 
 
 @pytest.mark.parametrize("item_type", [*STREAMED, "mcp_call"])

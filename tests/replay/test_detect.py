@@ -106,7 +106,7 @@ class TestFixtures:
         events = load_fixture(path)
         chosen = protocol_definitions(protocol)
         assert chosen.definitions == tuple(module.DEFINITIONS)
-        assert objects(chosen.replay(events)) == module.accumulate(events)
+        assert objects(chosen.replay(events)) == module.PROTOCOL.accumulate(events)
 
 
 # A few events of each protocol, for the noise property.
