@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from replay import load_events
-from replay._cli import main
+from replay.cli import main
 from replay.context import ContextOptions, next_request
 from replay.logs.sessions import MODEL_EVENT, read_transcript
 from tests._shared import shared_path
