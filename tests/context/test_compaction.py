@@ -254,7 +254,7 @@ def test_an_anthropic_compaction_row_shows_its_iteration_tokens() -> None:
     assert "compaction: read 60,385 tokens, wrote 522" in html
     from definitions import anthropic
 
-    [message] = anthropic.accumulate(events)
+    [message] = anthropic.PROTOCOL.accumulate(events)
     assert [i["type"] for i in message["usage"]["iterations"]] == ["compaction", "message"]
     # The same message recorded whole (a non-streamed call) shows the same row.
     recording = [

@@ -463,7 +463,7 @@ def test_every_protocol_and_format_reads_as_a_conversation(
     path = shared_path("fixtures", folder, name)
     events = load_events(path).events
     protocol = detect_protocol(events).protocol
-    final = importlib.import_module(f"definitions.{protocol}").accumulate(events)
+    final = importlib.import_module(f"definitions.{protocol}").PROTOCOL.accumulate(events)
     words = [
         found.group(0)
         for text in _texts(final, ("text", "content", "thinking"))
