@@ -11,8 +11,10 @@ sets, in log order:
   decision naming its ``tool_call_id``) is a ``ToolResult`` in the caller turn
   right after its model turn. Built-in reasoning carries no provider signature,
   so gateways leave it out. A ``compaction`` is the messages it restarts the
-  conversation with (``_compaction``): every message stays in the list, and the
-  projection starts the next request there (``engine.since_compaction``).
+  conversation with (``_compaction``; one that only cleared tool results, the
+  request as it stood with those results as its placeholder: ``_clearing``): every
+  message stays in the list, and the projection starts the next request there
+  (``engine.since_compaction``).
 - ``anthropic``, ``openai_chat``, ``openai_responses``: each response the set
   rebuilds (the SDK's own final message) is one model turn, read back by the
   provider's gateway, so its reasoning state goes back exactly as returned.
@@ -45,6 +47,7 @@ from engine import (
     Text,
     ToolCall,
     ToolResult,
+    since_compaction,
 )
 
 from . import ag_ui, ai_sdk, anthropic, openai_chat, openai_responses, recorded
@@ -133,13 +136,41 @@ def _builtin(nodes: Sequence[Node]) -> list[Message]:
         if node.kind != "compaction":
             run.append(node)
             continue
-        if not node.state.restarts:
-            continue
         out += _builtin_turns(run)
         run = []
-        out += _compaction(node, nodes)
+        out += _clearing(node, out) if node.state.clears else _compaction(node, nodes)
     out += _builtin_turns(run)
     return out
+
+
+def _clearing(node: Node, out: Sequence[Message]) -> list[Message]:
+    """A compaction that only cleared tool results (Claude Code's microcompaction) as
+    the messages that restart the conversation: an empty compaction, then the
+    request as it stood (``since_compaction``, its leading system messages left
+    where they are) again, each cleared call's result sent as the mark's
+    ``placeholder``. They echo history (``Compaction.echo``), so the counterfactual
+    leaves them out and the originals stay as the log has them."""
+    state = node.state
+    cleared = set(state.cleared)
+    now = since_compaction(out)
+    lead = next((n for n, m in enumerate(now) if m.role is not Role.system), len(now))
+    again = [_cleared(m, cleared, state.placeholder) for m in now[lead:]]
+    return [Message(role=Role.user, content=(Compaction(echo=len(again)),)), *again]
+
+
+def _cleared(message: Message, cleared: set[str], placeholder: str) -> Message:
+    """``message`` with the results of the ``cleared`` calls' content ``placeholder``."""
+    if isinstance(message.content, str) or not any(
+        isinstance(p, ToolResult) and p.call_id in cleared for p in message.content
+    ):
+        return message
+    parts = tuple(
+        msgspec.structs.replace(p, content=placeholder)
+        if isinstance(p, ToolResult) and p.call_id in cleared
+        else p
+        for p in message.content
+    )
+    return Message(role=message.role, content=parts)
 
 
 def _compaction(node: Node, nodes: Sequence[Node]) -> list[Message]:

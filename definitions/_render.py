@@ -45,12 +45,15 @@ __all__ = [
     "call_key",
     "carried",
     "cite_link",
+    "cited_markdown",
     "clean",
     "code",
     "collapsed",
+    "continued",
     "folded",
     "folding",
     "inline_markdown",
+    "join_paragraphs",
     "join_tools",
     "joined",
     "line",
@@ -59,6 +62,7 @@ __all__ = [
     "markdown",
     "outcome",
     "outcome_text",
+    "paragraph",
     "payload",
     "plain",
     "render_blocks",
@@ -252,6 +256,50 @@ def markdown(text: object, cls: str = "text") -> str:
         return f"{opening}{blocks.html()}</div>"
     captured.append(blocks)
     return f"{opening}<\x00{len(captured) - 1}\x00></div>"
+
+
+def cited_markdown(pieces: Iterable[tuple[object, str]], cls: str = "text") -> str:
+    """A text split into pieces (a citation splits a sentence or a list item off) read
+    as the one Markdown text it is: the pieces' texts joined and rendered at once,
+    each piece's ``cites`` (built HTML, or "") inline after its text. No
+    ``data-blocks``: a live page sends a split text whole, never by blocks."""
+    shown = [(str(text), cites) for text, cites in pieces]
+    if shown and trailing_marker(shown[-1][0]):  # a list item's marker with no text yet
+        last, linked = shown[-1]
+        shown[-1] = (last[: last.rfind("\n") + 1], linked)
+    # Where each piece's citations go, while the Markdown renders: a private-use
+    # character the text does not hold, around the citations' number.
+    mark = next(
+        (m for m in map(chr, range(0xE000, 0xF900)) if all(m not in t for t, _ in shown)), ""
+    )
+    source: list[str] = []
+    cites: list[str] = []
+    for text, cite in shown:
+        if not (cite and mark):
+            source.append(text)
+            continue
+        said = text.rstrip()  # before the line break that may end the piece
+        source += [said, f" {mark}{len(cites)}{mark}", text[len(said) :]]
+        cites.append(cite)
+    joined = "".join(source)
+    md = _markdown_it()
+    if md is None:
+        html = plain(joined, cls)
+    else:
+        rendered = _blocks(joined, functools.partial(_render_block, md)).html()
+        html = f'<div class="md {cls}" dir="auto">{rendered}</div>'
+    if not cites:
+        return html
+    placed: set[int] = set()
+
+    def put(found: re.Match[str]) -> str:
+        placed.add(int(found[1]))
+        return cites[int(found[1])]
+
+    html = re.sub(f"{mark}([0-9]+){mark}", put, html)
+    # A mark the renderer split (highlighted code): its citations after the text.
+    rest = "".join(cite for n, cite in enumerate(cites) if n not in placed)
+    return html + rest
 
 
 # A one-line block of prose that opens no Markdown syntax: it starts with a letter (no
@@ -654,6 +702,11 @@ class Joined:
 
     outcomes: tuple[tuple[str, Outcome], ...] = ()
     carried: frozenset[str] = frozenset()
+    paragraph: tuple[tuple[str, str], ...] = ()
+    """The pieces of the paragraph the node heads, its own first (see
+    ``join_paragraphs``); empty when no node continues its text."""
+    continued: bool = False
+    """The node's text is shown in the paragraph of a node before it."""
 
 
 NOT_JOINED: Final = Joined()
@@ -692,6 +745,55 @@ def join_tools(
         key: Joined(tuple(outcomes.get(key, {}).items()), frozenset(carried.get(key, ())))
         for key in outcomes.keys() | carried.keys()
     }
+
+
+def join_paragraphs(
+    nodes: Iterable[Any],
+    joins: Callable[[Any], bool],
+    piece: Callable[[Any], tuple[str, str] | None],
+) -> dict[str, Joined]:
+    """Per node key, the text it heads or that it continues one (nodes in no run
+    left out). A citation splits a sentence or a list into nodes, each rendered
+    alone: a node that ``joins`` (its text goes on from the text before it: on its
+    line, or as the next list item) joins the run of the node before it, when
+    that one has a text ``piece`` (its text and its citations' HTML); the first node
+    of a run of two or more shows their pieces as one Markdown text
+    (``cited_markdown``), the others nothing."""
+    out: dict[str, Joined] = {}
+    run: list[Any] = []
+
+    def close() -> None:
+        # Pieces are read for runs only: a text alone costs nothing per frame.
+        if len(run) > 1:
+            pieces: list[tuple[str, str]] = []
+            for node in run:
+                found = piece(node)
+                if found is None:
+                    break
+                pieces.append(found)
+            if len(pieces) > 1:
+                out[run[0].key] = Joined(paragraph=tuple(pieces))
+                for node in run[1 : len(pieces)]:
+                    out[node.key] = Joined(continued=True)
+        run.clear()
+
+    for node in nodes:
+        if not (run and joins(node)):
+            close()
+        run.append(node)
+    close()
+    return out
+
+
+def paragraph() -> tuple[tuple[str, str], ...]:
+    """The pieces of the paragraph the node being rendered heads (its own first), or
+    ``()`` when no node continues its text."""
+    return _JOINED.get().paragraph
+
+
+def continued() -> bool:
+    """Whether the text of the node being rendered is shown in a paragraph before it."""
+    return _JOINED.get().continued
 
 
 def call_key(call_id: object, name: object) -> str:

@@ -8,7 +8,7 @@ bubble, calls as tool cards, reasoning folded, results and citations as links.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 from ._render import (
@@ -18,12 +18,15 @@ from ._render import (
     call_key,
     carried,
     cite_link,
+    cited_markdown,
     code,
+    continued,
     folded,
     line,
     list_item_text,
     long_text,
     markdown,
+    paragraph,
     payload,
     plain,
     sources,
@@ -33,8 +36,9 @@ from ._render import (
 )
 
 
-def _citations(citations: Iterable[Any]) -> str:
-    """Citations as small links after the text, one per source, the quote on hover."""
+def _citations(citations: Iterable[Any], *, inline: bool = False) -> str:
+    """Citations as small links after the text, one per source, the quote on hover:
+    a row under it, or ``inline`` in its sentence."""
     seen: dict[object, str] = {}
     for cite in citations:
         if not isinstance(cite, Mapping):
@@ -44,7 +48,11 @@ def _citations(citations: Iterable[Any]) -> str:
             continue
         title = cite.get("title") or cite.get("document_title") or cite.get("url") or "source"
         seen[url] = cite_link(cite.get("url"), title, str(cite.get("cited_text") or ""))
-    return f'<div class="citations">{"".join(seen.values())}</div>' if seen else ""
+    if not seen:
+        return ""
+    if inline:
+        return f'<span class="citations inline">{"".join(seen.values())}</span>'
+    return f'<div class="citations">{"".join(seen.values())}</div>'
 
 
 def _results(label: str, results: Iterable[Any]) -> str:
@@ -77,13 +85,23 @@ def _rest(value: Mapping[str, Any], *drop: str) -> dict[str, Any]:
 
 
 def anthropic_block(
-    block: Mapping[str, Any], *, stopped: bool, streamed: object = None, marker: str = ""
+    block: Mapping[str, Any],
+    *,
+    stopped: bool,
+    streamed: object = None,
+    marker: str = "",
+    usage: object = None,
 ) -> str:
     """One content block of a message, as rebuilt by the fold; ``streamed`` is its
     text as streamed (a ``StreamedText``, rendered incrementally) when it has one;
-    ``marker`` the list marker it carries (``BlockState.marker``)."""
+    ``marker`` the list marker it carries (``BlockState.marker``); ``usage`` a
+    compaction block's own iteration usage (``compaction_usage``)."""
     kind = str(block.get("type"))
     if kind == "text":
+        if continued():  # shown in the paragraph of the block before
+            return ""
+        if paragraph():  # blocks after it continue its sentence
+            return bubble("assistant", cited_markdown(paragraph()))
         text: object = block.get("text", "") if streamed is None else streamed
         cites = _citations(block.get("citations") or ())
         if marker or stopped:  # a streaming text keeps its incremental rendering
@@ -100,7 +118,7 @@ def anthropic_block(
     if kind == "compaction":
         from .compaction import row_html
 
-        return row_html(*_anthropic_compaction(block))
+        return row_html(*_anthropic_compaction(block, usage))
     if "input" in block or kind.endswith("tool_use"):
         status = "called" if stopped else "streaming"
         return call_card(_tool_name(block), block.get("id"), status, arguments=block.get("input"))
@@ -123,6 +141,15 @@ def anthropic_block(
     return tool_card(kind, "", result=_rest(block))
 
 
+def anthropic_text_piece(block: Mapping[str, Any]) -> tuple[str, str] | None:
+    """A text block as a piece of the text a citation split: its text as written
+    (the pieces joined are the answer's text, list markers in place) and its
+    citations inline; ``None`` for another block."""
+    if block.get("type") != "text":
+        return None
+    return str(block.get("text", "")), _citations(block.get("citations") or (), inline=True)
+
+
 def _tool_name(block: Mapping[str, Any]) -> str:
     server = block.get("server_name")
     kind = str(block.get("type"))
@@ -130,10 +157,11 @@ def _tool_name(block: Mapping[str, Any]) -> str:
 
 
 def anthropic_block_text(
-    block: Mapping[str, Any], marker: str = "", *, stopped: bool = True
+    block: Mapping[str, Any], marker: str = "", *, stopped: bool = True, usage: object = None
 ) -> str:
     """One content block as text: text (its citations' sources after it), thinking,
-    calls as tool lines (their joined result under them), results left to their call."""
+    calls as tool lines (their joined result under them), results left to their call;
+    ``usage`` as ``anthropic_block``'s."""
     kind = str(block.get("type"))
     if kind == "text":
         return long_text(list_item_text(str(block.get("text", "")), marker)) + cited_text(
@@ -146,7 +174,7 @@ def anthropic_block_text(
     if kind == "compaction":
         from .compaction import row_text
 
-        return row_text(*_anthropic_compaction(block))
+        return row_text(*_anthropic_compaction(block, usage))
     if "input" in block or kind.endswith("tool_use"):
         status = "called" if stopped else "streaming"
         return tool_text(_tool_name(block), block.get("id"), status, block.get("input"))
@@ -158,13 +186,29 @@ def anthropic_block_text(
     return f"[{kind}] {payload(_rest(block))}"
 
 
-def _anthropic_compaction(block: Mapping[str, Any]) -> tuple[str, str]:
+def _anthropic_compaction(block: Mapping[str, Any], usage: object) -> tuple[str, str]:
     """A compaction block's summary and figures, for its row (``content`` null: the
-    compaction failed, a no-op the server ignores)."""
+    compaction failed, a no-op the server ignores); ``usage`` its iteration's."""
+    from .compaction import pass_tokens
+
     content = block.get("content")
+    figures = [pass_tokens(usage)]
     if content is None:
-        return "", "failed: no summary"
-    return str(content), "encrypted state kept" if block.get("encrypted_content") else ""
+        figures.append("failed: no summary")
+    elif block.get("encrypted_content"):
+        figures.append("encrypted state kept")
+    return str(content or ""), ", ".join(f for f in figures if f)
+
+
+def compaction_usage(usage: object) -> dict[str, Any] | None:
+    """The compaction iteration of an Anthropic message's ``usage`` (its first
+    ``iterations`` entry of type ``compaction``; the beta API's per-iteration usage),
+    or ``None``."""
+    iterations = usage.get("iterations") if isinstance(usage, Mapping) else None
+    for entry in iterations if isinstance(iterations, list) else ():
+        if isinstance(entry, dict) and entry.get("type") == "compaction":
+            return entry
+    return None
 
 
 def anthropic_calls(block: Mapping[str, Any]) -> tuple[str, ...]:
@@ -478,16 +522,17 @@ def _maps(value: object) -> list[Mapping[str, Any]]:
 
 def joined_text(pieces: Iterable[tuple[str, bool]]) -> str:
     """Pieces of an answer, ``(text, on the line before)`` each, as the terminal view
-    shows nodes: each without its own leading and trailing line breaks, those with
-    nothing to show left out, a blank line between them unless one goes on the line
-    before it."""
+    shows nodes: each without its own trailing line breaks (and, unless it goes on the
+    line before, its leading ones), those with nothing to show left out, a blank line
+    between them unless one goes on the line before it."""
     out: list[str] = []
     for text, on_line in pieces:
-        if not text.strip():
-            continue
-        if out:
-            out.append("" if on_line else "\n\n")
-        out.append(text.strip("\n"))
+        if on_line and out:
+            out.append(text.rstrip("\n"))
+        elif text.strip():
+            if out:
+                out.append("\n\n")
+            out.append(text.strip("\n"))
     return "".join(out)
 
 
@@ -496,9 +541,21 @@ def anthropic_text(message: Mapping[str, Any]) -> str:
     streamed blocks are (a text block on the line of the text before it, or carrying
     its list marker: ``text_follows``)."""
     head = heading_text(message.get("role"), message.get("model"), message.get("stop_reason"))
+    usage = compaction_usage(message.get("usage"))
     pieces = [(head, False)]
+    for block, marker, on_line in _anthropic_follows(_maps(message.get("content"))):
+        pieces.append((anthropic_block_text(block, marker, usage=usage), on_line))
+    return joined_text(pieces)
+
+
+def _anthropic_follows(
+    blocks: Iterable[Mapping[str, Any]],
+) -> Iterator[tuple[Mapping[str, Any], str, bool]]:
+    """Each block of a message with how it follows the block before, as a streamed
+    block reads it (``anthropic._after_text``): the list marker it takes and whether
+    it goes on that block's line (both only for a text block after a text block)."""
     previous: str | None = None  # the text of the block before, when it is a text block
-    for block in _maps(message.get("content")):
+    for block in blocks:
         marker, on_line = "", False
         if block.get("type") == "text":
             if previous is not None:
@@ -508,16 +565,34 @@ def anthropic_text(message: Mapping[str, Any]) -> str:
             previous = str(block.get("text", ""))
         else:
             previous = None
-        pieces.append((anthropic_block_text(block, marker), on_line))
-    return joined_text(pieces)
+        yield block, marker, on_line
 
 
 def anthropic_html(message: Mapping[str, Any]) -> str:
-    """A whole ``Message``: its metadata row, then its blocks in order."""
+    """A whole ``Message``: its metadata row, then its blocks in order; a sentence
+    (or a list) citations split into blocks as one text, the citations inline."""
     usage = message.get("usage")
-    head = anthropic_message(message, message.get("stop_reason"), usage or {})
-    blocks = _maps(message.get("content"))
-    return head + "".join(anthropic_block(block, stopped=True) for block in blocks)
+    own = compaction_usage(usage)
+    out = [anthropic_message(message, message.get("stop_reason"), usage or {})]
+    run: list[tuple[Mapping[str, Any], str]] = []  # text blocks on one line, in order
+
+    def close() -> None:
+        if len(run) > 1:
+            found = [anthropic_text_piece(block) for block, _ in run]
+            out.append(bubble("assistant", cited_markdown(p for p in found if p is not None)))
+        elif run:
+            out.append(anthropic_block(run[0][0], stopped=True, marker=run[0][1]))
+        run.clear()
+
+    for block, marker, on_line in _anthropic_follows(_maps(message.get("content"))):
+        if not (run and (on_line or marker)):  # a sentence, or a list, goes on
+            close()
+        if block.get("type") == "text":
+            run.append((block, marker))
+        else:
+            out.append(anthropic_block(block, stopped=True, usage=own))
+    close()
+    return "".join(out)
 
 
 def anthropic_links(message: Mapping[str, Any]) -> tuple[list[str], list[tuple[str, Outcome]]]:
@@ -581,15 +656,46 @@ def responses_heading(response: Mapping[str, Any]) -> str:
 
 
 def responses_text(response: Mapping[str, Any]) -> str:
-    """A whole ``Response``: its heading, then its output items in order."""
+    """A whole ``Response``: its heading, then its output items in order (a
+    ``/responses/compact`` answer: its compaction row)."""
+    compacted = _compacted(response)
+    if compacted is not None:
+        from .compaction import row_text
+
+        return row_text(*compacted)
     items = [(responses_item_text(item), False) for item in _maps(response.get("output"))]
     return joined_text([(responses_heading(response), False), *items])
 
 
 def responses_html(response: Mapping[str, Any]) -> str:
-    """A whole ``Response``: its metadata row, then its output items in order."""
+    """A whole ``Response``: its metadata row, then its output items in order (a
+    ``/responses/compact`` answer: its compaction row)."""
+    compacted = _compacted(response)
+    if compacted is not None:
+        from .compaction import row_html
+
+        return row_html(*compacted)
     head = responses_response(response, response.get("error"))
     return head + "".join(responses_item(item) for item in _maps(response.get("output")))
+
+
+def _compacted(response: Mapping[str, Any]) -> tuple[str, str] | None:
+    """A ``/responses/compact`` answer (``object: "response.compaction"``: its user
+    messages, then one compaction item) as its row's summary and figures (the pass's
+    ``usage``, the user messages it kept), or ``None`` for any other response. The
+    user messages repeat the request's: the row counts them rather than show them
+    again."""
+    if response.get("object") != "response.compaction":
+        return None
+    from .compaction import pass_tokens
+
+    items = _maps(response.get("output"))
+    kept = sum(1 for item in items if item.get("role") == "user")
+    figures = [pass_tokens(response.get("usage"))]
+    figures.append(f"{kept:,} user message{'' if kept == 1 else 's'} kept")
+    if any(item.get("type") == "compaction" and item.get("encrypted_content") for item in items):
+        figures.append("encrypted summary")
+    return "", ", ".join(f for f in figures if f)
 
 
 # -- Gemini, a whole GenerateContentResponse ---------------------------------------------

@@ -28,7 +28,18 @@ from urllib.parse import unquote
 
 import msgspec
 
-from engine import File, Image, Message, Native, Part, Role, Text, ToolCall, ToolResult
+from engine import (
+    Compaction,
+    File,
+    Image,
+    Message,
+    Native,
+    Part,
+    Role,
+    Text,
+    ToolCall,
+    ToolResult,
+)
 
 from ._gateways import (
     _DOCUMENT_FORMATS,
@@ -47,6 +58,7 @@ __all__ = [
     "answer_message",
     "api_of",
     "api_of_url",
+    "compacted_window",
     "continues_previous",
     "model_of_url",
     "request_messages",
@@ -56,6 +68,7 @@ APIS: Final[Mapping[str, str]] = {
     "anthropic.messages": "anthropic",
     "openai.chat": "openai_chat",
     "openai.responses": "openai_responses",
+    "openai.responses.compact": "openai_responses",
     "gemini.generate_content": "gemini",
     "bedrock.converse": "bedrock",
 }
@@ -65,6 +78,7 @@ PROVIDERS: Final[Mapping[str, str]] = {
     "anthropic.messages": "anthropic",
     "openai.chat": "openai-chat",
     "openai.responses": "openai-responses",
+    "openai.responses.compact": "openai-responses",
     "gemini.generate_content": "gemini",
     "bedrock.converse": "bedrock",
 }
@@ -88,6 +102,8 @@ def api_of_url(url: str) -> str | None:
         return "openai.chat"
     if path.endswith("/responses"):
         return "openai.responses"
+    if path.endswith("/responses/compact"):  # its answer is a compaction (compacted_window)
+        return "openai.responses.compact"
     if path.endswith((":generateContent", ":streamGenerateContent")):
         return "gemini.generate_content"
     if path.endswith(("/converse", "/converse-stream")):
@@ -332,6 +348,8 @@ def _responses(body: dict[str, Any], names: _Names) -> list[Message]:
 
     def flush_model() -> None:
         if model:
+            if isinstance(model[0], Compaction):
+                model[0] = msgspec.structs.replace(model[0], carried=_kept_users(out))
             out.append(names.saw(Message(role=Role.assistant, content=tuple(model))))
             model.clear()
 
@@ -513,12 +531,40 @@ _READERS: Final[dict[str, Callable[[dict[str, Any], _Names], list[Message]]]] = 
     "anthropic.messages": _anthropic,
     "openai.chat": _chat,
     "openai.responses": _responses,
+    "openai.responses.compact": _responses,
     "gemini.generate_content": _gemini,
     "bedrock.converse": _converse,
 }
 
 
 # -- answers ------------------------------------------------------------------------------
+
+
+def _kept_users(messages: Sequence[Message]) -> int:
+    """How many user messages (no tool results among them) end ``messages``: those a
+    Responses ``compaction`` input item after them carries over. ``/responses/compact``
+    returns the user messages it kept, then the item, and a client sends that window
+    back as it is, so the request after it starts with them."""
+    count = 0
+    for message in reversed(messages):
+        if message.role is not Role.user or any(isinstance(p, ToolResult) for p in message.parts):
+            break
+        count += 1
+    return count
+
+
+def compacted_window(outputs: Sequence[Any]) -> list[Message]:
+    """A ``/responses/compact`` answer (``CompactedResponse``: its user messages, then
+    one ``compaction`` item) as the messages the conversation goes on from: its output
+    read as the input it becomes, the compaction carrying the user messages over
+    (``Compaction.carried``), so the next request starts with them and the
+    counterfactual leaves them out."""
+    return [
+        message
+        for output in outputs
+        if isinstance(output, dict)
+        for message in _responses({"input": output.get("output")}, _Names())
+    ]
 
 
 def answer_message(api: str, outputs: Sequence[Any]) -> Message:
@@ -529,6 +575,7 @@ def answer_message(api: str, outputs: Sequence[Any]) -> Message:
         "anthropic.messages": _ANTHROPIC.message,
         "openai.chat": _CHAT.message,
         "openai.responses": _RESPONSES.message,
+        "openai.responses.compact": _RESPONSES.message,
         "gemini.generate_content": _GEMINI.message,
         "bedrock.converse": _CONVERSE.message,
     }[api]

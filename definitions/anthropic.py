@@ -13,7 +13,9 @@ the latest ``message_start`` before it. Definitions match on that envelope:
 - ``anthropic_message`` (node id: the message id) starts on ``message_start``
   and takes ``message_delta`` / ``message_stop``;
 - ``anthropic_block`` (node id: ``"<message id>/<index>"``) starts on
-  ``content_block_start`` and takes ``content_block_delta`` / ``_stop``.
+  ``content_block_start`` and takes ``content_block_delta`` / ``_stop``; a
+  message's first ``compaction`` block takes its ``message_delta`` too, for the
+  compaction iteration's tokens in ``usage.iterations`` (its row shows them).
 
 The annotation depends only on the events before it in the same stream, so a
 replay of one log always scopes it the same way (deterministic). A paginated
@@ -90,7 +92,8 @@ class Envelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
     preparer saw (a window cut mid-message): no definition claims those. ``block`` is
     the block definition's claim for a ``content_block_*`` event with an int
     ``index`` in a scoped message, made once per block by the preparer (a delta's
-    claim is then one attribute read, with no id formatted per delta); ``None``
+    claim is then one attribute read, with no id formatted per delta), and for a
+    ``message_delta`` the claim of its message's first compaction block; ``None``
     otherwise, and ``match`` works the claim out from the event.
 
     ``prepare`` and ``Preparer`` make instances of a private subclass per event type,
@@ -144,12 +147,14 @@ def _envelope(kind: object) -> type[Envelope]:
 class Preparer:
     """Names the message of each event of one stream, in order (see ``prepare``)."""
 
-    __slots__ = ("_claims", "message_id")
+    __slots__ = ("_claims", "_compaction", "message_id")
 
     def __init__(self) -> None:
         self.message_id: str | None = None
         # the current message's block update claims by index
         self._claims: dict[int, Claim] = {}
+        # the update claim of the current message's first compaction block
+        self._compaction: Claim | None = None
 
     def __call__(self, event: Any) -> Envelope | None:
         """Wrap ``event`` (a dict or an SDK event; ``None`` for a ``MessageStream``
@@ -163,6 +168,7 @@ class Preparer:
             message = event.get("message") or {}
             self.message_id = str(message.get("id") or "")
             self._claims = {}
+            self._compaction = None
         message_id = self.message_id
         new = _envelope(kind)
         if message_id is not None:
@@ -173,8 +179,19 @@ class Preparer:
             elif kind == "content_block_start":
                 index = event.get("index")
                 if type(index) is int:
-                    return new(message_id, event, _start_claim(self._claims, message_id, index))
+                    claim = _start_claim(self._claims, message_id, index)
+                    if self._compaction is None and _is_compaction(event):
+                        self._compaction = self._claims[index]
+                    return new(message_id, event, claim)
+            elif kind == "message_delta" and self._compaction is not None:
+                return new(message_id, event, self._compaction)
         return new(message_id, event)
+
+
+def _is_compaction(start: dict[str, Any]) -> bool:
+    """Whether a ``content_block_start`` starts a compaction block."""
+    block = start.get("content_block")
+    return type(block) is dict and block.get("type") == "compaction"
 
 
 def _update_claim(claims: dict[int, Claim], message_id: str, index: int) -> Claim:
@@ -202,6 +219,7 @@ def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
     """
     message_id: str | None = None
     claims: dict[int, Claim] = {}
+    compaction: Claim | None = None  # as Preparer's _compaction
     # The block of the latest block event and its update claim: a delta of the same
     # block (small ints are shared objects, so ``is`` finds it) needs no lookup.
     # Reset whenever the scope changes; another index goes through ``claims``. (Without
@@ -237,6 +255,8 @@ def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
                     # the block's claims, made now (as _start_claim makes them), share an id
                     last_index = index
                     last_claim = claims[index] = Claim(f"{message_id}/{index}", "update")
+                    if compaction is None and _is_compaction(event):
+                        compaction = last_claim
                     yield _BlockStart(message_id, event, Claim(last_claim.id, "start"))
                     continue
                 yield _BlockStart(message_id, event)
@@ -244,12 +264,13 @@ def prepare(events: Iterable[Any]) -> Iterator[Envelope]:
                 message = event.get("message") or {}
                 message_id = str(message.get("id") or "")
                 claims = {}
+                compaction = None
                 last_index = _NO_INDEX
                 yield _MessageStart(message_id, event)
             elif kind == "message_stop":
                 yield _MessageStop(message_id, event)
             elif kind == "message_delta":
-                yield _MessageDelta(message_id, event)
+                yield _MessageDelta(message_id, event, compaction)
             elif kind != "ping":
                 yield _envelope(kind)(message_id, event)
         except UNREADABLE as exc:  # an event of the wrong shape
@@ -300,6 +321,9 @@ class BlockState(msgspec.Struct, frozen=True, gc=False):
     citations: tuple[Any, ...] = ()
     signature: str | None = None
     stopped: bool = False
+    #: A compaction block's own usage: its message's compaction iteration
+    #: (``usage.iterations``, which its ``message_delta`` brings), for its row only.
+    usage: dict[str, Any] | None = None
     #: A text block's list marker, for rendering only: the previous text block of the
     #: message ended with it on a line of its own (a citation split the list item's
     #: text off into this block).
@@ -321,6 +345,7 @@ _BLOCK_PUBLICATION: Final[dict[Hashable, Publication]] = {
     "content_block_start": "immediate",
     "content_block_delta": "animation-frame",
     "content_block_stop": "immediate",
+    "message_delta": "immediate",  # to a compaction block: its tokens
 }
 
 
@@ -386,12 +411,15 @@ class MessageDefinition:
         raw_usage = raw.get("usage") or {}
         usage["output_tokens"] = raw_usage.get("output_tokens")
         # Cumulative totals overwrite; an omitted (or null) one keeps the start value.
+        # ``iterations`` (per-iteration usage, a compaction's among them) is kept as the
+        # SDK's beta accumulator keeps it: the stable one drops it.
         for name in (
             "input_tokens",
             "cache_creation_input_tokens",
             "cache_read_input_tokens",
             "server_tool_use",
             "output_tokens_details",
+            "iterations",
         ):
             value = raw_usage.get(name)
             if value is not None:
@@ -436,7 +464,7 @@ class BlockDefinition:
     """Kind ``anthropic_block``: one node per content block, id ``<message>/<index>``."""
 
     kind = "anthropic_block"
-    event_types = _BLOCK_TYPES | {Envelope, *_ENVELOPES.values()}
+    event_types = _BLOCK_TYPES | {"message_delta", Envelope, *_ENVELOPES.values()}
 
     # Per event type, resolved by the engine once per route: no call per delta. It
     # needs the engine's event_type (anthropic.event_type, as accumulate() and replay pass).
@@ -480,10 +508,16 @@ class BlockDefinition:
         return BlockState(message_id, index, block)
 
     def update(self, state: BlockState, event: Envelope) -> BlockState:
-        """Fold one delta the way the SDK does (deltas of another block type are ignored)."""
+        """Fold one delta the way the SDK does (deltas of another block type are ignored);
+        a compaction block takes its message's compaction iteration from ``message_delta``."""
         raw = event.event
         if raw["type"] == "content_block_stop":
             return _replace(state, stopped=True)
+        if raw["type"] == "message_delta":
+            from ._render_protocols import compaction_usage
+
+            usage = compaction_usage(raw.get("usage"))
+            return state if usage is None else _replace(state, usage=usage)
         delta = raw["delta"]
         kind = delta["type"]
         block_type = state.block.get("type")
@@ -548,12 +582,30 @@ class BlockDefinition:
         from ._render_protocols import anthropic_block_text
 
         state: BlockState = node.state
-        return anthropic_block_text(_block(state), state.marker, stopped=state.stopped)
+        return anthropic_block_text(
+            _block(state), state.marker, stopped=state.stopped, usage=state.usage
+        )
 
     def continues(self, node: Node) -> bool:
         """Whether this text block goes on the line of the block before it."""
         state: BlockState = node.state
         return state.inline
+
+    def joins(self, node: Node) -> bool:
+        """Whether this text block goes on from the text block before it on the page:
+        on its line, or as the list item a citation split off (``marker``)."""
+        state: BlockState = node.state
+        return state.inline or bool(state.marker)
+
+    def text_piece(self, node: Node) -> tuple[str, str] | None:
+        """A text block as a piece of the text a citation split (the HTML view joins
+        the blocks that ``join`` one): its text and citations."""
+        from ._render_protocols import anthropic_text_piece
+
+        state: BlockState = node.state
+        if state.block.get("type") != "text":
+            return None
+        return anthropic_text_piece(_block(state))
 
     def tool_calls(self, node: Node) -> tuple[str, ...]:
         """The id of the tool (or server tool) use this block is, if it is one."""
@@ -579,7 +631,11 @@ class BlockDefinition:
         started = state.block.get("text") or state.block.get("thinking")
         streamed = None if started else state.text
         return anthropic_block(
-            _block(state), stopped=state.stopped, streamed=streamed, marker=state.marker
+            _block(state),
+            stopped=state.stopped,
+            streamed=streamed,
+            marker=state.marker,
+            usage=state.usage,
         )
 
 

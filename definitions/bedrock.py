@@ -144,12 +144,14 @@ def events_from_eventstream(data: bytes) -> list[dict[str, Any]]:
 class Envelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """A raw event: its message's node id, its type (the one key), its body, and the
     claim the message definition's ``match`` returns (``None``: not a ConverseStream
-    event)."""
+    event); a message's first event also carries the model the request named (the
+    stream names none)."""
 
     message: str
     key: str
     body: Any
     claim: Claim | None
+    model: str = ""
 
 
 def _split(event: Any) -> tuple[str, Any]:
@@ -169,12 +171,15 @@ def _split(event: Any) -> tuple[str, Any]:
 
 
 class Preparer:
-    """Numbers the messages of one stream, event by event (see ``prepare``)."""
+    """Numbers the messages of one stream, event by event (see ``prepare``).
+    ``model``: the model the request named (its path ``/model/{modelId}/...``), which
+    the stream does not carry: each message is headed by it."""
 
-    __slots__ = ("_count", "_update")
+    __slots__ = ("_count", "_model", "_update")
 
-    def __init__(self) -> None:
+    def __init__(self, model: str = "") -> None:
         self._count = 0  # messages opened
+        self._model = model
         self._update: Claim | None = None  # the current message's update claim
 
     def __call__(self, event: Any) -> Envelope:
@@ -188,7 +193,7 @@ class Preparer:
             self._count += 1
             node = f"message-{self._count}"
             self._update = Claim(node, "update")
-            return Envelope(node, key, body, Claim(node, "start"))
+            return Envelope(node, key, body, Claim(node, "start"), self._model)
         return Envelope(update.id, key, body, update)
 
 
@@ -235,13 +240,15 @@ class BlockState(msgspec.Struct, frozen=True, gc=False):
 
 
 class MessageState(msgspec.Struct, frozen=True, gc=False):
-    """One message: its role, blocks in arrival order, and how it ended."""
+    """One message: its role, blocks in arrival order, and how it ended; the model
+    the request named, when the stream's reader was told (it is not in a response)."""
 
     role: str | None = None
     blocks: tuple[BlockState, ...] = ()
     stop: Any = None  # the messageStop body
     metadata: Any = None  # the metadata body
     exceptions: tuple[tuple[str, Any], ...] = ()
+    model: str = ""
 
 
 def _block_of(blocks: tuple[BlockState, ...], index: Any) -> tuple[int, BlockState]:
@@ -322,7 +329,7 @@ class MessageDefinition:
 
     def start(self, event: Envelope, reader: object) -> MessageState:
         """A message opened by its first event (``messageStart`` or any other)."""
-        return self.update(MessageState(), event)
+        return self.update(MessageState(model=event.model), event)
 
     def update(self, state: MessageState, event: Envelope) -> MessageState:
         """Fold one event into the message."""
@@ -332,16 +339,17 @@ class MessageDefinition:
         return _fold(state, event.key, body)
 
     def render_text(self, node: Node) -> str:
-        """The heading (how it stopped), then the text, reasoning and tool calls."""
+        """The heading (the model, when known, and how it stopped), then the text,
+        reasoning and tool calls."""
         from ._render_protocols import converse_text
 
-        return converse_text(_message(node.state))
+        return converse_text(_message(node.state), node.state.model)
 
     def render_html(self, node: Node) -> str:
         """The metadata row, then text as bubbles, reasoning folded, calls as cards."""
         from ._render_protocols import converse_html
 
-        return converse_html(_message(node.state))
+        return converse_html(_message(node.state), node.state.model)
 
     def tool_calls(self, node: Node) -> list[str]:
         """The ids of the message's tool uses."""

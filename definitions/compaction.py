@@ -35,16 +35,20 @@ the view. The fields:
   ``"manual"``), ``tokens_before`` / ``tokens_after``, ``duration_ms``,
   ``messages`` (how many messages it summarised).
 - ``cleared``: tool call ids whose results were cleared without a summary
-  (Claude Code's microcompaction). Such a mark alone is shown but does not
-  restart the request (the harness's cleared text is not in the log).
+  (Claude Code's microcompaction), and ``placeholder`` the text the harness sent
+  in place of each (Claude Code's ``[Old tool result content cleared]``, the
+  default). Such a mark restarts the request with the whole history as it stood,
+  those results sent as the placeholder; the log and the view keep them whole.
 
 The model context (``definitions.conversation``) starts the next request at the
 latest compaction: the system prompt, the kept nodes, the preserved messages,
-the summary, then what followed.
+the summary, then what followed (after a clearing mark: the history with the
+cleared results as the placeholder).
 """
 
 from __future__ import annotations
 
+from html import escape
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -55,6 +59,7 @@ from ._render import folded, markdown
 from ._vocabulary import Vocabulary
 
 __all__ = [
+    "CLEARED",
     "DEFINITION",
     "CompactionDefinition",
     "CompactionState",
@@ -62,11 +67,17 @@ __all__ = [
     "Mark",
     "Preserved",
     "numbers",
+    "pass_tokens",
     "row_html",
     "row_text",
 ]
 
 Trigger: TypeAlias = Literal["auto", "manual"]
+
+CLEARED: Final = "[Old tool result content cleared]"
+"""What Claude Code sends in place of a tool result its microcompaction cleared
+(``TIME_BASED_MC_CLEARED_MESSAGE`` in its ``microCompact``): a mark's default
+``placeholder``."""
 
 
 class Preserved(msgspec.Struct, frozen=True):
@@ -91,12 +102,13 @@ class CompactionState(msgspec.Struct, frozen=True, kw_only=True):
     duration_ms: int | None = None
     messages: int | None = None
     cleared: tuple[str, ...] = ()
+    placeholder: str = CLEARED
 
     @property
-    def restarts(self) -> bool:
-        """Whether the next request starts here: every compaction but one that only
-        cleared tool results (``cleared``, no summary, no item)."""
-        return bool(self.summary) or self.item is not None or not self.cleared
+    def clears(self) -> bool:
+        """Whether the compaction only cleared tool results (``cleared``, no summary,
+        no item): the next request keeps the history, those results replaced."""
+        return bool(self.cleared) and not self.summary and self.item is None
 
 
 class Mark(CompactionState, frozen=True, kw_only=True, tag_field="type", tag="compaction.mark"):
@@ -137,6 +149,20 @@ def numbers(state: CompactionState) -> str:
     return ", ".join(parts)
 
 
+def pass_tokens(usage: object) -> str:
+    """A provider's compaction pass, from its own usage object (an Anthropic
+    ``compaction`` iteration, a ``/responses/compact`` response's ``usage``):
+    ``read 60,385 tokens, wrote 522``, or ``""`` when it holds no counts. Its input
+    is what the pass read, not the size of the context it closed (the SDKs say
+    not to take it for that), so it is not ``tokens_before``."""
+    if not isinstance(usage, dict):
+        return ""
+    read, wrote = usage.get("input_tokens"), usage.get("output_tokens")
+    if not isinstance(read, int) or not isinstance(wrote, int):
+        return ""
+    return f"read {read:,} tokens, wrote {wrote:,}"
+
+
 def row_text(summary: str, figures: str) -> str:
     """A compaction as one terminal row (the protocol sets' compaction items too)."""
     head = f"compaction ({figures})" if figures else "compaction"
@@ -148,6 +174,23 @@ def row_html(summary: str, figures: str) -> str:
     ``summary`` (Markdown, escaped) inside (the protocol sets' compaction items too)."""
     head = f"compaction: {figures}" if figures else "compaction"
     return folded(head, markdown(summary) if summary else "", cls="compaction")
+
+
+def _cleared_text(state: CompactionState) -> str:
+    """A clearing compaction's calls, as the row's text."""
+    if not state.clears:
+        return ""
+    return f"results of {', '.join(state.cleared)} sent as {state.placeholder!r} from here on"
+
+
+def _cleared_html(state: CompactionState) -> str:
+    """A clearing compaction's calls as links to their rows (``tool_call:<id>``)."""
+    links = ", ".join(
+        f'<a href="#tool_call:{escape(call, quote=True)}">{escape(call)}</a>'
+        for call in state.cleared
+    )
+    said = escape(state.placeholder)
+    return f'<p class="cleared">results of {links} sent as <code>{said}</code> from here on</p>'
 
 
 class CompactionDefinition:
@@ -173,13 +216,18 @@ class CompactionDefinition:
         raise ValueError(f"a compaction is final: cannot update it with {_typed(event)!r}")
 
     def render_text(self, node: Node) -> str:
-        """``compaction (auto, 155,000 -> 12,000 tokens): summary``."""
+        """``compaction (auto, 155,000 -> 12,000 tokens): summary``; a clearing one
+        names the calls whose results the next request sends as its placeholder."""
         state: CompactionState = node.state
-        return row_text(state.summary, numbers(state))
+        return row_text(state.summary or _cleared_text(state), numbers(state))
 
     def render_html(self, node: Node) -> str:
-        """One folded row: the figures on its summary line, the summary inside."""
+        """One folded row: the figures on its summary line, the summary inside (a
+        clearing one: the cleared calls, each a link to its row, which keeps the
+        result whole)."""
         state: CompactionState = node.state
+        if state.clears:
+            return folded(f"compaction: {numbers(state)}", _cleared_html(state), cls="compaction")
         return row_html(state.summary, numbers(state))
 
     def render_json(self, node: Node) -> dict[str, Any]:

@@ -96,7 +96,9 @@ from ._requests_read import (
     answer_message,
     api_of,
     api_of_url,
+    compacted_window,
     continues_previous,
+    model_of_url,
     request_messages,
 )
 
@@ -113,9 +115,11 @@ __all__ = [
     "api_of_url",
     "calls",
     "conversation",
+    "conversation_calls",
     "detect",
     "event_type",
     "prepare",
+    "request_model",
 ]
 
 TYPES: Final = frozenset(
@@ -171,12 +175,14 @@ class RequestState(msgspec.Struct, frozen=True, gc=False):
 
 
 class AnswerState(msgspec.Struct, frozen=True, gc=False):
-    """A non-streamed answer: its body, and the body read as a generic message."""
+    """A non-streamed answer: its body, and the body read as a generic message;
+    ``model`` is the model its request named (a Bedrock answer names none)."""
 
     call: int
     api: str
     body: Any
     message: Message
+    model: str = ""
 
 
 class ErrorState(msgspec.Struct, frozen=True, gc=False):
@@ -249,11 +255,22 @@ class _Answered(msgspec.Struct, frozen=True):
 class _Call:
     """What the pre-pass knows of one call."""
 
-    __slots__ = ("answered", "api", "failed", "number", "prefix", "scoper", "set", "status")
+    __slots__ = (
+        "answered",
+        "api",
+        "failed",
+        "model",
+        "number",
+        "prefix",
+        "scoper",
+        "set",
+        "status",
+    )
 
-    def __init__(self, number: int, api: str) -> None:
+    def __init__(self, number: int, api: str, model: str) -> None:
         self.number = number
         self.api = api
+        self.model = model
         self.set = _SETS[APIS[api]]
         self.prefix = f"call-{number}/"
         self.scoper: Callable[[Any], Any] | None = None
@@ -346,13 +363,13 @@ class Preparer:
                 kept = same
             new = messages[same:]
             self._history = list(messages)
-        call = self._calls[number] = _Call(number, api)
+        model = request_model(event)
+        call = self._calls[number] = _Call(number, api, model)
         self._last = call
-        model = body.get("model") if isinstance(body, dict) else None
         state = RequestState(
             call=number,
             api=api,
-            model=model if isinstance(model, str) else "",
+            model=model,
             stream=bool(event.get("stream")),
             messages=tuple(new),
             echoes=echoes,
@@ -377,7 +394,10 @@ class Preparer:
         call.answered = True
         scoper = call.scoper
         if scoper is None:
-            scoper = call.scoper = call.set.pre_pass()
+            if call.set is bedrock.PROTOCOL:  # its stream names no model: the request's
+                scoper = call.scoper = bedrock.Preparer(call.model)
+            else:
+                scoper = call.scoper = call.set.pre_pass()
             assert scoper is not None  # every provider set has its pre-pass
         inner = scoper(raw)
         if inner is None:
@@ -402,7 +422,15 @@ class Preparer:
             return self._failure(call, f"a body that is not JSON: {_short(text)}")
         call.answered = True
         message = answer_message(call.api, outputs)
-        state = AnswerState(call.number, call.api, body, message)
+        if call.api == _COMPACT and self._last is call:
+            # The conversation goes on from its window: the next request echoes it.
+            history = self._history
+            lead = next(
+                (n for n, m in enumerate(history) if getattr(m, "role", None) is not Role.system),
+                len(history),
+            )
+            self._history = [*history[:lead], *compacted_window(outputs)[:-1]]
+        state = AnswerState(call.number, call.api, body, message, call.model)
         return _Answer(f"{call.prefix}answer", state)
 
     def _end(self, event: dict[str, Any]) -> Envelope | None:
@@ -419,6 +447,19 @@ class Preparer:
         call.failed = True
         state = ErrorState(call.number, text)
         return _Failure(f"call-{call.number}", f"{call.prefix}error", state)
+
+
+def request_model(event: Mapping[str, Any]) -> str:
+    """The model a ``recording/request`` names: its body's ``model`` (Bedrock's
+    ``modelId``), else its URL's path (Bedrock's ``/model/{modelId}/converse-stream``,
+    Gemini's ``/models/{model}:generateContent``, an Azure deployment's), else ``""``."""
+    body = event.get("body")
+    if isinstance(body, dict):
+        named = body.get("model") or body.get("modelId")
+        if isinstance(named, str) and named:
+            return named
+    url = event.get("url")
+    return model_of_url(url) if isinstance(url, str) else ""
 
 
 def _same(kept: Message | _Answered, sent: Message) -> bool:
@@ -587,16 +628,12 @@ class AnswerDefinition(_Whole):
     def render_text(self, node: Node) -> str:
         """The answer as the streamed ones read: its heading (role, model, stop),
         then its blocks in the order the body has them."""
-        state: AnswerState = node.state
-        text = _ANSWERS[state.api][0]
-        return "\n\n".join(text(output) for output in _outputs(state))
+        return "\n\n".join(_drawn(node.state, 0))
 
     def render_html(self, node: Node) -> str:
         """The answer as the streamed ones are drawn: metadata row, bubbles, thinking
         folded, calls as cards, in the body's order."""
-        state: AnswerState = node.state
-        html = _ANSWERS[state.api][1]
-        return "".join(html(output) for output in _outputs(state))
+        return "".join(_drawn(node.state, 1))
 
     def tool_calls(self, node: Node) -> list[str]:
         """The ids of the answer's calls."""
@@ -668,7 +705,7 @@ class _InCallDefinition:
         many = getattr(inner, "update_many", None)
         if many is not None:
             self.update_many = lambda state, events: many(state, [e.inner for e in events])
-        members = ("render_text", "render_html", "render_json", "continues")
+        members = ("render_text", "render_html", "render_json", "continues", "joins", "text_piece")
         for member in (*members, "tool_calls", "tool_results"):
             render = getattr(inner, member, None)
             if render is not None:
@@ -697,6 +734,14 @@ ERROR: Final = ErrorDefinition()
 
 # -- rendering ------------------------------------------------------------------------
 
+_RESPONSES_ANSWER: Final = (
+    responses_text,
+    responses_html,
+    lambda o: [
+        c for item in o.get("output") or () if isinstance(item, dict) for c in responses_calls(item)
+    ],
+)
+
 # Per API: a whole answer (the non-streamed body, or one object a list body folds to)
 # as text and as HTML, and the ids of its calls: drawn as its protocol set draws a
 # streamed one, so both read alike.
@@ -711,19 +756,20 @@ _ANSWERS: Final[
             c[1] for choice in chat_choices(o) for c in choice.calls if isinstance(c[1], str)
         ],
     ),
-    "openai.responses": (
-        responses_text,
-        responses_html,
-        lambda o: [
-            c
-            for item in o.get("output") or ()
-            if isinstance(item, dict)
-            for c in responses_calls(item)
-        ],
-    ),
+    "openai.responses": _RESPONSES_ANSWER,
+    "openai.responses.compact": _RESPONSES_ANSWER,  # responses_text draws its row
     "gemini.generate_content": (gemini_text, gemini_html, gemini_calls),
     "bedrock.converse": (converse_text, converse_html, converse_calls),
 }
+
+
+def _drawn(state: AnswerState, which: int) -> list[str]:
+    """The answer's final objects as text (``which`` 0) or HTML (1); a Bedrock
+    answer, which names no model, headed by the model its request named."""
+    draw: Callable[..., str] = _ANSWERS[state.api][which]
+    if state.api == "bedrock.converse":
+        return [draw(output, state.model) for output in _outputs(state)]
+    return [draw(output) for output in _outputs(state)]
 
 
 # Per API whose answers carry server tools' results: those results as outcomes.
@@ -910,30 +956,55 @@ def conversation(nodes: Iterable[Node]) -> list[Message]:
     """The conversation the nodes hold as generic messages: as the last request had
     it (earlier answers as it sent them back), then the last answer (a failed call's
     left out). See the module docstring."""
+    return conversation_calls(nodes)[0]
+
+
+def conversation_calls(nodes: Iterable[Node]) -> tuple[list[Message], list[int]]:
+    """``conversation(nodes)`` and, for each of its messages, the call whose request
+    is behind it: for an answer, the call that answered it; for anything else, the
+    call whose request first sent it. So the call before a model turn is made with
+    that request's model and settings (``convo context --calls``)."""
     nodes = tuple(nodes)
-    history: list[Message] = []
-    answers: dict[int, Message] = {}
+    history: list[tuple[Message, int]] = []
+    answers: dict[int, list[Message]] = {}
+    compacts: set[int] = set()  # the /responses/compact calls: their window is sent back
     for call in calls(nodes):
-        answers[call["call"]] = answer_message(call["api"], call["output"])
-    last: dict[str, Any] | None = None
+        answers[call["call"]] = _answer(call["api"], call["output"])
+        if call["api"] == _COMPACT:
+            compacts.add(call["call"])
+    last: RequestState | None = None
     for node in nodes:
         if node.kind != "recorded_request":
             continue
         state: RequestState = node.state
         if state.kept is not None:
             del history[state.kept :]
+        elif state.echo is not None and state.echoes in compacts:
+            # the window, echoed from its item on
+            history.extend((m, state.echoes) for m in answers[state.echoes])
         elif state.echo is not None:
-            history.append(state.echo)
+            history.append((state.echo, state.echoes if state.echoes is not None else state.call))
         elif state.echoes is not None:  # a continued request: the answer is not in it
-            history.append(answers.get(state.echoes, _EMPTY_ANSWER))
-        history.extend(state.messages)
-        last = {"call": state.call, "failed": state.failed}
-    if last is not None and last["failed"] is None:
-        history.append(answers.get(last["call"], _EMPTY_ANSWER))
-    return [m for m in history if m.content]
+            history.extend((m, state.echoes) for m in answers.get(state.echoes, [_EMPTY_ANSWER]))
+        history.extend((message, state.call) for message in state.messages)
+        last = state
+    if last is not None and last.failed is None:
+        history.extend((m, last.call) for m in answers.get(last.call, [_EMPTY_ANSWER]))
+    kept = [(m, call) for m, call in history if m.content]
+    return [m for m, _ in kept], [call for _, call in kept]
 
 
 _EMPTY_ANSWER: Final = Message(role=Role.assistant, content=())
+_COMPACT: Final = "openai.responses.compact"  # its answer is a window (compacted_window)
+
+
+def _answer(api: str, outputs: Sequence[Any]) -> list[Message]:
+    """A call's answer as the messages it adds to the conversation: one assistant
+    message, or a ``/responses/compact`` call's window (its kept user messages and
+    its compaction, ``compacted_window``), which the next request starts from."""
+    if api == _COMPACT:
+        return compacted_window(outputs)
+    return [answer_message(api, outputs)]
 
 
 def _rebuild(nodes: Sequence[Node]) -> list[dict[str, Any]]:

@@ -16,17 +16,36 @@ PAGE = ROOT / "docs" / "cli.md"
 
 INTRO = """# Command line
 
-`convo` replays, checks, measures, stores, serves and records conversations. Exit
-status: 0 on success, 1 when `convo check` finds a divergence, 2 for bad input or usage
-(one line on stderr naming the file, line and position; never a traceback).
-`python -m replay` is the same command.
+`convo` replays, checks, measures, stores, serves and records conversations.
+`python -m replay` is the same command. Bad input or usage gets one line on stderr
+naming the file, line and position, never a traceback.
 
 Long commands (`replay` of a large log, `check`, `context --calls`, `bench`, `store
 import`) show a progress bar on a terminal once they have run for a second, and nothing
 when their output is piped.
 
+## Exit status
+
+Each status is a member of `replay.cli.Exit` (a name may share a status with another);
+`convo record` exits with the status of the program it ran.
+
+| status | `Exit` | meaning |
+|-------:|--------|---------|
+{statuses}
+
 This page is written from the commands' own help by `python -m tests.make_cli_docs`.
 """
+
+
+def statuses() -> str:
+    """One table row per name of ``Exit``, aliases included."""
+    from replay.cli import Exit
+    from replay.cli._common import EXIT_MEANINGS
+
+    return "\n".join(
+        f"| {int(status)} | `{name}` | {EXIT_MEANINGS[name]} |"
+        for name, status in Exit.__members__.items()
+    )
 
 
 def commands(
@@ -42,10 +61,10 @@ def commands(
 
 
 def page() -> str:
-    from replay._cli import build_parser
+    from replay.cli import build_parser
 
     os.environ["COLUMNS"] = "88"  # argparse wraps help to the terminal's width
-    parts = [INTRO]
+    parts = [INTRO.format(statuses=statuses())]
     for name, parser in commands(build_parser()):
         level = "##" if name.count(" ") == 1 else "###"
         parts.append(f"{level} `{name}`\n\n```text\n{parser.format_help().rstrip()}\n```\n")

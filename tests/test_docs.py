@@ -128,7 +128,7 @@ def test_the_docs_build_strictly(tmp_path: Path) -> None:
 def test_the_cli_page_names_every_command_and_option() -> None:
     """docs/cli.md is the parser's help: a new command or option fails here until
     ``python -m tests.make_cli_docs`` writes the page again."""
-    from replay._cli import build_parser
+    from replay.cli import build_parser
     from tests.make_cli_docs import PAGE, commands
 
     text = PAGE.read_text(encoding="utf-8")

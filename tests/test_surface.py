@@ -18,6 +18,7 @@ PACKAGES = [
     "definitions.harness",
     "replay",
     "replay.serve",
+    "replay.cli",
 ]
 
 

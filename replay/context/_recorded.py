@@ -42,7 +42,6 @@ from definitions._requests_read import (
     PROVIDERS,
     api_of,
     continues_previous,
-    model_of_url,
     request_messages,
 )
 from definitions._settings import CONVERSATION_KEYS
@@ -50,7 +49,7 @@ from definitions.conversation import conversation_messages
 from definitions.gateways import gateway
 from engine import Context, Message, Native, Node, Reasoning, Role, Text, ToolCall, ToolResult
 
-from ._requests import ContextOptions, carried
+from ._requests import ContextOptions, carried, is_recorded_request
 
 __all__ = ["Figure", "Reproduction", "describe_requests", "reproduce"]
 
@@ -118,22 +117,13 @@ def reproduce(events: Iterable[Any]) -> Figure:
     count = 0
     compared: list[Reproduction] = []
     for position, event in enumerate(events):
-        if _is_request(event):
+        if is_recorded_request(event):
             count += 1
             if previous is not None:
                 compared.append(_compare(previous, event, position, engine.nodes()))
             previous = event
         engine.push(event)
     return Figure(requests=count, compared=tuple(compared))
-
-
-def _is_request(event: Any) -> bool:
-    return (
-        isinstance(event, dict)
-        and event.get("type") == "recording/request"
-        and isinstance(event.get("body"), dict)
-        and api_of(event) in PROVIDERS
-    )
 
 
 def _compare(
@@ -175,12 +165,6 @@ def _compare(
     return verdict("reproduced")
 
 
-def _model(event: dict[str, Any], provider: str) -> Any:
-    named = event["body"].get("modelId" if provider == "bedrock" else "model")
-    url = event.get("url")
-    return named or (model_of_url(url) if isinstance(url, str) else "")
-
-
 def _settings_difference(
     provider: str, before: dict[str, Any], event: dict[str, Any], projected: dict[str, Any]
 ) -> tuple[Verdict, str] | None:
@@ -189,7 +173,8 @@ def _settings_difference(
     there, a defect when they agree."""
     old, new = before["body"], event["body"]
     model = "modelId" if provider == "bedrock" else "model"
-    sides = [(model, projected.get(model) or "", _model(before, provider), _model(event, provider))]
+    named = recorded.request_model
+    sides = [(model, projected.get(model) or "", named(before), named(event))]
     skipped = CONVERSATION_KEYS[provider]
     keys = sorted({*projected, *new} - skipped)
     sides += [(k, projected.get(k), old.get(k), new.get(k)) for k in keys]

@@ -41,13 +41,13 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
 import msgspec
 
-from definitions import ProtocolSet
+from definitions import ProtocolSet, recorded
 from definitions._requests_read import PROVIDERS, api_of, model_of_url
 from definitions._settings import limited
 from definitions.conversation import answer_unanswered, conversation_messages
@@ -65,6 +65,7 @@ from engine import (
     without_compactions,
 )
 
+from ..logs.sessions import MODEL_EVENT
 from ..protocols._detect import detect_protocol, protocol_definitions
 
 __all__ = [
@@ -76,10 +77,12 @@ __all__ = [
     "Prefix",
     "build",
     "carried",
+    "carried_by_call",
     "check_requests",
     "conversation_items",
     "definition_set_of",
     "is_record",
+    "is_recorded_request",
     "next_request",
     "render_event",
     "request_bytes",
@@ -194,24 +197,67 @@ def carried(events: Iterable[Any], provider: str, options: ContextOptions) -> Ca
     tools, tool choice and settings of the last request ``events`` recorded
     (``definitions.gateways.carry``), then ``options``' overrides."""
     last: dict[str, Any] | None = None
+    session: dict[str, Any] | None = None  # an agent session's latest model
     for event in events:
-        if (
-            isinstance(event, dict)
-            and event.get("type") == "recording/request"
-            and isinstance(event.get("body"), dict)
-            and api_of(event) in PROVIDERS
-        ):
+        if is_recorded_request(event):
             last = event
-    if last is None:
-        found = Carried(provider=provider)
-    else:
-        url = last.get("url")
-        found = carry(
-            provider,
-            PROVIDERS[str(api_of(last))],
-            last["body"],
-            model=model_of_url(url) if isinstance(url, str) else "",
-        )
+        elif isinstance(event, dict) and event.get("type") == MODEL_EVENT:
+            session = event
+    if last is not None:
+        return _carried(last, provider, options)
+    found = Carried(provider=provider) if session is None else _session_model(session, provider)
+    return _overridden(found, provider, options)
+
+
+def _session_model(event: dict[str, Any], provider: str) -> Carried:
+    """What a session's model event (``replay.logs.sessions.MODEL_EVENT``) carries to
+    ``provider``: its model, when it is a model of ``provider`` (or the session does
+    not say whose it is)."""
+    model = event.get("model")
+    model = model if isinstance(model, str) else ""
+    whose = event.get("provider")
+    if whose and whose != provider:
+        return Carried(provider=provider, recorded=model)
+    return Carried(provider=provider, model=model, recorded=model)
+
+
+def carried_by_call(
+    events: Iterable[Any], provider: str, options: ContextOptions
+) -> dict[int, Carried]:
+    """What the request before each recorded call carries (``carried`` of the request
+    recorded for it), by call number: an agent's calls need not share their model or
+    settings (a cheaper model to title the chat, more tokens for the last answer)."""
+    return {
+        event["call"]: _carried(event, provider, options)
+        for event in filter(is_recorded_request, events)
+        if type(event.get("call")) is int
+    }
+
+
+def is_recorded_request(event: Any) -> bool:
+    """Whether ``event`` is a ``recording/request`` to a provider API, with a JSON body."""
+    return (
+        isinstance(event, dict)
+        and event.get("type") == "recording/request"
+        and isinstance(event.get("body"), dict)
+        and api_of(event) in PROVIDERS
+    )
+
+
+def _carried(request: dict[str, Any], provider: str, options: ContextOptions) -> Carried:
+    """What a recorded ``request`` carries to ``provider``, then ``options``' overrides."""
+    url = request.get("url")
+    found = carry(
+        provider,
+        PROVIDERS[str(api_of(request))],
+        request["body"],
+        model=model_of_url(url) if isinstance(url, str) else "",
+    )
+    return _overridden(found, provider, options)
+
+
+def _overridden(found: Carried, provider: str, options: ContextOptions) -> Carried:
+    """``found`` with ``options``' model and output limit in their place."""
     model = options.model or found.model
     settings = found.options
     if options.max_tokens is not None:
@@ -267,7 +313,9 @@ def requests(
     ``prefix`` folds the log's (non-record) events as they come; the default is a
     live engine of the log's own definition set (``check_requests`` passes other
     folds). ``progress`` is called as each request is built. ``head`` is what each
-    request carries beside the conversation (default: ``carried``). ``ValueError``
+    request carries beside the conversation (default: ``carried``); in a recording,
+    the request before a recorded call carries what that call's request did
+    (``carried_by_call``), ``head`` the rest (the request after the log). ``ValueError``
     for an unknown provider or a record that does not fit the log.
     """
     listed = list(events)
@@ -279,7 +327,8 @@ def requests(
         prefix = Prefix(definition_set_of(plain))
     if any(is_record(e) for e in listed):
         return _replayed(listed, target, options, head, prefix, progress or _nothing)
-    return _projected(prefix.extend(plain), target, options, head, progress or _nothing)
+    heads = carried_by_call(listed, provider, options)
+    return _projected(prefix.extend(plain), target, options, head, heads, progress or _nothing)
 
 
 @attrs.frozen(kw_only=True)
@@ -362,24 +411,37 @@ def _projected(
     target: Gateway,
     options: ContextOptions,
     head: Carried,
+    heads: Mapping[int, Carried],
     progress: Callable[[], None],
 ) -> list[Call]:
-    conversation = conversation_messages(nodes)
+    # The call before a model turn carries what the request behind the turn carried
+    # (by the turn's identity: dropping compactions keeps every model turn's object).
+    made_by: dict[int, Carried] = {}
+    if heads and any(node.kind == "recorded_request" for node in nodes):
+        conversation, behind = recorded.conversation_calls(nodes)
+        made_by = {
+            id(m): heads.get(call, head) for m, call in zip(conversation, behind, strict=True)
+        }
+    else:
+        conversation = conversation_messages(nodes)
     if not options.compaction:
         conversation = without_compactions(conversation)
     coop = CoopContext(Context(target))
     feeder = Feeder(options)
     calls: list[Call] = []
     notes: tuple[str, ...] = ()
+    echoed = 0  # messages before it repeat history a compaction kept (Compaction.echo)
     for index, message in enumerate(conversation):
-        if message.role is Role.assistant and not is_summary(message):
-            # each model turn answers one call
+        if message.role is Role.assistant and not is_summary(message) and index >= echoed:
+            # each model turn answers one call (a turn repeated after a compaction, none)
             coop.extend(feeder.feed(conversation, index))
             coop.render()
-            calls.append(_call(len(calls), None, target, coop.context, head, notes))
+            made = made_by.get(id(message), head)
+            calls.append(_call(len(calls), None, target, coop.context, made, notes))
             progress()
         found = compaction_of(message)
         if found is not None:  # the next call starts at it
+            echoed = max(echoed, index + 1 + found.echo)
             coop = CoopContext(Context(target))
             coop.extend(feeder.restart(conversation, index + 1))
             note = crossing(found, target.name)

@@ -17,12 +17,12 @@ from typing import Any
 import msgspec
 
 from definitions import StreamedText
-from definitions._render import Joined, Outcome, join_tools
+from definitions._render import Joined, Outcome, join_paragraphs, join_tools
 from engine import Node
 
 from .._errors import RenderError
 
-__all__ = ["ToolJoin", "render_json"]
+__all__ = ["Paragraphs", "ToolJoin", "render_json"]
 
 
 def _enc_hook(value: Any) -> Any:
@@ -117,6 +117,120 @@ class ToolJoin:
                 self._links = known = {k: v for k, v in known.items() if k in keep}
             self._joined = join_tools(nodes, lambda n: known[n.key][1], lambda n: known[n.key][2])
         return self._joined
+
+
+class Paragraphs:
+    """The paragraphs of a view's texts split into nodes (``definitions._render``'s
+    ``join_paragraphs``), from the definitions' ``joins`` and ``text_piece``
+    members, kept up to date by ``of``: ``joined`` is, per node key, its paragraph or
+    that it continues one; ``heads`` the head of each node that continues one.
+
+    Each node is asked once per state object. A live view's change costs the runs it
+    touches, not the view: nothing in a view where no node joins another; else the
+    runs around each changed node read again (found by the node's place, re-indexed
+    only when the view's nodes change), a node in none costing a look each side."""
+
+    def __init__(self, definitions: Iterable[Any]) -> None:
+        definitions = tuple(definitions)
+        self._joins = members(definitions, "joins")
+        self._pieces = members(definitions, "text_piece")
+        self._seen: dict[str, object] = {}  # key -> the state object last asked
+        self._on: set[str] = set()  # the keys of the nodes that join the one before
+        self._piece: dict[str, tuple[object, tuple[str, str] | None]] = {}
+        self._at: dict[str, int] = {}  # key -> its place in the view last indexed
+        self.joined: dict[str, Joined] = {}
+        self.heads: dict[str, str] = {}
+
+    def of(self, nodes: Iterable[Node], changed: Iterable[Node] | None = None) -> set[str]:
+        """Read ``nodes`` (the whole view; ``changed``: the nodes new or changed since
+        the last call, when known, so only those are asked); the keys whose entry in
+        ``joined`` changed."""
+        if not (self._joins and self._pieces):
+            return set()
+        nodes = tuple(nodes)
+        seen, on = self._seen, self._on
+        dirty: list[str] = []
+        for node in nodes if changed is None else changed:
+            key = node.key
+            if seen.get(key) is node.state:
+                continue
+            seen[key] = node.state
+            member = self._joins.get(node.kind)
+            if member is not None and call_member(member, node, "joins"):
+                on.add(key)
+            else:
+                on.discard(key)
+            dirty.append(key)
+        if changed is None or len(seen) != len(nodes):  # read whole (or nodes gone)
+            if len(seen) != len(nodes):
+                keep = {node.key for node in nodes}
+                self._seen = {k: v for k, v in seen.items() if k in keep}
+                self._on = on & keep
+                self._piece = {k: v for k, v in self._piece.items() if k in keep}
+            gone = {key for key in self.joined if key not in self._seen}
+            for key in gone:
+                del self.joined[key]
+                self.heads.pop(key, None)
+            return gone | self._redo(nodes, 0, len(nodes))
+        touched: set[str] = set()
+        if not (on or self.joined):  # no run, before or now: nothing to read
+            return touched
+        for key in dirty:
+            at = self._place(nodes, key)
+            if at < 0:  # told of a node not in the view
+                continue
+            for start in (at - 1, at) if at else (at,):
+                # The run holding the node at ``start``: from its head to its end.
+                head, end = start, start + 1
+                while head > 0 and nodes[head].key in on:
+                    head -= 1
+                while end < len(nodes) and nodes[end].key in on:
+                    end += 1
+                touched |= self._redo(nodes, head, end)
+        return touched
+
+    def _place(self, nodes: tuple[Node, ...], key: str) -> int:
+        """Where the node ``key`` is in ``nodes`` (-1: not there)."""
+        at = self._at.get(key)
+        if at is None or at >= len(nodes) or nodes[at].key != key:
+            self._at = {node.key: n for n, node in enumerate(nodes)}
+            at = self._at.get(key, -1)
+        return at
+
+    def _redo(self, nodes: tuple[Node, ...], start: int, end: int) -> set[str]:
+        """Read the runs of ``nodes[start:end]`` again (``start``: a run's head); the
+        keys whose entry changed."""
+        part = nodes[start:end]
+        on = self._on
+        fresh = join_paragraphs(part, lambda node: node.key in on, self._text_piece)
+        touched: set[str] = set()
+        head = ""
+        for node in part:
+            key = node.key
+            new = fresh.get(key)
+            if new is not None and not new.continued:
+                head = key
+            if new is not None and new.continued:
+                self.heads[key] = head
+            else:
+                self.heads.pop(key, None)
+            if self.joined.get(key) == new:
+                continue
+            touched.add(key)
+            if new is None:
+                del self.joined[key]
+            else:
+                self.joined[key] = new
+        return touched
+
+    def _text_piece(self, node: Node) -> tuple[str, str] | None:
+        cached = self._piece.get(node.key)
+        if cached is not None and cached[0] is node.state:
+            return cached[1]
+        member = self._pieces.get(node.kind)
+        found = call_member(member, node, "text_piece") if member is not None else None
+        self._piece[node.key] = (node.state, found)
+        return found
 
 
 def render_json(nodes: Iterable[Node], definitions: Iterable[Any], *, indent: int = 0) -> bytes:

@@ -38,7 +38,7 @@ from definitions._render import (
 from engine import Node
 
 from .._errors import RenderError
-from ._common import ToolJoin, call_member, members, pretty_state
+from ._common import Paragraphs, ToolJoin, call_member, members, pretty_state
 
 __all__ = ["BlockPatch", "HtmlRenderer", "kind_stylesheets", "render_html"]
 
@@ -98,13 +98,18 @@ class BlockPatch:
 class _Rendered:
     """One node version's fragment: ``pieces`` around ``blocks`` (one piece more)."""
 
-    __slots__ = ("_html", "blocks", "join", "kind", "pieces", "seq", "state")
+    __slots__ = ("_html", "blocks", "join", "kind", "pieces", "seq", "state", "turn")
 
     def __init__(
-        self, node: Node, join: Joined, pieces: tuple[str, ...], blocks: tuple[Blocks, ...]
+        self,
+        node: Node,
+        join: Joined,
+        pieces: tuple[str, ...],
+        blocks: tuple[Blocks, ...],
+        turn: str = "",
     ) -> None:
         self.state, self.seq, self.kind, self.join = node.state, node.seq, node.kind, join
-        self.pieces, self.blocks = pieces, blocks
+        self.pieces, self.blocks, self.turn = pieces, blocks, turn
         self._html: str | None = None
 
     def html(self) -> str:
@@ -138,11 +143,12 @@ class HtmlRenderer:
     the node's ``<article>``; ``render_nodes(nodes)`` their concatenation;
     ``render(nodes)`` the complete page; ``patch(node, ...)`` what changed in its
     Markdown since the version last rendered; ``join(nodes)`` joins tool calls and
-    their results over the view (one card each: see ``definitions._render``) and
-    names the nodes whose fragment that changed. The cache holds one fragment per key
-    of the last view rendered (keys absent from it are dropped), keyed by the state
-    object's identity, so it never grows beyond the view. ``hits`` and ``misses``
-    count fragment lookups.
+    their results over the view (one card each: see ``definitions._render``) and a
+    text a citation split into nodes (one paragraph, shown by its first node:
+    ``Paragraphs``), and names the nodes whose fragment that changed. The cache
+    holds one fragment per key of the last view rendered (keys absent from it are
+    dropped), keyed by the state object's identity, so it never grows beyond the
+    view. ``hits`` and ``misses`` count fragment lookups.
     """
 
     def __init__(self, definitions: Iterable[Any], *, title: str = "Conversation") -> None:
@@ -153,6 +159,8 @@ class HtmlRenderer:
         # key -> the last version rendered; holding the state keeps its identity unique.
         self._cache: dict[str, _Rendered] = {}
         self._tools = ToolJoin(definitions)
+        self._paragraphs = Paragraphs(definitions)
+        self._tool_joins: dict[str, Joined] = {}  # the tool join last read
         self._joins: dict[str, Joined] = {}
         self.hits = 0
         self.misses = 0
@@ -162,15 +170,33 @@ class HtmlRenderer:
         fragments rendered next; the keys whose fragment the join changed.
         ``changed``: the nodes new or changed since the last join, when known (a live
         view's notification): only those are read."""
-        before = self._joins
-        after = self._joins = self._tools.of(nodes, changed)
-        if after is before:
-            return set()
-        return {
-            key
-            for key in before.keys() | after.keys()
-            if before.get(key, NOT_JOINED) != after.get(key, NOT_JOINED)
-        }
+        nodes = tuple(nodes)
+        changed = None if changed is None else tuple(changed)
+        tools = self._tools.of(nodes, changed)
+        keys = self._paragraphs.of(nodes, changed)
+        before = self._tool_joins
+        if tools is not before:
+            self._tool_joins = tools
+            keys |= {
+                key
+                for key in before.keys() | tools.keys()
+                if before.get(key, NOT_JOINED) != tools.get(key, NOT_JOINED)
+            }
+        texts = self._paragraphs.joined
+        out: set[str] = set()
+        for key in keys:
+            joined = tools.get(key, NOT_JOINED)
+            text = texts.get(key)
+            if text is not None:  # a text split into nodes: the paragraph its first shows
+                joined = attrs.evolve(joined, paragraph=text.paragraph, continued=text.continued)
+            if self._joins.get(key, NOT_JOINED) == joined:
+                continue
+            out.add(key)
+            if joined == NOT_JOINED:
+                self._joins.pop(key, None)
+            else:
+                self._joins[key] = joined
+        return out
 
     def fragment(self, node: Node) -> str:
         """The node wrapped in ``<article id=key data-key data-kind data-seq>``."""
@@ -239,14 +265,20 @@ class HtmlRenderer:
         # A node that opens with a turn's bubble carries the turn's role, so the
         # stylesheet joins consecutive turns with sibling selectors (a :has() rule
         # costs the browser seconds on a long page).
-        turn = _TURN.match(pieces[0])
-        role = f' data-turn="{turn.group(1)}"' if turn else ""
+        found = _TURN.match(pieces[0])
+        turn = found.group(1) if found else ""
+        if join.continued and not shown:
+            # Shown in its paragraph's head: it keeps the head's turn, so the turn
+            # goes on across it to the bubble after it.
+            head = self._cache.get(self._paragraphs.heads.get(node.key, ""))
+            turn = head.turn if head is not None else ""
+        role = f' data-turn="{turn}"' if turn else ""
         pieces[0] = (
             f'<article class="{css}" id="{key}" data-key="{key}" data-kind="{kind}" '
             f'data-seq="{node.seq}"{role}{hidden}>{pieces[0]}'
         )
         pieces[-1] += "</article>\n"
-        return _Rendered(node, join, tuple(pieces), tuple(blocks))
+        return _Rendered(node, join, tuple(pieces), tuple(blocks), turn)
 
     def render_nodes(self, nodes: Iterable[Node]) -> str:
         """The nodes' fragments in order; drops cached fragments of keys not among them."""

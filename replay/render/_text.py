@@ -160,12 +160,17 @@ def _parts(
             body = f"{body.rstrip(chr(10))}\n({strip_controls(note)})"
         if keys:
             yield strip_controls(f"#{node.seq} {node.key}"), body, False
-        elif body.strip():
+        elif body:
             member = continues.get(node.kind)
             on_line = member is not None and bool(call_member(member, node, "continues"))
-            # Exactly one blank line between nodes: a text block's own leading and
-            # trailing newlines (Markdown's paragraph breaks) would add more.
-            yield "", body.strip("\n"), on_line
+            if on_line:
+                # Its leading space or line breaks are the text's own: between a
+                # cited sentence and the next one, or before the next heading.
+                yield "", body.rstrip("\n"), True
+            elif body.strip():
+                # Exactly one blank line between nodes: a text block's own leading and
+                # trailing newlines (Markdown's paragraph breaks) would add more.
+                yield "", body.strip("\n"), False
 
 
 def _indented(body: str) -> Iterator[str]:

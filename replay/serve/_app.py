@@ -71,7 +71,7 @@ from html import escape
 from itertools import compress
 from operator import is_not
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 from urllib.parse import quote
 
 import msgspec
@@ -907,10 +907,15 @@ async def conversation_html(
     # "waiting" on an :empty section (without the script too).
     return (
         f"{notes}"
-        f'<section class="conversation" data-stream="{stream}" '
+        f'<section class="conversation" data-stream="{stream}" data-fold="{FOLD}" '
         f'data-position="{hub.notified}"{more} data-live="off">'
         f"{fragments}</section>\n"
     )
+
+
+FOLD: Final = "compaction"
+"""The kind whose latest node the live page folds the history before, as the static
+page does (``data-fold``: the script itself knows no kind)."""
 
 
 def _capital(text: str) -> str:

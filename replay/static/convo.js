@@ -24,6 +24,12 @@
 // for that leaf from 0 and its first message replaces the view whole; the stream
 // then follows that path live. Without the script the links load the page anew.
 //
+// Compaction: the nodes before the latest node of the kind the section names
+// (data-fold: a compaction) are folded into one <details class="compacted"> at the
+// top, as the static page folds them: closed until the reader opens it, and still
+// patched in place (each node keeps its element). One arriving live folds what came
+// before it in with them.
+//
 // A <ul data-stream> (the index) is replaced whole by each "index" message.
 "use strict";
 
@@ -86,6 +92,42 @@
     }
   }
 
+  // Fold the nodes before the section's latest node of its data-fold kind into its
+  // <details class="compacted"> (made when first needed, kept first in the section).
+  function collapse(section) {
+    const fold = section.dataset.fold;
+    if (!fold) return;
+    let box = section.firstElementChild;
+    if (!box || !box.matches("details.compacted")) box = null;
+    let cut = null;
+    for (let at = section.lastElementChild; at && at !== box; at = at.previousElementSibling) {
+      if (at.dataset.kind === fold) {
+        cut = at;
+        break;
+      }
+    }
+    if (!cut) return;
+    const before = [];  // ahead of the box (a long page's earlier nodes, put in later)
+    const after = [];
+    let past = !box;
+    for (let at = section.firstElementChild; at !== cut; at = at.nextElementSibling) {
+      if (at === box) past = true;
+      else (past ? after : before).push(at);
+    }
+    if (!before.length && !after.length) return;
+    if (!box) {
+      box = document.createElement("details");
+      box.className = "compacted";
+      box.append(document.createElement("summary"));
+      section.prepend(box);
+    }
+    box.firstElementChild.after(...before);
+    box.append(...after);
+    const rows = box.childElementCount - 1;
+    box.firstElementChild.textContent =
+      `${rows.toLocaleString("en")} ${rows === 1 ? "row" : "rows"} before the ${fold} below`;
+  }
+
   function nearBottom() {
     const page = document.scrollingElement || document.documentElement;
     return page.scrollHeight - page.scrollTop - page.clientHeight < 48;
@@ -105,6 +147,7 @@
       byKey.set(element.dataset.key, element);
       if (complete(element)) announced.add(element.dataset.key);  // read with the page
     }
+    collapse(section);
     const region = document.createElement("div");
     region.className = "announce";
     region.setAttribute("aria-live", "polite");
@@ -169,6 +212,7 @@
           return;
         }
         filling = false;
+        collapse(section);
         delete section.dataset.earlier;
         const note = section.previousElementSibling;
         if (note && note.classList.contains("earlier")) note.remove();
@@ -210,6 +254,7 @@
         byKey.clear();
       }
       if (switched) for (const node of patch.nodes) announced.add(node.key);
+      let folds = Boolean(patch.reset || switched);  // a node to fold the history before
       for (const node of patch.nodes) {
         const old = byKey.get(node.key);
         if (node.blocks) {
@@ -219,6 +264,7 @@
         }
         const element = parse(node.html).firstElementChild;
         if (!element) continue;
+        if (element.dataset.kind === section.dataset.fold) folds = true;
         if (old && old.isConnected && old.tagName === element.tagName) {
           morph(old, element);
           boxes.delete(old);  // its containers may be new elements now
@@ -230,6 +276,7 @@
           announce(element);
         }
       }
+      if (folds && !filling) collapse(section);
       section.dataset.position = String(patch.position);
       section.dataset.nodes = String(byKey.size);
       if (switched) refocus(switched);

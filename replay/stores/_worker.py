@@ -36,7 +36,6 @@ import logging
 import math
 import os
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable
@@ -51,7 +50,7 @@ from .._errors import StoreError
 from ..render._common import render_json
 from ._postgres import CHANNEL, PostgresStore, parse_hint, psycopg_module
 
-__all__ = ["Worker", "add_arguments", "partition_of", "run"]
+__all__ = ["Worker", "partition_of"]
 
 log = logging.getLogger("replay.worker")
 
@@ -346,57 +345,3 @@ class Worker:
                 return None
             hinted.add(change.conversation)
         return hinted
-
-
-# -- convo worker ------------------------------------------------------------------------
-
-
-def add_arguments(parser: Any) -> None:
-    """Add ``convo worker``'s arguments to ``parser`` (an ``argparse`` parser)."""
-    parser.add_argument("--store", required=True, metavar="URL", help="a postgresql:// URL")
-    parser.add_argument(
-        "--partitions",
-        type=int,
-        required=True,
-        metavar="N",
-        help="how many partitions the conversations are split into (the same for every worker)",
-    )
-    parser.add_argument(
-        "--lease", type=float, default=5.0, metavar="SECONDS", help="lease length (default 5)"
-    )
-    parser.add_argument("--id", metavar="NAME", help="this worker's name (default host:pid)")
-
-
-def run(args: Any) -> int:
-    """``convo worker``: project until SIGTERM or Ctrl-C; prints ownership changes."""
-    import signal
-
-    from ._open import is_postgres
-
-    if not is_postgres(args.store):
-        print(
-            f"convo worker: --store must be a postgresql:// URL, not {args.store!r} "
-            "(workers share their partitions through PostgreSQL)",
-            file=sys.stderr,
-        )
-        return 2
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    worker = Worker(
-        args.store,
-        partitions=args.partitions,
-        lease=args.lease,
-        worker_id=args.id,
-        on_change=lambda message: print(message, flush=True),
-    )
-    print(f"convo worker {worker.id}: {args.partitions} partitions", flush=True)
-    try:
-        worker.run(stop)
-    except KeyboardInterrupt:
-        pass
-    except worker._pg.Error as exc:  # the database went away: a supervisor restarts us
-        print(f"convo worker {worker.id}: lost the database: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        worker.close()
-    return 0

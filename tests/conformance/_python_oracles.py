@@ -45,7 +45,8 @@ def anthropic_read_events(path: Path) -> list[dict[str, Any]]:
 
 
 def anthropic_messages(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The SDK accumulator's final message for ``events``, as the oracle script folds it.
+    """The SDK accumulator's final message for ``events``, as the oracle script folds it,
+    with the beta accumulator's ``usage.iterations`` (see ``_beta_anthropic_messages``).
 
     One element: the SDK folds a whole stream into one message (a second
     ``message_start`` is ignored and its blocks are appended to the first message).
@@ -63,7 +64,17 @@ def anthropic_messages(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         snapshot = accumulate(event=event, current_snapshot=snapshot, json_bufs=json_bufs)
     if snapshot is None:
         return []
-    return [snapshot.to_dict(mode="json", warnings=False)]
+    message: dict[str, Any] = snapshot.to_dict(mode="json", warnings=False)
+    if any(_iterations(event) is not None for event in events):
+        [beta] = _beta_anthropic_messages(events)
+        message["usage"]["iterations"] = beta["usage"]["iterations"]
+    return [message]
+
+
+def _iterations(event: dict[str, Any]) -> Any:
+    """A ``message_delta``'s ``usage.iterations`` (``None`` for any other event)."""
+    usage = event.get("usage") if event.get("type") == "message_delta" else None
+    return usage.get("iterations") if isinstance(usage, dict) else None
 
 
 def _is_compaction_start(event: dict[str, Any]) -> bool:
@@ -77,10 +88,11 @@ def _is_compaction_start(event: dict[str, Any]) -> bool:
 
 def _beta_anthropic_messages(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The beta accumulator's message: compaction blocks (and ``compaction_delta``)
-    are a beta feature, folded only by ``lib/streaming/_beta_messages``. The beta
-    message's own fields (``context_management``, ``usage.iterations``) are left
-    out: the protocol set rebuilds the stable SDK's message, whose accumulator
-    drops them (a stream without compaction blocks sends them too)."""
+    are a beta feature, folded only by ``lib/streaming/_beta_messages``. Of the beta
+    message's own fields the protocol set keeps ``usage.iterations`` (the
+    compaction iteration's tokens are there, and nowhere else) and leaves out
+    ``context_management``, as the stable SDK's accumulator does (a stream without
+    compaction blocks sends both too)."""
     import httpx
     from anthropic.lib.streaming._beta_messages import accumulate_event
 
@@ -100,7 +112,6 @@ def _beta_anthropic_messages(events: list[dict[str, Any]]) -> list[dict[str, Any
         return []
     message: dict[str, Any] = snapshot.to_dict(mode="json", warnings=False)
     message.pop("context_management", None)
-    message.get("usage", {}).pop("iterations", None)
     return [message]
 
 

@@ -134,11 +134,18 @@ def anthropic_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
             events.append(event)
         if draw(st.booleans()):
             events.append({"type": "ping"})
+        usage: dict[str, Any] = {"output_tokens": draw(st.integers(0, 1000))}
+        if draw(st.booleans()):  # the beta per-iteration usage, a compaction's among them
+            usage["iterations"] = [
+                {"type": kind, "input_tokens": draw(st.integers(0, 10**6)), "output_tokens": 1}
+                | {"cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+                for kind in draw(st.lists(st.sampled_from(["compaction", "message"]), max_size=3))
+            ]
         events.append(
             {
                 "type": "message_delta",
                 "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": draw(st.integers(0, 1000))},
+                "usage": usage,
             }
         )
         events.append({"type": "message_stop"})

@@ -222,3 +222,126 @@ def test_conversation_of_a_compaction_node() -> None:
     """The summary is a user turn holding a ``Compaction`` part, never a message node."""
     nodes = fold([{"type": "compaction.mark", "id": "k", "summary": SUMMARY}])
     assert conversation_messages(nodes) == [Message(role=Role.user, content=(Compaction(SUMMARY),))]
+
+
+# -- a provider compaction's own tokens on its row --------------------------------------
+
+
+def _views(events: list[Any]) -> tuple[str, str]:
+    """The text and HTML views of a log, its protocol detected as ``convo replay`` does."""
+    from replay import detect_protocol, protocol_definitions, render_html, render_text
+
+    protocol = protocol_definitions(detect_protocol(events).protocol)
+    nodes = protocol.replay(events)
+    return (
+        render_text(nodes, protocol.definitions, color=False),
+        render_html(nodes, protocol.definitions),
+    )
+
+
+def test_an_anthropic_compaction_row_shows_its_iteration_tokens() -> None:
+    """The shared recording's ``message_delta`` carries ``usage.iterations``, the
+    compaction iteration's tokens among them (60,385 read, 522 written); the SDK's
+    beta accumulator keeps them, and the compaction row shows them, streamed or
+    recorded whole."""
+    from replay import load_events
+    from tests._shared import shared_path
+
+    path = shared_path("fixtures", "recorded", "vercel-anthropic-anthropic-compaction.1.chunks.txt")
+    events = load_events(path).events
+    text, html = _views(events)
+    assert "compaction (read 60,385 tokens, wrote 522): ## Summary" in text
+    assert "compaction: read 60,385 tokens, wrote 522" in html
+    from definitions import anthropic
+
+    [message] = anthropic.PROTOCOL.accumulate(events)
+    assert [i["type"] for i in message["usage"]["iterations"]] == ["compaction", "message"]
+    # The same message recorded whole (a non-streamed call) shows the same row.
+    recording = [
+        {"type": "recording/request", "call": 0, "api": "anthropic.messages", "body": {}},
+        {"type": "recording/response", "call": 0, "status": 200, "headers": {}},
+        {"type": "recording/body", "call": 0, "body": message},
+    ]
+    text, html = _views(recording)
+    assert "compaction (read 60,385 tokens, wrote 522): ## Summary" in text
+    assert "compaction: read 60,385 tokens, wrote 522" in html
+
+
+def test_a_responses_compact_call_is_a_compaction() -> None:
+    """A recording of ``POST /responses/compact`` alone (``samples/responses-compact.jsonl``,
+    see its README) is read as a Responses compaction: the view shows the compaction
+    row with the pass's tokens, and the next request starts from its window (the user
+    messages it kept, then its compaction item); the counterfactual is the history."""
+    from pathlib import Path
+
+    from definitions._requests_read import api_of_url
+    from replay import load_events
+
+    assert api_of_url("https://api.openai.com/v1/responses/compact") == "openai.responses.compact"
+    assert api_of_url("https://api.openai.com/v1/responses") == "openai.responses"
+    path = Path(__file__).parent / "samples" / "responses-compact.jsonl"
+    events = load_events(path).events
+    text, html = _views(events)
+    row = "compaction (read 1,840 tokens, wrote 412, 2 user messages kept, encrypted summary)"
+    assert text.endswith(row + "\n")
+    assert "compaction: read 1,840 tokens, wrote 412, 2 user messages kept" in html
+    [last] = requests(events, "openai-responses")[-1:]
+    assert last.problems == ()
+    kinds = [item.get("role") or item["type"] for item in last.request["input"]]
+    assert kinds == ["system", "user", "user", "compaction"]
+    assert last.request["input"][-1]["encrypted_content"].startswith("gAAAAA")
+    before = requests(events, "openai-responses", options=ContextOptions(compaction=False))[-1]
+    kinds = [item.get("role") or item["type"] for item in before.request["input"]]
+    assert kinds == ["system", "user", "assistant", "user", "assistant"]
+
+
+def test_the_call_after_a_responses_compact_call_continues_from_its_window() -> None:
+    """The client sends the compacted window back, then its new input: the view shows
+    that input only (the window is the compact call's answer, echoed), and the request
+    after it starts with the kept user messages, then the compaction item."""
+    from pathlib import Path
+
+    from replay import load_events
+
+    path = Path(__file__).parent / "samples" / "responses-compact.jsonl"
+    events = load_events(path).events
+    [body] = [e["body"] for e in events if e["type"] == "recording/body"]
+    window = [
+        {"role": "user", "content": item["content"]} if item["type"] == "message" else item
+        for item in body["output"]
+    ]
+    request = {
+        "model": "gpt-5.1-codex-max",
+        "instructions": "You are a careful coding agent.",
+        "input": [*window, {"role": "user", "content": "Now add a changelog entry."}],
+    }
+    answer = {
+        "id": "resp_2",
+        "object": "response",
+        "status": "completed",
+        "model": "gpt-5.1-codex-max",
+        "output": [
+            {
+                "id": "msg_9",
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "annotations": [], "text": "Added."}],
+            }
+        ],
+    }
+    url = "https://api.openai.com/v1/responses"
+    events += [
+        {"type": "recording/request", "call": 1, "url": url, "body": request},
+        {"type": "recording/response", "call": 1, "status": 200, "headers": {}},
+        {"type": "recording/body", "call": 1, "body": answer},
+    ]
+    text, _ = _views(events)
+    assert "rewrote" not in text
+    assert text.count("Fix it in dates.py") == 1
+    last = requests(events, "openai-responses")[-1]
+    kinds = [item.get("role") or item["type"] for item in last.request["input"]]
+    assert kinds == ["system", "user", "user", "compaction", "user", "assistant"]
+    before = requests(events, "openai-responses", options=ContextOptions(compaction=False))[-1]
+    kinds = [item.get("role") or item["type"] for item in before.request["input"]]
+    assert kinds == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]

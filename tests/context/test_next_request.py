@@ -17,8 +17,9 @@ from definitions._requests_read import model_of_url, request_messages
 from definitions._settings import carry, limited, written
 from definitions.gateways import GATEWAYS, Settings, Tool, read_settings
 from replay import load_events
-from replay._cli import main
+from replay.cli import main
 from replay.context import ContextOptions, next_request
+from replay.context._requests import requests
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = (
@@ -92,6 +93,43 @@ def test_what_a_provider_has_no_place_for_is_said() -> None:
         "setting)",
     )
     assert "tools" not in carried.options
+
+
+def test_each_call_carries_the_settings_of_its_own_request(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A real two-call tool loop (pydantic-ai's) whose first call an agent made with a
+    cheaper model, a smaller limit and a temperature, without thinking: each call's
+    request carries its own recorded request's settings, the one after the log the
+    last's; to another provider, each translated."""
+    events = _events(THINKING)
+    first = next(e for e in events if e["type"] == "recording/request")
+    body = {k: v for k, v in first["body"].items() if k != "thinking"}
+    cheap = {"model": "claude-3-5-haiku-latest", "max_tokens": 512, "temperature": 0.2}
+    events[events.index(first)] = {**first, "body": {**body, **cheap}}
+    recorded = [e["body"] for e in events if e["type"] == "recording/request"]
+    calls = requests(events, "anthropic")
+    assert len(calls) == 3  # before each call, then after the log
+    for call, sent in zip(calls, [*recorded, recorded[-1]], strict=True):
+        assert call.problems == ()
+        assert {k: v for k, v in call.request.items() if k != "messages"} == {
+            k: v for k, v in sent.items() if k != "messages"
+        }
+    log = tmp_path / "two-models.jsonl"
+    log.write_text("".join(json.dumps(e) + "\n" for e in events))
+    status, out, _ = _cli(capsys, str(log), "-p", "anthropic", "--calls")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert status == 0
+    assert [(r["model"], r["max_tokens"], r.get("temperature")) for r in lines] == [
+        ("claude-3-5-haiku-latest", 512, 0.2),
+        ("claude-sonnet-4-0", 4096, None),
+    ]
+    status, out, _ = _cli(capsys, str(log), "-p", "openai-chat", "--calls", "--model", "gpt")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [(r["max_completion_tokens"], r.get("temperature")) for r in lines] == [
+        (512, 0.2),
+        (4096, None),
+    ]
 
 
 def test_a_log_with_no_conversation_is_an_error(tmp_path: Path) -> None:

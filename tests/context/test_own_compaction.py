@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from engine import Compactor, Message, Role
-from replay._cli import main
+from replay.cli import main
 from replay.context._compaction import compaction_due, compaction_event
 from replay.context._requests import check_requests, requests
 
@@ -48,6 +48,20 @@ class TestCompactionEvent:
         assert "answer1" not in text
         assert text.index(SUMMARY) < text.index("ask2") < text.index("answer3")
         assert check_requests([*events, mark], "anthropic") is None
+
+    def test_a_compaction_adds_no_call(self) -> None:
+        """The history a compaction keeps verbatim (after ``through``) is sent again
+        after the summary (``Compaction.echo``), but its model turns were answered
+        already: each call before the mark is as it was, and only the next request
+        follows (the echoed turns once counted as calls of their own)."""
+        events = session()
+        calls = requests(events, "openai-chat")
+        for through in range(len(events)):
+            compacted = requests(
+                [*events, compaction_event(events, SUMMARY, through=through)], "openai-chat"
+            )
+            assert [c.request for c in compacted[:-1]] == [c.request for c in calls[:-1]]
+            assert SUMMARY in msgspec.json.encode(compacted[-1].request).decode()
 
     def test_everything_by_default(self) -> None:
         events = session()

@@ -13,7 +13,7 @@ from definitions.conversation import conversation_messages
 from definitions.gateways import GATEWAYS, declared, gateway
 from engine import AreaFlowState, AreaLifeState, Context, CoopContext, Message, Role
 from replay import detect_protocol, load_events, protocol_definitions
-from replay._cli import main
+from replay.cli import main
 from replay.context._requests import (
     ContextOptions,
     Feeder,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from replay import load_events
-from replay._cli import main
+from replay.cli import main
 from replay.context import _recorded
 from replay.context._recorded import reproduce
 from tests._shared import SHARED

@@ -16,7 +16,7 @@ from definitions import bedrock
 from definitions._eventstream import EventStreamDecoder, decode_frames, encode_frame
 from engine import ConversationError, create_conversation_engine
 from replay import LogError, load_events
-from replay._cli import main
+from replay.cli import main
 from tests.conformance._provider_oracles import eventstream
 from tests.conformance._provider_strategies import bedrock_stream
 

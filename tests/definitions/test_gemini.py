@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from definitions import gemini
 from engine import ConversationError, create_conversation_engine
 from replay import detect_protocol, load_events
-from replay._cli import main
+from replay.cli import main
 from tests.conformance._provider_strategies import SIGNATURES, gemini_stream
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from replay._cli import main
+from replay.cli import main
 from tests._shared import shared_path
 
 CLAUDE = ("fixtures", "transcripts", "claude-code", "37f83ec9-f2ea-42a9-925e-0d5c105cb6e8.jsonl")

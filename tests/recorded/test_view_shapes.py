@@ -14,14 +14,18 @@ each citation's source shown, one card per tool call carrying its result, the st
 from __future__ import annotations
 
 import json
+import re
+from html import unescape
 from typing import Any
 
+import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from definitions import recorded
 from replay.render._html import render_html
 from replay.render._text import render_text
+from tests._shared import shared_path
 from tests.conformance._python_oracles import anthropic_messages, openai_chat, openai_responses
 
 WORDS = st.text("abcdefgh ", min_size=1, max_size=12).map(lambda s: s.strip() or "w")
@@ -29,13 +33,22 @@ ENDINGS = st.sampled_from(["", " ", "\n", "\n\n", "\n- "])
 
 
 def recording(
-    api: str, *, events: list[dict[str, Any]] | None = None, body: Any = None
+    api: str,
+    *,
+    events: list[dict[str, Any]] | None = None,
+    body: Any = None,
+    request: Any = None,
+    url: str = "",
 ) -> list[Any]:
-    """One call of ``api``: the user's question, then the stream or the whole body."""
+    """One call of ``api``: the user's question, then the stream or the whole body;
+    ``request``, the request's body (default: the question to model "m"), sent to
+    ``url`` when given."""
     streamed = events is not None
-    request = {"model": "m", "messages": [{"role": "user", "content": "question"}]}
+    if request is None:
+        request = {"model": "m", "messages": [{"role": "user", "content": "question"}]}
+    head = {"type": "recording/request", "call": 0, "api": api, "body": request}
     out: list[dict[str, Any]] = [
-        {"type": "recording/request", "call": 0, "api": api, "body": request, "stream": streamed},
+        {**head, "stream": streamed, **({"url": url} if url else {})},
         {"type": "recording/response", "call": 0, "status": 200, "headers": {}},
     ]
     if events is not None:
@@ -170,6 +183,15 @@ def test_anthropic_streamed_and_whole_answers_read_alike(events: list[dict[str, 
     uses = [b for b in message["content"] if b["type"] in ("tool_use", "server_tool_use")]
     assert page.count('<details class="tool"') == len(uses)
     assert page.count('<details class="tool" data-status="done"') == len(searches)
+    # The page reads alike too: a sentence citations split is one paragraph either way.
+    assert page_text(html_view(recording("anthropic.messages", events=events))) == page_text(page)
+
+
+def page_text(page: str) -> str:
+    """The text a reader sees of a page's conversation: tags out, each run of
+    whitespace one space (hidden nodes are empty)."""
+    body = page[page.index('<div class="conversation">') :]
+    return " ".join(unescape(re.sub(r"<[^>]*>", " ", body)).split())
 
 
 def test_a_cited_sentence_stays_on_its_line() -> None:
@@ -186,6 +208,119 @@ def test_a_cited_sentence_stays_on_its_line() -> None:
         text_view(recording("anthropic.messages", body=anthropic_messages(events)[0])),
     ):
         assert "It is sunny [Source 1 <https://example.com/1>] today." in view
+
+
+def test_a_cited_sentence_is_one_paragraph_in_html() -> None:
+    """Each block is a node of its own, rendered alone: the page joins the blocks that
+    continue a sentence into the first one's paragraph, the citations inline, and
+    the others show nothing but keep the turn (the bubble after them joins it)."""
+    cited = {"type": "text", "text": "", "citations": []}
+    blocks: list[Block] = [
+        ({"type": "text", "text": ""}, [{"type": "text_delta", "text": "It is "}]),
+        (cited, [{"type": "citations_delta", "citation": citation(1)}]),
+        ({"type": "text", "text": ""}, [{"type": "text_delta", "text": " today & "}]),
+        ({**cited}, [{"type": "citations_delta", "citation": citation(2)}]),
+        ({"type": "text", "text": ""}, [{"type": "text_delta", "text": ".\n\n## Next\n"}]),
+        ({"type": "text", "text": ""}, [{"type": "text_delta", "text": "Later."}]),
+    ]
+    blocks[1][1].append({"type": "text_delta", "text": "*sunny*"})
+    blocks[3][1].append({"type": "text_delta", "text": "warm"})
+    events = anthropic_events(blocks, "end_turn")
+    link = '<a class="cite" href="https://example.com/{0}" rel="noopener noreferrer nofollow" '
+    link += 'title="quoted">Source {0}</a>'
+    sentence = (
+        f'<p>It is <em>sunny</em> <span class="citations inline">{link.format(1)}</span> '
+        f'today &amp; warm <span class="citations inline">{link.format(2)}</span>.</p>\n'
+        "<!--b--><h2>Next</h2>"
+    )
+    streamed = html_view(recording("anthropic.messages", events=events))
+    whole = html_view(recording("anthropic.messages", body=anthropic_messages(events)[0]))
+    for page in (streamed, whole):
+        assert sentence in page
+        assert page.count('class="msg" data-role="assistant"') == 2  # the sentence, "Later."
+    shown = re.findall(r'<article [^>]*data-seq="(\d)"([^>]*)>', streamed)
+    assert [(seq, attributes) for seq, attributes in shown if seq in "234567"] == [
+        ("2", ' data-turn="assistant"'),
+        *((seq, ' data-turn="assistant" hidden') for seq in "3456"),
+        ("7", ' data-turn="assistant"'),
+    ]
+
+
+PIECE = st.text("ab <&\ue000\ue0017", min_size=0, max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(PIECE, st.booleans()), min_size=1, max_size=5))
+def test_a_split_sentence_reads_whole_with_each_citation_after_its_piece(
+    pieces: list[tuple[str, bool]],
+) -> None:
+    """Whatever the pieces hold (markup, the private-use characters the renderer
+    marks citations with), the paragraph reads as their texts joined, each cited
+    piece's source right after it, escaped; with and without markdown-it."""
+    from definitions import _render
+
+    cited = [
+        (text, _render.cite_link(f"https://e.example/{n}", f"<S{n}>") if cite else "")
+        for n, (text, cite) in enumerate(pieces)
+    ]
+    # A citation goes after its piece's text, before the space or line break ending it.
+    said = "".join(
+        f"{text.rstrip()} <S{n}>{text[len(text.rstrip()) :]}" if cite else text
+        for n, (text, cite) in enumerate(pieces)
+    )
+    want = " ".join(said.split())
+
+    def read(html: str) -> str:
+        return " ".join(unescape(re.sub(r"<[^>]*>", "", html)).split())
+
+    html = _render.cited_markdown(cited)
+    assert "<S" not in html  # every title escaped
+    assert read(html) == want
+    plain = _render._markdown_it
+    try:
+        _render._markdown_it = lambda: None  # type: ignore[assignment]
+        html = _render.cited_markdown(cited)
+    finally:
+        _render._markdown_it = plain
+    assert read(html) == want
+
+
+def test_a_real_cited_answer_reads_as_it_was_written() -> None:
+    """A real web-search answer (the AI SDK's recording): its sentences split by
+    citations read whole, each citation where it was, streamed or whole, on the page
+    and in the terminal; the blocks between them (a space, a heading) keep their text."""
+    path = shared_path(
+        "fixtures", "recorded", "vercel-anthropic-anthropic-web-search-tool.1.chunks.txt"
+    )
+    events = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    [message] = anthropic_messages(events)
+    cite = r'<span class="citations inline"><a class="cite" [^>]*>The all-new Apple Ginza'
+    cite += r"[^<]*</a></span>"
+    sentence = re.compile(
+        rf"<p>Apple today announced [^<]* 10 a\.m\. JST\. {cite} Opened in 2003 [^<]* space\. "
+        rf"{cite}</p>\n<!--b--><h2>Recent Apple Product Updates</h2>"
+    )
+    source = "Tokyo - Apple <https://www.apple.com/newsroom/2025/09/the-all-new-apple-ginza-opens"
+    said = re.compile(
+        rf"10 a\.m\. JST\. \[The all-new [^\]]*{source}[^\]]*\] Opened in 2003 [^\n]* space\. "
+        rf"\[[^\]]*\]\n\n## Recent Apple Product Updates\n"
+    )
+    # A list whose items citations split off: one list, each item's source in it.
+    item = r'<li>{}[^<]* <span class="citations inline"><a class="cite" [^>]*>📰 Major'
+    item += r"[^<]*</a></span></li>"
+    listed = re.compile(
+        r"<p>Key highlights include:</p>\n<ul>\n"
+        + "\n".join(item.format(word) for word in ("Microsoft", "Oracle", "Google"))
+        + "\n</ul>"
+    )
+    for log in (
+        recording("anthropic.messages", events=events),
+        recording("anthropic.messages", body=message),
+    ):
+        page = html_view(log)
+        assert sentence.search(page)
+        assert listed.search(page)
+        assert said.search(text_view(log))
 
 
 # -- OpenAI Chat Completions ----------------------------------------------------------------
@@ -262,6 +397,44 @@ def test_a_filtered_answer_with_no_message_is_shown() -> None:
     assert "[the provider's content filter stopped the answer]" in view
 
 
+# -- AWS Bedrock Converse ------------------------------------------------------------------
+
+
+def test_a_bedrock_answer_is_headed_by_the_model_its_request_named() -> None:
+    """Bedrock's answer names no model, streamed or whole: its request's path does
+    (``/model/{modelId}/converse-stream``). A real cassette (pydantic-ai's), and the
+    AI SDK's real stream and whole answer recorded under such a path."""
+    from replay import load_events
+
+    cassette = shared_path(
+        "fixtures",
+        "recorded",
+        "bedrock",
+        "pydantic-ai-test_bedrock_model_thinking_part_stream.yaml",
+    )
+    model = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+    events = load_events(cassette).events
+    assert f"\nassistant ({model}) [end_turn]\n" in text_view(events)
+    assert f'<span class="role">assistant</span><span class="model">{model}</span>' in (
+        html_view(events)
+    )
+    folder = shared_path("fixtures", "recorded", "bedrock")
+    stream = [
+        json.loads(line)
+        for line in (folder / "amazon-bedrock-text.chunks.txt").read_text().splitlines()
+        if line.strip()
+    ]
+    whole = json.loads((folder / "amazon-bedrock-text.json").read_text())
+    url = "https://bedrock-runtime.us-east-1.amazonaws.com/model/amazon.nova-pro-v1%3A0/converse"
+    request = {"messages": [{"role": "user", "content": [{"text": "question"}]}]}
+    for log in (
+        recording("bedrock.converse", events=stream, request=request, url=f"{url}-stream"),
+        recording("bedrock.converse", body=whole, request=request, url=url),
+    ):
+        assert "\nassistant (amazon.nova-pro-v1:0) [end_turn]\n" in text_view(log)
+        assert '<span class="model">amazon.nova-pro-v1:0</span>' in html_view(log)
+
+
 # -- a live page ------------------------------------------------------------------------------
 
 
@@ -303,6 +476,118 @@ def test_a_live_page_redraws_a_call_card_when_its_result_arrives() -> None:
     latest = hub._latest
     assert latest is not None
     assert call.key in {node.key for node, _ in latest[2]}
+
+
+def test_a_live_page_redraws_a_sentence_as_its_cited_pieces_stream() -> None:
+    """Each piece of a cited sentence streams into a node of its own: the renderer's
+    join names the sentence's first node as changed, so a live page sends its
+    paragraph again, each time with the text so far, the later pieces hidden."""
+    from replay.render._html import HtmlRenderer
+
+    blocks: list[Block] = [
+        ({"type": "text", "text": ""}, [{"type": "text_delta", "text": "It is "}]),
+        (
+            {"type": "text", "text": "", "citations": []},
+            [
+                {"type": "citations_delta", "citation": citation(1)},
+                {"type": "text_delta", "text": "sun"},
+                {"type": "text_delta", "text": "ny"},
+            ],
+        ),
+        ({"type": "text", "text": ""}, [{"type": "text_delta", "text": " today."}]),
+    ]
+    events = recording("anthropic.messages", events=anthropic_events(blocks, "end_turn"))
+    renderer = HtmlRenderer(recorded.DEFINITIONS)
+    head = "anthropic_block:call-0/msg_1/0"
+    engine = recorded.PROTOCOL.engine()
+    states: dict[str, object] = {}
+    seen = []
+    for event in events:  # as a live server folds them: one by one, told what changed
+        engine.push(event)
+        nodes = engine.nodes()
+        changed = [n for n in nodes if states.get(n.key) is not n.state]
+        states = {n.key: n.state for n in nodes}
+        if head in renderer.join(nodes, changed):  # what the server sends again
+            [first] = [n for n in nodes if n.key == head]
+            seen.append(page_text(f'<div class="conversation">{renderer.fragment(first)}'))
+    assert seen == [
+        "assistant It is",  # the cited block starts: it joins the sentence
+        "assistant It is Source 1",  # its citation comes before its text
+        "assistant It is sun Source 1",
+        "assistant It is sunny Source 1",
+        "assistant It is sunny Source 1",  # the next block starts, empty
+        "assistant It is sunny Source 1 today.",
+    ]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(anthropic_blocks(), min_size=1, max_size=3))
+def test_a_live_join_is_the_join_of_the_whole_view(messages: list[list[Block]]) -> None:
+    """However the cited answers stream (several, one after another), the join kept up
+    to date from each change is the one a fresh renderer makes of the whole view."""
+    from replay.render._html import HtmlRenderer
+
+    events: list[dict[str, Any]] = []
+    for n, blocks in enumerate(messages):
+        streamed = anthropic_events(blocks, "end_turn")
+        streamed[0] = {**streamed[0], "message": {**streamed[0]["message"], "id": f"msg_{n}"}}
+        events += streamed
+    live = HtmlRenderer(recorded.DEFINITIONS)
+    engine = recorded.PROTOCOL.engine()
+    states: dict[str, object] = {}
+    for event in recording("anthropic.messages", events=events):
+        engine.push(event)
+        nodes = engine.nodes()
+        changed = [n for n in nodes if states.get(n.key) is not n.state]
+        states = {n.key: n.state for n in nodes}
+        live.join(nodes, changed)
+        whole = HtmlRenderer(recorded.DEFINITIONS)
+        whole.join(nodes)
+        assert live._joins == whole._joins
+        assert live._paragraphs.heads == whole._paragraphs.heads
+
+
+class _Piece:
+    """A kind whose nodes' state is ``(joins, text)``: any node may start or stop
+    joining the one before it, which no provider's stream does."""
+
+    kind = "piece"
+
+    def joins(self, node: Any) -> bool:
+        return bool(node.state[0])
+
+    def text_piece(self, node: Any) -> tuple[str, str] | None:
+        return (node.state[1], "") if node.state[1] else None  # "": no text to join
+
+
+@attrs.frozen
+class _Node:
+    key: str
+    state: tuple[bool, str]
+    kind: str = "piece"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 7), st.booleans(), st.sampled_from(["a", "b", ""]))))
+def test_paragraphs_kept_up_to_date_are_those_of_the_whole_view(
+    steps: list[tuple[int, bool, str]],
+) -> None:
+    """Each step sets one node's state (a new node when past the last), the join told
+    only of it; the join then is the one read from the whole view."""
+    from replay.render._common import Paragraphs
+
+    live = Paragraphs([_Piece()])
+    nodes: list[_Node] = []
+    for at, joins, text in steps:
+        node = _Node(f"piece:{min(at, len(nodes))}", (joins, text))
+        if at < len(nodes):
+            nodes[at] = node
+        else:
+            nodes.append(node)
+        live.of(nodes, [node])
+        whole = Paragraphs([_Piece()])
+        whole.of(nodes)
+        assert (live.joined, live.heads) == (whole.joined, whole.heads)
 
 
 # -- OpenAI Responses -------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import replay
-from replay._cli import main
+from replay.cli import main
 from replay.recording import EXAMPLE
 from replay.recording._player import Player, read_calls
 from replay.recording._server import PlaybackServer, serving

@@ -249,7 +249,7 @@ def test_an_imported_cassette_keeps_no_planted_value(tmp_path: Path, form: str) 
 
 def test_convo_store_import_keeps_no_planted_value(tmp_path: Path) -> None:
     """The CLI's import path writes the store file: its every byte is searched too."""
-    from replay._cli import main
+    from replay.cli import main
 
     cassette = tmp_path / "planted.json"
     cassette.write_text(json.dumps(_cassette()))

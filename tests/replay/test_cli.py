@@ -20,13 +20,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import replay._cli as cli
 import replay._progress as progress
+import replay.cli._bench as bench_command
+import replay.cli._check as check_command
+import replay.cli._store as store_command
 from definitions import builtin, event_type
 from engine import Claim, Node, Reader
 from replay import load_events, read_log, render_json, replay
-from replay._cli import SERVE_HINT, main
 from replay._determinism import check_determinism
+from replay.cli import Exit, main
+from replay.cli._serve import SERVE_HINT
 
 from ._kinds import GlobalCounterKind
 from .test_detect import BROKEN, FIXTURES, expected_protocol
@@ -615,7 +618,7 @@ class TestCheck:
             seen.update(options)
             return check_determinism(seen["events"], definitions, **options)
 
-        monkeypatch.setattr(cli, "check_determinism", spy)
+        monkeypatch.setattr(check_command, "check_determinism", spy)
         status, out, _ = run(capsys, "check", path, "--rounds", "1")
         assert status == 0, out
         assert seen["events"] == load_events(path).events
@@ -626,7 +629,7 @@ class TestCheck:
     def test_divergence(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         log = write_jsonl(tmp_path / "notes.jsonl", [{"type": "note", "id": "n"}])
         status, out, _ = run(capsys, "check", log, "-d", f"{__name__}:NOT_DETERMINISTIC")
-        assert status == 1
+        assert status is Exit.DIVERGED
         head, first, *states = out.splitlines()
         assert head.startswith(f"{log}: NOT deterministic: 1 events replayed ")
         assert "disagree after event #0, node stamped:n" in first
@@ -638,7 +641,7 @@ class TestCheck:
 
 def test_bench(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """decode, fold and both, in events/s (one call per run: no timing in tests)."""
-    monkeypatch.setattr(cli, "BENCH_RUN", 0.0)
+    monkeypatch.setattr(bench_command, "BENCH_RUN", 0.0)
     status, out, _ = run(capsys, "bench", EXAMPLE, "--repeat", "2")
     assert status == 0
     head, *rows = out.splitlines()
@@ -785,7 +788,7 @@ class TestStore:
         import replay.logs._formats
 
         monkeypatch.setattr(replay.logs._formats, "_CHUNK", 512)
-        monkeypatch.setattr(cli, "_EXPORT_PAGE", 7)
+        monkeypatch.setattr(store_command, "_EXPORT_PAGE", 7)
         db = tmp_path / "events.sqlite"
         assert run(capsys, "store", "import", db, EXAMPLE, "-c", "c")[0] == 0
         out = tmp_path / "out.jsonl"
@@ -860,6 +863,44 @@ class TestServe:
 
         self.fake(monkeypatch, needs_starlette)
         assert run(capsys, "serve") == (2, "", SERVE_HINT + "\n")
+
+
+# -- exit status -------------------------------------------------------------------------
+
+
+class TestExitStatus:
+    """The statuses are a contract with scripts: named in ``Exit``, each number fixed."""
+
+    def test_each_name_keeps_its_number(self) -> None:
+        assert {name: int(status) for name, status in Exit.__members__.items()} == {
+            "OK": 0,
+            "DIVERGED": 1,
+            "DATABASE_LOST": 1,
+            "BAD_INPUT": 2,
+            "INTERRUPTED": 130,
+            "BROKEN_PIPE": 141,
+        }
+
+    def test_the_help_and_the_page_say_them(self, capsys: pytest.CaptureFixture[str]) -> None:
+        from tests.make_cli_docs import PAGE, statuses
+
+        assert (
+            run(capsys, "--help")[1]
+            .rstrip()
+            .endswith("Exit status: 0 ok, 1 check found a divergence, 2 bad input or usage.")
+        )
+        # The page's table is the one written from Exit now (else run make_cli_docs).
+        assert statuses() in PAGE.read_text(encoding="utf-8")
+        assert statuses().count("\n") == len(Exit.__members__) - 1
+
+    def test_a_usage_error_is_bad_input(self, capsys: pytest.CaptureFixture[str]) -> None:
+        status, _, err = run(capsys, "replay", EXAMPLE, "--at", "x")
+        assert status is Exit.BAD_INPUT
+        assert "argument --at: expected a number >= 0, got x" in err
+        assert run(capsys, "replay", EXAMPLE, "--at", "-1")[2] == err.replace("got x", "got -1")
+
+    def test_success_is_ok(self, capsys: pytest.CaptureFixture[str]) -> None:
+        assert run(capsys, "replay", EXAMPLE, "--at", "0")[0] is Exit.OK
 
 
 # -- real processes ----------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from replay._cli import main
+from replay.cli import main
 from replay.protocols._detect import detect_protocol
 from tests._shared import shared_path
 

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from definitions.gateways import GATEWAYS
 from replay import LogError
-from replay._cli import main
+from replay.cli import main
 from replay.recording import RecordingError
 from replay.recording._player import read_calls
 from tests._shared import SHARED, require

@@ -612,7 +612,7 @@ class TestCli:
         import sys
 
         from replay import read_log
-        from replay._cli import main
+        from replay.cli import main
 
         example = Path(__file__).parents[2] / "replay" / "examples" / "agent_session.jsonl"
         assert main(["store", "import", backend.name, str(example), "-c", "s"]) == 0
@@ -633,7 +633,7 @@ class TestCli:
     def test_an_unreachable_server_is_one_line_without_the_password(
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        from replay._cli import main
+        from replay.cli import main
         from tests._postgres import _free_port
 
         url = f"postgresql://convo:s3cret@127.0.0.1:{_free_port()}/x"

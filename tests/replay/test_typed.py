@@ -16,7 +16,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-import replay._cli as cli
+import replay.cli._bench as bench_command
+import replay.cli._check as check_command
+import replay.cli._common as common
 from definitions import ProtocolSet, builtin, event_type, message, tool_call
 from engine import ConversationError, create_conversation_engine
 from replay import (
@@ -28,7 +30,7 @@ from replay import (
     render_json,
     write_log,
 )
-from replay._cli import main
+from replay.cli import main
 from replay.logs._jsonl import EventTypes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -464,12 +466,12 @@ def folded(monkeypatch: pytest.MonkeyPatch) -> list[list[Any]]:
 
 def untyped(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the CLI choose its sets without a vocabulary, as it did before typing."""
-    chosen = cli.protocol_definitions
+    chosen = common.protocol_definitions
 
     def plain(protocol: str) -> Any:
         return attrs.evolve(chosen(protocol), vocabulary=None)
 
-    monkeypatch.setattr(cli, "protocol_definitions", plain)
+    monkeypatch.setattr(common, "protocol_definitions", plain)
 
 
 class TestCommandLine:
@@ -531,13 +533,13 @@ class TestCommandLine:
         capsys: pytest.CaptureFixture[str],
     ) -> None:
         decodes: list[Any] = []
-        parse = cli.parse_piece
+        parse = common.parse_piece
 
         def spy(data: bytes, fmt: Any, **kw: Any) -> Any:
             decodes.append(kw.get("types"))
             return parse(data, fmt, **kw)
 
-        monkeypatch.setattr(cli, "parse_piece", spy)
+        monkeypatch.setattr(common, "parse_piece", spy)
         log = tmp_path / "anthropic.jsonl"
         log.write_bytes(
             jsonl(
@@ -558,13 +560,13 @@ class TestCommandLine:
         self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
     ) -> None:
         seen: list[Any] = []
-        check = cli.check_determinism
+        check = check_command.check_determinism
 
         def spy(events: Any, *args: Any, **kw: Any) -> Any:
             seen.extend(events)
             return check(events, *args, **kw)
 
-        monkeypatch.setattr(cli, "check_determinism", spy)
+        monkeypatch.setattr(check_command, "check_determinism", spy)
         status, out, _ = convo(capsys, "check", EXAMPLE, "--rounds", "1")
         assert (status, out) == (
             0,
@@ -576,16 +578,16 @@ class TestCommandLine:
     def test_bench_times_the_typed_decode(
         self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        monkeypatch.setattr(cli, "BENCH_RUN", 0.001)
+        monkeypatch.setattr(bench_command, "BENCH_RUN", 0.001)
         calls: list[Any] = []
-        load = cli.load_events
+        load = bench_command.load_events
 
         def spy(source: Any, **kw: Any) -> Any:
             loaded = load(source, **kw)
             calls.append((kw.get("types"), loaded.events))
             return loaded
 
-        monkeypatch.setattr(cli, "load_events", spy)
+        monkeypatch.setattr(bench_command, "load_events", spy)
         status, out, _ = convo(capsys, "bench", EXAMPLE, "--repeat", "1")
         assert status == 0
         assert "decode+fold" in out

@@ -165,7 +165,7 @@ class TestFencing:
 
 
 def test_the_cli_wants_a_postgres_url(capsys: pytest.CaptureFixture[str]) -> None:
-    from replay._cli import main
+    from replay.cli import main
 
     assert main(["worker", "--store", "events.db", "--partitions", "4"]) == 2
     assert "--store must be a postgresql:// URL" in capsys.readouterr().err

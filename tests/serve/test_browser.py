@@ -463,7 +463,7 @@ def test_every_protocol_and_format_reads_as_a_conversation(
     path = shared_path("fixtures", folder, name)
     events = load_events(path).events
     protocol = detect_protocol(events).protocol
-    final = importlib.import_module(f"definitions.{protocol}").accumulate(events)
+    final = importlib.import_module(f"definitions.{protocol}").PROTOCOL.accumulate(events)
     words = [
         found.group(0)
         for text in _texts(final, ("text", "content", "thinking"))
@@ -526,7 +526,7 @@ def test_an_answer_split_into_blocks_reads_as_one_turn(browser: Browser, tmp_pat
     page = browser.new_page(viewport={"width": 1000, "height": 800})
     page.goto(page_file.as_uri())
     turns = page.evaluate(_TURNS)
-    assert len(turns) > 10
+    assert len(turns) > 3  # its cited sentences and lists each one text: still several
     assert [shown for _, shown in turns] == [opens for opens, _ in turns]
     assert sum(opens for opens, _ in turns) < len(turns) / 2
     for item in ("Microsoft shook up", "Oracle followed", "Google launched Mixboard"):
@@ -713,5 +713,125 @@ def test_a_long_conversation_opens_with_its_latest_nodes_and_fills_in(
             timeout=GUARD_MS,
         )
         linked.close()
+    finally:
+        server.stop()
+
+
+def test_the_history_before_a_compaction_is_folded_live(browser: Browser, tmp_path: Path) -> None:
+    """As the static page folds it: the nodes before the latest compaction sit in one
+    closed ``<details class="compacted">`` with the static page's summary line; a
+    click opens it; the page still updates live, a node inside the fold and one after
+    it; a compaction arriving live folds what came before it in, and the page equals
+    the server's own rendering after a reload."""
+
+    from definitions import builtin, event_type
+    from replay import render_html, replay
+
+    def said(id: str, role: str, text: str) -> list[dict[str, Any]]:
+        return [
+            {"type": "message.start", "id": id, "role": role, "text": text},
+            {"type": "message.end", "id": id},
+        ]
+
+    def mark(id: str) -> dict[str, Any]:
+        return {"type": "compaction.mark", "id": id, "summary": f"SUMMARY {id}"}
+
+    events = [
+        *said("m1", "user", "first question"),
+        {"type": "message.start", "id": "m2", "role": "assistant", "text": "an answer"},
+        mark("k1"),
+        *said("m3", "user", "after the compaction"),
+    ]
+    store = tmp_path / "events.sqlite"
+    with SQLiteStore(store) as writer:
+        writer.append("compacted", events)
+    server = Server(store)
+    folded = "section.conversation > details.compacted"
+    try:
+        page = browser.new_page()
+        page.goto(f"{server.url}/conversations/compacted")
+        wait_live(page)
+        inside = f"{folded} > article"
+        assert page.eval_on_selector_all(inside, "els => els.map(e => e.dataset.key)") == [
+            "message:m1",
+            "message:m2",
+        ]
+        assert keys(page) == ["compaction:k1", "message:m3"]
+        assert page.text_content(f"{folded} > summary") == "2 rows before the compaction below"
+        assert page.eval_on_selector(folded, "el => el.open") is False
+        assert not page.is_visible('article[data-key="message:m1"]')
+        page.click(f"{folded} > summary")
+        assert page.eval_on_selector(folded, "el => el.open") is True
+        assert page.is_visible('article[data-key="message:m1"]')
+
+        # Live: the node inside the fold is patched there, a new one goes after.
+        more = [
+            {"type": "message.delta", "id": "m2", "text": " GROWN"},
+            {"type": "message.end", "id": "m2"},
+            *said("m4", "assistant", "the next answer"),
+        ]
+        append_elsewhere(store, "compacted", more, chunks=3)
+        wait_position(page, len(events) + len(more))
+        assert "GROWN" in (page.text_content(f'{inside}[data-key="message:m2"]') or "")
+        assert keys(page) == ["compaction:k1", "message:m3", "message:m4"]
+        # A compaction arriving live folds everything before it in, in order.
+        append_elsewhere(store, "compacted", [mark("k2")], chunks=1)
+        wait_position(page, len(events) + len(more) + 1)
+        folded_keys = ["message:m1", "message:m2", "compaction:k1", "message:m3", "message:m4"]
+        assert page.eval_on_selector_all(inside, "els => els.map(e => e.dataset.key)") == (
+            folded_keys
+        )
+        assert keys(page) == ["compaction:k2"]
+        assert page.text_content(f"{folded} > summary") == "5 rows before the compaction below"
+        assert page.eval_on_selector(folded, "el => el.open") is True  # the reader's
+        live = page.eval_on_selector(folded, "el => el.innerHTML")
+        static = render_html(
+            replay([*events, *more, mark("k2")], builtin.DEFINITIONS, event_type=event_type),
+            builtin.DEFINITIONS,
+        )
+        assert '<details class="compacted"><summary>5 rows before the compaction below' in static
+
+        # A fresh page folds the same, and its fold is closed.
+        page.reload()
+        wait_live(page)
+        assert page.eval_on_selector(folded, "el => el.open") is False
+        assert page.eval_on_selector(folded, "el => el.innerHTML") == live
+        page.close()
+    finally:
+        server.stop()
+
+
+def test_a_long_conversation_folds_the_earlier_nodes_it_fills_in(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """A compaction among the earlier nodes the script puts in (the page carries the
+    latest ``WINDOW`` only): once they are in, the history before it is folded, in
+    order, as on a short page."""
+    from replay.serve._app import WINDOW
+
+    def row(i: int) -> dict[str, Any]:
+        return {"type": "status.update", "id": f"s{i}", "status": "done", "label": f"row {i}"}
+
+    events = [*(row(i) for i in range(5)), {"type": "compaction.mark", "id": "k", "summary": "S"}]
+    events += [row(i) for i in range(5, WINDOW + 10)]
+    store = tmp_path / "events.sqlite"
+    with SQLiteStore(store) as writer:
+        writer.append("long", events)
+    server = Server(store)
+    try:
+        page = browser.new_page()
+        page.goto(f"{server.url}/conversations/long")
+        wait_live(page)
+        page.wait_for_function(
+            "() => document.querySelector('section.conversation').dataset.earlier === undefined",
+            timeout=GUARD_MS,
+        )
+        folded = "section.conversation > details.compacted"
+        inside = page.eval_on_selector_all(f"{folded} > article", "els => els.map(e => e.id)")
+        assert inside == [f"status:s{i}" for i in range(5)]
+        assert page.text_content(f"{folded} > summary") == "5 rows before the compaction below"
+        shown = keys(page)
+        assert shown == ["compaction:k", *(f"status:s{i}" for i in range(5, WINDOW + 10))]
+        page.close()
     finally:
         server.stop()

@@ -143,7 +143,7 @@ def test_two_servers_one_conversation(postgres_server: Server) -> None:
 def test_serving_a_database_without_the_tables_needs_create(
     postgres_server: Server, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from replay._cli import main
+    from replay.cli import main
 
     dsn = postgres_server.new_database()
     assert main(["serve", "--store", dsn, "--port", "0"]) == 2

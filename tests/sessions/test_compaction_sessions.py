@@ -20,6 +20,8 @@ from definitions import builtin, event_type
 from engine import ManualScheduler, Node, create_conversation_engine
 from replay.context._requests import ContextOptions, requests
 from replay.logs.sessions import read_transcript
+from replay.render._html import render_html
+from replay.render._text import render_text
 from tests._shared import shared_path
 
 HERE = Path(__file__).parent
@@ -156,7 +158,11 @@ def test_claude_code_compaction_is_one_row_and_the_request_starts_at_the_summary
         assert "OLD-LS" in body(events, provider, compaction=False)
 
 
-def test_claude_code_microcompaction_is_shown_but_does_not_restart() -> None:
+def test_claude_code_microcompaction_sends_the_cleared_results_as_its_placeholder() -> None:
+    """After a ``microcompact_boundary`` (FORMATS.md: ``compactedToolIds``) Claude Code
+    sends each cleared tool result as ``[Old tool result content cleared]`` (its
+    ``microCompact``'s placeholder, as public readings of its source quote it); the
+    rest of the history goes on as it was. The log, and the view, keep the result."""
     records = [
         *claude_session()[:3],
         claude(
@@ -171,13 +177,41 @@ def test_claude_code_microcompaction_is_shown_but_does_not_restart() -> None:
                 "compactedToolIds": ["toolu_1"],
             },
         ),
+        claude("u3", "m1", "user", message={"role": "user", "content": "and now?"}),
+        claude(
+            "a3",
+            "u3",
+            "assistant",
+            message={
+                "id": "msg_3",
+                "role": "assistant",
+                "content": [{"type": "text", "text": "ok"}],
+            },
+        ),
     ]
     transcript = read_transcript(jsonl(records), path=None)
     assert transcript is not None
-    [row] = [n for n in fold(transcript.events) if n.kind == "compaction"]
+    nodes = fold(transcript.events)
+    [row] = [n for n in nodes if n.kind == "compaction"]
     assert row.state.cleared == ("toolu_1",)
     assert row.state.tokens_after == 5000
-    assert "OLD-LS" in body(transcript.events, "anthropic")
+    [call] = [n for n in nodes if n.kind == "tool_call"]
+    assert call.state.output == "OLD-LS"  # the view keeps it
+    text = render_text(nodes, builtin.DEFINITIONS, color=False)
+    assert "tool results cleared): results of toolu_1 sent as" in text
+    assert "OLD-LS" in text
+    html = render_html(nodes, builtin.DEFINITIONS)
+    assert '<a href="#tool_call:toolu_1">toolu_1</a>' in html
+    for provider in ("anthropic", "openai-chat", "openai-responses", "gemini"):
+        calls = requests(transcript.events, provider)
+        assert [c.problems for c in calls] == [(), (), ()]
+        after, last = (msgspec.json.encode(c.request).decode() for c in calls[1:])
+        for request in (after, last):  # the call after the boundary, and the next
+            assert "OLD-LS" not in request
+            assert request.count("[Old tool result content cleared]") == 1
+        assert [word in last for word in ("fix bug 7", "ls", "and now?")] == [True] * 3
+        assert last.index("fix bug 7") < last.index("[Old tool result") < last.index("and now?")
+        assert "OLD-LS" in body(transcript.events, provider, compaction=False)
 
 
 # -- Codex ----------------------------------------------------------------------------
@@ -374,7 +408,7 @@ def test_a_recording_of_unsupported_calls_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Two Bedrock InvokeModel calls (no protocol set reads them): exit 2, one line."""
-    from replay._cli import main
+    from replay.cli import main
 
     url = "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/invoke-with-response-stream"
     events = []

@@ -23,6 +23,12 @@ one of them is a structural marker the harness writes, never a match on free
 text. A call still unanswered when the conversation moves on (the next user turn
 or model turn) is marked ``cut`` by ``Emitter`` itself: that is structure too.
 
+Where a session names the model its turns were made with (Claude Code: each
+assistant record's ``message.model``; Codex: ``turn_context.model``, its provider
+from ``session_meta.model_provider``; OpenHands: the run's ``llm_config.model``, else
+each model response's), a ``session.model`` event (``MODEL_EVENT``) says so before
+the turns, so the next request needs no ``--model``.
+
 A file may hold several conversations (Claude Code sub-agents, the runs of an
 OpenHands evaluation): each is a ``Thread``; the first is the primary one, the
 session the file is about, and ``load_events`` returns its events. Records that
@@ -37,8 +43,9 @@ format and dispatches. May import: ``replay.logs._jsonl``, ``replay._errors``,
 
 from ._read import detect as detect
 from ._read import read_transcript as read_transcript
+from ._thread import MODEL_EVENT as MODEL_EVENT
 from ._thread import Thread as Thread
 from ._thread import Transcript as Transcript
 from ._thread import TranscriptFormat as TranscriptFormat
 
-__all__ = ["Thread", "Transcript", "TranscriptFormat", "detect", "read_transcript"]
+__all__ = ["MODEL_EVENT", "Thread", "Transcript", "TranscriptFormat", "detect", "read_transcript"]

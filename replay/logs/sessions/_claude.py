@@ -283,7 +283,10 @@ def _emit(records: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
         message = record.get("message")
         uuid = record["uuid"]
         if kind == "system" and record.get("subtype") == "microcompact_boundary":
-            em.compaction(uuid, _compaction(record, ""))
+            mark = _compaction(record, "")
+            # compactedToolIds are tool_use ids: the mark names the calls' nodes
+            mark["cleared"] = [calls[c][0] if c in calls else c for c in mark.get("cleared", ())]
+            em.compaction(uuid, mark)
             continue
         if kind == "system" and record.get("subtype") == "compact_boundary":
             if boundary is not None:
@@ -319,6 +322,8 @@ def _emit(records: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
             if message_id != turn:
                 em.cut_pending()
                 turn = message_id
+            if message.get("model") != "<synthetic>":  # Claude Code's own notices
+                em.model(message.get("model"), "anthropic")
             _assistant(em, uuid, content, calls)
             continue
         turn = None

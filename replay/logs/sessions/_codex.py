@@ -45,12 +45,16 @@ __all__ = ["read"]
 _CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md")
 _CALLS = {"function_call", "custom_tool_call", "local_shell_call"}
 _OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
+# The gateway of a session_meta's model_provider: Codex speaks the Responses API to
+# OpenAI and Azure; another provider's (a local server's) is not said.
+_PROVIDERS = {"openai": "openai-responses", "azure": "openai-responses"}
 
 
 def read(data: bytes, path: str | None, lenient: bool) -> tuple[list[Thread], list[LogError]]:
     """The rollout's one thread."""
     lines, problems = json_lines(data, path, lenient)
     em = Emitter()
+    provider = "openai-responses"  # Codex's own (session_meta names another)
     nodes: dict[str, str] = {}  # call_id -> node
     turns: list[str] = []  # the user turns on the current branch, by node id
     rollbacks = 0
@@ -62,6 +66,11 @@ def read(data: bytes, path: str | None, lenient: bool) -> tuple[list[Thread], li
             continue
         payload = record["payload"]
         kind, item = record.get("type"), payload.get("type")
+        if kind == "session_meta":
+            provider = _PROVIDERS.get(str(payload.get("model_provider") or "openai"), "")
+            em.model(payload.get("model"), provider)
+        if kind == "turn_context":  # each turn's settings, its model among them
+            em.model(payload.get("model"), provider)
         if kind == "event_msg" and item == "turn_aborted":
             em.interruption("user", text=str(payload.get("reason") or ""))
         if kind == "event_msg" and item == "thread_rolled_back":

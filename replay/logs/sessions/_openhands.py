@@ -71,7 +71,8 @@ def read(data: bytes, path: str | None, lenient: bool) -> tuple[list[Thread], li
                 continue
             name = str(record.get("instance_id") or f"run-{line}")
             prefix = "" if not threads else f"{name}/"
-            threads.append(Thread(name=name, events=_emit(record["history"], prefix)))
+            model = _configured(record.get("metadata"))
+            threads.append(Thread(name=name, events=_emit(record["history"], prefix, model)))
         return threads, problems
     return [Thread(name="main", events=_emit(records, ""))], problems
 
@@ -82,10 +83,44 @@ def _is_v1(events: list[Any]) -> bool:
     return any(isinstance(e, dict) and isinstance(e.get("kind"), str) for e in events)
 
 
-def _emit(events: list[Any], prefix: str) -> list[dict[str, Any]]:
-    """The events of one run, V0's or V1's (``_is_v1``), each read by its reader."""
+# litellm's provider prefix of a model name (``openai/NAME``: NAME on an
+# OpenAI-compatible endpoint) -> the gateway the model is reached through.
+_LITELLM = {
+    "anthropic": "anthropic",
+    "openai": "openai-chat",
+    "azure": "openai-chat",
+    "openrouter": "openai-chat",
+    "gemini": "gemini",
+    "bedrock": "bedrock",
+}
+
+
+def _configured(metadata: Any) -> str | None:
+    """The model an evaluation run's LLM config names (``metadata.llm_config.model``)."""
+    config = metadata.get("llm_config") if isinstance(metadata, dict) else None
+    model = config.get("model") if isinstance(config, dict) else None
+    return model if isinstance(model, str) and model else None
+
+
+def _named(em: Emitter, model: object) -> None:
+    """The model the run's turns are made with, as litellm names it: the name sent
+    and, by its provider prefix, the gateway (none said for a bare name)."""
+    if not isinstance(model, str):
+        return
+    prefix, slash, name = model.partition("/")
+    if slash and prefix in _LITELLM:
+        em.model(name, _LITELLM[prefix])
+    else:
+        em.model(model, "")
+
+
+def _emit(events: list[Any], prefix: str, model: str | None = None) -> list[dict[str, Any]]:
+    """The events of one run, V0's or V1's (``_is_v1``), each read by its reader;
+    ``model``, the one its LLM config names (else each model response's is read)."""
     read = _event_v1 if _is_v1(events) else _event_v0
     em = Emitter(prefix)
+    _named(em, model)
+    configured = model is not None
     nodes: dict[str, str] = {}  # tool_call_id -> node
     spoken: set[str] = set()  # model responses whose text is emitted
     keys: dict[str, list[str]] = {}  # event id -> the keys of the nodes it started
@@ -93,6 +128,13 @@ def _emit(events: list[Any], prefix: str) -> list[dict[str, Any]]:
         if not isinstance(event, dict):
             continue
         before = len(em.events)
+        meta = event.get("tool_call_metadata")
+        if (
+            not configured
+            and isinstance(meta, dict)
+            and isinstance(meta.get("model_response"), dict)
+        ):
+            _named(em, meta["model_response"].get("model"))  # what the endpoint served
         read(em, event, nodes, spoken, keys)
         keys[str(event.get("id"))] = _started(em.events[before:])
     return em.events

@@ -14,6 +14,7 @@ from ..._errors import LogError
 from .._jsonl import describe, each_line
 
 __all__ = [
+    "MODEL_EVENT",
     "Emitter",
     "Line",
     "Thread",
@@ -29,6 +30,14 @@ __all__ = [
 TranscriptFormat = Literal["claude-code", "codex", "openhands", "swe-agent", "chatgpt", "claude-ai"]
 
 any_decoder: Final[msgspec.json.Decoder[Any]] = msgspec.json.Decoder()
+
+MODEL_EVENT: Final = "session.model"
+"""The type of the event naming the model a session's next turns were made with
+(``model``) and the gateway it is a model of (``provider``: ``anthropic``,
+``openai-responses``, ...; "" when the session does not say): written where the
+session first names it or names another. No definition folds it (it is not
+conversation); ``convo context`` carries the latest one as a recorded request's
+model."""
 
 
 @attrs.frozen(kw_only=True)
@@ -65,6 +74,7 @@ class Emitter:
         self._pending: dict[str, None] = {}  # calls without an outcome, in order
         self._seen: set[str] = set()
         self._marks = 0
+        self._model: tuple[str, str] = ("", "")  # the last model named, and its provider
 
     def _id(self, raw: str) -> str:
         return self.prefix + raw
@@ -84,6 +94,14 @@ class Emitter:
         for call in list(self._pending):
             self.interruption("cut", tool_call_id=call)
         self._pending.clear()
+
+    def model(self, name: object, provider: str) -> None:
+        """The model the next turns are made with (``MODEL_EVENT``), when it is one
+        (a non-empty string) other than the last one named."""
+        if not isinstance(name, str) or not name or (name, provider) == self._model:
+            return
+        self._model = (name, provider)
+        self.events.append({"type": MODEL_EVENT, "model": name, "provider": provider})
 
     def message(self, id: str, role: str, text: str) -> None:
         """A whole message; a user or system turn first cuts unanswered calls."""
