@@ -23,10 +23,13 @@ area objects, byte for byte (``request_bytes``). Records are left out of the
 events the definitions fold.
 
 Beside the conversation (rule 8): every request carries the model, tools, tool
-choice and settings of the last request the log recorded (``carried``:
+choice and settings of a recorded request (``carried``:
 ``definitions.gateways.carry``, verbatim to the provider that recorded them,
-translated to another, what cannot cross named in ``Carried.notes``), with
-``ContextOptions.model`` / ``max_tokens`` overriding them. ``next_request`` is the
+translated to another, what cannot cross named in ``Carried.notes``): the request
+before a recorded call, its own request's (``carried_by_call``); the one after the
+log, the last request's; in an agent session, which records no request, the model
+it names last (``replay.logs.sessions.MODEL_EVENT``, to that model's provider).
+``ContextOptions.model`` / ``max_tokens`` override them. ``next_request`` is the
 one request after the log, refused (``ValueError``) where it could not be sent: a
 log with no conversation, or no model known.
 

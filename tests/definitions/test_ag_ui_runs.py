@@ -110,10 +110,6 @@ KINDS: dict[str, tuple[Any, ...]] = {
 }
 
 
-def started(definition: Any, start: dict[str, Any]) -> tuple[Any, Any]:
-    return _runs.started(ag_ui, [RUN], start, definition)
-
-
 @pytest.mark.parametrize("kind", list(KINDS))
 @settings(max_examples=400)
 @given(data=st.data(), ended=st.booleans())
@@ -128,7 +124,7 @@ def test_update_many_is_update_over_the_run(kind: str, data: Any, ended: bool) -
 def test_a_text_split_anywhere_is_appended_whole(kind: str, data: Any, text: str) -> None:
     definition, starts, updates, _ = KINDS[kind]
     start = data.draw(st.sampled_from(starts))
-    state, envelope = started(definition, start)
+    state, envelope = _runs.started(ag_ui, [RUN], start, definition)
     events = [
         data.draw(updates(st.just(delta)).filter(lambda event: "delta" in event))
         for delta in data.draw(splits(text))

@@ -127,10 +127,6 @@ KINDS: dict[str, tuple[Any, ...]] = {
 }
 
 
-def started(definition: Any, start: dict[str, Any]) -> tuple[Any, Any]:
-    return _runs.started(ai_sdk, [START], start, definition)
-
-
 @pytest.mark.parametrize("kind", list(KINDS))
 @settings(max_examples=400)
 @given(data=st.data(), done=st.booleans())
@@ -144,7 +140,8 @@ def test_update_many_is_update_over_the_run(kind: str, data: Any, done: bool) ->
 @given(data=st.data(), text=TEXT)
 def test_a_text_split_anywhere_is_appended_whole(kind: str, data: Any, text: str) -> None:
     definition, starts, _, _, delta_chunk = KINDS[kind]
-    state, envelope = started(definition, data.draw(st.sampled_from(starts)))
+    start = data.draw(st.sampled_from(starts))
+    state, envelope = _runs.started(ai_sdk, [START], start, definition)
     events = [delta_chunk(delta) for delta in data.draw(splits(text))]
     if len(events) < 2:
         return

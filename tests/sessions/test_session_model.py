@@ -2,7 +2,8 @@
 
 Claude Code writes each assistant record's ``message.model``, Codex each turn's
 ``turn_context.model`` (its provider in ``session_meta``), OpenHands the run's
-``llm_config.model`` (litellm's name, its provider prefix saying whose). The
+``llm_config.model`` and SWE-agent its run config's (litellm's names, the provider
+prefix saying whose). The
 importers write the latest as a ``session.model`` event; ``convo context`` carries
 it to the session's own provider, ``--model`` still overriding, and says so where
 the session's model is another provider's or the session names none.
@@ -84,8 +85,8 @@ def test_the_command_needs_no_model_for_a_session(
     status = main(["context", str(session(*CODEX)), "-p", "openai-responses"])
     out, err = capsys.readouterr()
     assert (status, json.loads(out)["model"], err) == (0, "gpt-5.1-codex", "")
-    # A session whose model is not read (SWE-agent's trajectory; this one's was a
-    # replay): still an error, one line.
+    # A session that names no model (this SWE-agent trajectory replayed recorded
+    # actions: its model is "replay"): still an error, one line.
     traj = session("swe-agent", "marshmallow-code__marshmallow-1867.traj")
     status = main(["context", str(traj), "-p", "anthropic"])
     out, err = capsys.readouterr()
@@ -104,3 +105,22 @@ def test_a_bare_litellm_name_goes_to_the_provider_asked() -> None:
     for provider in ("anthropic", "openai-chat"):
         request = next_request(transcript.events, provider).request
         assert request["model"] == "claude-3-5-sonnet-20241022"
+
+
+def test_a_swe_agent_run_names_its_model_in_its_config() -> None:
+    """A real trajectory, its run config naming a litellm model: read as OpenHands'
+    (the real one's config names ``replay``, SWE-agent's replay of recorded actions:
+    no model)."""
+    path = session("swe-agent", "marshmallow-code__marshmallow-1867.traj")
+    trajectory = json.loads(path.read_text())
+    config = trajectory["replay_config"]
+    config = json.loads(config) if isinstance(config, str) else config
+    assert config["agent"]["model"]["name"] == "replay"
+    config["agent"]["model"]["name"] = "anthropic/claude-3-5-sonnet-20241022"
+    trajectory["replay_config"] = json.dumps(config)
+    transcript = read_transcript(json.dumps(trajectory).encode(), path="run.traj")
+    assert transcript is not None
+    request = next_request(transcript.events, "anthropic").request
+    assert request["model"] == "claude-3-5-sonnet-20241022"
+    with pytest.raises(ValueError, match="is not openai-chat's"):
+        next_request(transcript.events, "openai-chat")

@@ -26,8 +26,9 @@ or model turn) is marked ``cut`` by ``Emitter`` itself: that is structure too.
 Where a session names the model its turns were made with (Claude Code: each
 assistant record's ``message.model``; Codex: ``turn_context.model``, its provider
 from ``session_meta.model_provider``; OpenHands: the run's ``llm_config.model``, else
-each model response's), a ``session.model`` event (``MODEL_EVENT``) says so before
-the turns, so the next request needs no ``--model``.
+each model response's; SWE-agent: its run config's ``agent.model.name``), a
+``session.model`` event (``MODEL_EVENT``) says so before the turns, so the next
+request needs no ``--model``.
 
 A file may hold several conversations (Claude Code sub-agents, the runs of an
 OpenHands evaluation): each is a ``Thread``; the first is the primary one, the

@@ -83,18 +83,6 @@ def _is_v1(events: list[Any]) -> bool:
     return any(isinstance(e, dict) and isinstance(e.get("kind"), str) for e in events)
 
 
-# litellm's provider prefix of a model name (``openai/NAME``: NAME on an
-# OpenAI-compatible endpoint) -> the gateway the model is reached through.
-_LITELLM = {
-    "anthropic": "anthropic",
-    "openai": "openai-chat",
-    "azure": "openai-chat",
-    "openrouter": "openai-chat",
-    "gemini": "gemini",
-    "bedrock": "bedrock",
-}
-
-
 def _configured(metadata: Any) -> str | None:
     """The model an evaluation run's LLM config names (``metadata.llm_config.model``)."""
     config = metadata.get("llm_config") if isinstance(metadata, dict) else None
@@ -102,24 +90,12 @@ def _configured(metadata: Any) -> str | None:
     return model if isinstance(model, str) and model else None
 
 
-def _named(em: Emitter, model: object) -> None:
-    """The model the run's turns are made with, as litellm names it: the name sent
-    and, by its provider prefix, the gateway (none said for a bare name)."""
-    if not isinstance(model, str):
-        return
-    prefix, slash, name = model.partition("/")
-    if slash and prefix in _LITELLM:
-        em.model(name, _LITELLM[prefix])
-    else:
-        em.model(model, "")
-
-
 def _emit(events: list[Any], prefix: str, model: str | None = None) -> list[dict[str, Any]]:
     """The events of one run, V0's or V1's (``_is_v1``), each read by its reader;
     ``model``, the one its LLM config names (else each model response's is read)."""
     read = _event_v1 if _is_v1(events) else _event_v0
     em = Emitter(prefix)
-    _named(em, model)
+    em.litellm_model(model)
     configured = model is not None
     nodes: dict[str, str] = {}  # tool_call_id -> node
     spoken: set[str] = set()  # model responses whose text is emitted
@@ -134,7 +110,8 @@ def _emit(events: list[Any], prefix: str, model: str | None = None) -> list[dict
             and isinstance(meta, dict)
             and isinstance(meta.get("model_response"), dict)
         ):
-            _named(em, meta["model_response"].get("model"))  # what the endpoint served
+            # What the endpoint served, by its own name (not litellm's): whose, unsaid.
+            em.model(meta["model_response"].get("model"), "")
         read(em, event, nodes, spoken, keys)
         keys[str(event.get("id"))] = _started(em.events[before:])
     return em.events

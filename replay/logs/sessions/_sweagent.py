@@ -12,6 +12,10 @@ that parse commands out of text, its ``action`` as one ``bash`` call (id
 
 Denials and interruptions: trajectories record neither (SWE-agent runs
 unattended); a call with no answer when the conversation moves on is cut.
+
+The model is the one ``replay_config`` (the run's config, an object or its JSON
+text) names in ``agent.model.name``, as litellm names it; SWE-agent's own
+stand-ins for a model (a replay, a human) name none.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ def read(data: bytes, path: str | None, lenient: bool) -> tuple[list[Thread], li
     if not isinstance(history, list):
         raise bad_record(path, 1, "a SWE-agent trajectory needs a 'history' list")
     em = Emitter()
+    em.litellm_model(_model(trajectory.get("replay_config")))
     awaiting: str | None = None  # a text command's call, answered by the next user turn
     nodes: dict[str, str] = {}
     for step, message in enumerate(history):
@@ -75,3 +80,21 @@ def read(data: bytes, path: str | None, lenient: bool) -> tuple[list[Thread], li
         elif isinstance(message.get("action"), str) and message["action"].strip():
             awaiting = em.call(f"{key}:call", "bash", {"command": message["action"].strip()})
     return [Thread(name="main", events=em.events)], []
+
+
+# SWE-agent's models that are no model: a replay of recorded actions, a human at the
+# keyboard, a test stand-in.
+_NO_MODEL = frozenset({"replay", "human", "human_thought", "instant_empty_submit"})
+
+
+def _model(config: object) -> str | None:
+    """The model a trajectory's run config names (``agent.model.name``), if any."""
+    if isinstance(config, str):
+        try:
+            config = msgspec.json.decode(config)
+        except msgspec.DecodeError:
+            return None
+    agent = config.get("agent") if isinstance(config, dict) else None
+    model = agent.get("model") if isinstance(agent, dict) else None
+    name = model.get("name") if isinstance(model, dict) else None
+    return name if isinstance(name, str) and name not in _NO_MODEL else None

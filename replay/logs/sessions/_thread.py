@@ -64,6 +64,17 @@ class Transcript:
         return self.threads[0].events if self.threads else []
 
 
+# litellm's provider prefix of a model name -> the gateway the model is reached through.
+_LITELLM: Final = {
+    "anthropic": "anthropic",
+    "openai": "openai-chat",
+    "azure": "openai-chat",
+    "openrouter": "openai-chat",
+    "gemini": "gemini",
+    "bedrock": "bedrock",
+}
+
+
 class Emitter:
     """Builds one thread's events and keeps the one structural rule every format
     shares: a call left unanswered when the conversation moves on is ``cut``."""
@@ -102,6 +113,18 @@ class Emitter:
             return
         self._model = (name, provider)
         self.events.append({"type": MODEL_EVENT, "model": name, "provider": provider})
+
+    def litellm_model(self, model: object) -> None:
+        """``model`` as litellm names it (OpenHands', SWE-agent's): the name sent and,
+        by its provider prefix (``openai/NAME``: NAME on an OpenAI-compatible
+        endpoint), the gateway it goes through; none said for a bare name."""
+        if not isinstance(model, str):
+            return
+        prefix, slash, name = model.partition("/")
+        if slash and prefix in _LITELLM:
+            self.model(name, _LITELLM[prefix])
+        else:
+            self.model(model, "")
 
     def message(self, id: str, role: str, text: str) -> None:
         """A whole message; a user or system turn first cuts unanswered calls."""
