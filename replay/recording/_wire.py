@@ -3,11 +3,13 @@ model API a URL names, and a response body turned into recorded events and back.
 
 Theory of operation
 -------------------
-A response body arrives in chunks of any size. ``BodyParser.feed`` takes each chunk as
-it comes and returns the recorded events it completes: one per SSE frame
-(``text/event-stream``) or AWS event-stream frame
-(``application/vnd.amazon.eventstream``); any other body is kept whole and becomes one
-``recording/body`` at ``close``. The parsers are written once and shared by every
+A response body arrives in chunks of any size. ``BodyParser.feed`` takes a chunk and
+returns the recorded events it completes: one per SSE frame (``text/event-stream``) or
+AWS event-stream frame (``application/vnd.amazon.eventstream``); any other body is kept
+whole and becomes one ``recording/body`` at ``close``. ``feed_many`` takes a batch of
+chunks held as they arrived (the recorder's) and gives the same events, each stamped
+with the arrival of the chunk that completed it, taking the batch's SSE frames apart in
+one pass. The parsers are written once and shared by every
 provider. ``frames`` does the reverse for playback: recorded events back to the bytes
 the SDK parses (SSE frames, event-stream frames, or the body).
 
