@@ -8,11 +8,15 @@ rendered (``RenderError``), a ``--definitions`` spec that cannot be loaded
 
 from __future__ import annotations
 
+import enum
+
 from engine import ConversationError
 
 __all__ = [
+    "EXIT_MEANINGS",
     "ConcurrencyError",
     "DefinitionSpecError",
+    "Exit",
     "LogError",
     "RenderError",
     "ReplayError",
@@ -126,3 +130,37 @@ class DefinitionSpecError(ReplayError, ValueError):
     def __init__(self, spec: str, reason: str) -> None:
         super().__init__(f"cannot import {spec!r}: {reason}")
         self.spec = spec
+
+
+class Exit(enum.IntEnum):
+    """The exit status of ``convo``: what a command's ``run`` returns and ``main`` gives
+    back (here, beside the errors that decide most of them, so every room's command
+    returns the same names)."""
+
+    OK = 0
+    DIVERGED = 1
+    # The same status under the worker's name: a supervisor restarts a worker whose
+    # database went away, as it restarts one that failed in any other way.
+    DATABASE_LOST = 1
+    SERVER_FAILED = 1  # serve: the port or the store failed (not the input)
+    BAD_INPUT = 2
+    # Above 128, the shell's convention: 128 + the signal (SIGINT, SIGPIPE).
+    INTERRUPTED = 130
+    BROKEN_PIPE = 141
+
+    @property
+    def meaning(self) -> str:
+        """What the status tells the caller (as ``convo --help`` says it)."""
+        return EXIT_MEANINGS[self.name]
+
+
+EXIT_MEANINGS = {
+    "OK": "ok",
+    "DIVERGED": "check found a divergence",
+    "DATABASE_LOST": "a worker lost its database (its supervisor restarts it)",
+    "SERVER_FAILED": "serve could not bind its port, or its store failed",
+    "BAD_INPUT": "bad input or usage",
+    "INTERRUPTED": "interrupted (Ctrl-C)",
+    "BROKEN_PIPE": "the reader of the output stopped early (`head`): convo stops quietly",
+}
+"""Each name of ``Exit`` (aliases too) and what it means: docs/cli.md lists them."""

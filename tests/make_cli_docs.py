@@ -39,8 +39,8 @@ This page is written from the commands' own help by `python -m tests.make_cli_do
 
 def statuses() -> str:
     """One table row per name of ``Exit``, aliases included."""
+    from replay._errors import EXIT_MEANINGS
     from replay.cli import Exit
-    from replay.cli._common import EXIT_MEANINGS
 
     return "\n".join(
         f"| {int(status)} | `{name}` | {EXIT_MEANINGS[name]} |"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import enum
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TextIO
@@ -19,7 +18,7 @@ import attrs
 
 from definitions import ProtocolSet
 
-from .._errors import LogError
+from .._errors import EXIT_MEANINGS, Exit, LogError
 from .._progress import Progress
 from ..context._requests import definition_set_of
 from ..logs._formats import Loaded, Recording, load_events, parse_piece
@@ -52,36 +51,6 @@ _SLICE = 4096  # events folded between two updates of a progress bar
 _WRITE = 1 << 20  # characters encoded at a time: a view is written without a copy of it
 
 STORE_HELP = "a SQLite file (created when missing) or a postgresql:// URL"
-
-
-class Exit(enum.IntEnum):
-    """The exit status of ``convo``: what ``run`` returns and ``main`` gives back."""
-
-    OK = 0
-    DIVERGED = 1
-    # The same status under the worker's name: a supervisor restarts a worker whose
-    # database went away, as it restarts one that failed in any other way.
-    DATABASE_LOST = 1
-    BAD_INPUT = 2
-    # Above 128, the shell's convention: 128 + the signal (SIGINT, SIGPIPE).
-    INTERRUPTED = 130
-    BROKEN_PIPE = 141
-
-    @property
-    def meaning(self) -> str:
-        """What the status tells the caller (as ``convo --help`` says it)."""
-        return EXIT_MEANINGS[self.name]
-
-
-EXIT_MEANINGS = {
-    "OK": "ok",
-    "DIVERGED": "check found a divergence",
-    "DATABASE_LOST": "a worker lost its database (its supervisor restarts it)",
-    "BAD_INPUT": "bad input or usage",
-    "INTERRUPTED": "interrupted (Ctrl-C)",
-    "BROKEN_PIPE": "the reader of the output stopped early (`head`): convo stops quietly",
-}
-"""Each name of ``Exit`` (aliases too) and what it means: docs/cli.md lists them."""
 
 
 class Failure(Exception):

@@ -48,6 +48,7 @@ API_NAMES: Final = (
     "anthropic.messages",
     "openai.chat",
     "openai.responses",
+    "openai.responses.compact",
     "gemini.generate_content",
     "bedrock.converse",
 )

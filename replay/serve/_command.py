@@ -23,7 +23,7 @@ import attrs
 from definitions import ProtocolSet, builtin
 from engine import RegistrationError
 
-from .._errors import DefinitionSpecError
+from .._errors import DefinitionSpecError, Exit
 from ..protocols._detect import detect_protocol, load_definitions, protocol_definitions
 from ..protocols._unclaimed import unclaimed_note
 
@@ -223,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
         from ._app import ServeOptions, create_app
     except ImportError as exc:
         print(f"{_INSTALL} ({exc})", file=sys.stderr)
-        return 2
+        return Exit.BAD_INPUT
     from .._errors import StoreError
     from ..logs._formats import load_events
     from ..stores._open import open_store
@@ -232,10 +232,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.log is None and args.store is None and not args.demo:
         print("convo serve: give a LOG, --store FILE or --demo", file=sys.stderr)
-        return 2
+        return Exit.BAD_INPUT
     if args.log is not None and args.store is not None:
         print("convo serve: give a LOG or --store FILE, not both", file=sys.stderr)
-        return 2
+        return Exit.BAD_INPUT
     try:
         # Every setting in one record, checked as it is built (tokens too short...).
         options = ServeOptions(
@@ -247,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         print(f"convo serve: {exc}", file=sys.stderr)
-        return 2
+        return Exit.BAD_INPUT
     if args.store is not None:
         # A mistyped path must not be served as a new empty store.
         try:
@@ -255,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
         except StoreError as exc:
             hint = "" if args.create else " (--create makes a new one)"
             print(f"convo serve: {exc}{hint}", file=sys.stderr)
-            return 2
+            return Exit.BAD_INPUT
     if not _loopback(args.host):
         print(
             f"convo serve: warning: binding {args.host}, reachable from other machines; "
@@ -297,13 +297,13 @@ def run(args: argparse.Namespace) -> int:
                 gc.set_threshold(*before)
     except (DefinitionSpecError, RegistrationError) as exc:
         print(f"convo serve: {exc}", file=sys.stderr)
-        return 2
+        return Exit.BAD_INPUT
     except (OSError, StoreError) as exc:
         print(f"convo serve: {exc}", file=sys.stderr)
-        return 1
+        return Exit.SERVER_FAILED
     except KeyboardInterrupt:
         pass
-    return 0
+    return Exit.OK
 
 
 def _server(uvicorn: Any, config: Any, live: Live) -> Any:

@@ -876,6 +876,7 @@ class TestExitStatus:
             "OK": 0,
             "DIVERGED": 1,
             "DATABASE_LOST": 1,
+            "SERVER_FAILED": 1,
             "BAD_INPUT": 2,
             "INTERRUPTED": 130,
             "BROKEN_PIPE": 141,
