@@ -82,6 +82,7 @@ def test_example_runs(page: str, line: int, code: str) -> None:
     exec(compile(code, f"{page}:{line}", "exec"), {"__name__": "__doc_example__"})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("page", "line", "code"), PYTEST, ids=ids(PYTEST))
 def test_pytest_example_passes(page: str, line: int, code: str, pytester: pytest.Pytester) -> None:
     for relative in ("replay/examples", "tests/recording/recordings"):
@@ -106,6 +107,7 @@ def test_every_marker_is_known_and_names_a_test() -> None:
         assert f"def {name}(" in sources, f"{page}:{line} names {name}, which is no test"
 
 
+@pytest.mark.slow
 def test_the_docs_build_strictly(tmp_path: Path) -> None:
     """``mkdocs build --strict``: every link, nav entry and API name resolves."""
     found = shutil.which("mkdocs") or (Path(sys.executable).parent / "mkdocs")

@@ -40,6 +40,7 @@ REFUSED = {
 class TestFixtures:
     """Each fixture rebuilds exactly what the reference prints."""
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("path", FIXTURES)
     def test_matches_reference(self, path: Path) -> None:
         expected = oracles.run_oracle("oracle_agui.mjs", path)
@@ -87,6 +88,7 @@ class TestAttribution:
         ]
         assert [m["content"] for m in ag_ui.PROTOCOL.accumulate(events)] == ["xy", "zw"]
 
+    @pytest.mark.slow
     def test_chunk_without_id_or_open_stream_makes_no_node(self) -> None:
         # transformChunks raises here ("First TEXT_MESSAGE_CHUNK must have a messageId");
         # in a window cut mid-stream it is a cut-off message's continuation: show nothing.
@@ -303,6 +305,7 @@ def agui_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
     return events
 
 
+@pytest.mark.slow
 @oracles.BATCHES
 @given(st.lists(agui_stream(), min_size=10, max_size=20))
 def test_generated_streams_match_reference(streams: list[list[dict[str, Any]]]) -> None:
@@ -313,6 +316,7 @@ def test_generated_streams_match_reference(streams: list[list[dict[str, Any]]]) 
         oracles.assert_same(expected["state"], ag_ui.state(nodes), "generated state")
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(agui_stream(), st.data())
 def test_window_never_misattributes(stream: list[dict[str, Any]], data: st.DataObject) -> None:

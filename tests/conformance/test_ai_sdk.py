@@ -40,6 +40,7 @@ REFUSED = {
 class TestFixtures:
     """Each fixture rebuilds exactly the message the reference yields last."""
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("path", FIXTURES)
     def test_matches_reference(self, path: Path) -> None:
         expected = oracles.run_oracle("oracle_aisdk.mjs", path)
@@ -106,6 +107,7 @@ class TestAttribution:
 class TestErrors:
     """Where we knowingly differ from the reference."""
 
+    @pytest.mark.slow
     def test_orphan_delta_is_dropped_and_folding_goes_on(self) -> None:
         # readUIMessageStream(terminateOnError) ends at the orphan delta and never shows
         # "later"; a view of a recording should keep showing what arrived after it.
@@ -188,6 +190,7 @@ class TestPartialJson:
     def test_parse_is_json_loads_on_edge_cases(self, text: str) -> None:
         self._check_parse(text)
 
+    @pytest.mark.slow
     @settings(max_examples=300)
     @given(
         value=st.recursive(
@@ -357,6 +360,7 @@ def aisdk_stream(draw: st.DrawFn) -> list[dict[str, Any]]:
     return events
 
 
+@pytest.mark.slow
 @oracles.BATCHES
 @given(st.lists(aisdk_stream(), min_size=10, max_size=20))
 def test_generated_streams_match_reference(streams: list[list[dict[str, Any]]]) -> None:
@@ -367,6 +371,7 @@ def test_generated_streams_match_reference(streams: list[list[dict[str, Any]]]) 
         )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(aisdk_stream(), st.data())
 def test_window_never_misattributes(stream: list[dict[str, Any]], data: st.DataObject) -> None:

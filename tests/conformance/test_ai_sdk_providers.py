@@ -113,6 +113,7 @@ def provider() -> Callable[[str], dict[str, dict[str, Any]]]:
     return functools.cache(lambda name: oracles.provider_results(name, NAMES[name]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "recording"), RECORDINGS)
 def test_recording_matches_the_ai_sdk_provider(
     name: str, recording: str, provider: Callable[[str], dict[str, Any]]
@@ -150,6 +151,7 @@ def test_every_stream_snapshot_is_checked(name: str) -> None:
     assert set(SNAPSHOTS[name]) <= streamed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", PROVIDERS)
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())

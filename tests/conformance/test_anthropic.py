@@ -48,6 +48,7 @@ def per_message_reference(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [message for segment in segments for message in oracles.anthropic_messages(segment)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", FIXTURES)
 def test_fixture_matches_the_sdk(path: Path) -> None:
     """Every recorded and synthetic Anthropic stream rebuilds the SDK's messages."""
@@ -62,6 +63,7 @@ def test_replay_reads_the_same_events(path: Path) -> None:
     assert_same_events(path, events, oracles.anthropic_read_events(path))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(anthropic_streams())
 def test_generated_streams_match_the_sdk(events: list[dict[str, Any]]) -> None:
@@ -69,6 +71,7 @@ def test_generated_streams_match_the_sdk(events: list[dict[str, Any]]) -> None:
     assert_same(anthropic.PROTOCOL.accumulate(events), per_message_reference(events))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(anthropic_streams(), st.integers(0, 200))
 def test_window_cut_mid_message(events: list[dict[str, Any]], cut: int) -> None:
@@ -137,6 +140,7 @@ class TestKnownReferenceErrors:
         assert sum(len(m["content"]) for m in ours) > len(merged[0]["content"])
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(JSON_OBJECTS, st.integers(1, 400), st.booleans())
 def test_partial_json_agrees_with_jiter(value: dict[str, Any], cut: int, ascii_only: bool) -> None:
@@ -240,6 +244,7 @@ def _folded(envelopes: list[anthropic.Envelope]) -> tuple[object, str | None]:
     return engine.nodes(), error
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_ODD_EVENTS, max_size=30))
 def test_scope_claims_what_match_would(events: list[dict[str, Any]]) -> None:

@@ -45,6 +45,7 @@ def test_the_binary_body_folds_as_its_decoded_events() -> None:
 class TestWhereTheProviderIsWrong:
     """Streams on which @ai-sdk/amazon-bedrock mangles what the protocol sent."""
 
+    @pytest.mark.slow
     def test_redacted_reasoning_in_pieces_is_joined_as_bytes(self) -> None:
         """``redactedContent`` is a blob, base64 in JSON. The provider joins the pieces
         as strings, which is not base64 of the joined bytes once a piece is padded;
@@ -87,6 +88,7 @@ def _without_drops(message: dict[str, Any]) -> dict[str, Any]:
     return {**message, "usage": {k: v for k, v in usage.items() if k not in SDK_DROPS}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_the_official_client_streams_what_the_dicts_fold_to(name: str) -> None:
     """boto3's ``bedrock-runtime`` ``converse_stream`` (pinned test extra) pointed at a

@@ -50,6 +50,7 @@ def fold_run(protocol: ProtocolSet, events: list[Any], cuts: list[int]) -> None:
     assert live.nodes() == batch
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(STREAMS))
 @settings(max_examples=60)
 @given(data=st.data())

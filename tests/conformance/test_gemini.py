@@ -74,6 +74,7 @@ def test_a_whole_response_folds_to_itself(name: str) -> None:
 class TestWhereTheProviderIsWrong:
     """Streams on which @ai-sdk/google loses what the protocol sent; ours keeps it."""
 
+    @pytest.mark.slow
     def test_every_candidate_is_kept_where_the_provider_reads_only_the_first(self) -> None:
         """With candidateCount > 1 the chunks interleave candidates by ``index``; the
         provider reads ``candidates[0]`` of each chunk, so it shows whichever candidate
@@ -94,6 +95,7 @@ class TestWhereTheProviderIsWrong:
         texts = {c["index"]: c["content"]["parts"][0]["text"] for c in response["candidates"]}
         assert texts == {0: "A1A2", 1: "B1B2"}
 
+    @pytest.mark.slow
     def test_a_signature_after_thoughts_is_kept_where_the_provider_drops_it(self) -> None:
         """An empty part carrying a ``thoughtSignature`` after thought parts: the
         provider attaches such a signature only to an open text block, so here it is
@@ -126,6 +128,7 @@ class TestWhereTheProviderIsWrong:
 SDK_DROPS = frozenset({"createTime"})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_the_official_client_streams_what_the_dicts_fold_to(name: str) -> None:
     """google-genai (pinned test extra) pointed at a loopback server replaying the

@@ -172,6 +172,7 @@ def _server(name: str, events: list[Any]) -> None:
     protocol.rebuild(engine.nodes())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SETS)
 @settings(
     max_examples=120,

@@ -31,6 +31,7 @@ def reference(events: list[dict[str, Any]]) -> dict[str, Any]:
     return result
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", FIXTURES)
 def test_fixture_matches_the_sdk(path: Path) -> None:
     """Every recorded and synthetic chat stream rebuilds the SDK's completion."""
@@ -44,6 +45,7 @@ def test_replay_reads_the_same_events(path: Path) -> None:
     assert_same_events(path, oracles.replay_events(path), oracles.openai_read_events(path))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(openai_chat_streams())
 def test_generated_streams_match_the_sdk(completions: list[list[dict[str, Any]]]) -> None:
@@ -57,6 +59,7 @@ def test_generated_streams_match_the_sdk(completions: list[list[dict[str, Any]]]
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(openai_chat_streams(), st.integers(1, 60))
 def test_window_cut_mid_completion(completions: list[list[dict[str, Any]]], cut: int) -> None:

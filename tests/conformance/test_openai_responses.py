@@ -137,6 +137,7 @@ def ours(events: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
 # -- fixtures -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", FIXTURES)
 def test_fixture_matches_the_sdk(path: Path) -> None:
     """Every recorded and synthetic Responses stream rebuilds the SDK's responses."""
@@ -407,6 +408,7 @@ def responses_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
     return events
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(responses_streams())
 def test_generated_streams_match_the_sdk(events: list[dict[str, Any]]) -> None:
@@ -414,6 +416,7 @@ def test_generated_streams_match_the_sdk(events: list[dict[str, Any]]) -> None:
     assert_same(ours(events), reference(events))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(responses_streams(), st.integers(0, 200))
 def test_window_cut_mid_response(events: list[dict[str, Any]], cut: int) -> None:

@@ -234,6 +234,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "way", "path"), CASES)
 def test_the_official_client_streams_into_the_live_engine(
     server: Replayer, name: str, way: str, path: Path

@@ -56,6 +56,7 @@ def pushed(protocol: ProtocolSet, events: Iterable[Any]) -> tuple[Any, ...]:
     return engine.nodes()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "path"), CASES)
 def test_typed_events_fold_as_their_dicts(name: str, path: Path) -> None:
     protocol = SETS[name].PROTOCOL
@@ -81,6 +82,7 @@ class Sub(dict):  # type: ignore[type-arg]
     """A dict subclass (what a JSON decoder's ``object_hook`` might make)."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "path"), CASES)
 def test_a_dict_subclass_folds_as_its_dict(name: str, path: Path) -> None:
     protocol = SETS[name].PROTOCOL
@@ -91,6 +93,7 @@ def test_a_dict_subclass_folds_as_its_dict(name: str, path: Path) -> None:
     assert view(protocol, pushed(protocol, subs)) == view(protocol, expected)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "path"), CASES)
 def test_each_typed_event_is_its_wire_dict(name: str, path: Path) -> None:
     """``plain`` gives exactly what the frame's JSON decoded to: the wire's names, its
@@ -163,6 +166,7 @@ def test_message_stream_helper_events_count_once(path: Path | None) -> None:
     assert protocol.accumulate(stream) == protocol.rebuild(expected)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", [p.values[0] for p in recordings("anthropic")])
 def test_every_anthropic_recording_through_message_stream(path: Path | None) -> None:
     if path is None:

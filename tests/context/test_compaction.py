@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -101,6 +102,7 @@ def texts_of(turn: list[dict[str, Any]]) -> set[str]:
     return {t for t in found if t[1:2].isdigit()}
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(compacted())
 def test_the_request_after_a_compaction_starts_at_it_on_every_provider(

@@ -209,6 +209,7 @@ RESPONSES_FIXTURES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", RESPONSES_FIXTURES)
 def test_openai_responses_turns_go_back_as_the_sdk_returned_them(path: Path) -> None:
     from openai._models import construct_type

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -176,3 +177,4 @@ class CoopMachine(RuleBasedStateMachine):
 
 CoopMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=30, deadline=None)
 TestCoopContext = CoopMachine.TestCase
+TestCoopContext.pytestmark = [pytest.mark.slow]

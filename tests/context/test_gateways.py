@@ -362,6 +362,7 @@ def conversations(draw: st.DrawFn) -> list[Message]:
     return messages
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(conversations())
 def test_well_paired_conversations_are_valid_for_every_provider(messages: list[Message]) -> None:
@@ -369,6 +370,7 @@ def test_well_paired_conversations_are_valid_for_every_provider(messages: list[M
         assert gw.validate(request(gw, messages)) == [], gw.name
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(conversations(), st.data())
 def test_dropping_a_result_is_always_caught(messages: list[Message], data: st.DataObject) -> None:
@@ -448,6 +450,7 @@ def test_bedrock_media_is_sent_as_bytes_or_named_in_text() -> None:
     assert converse_problems(payload) == ""
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(conversations())
 def test_every_bedrock_request_passes_botocores_request_model(messages: list[Message]) -> None:

@@ -320,6 +320,7 @@ def _kept(provider: str, s: Settings) -> Settings:
     return attrs.evolve(s, **dropped)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(generic_settings(), st.sampled_from(sorted(GATEWAYS)), st.sampled_from(sorted(GATEWAYS)))
 def test_settings_carried_across_providers_validate_and_keep_what_fits(

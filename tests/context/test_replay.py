@@ -166,6 +166,7 @@ RECORDINGS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", RECORDINGS)
 def test_every_call_of_every_recording_is_valid_for_every_provider(path: Path) -> None:
     events = list(load_events(path, lenient=True).events)

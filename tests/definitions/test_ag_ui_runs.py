@@ -110,6 +110,7 @@ KINDS: dict[str, tuple[Any, ...]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(KINDS))
 @settings(max_examples=400)
 @given(data=st.data(), ended=st.booleans())
@@ -118,6 +119,7 @@ def test_update_many_is_update_over_the_run(kind: str, data: Any, ended: bool) -
     _runs.check_a_run(data, ag_ui, [RUN], definition, (starts, updates(DELTAS), end), ended)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(KINDS))
 @settings(max_examples=200)
 @given(data=st.data(), text=TEXT)
@@ -229,6 +231,7 @@ ROUTER_EVENTS = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(events=st.lists(ROUTER_EVENTS, max_size=40))
 def test_the_batch_router_is_the_live_one_and_takes_only_rows(

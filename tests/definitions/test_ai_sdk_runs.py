@@ -127,6 +127,7 @@ KINDS: dict[str, tuple[Any, ...]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(KINDS))
 @settings(max_examples=400)
 @given(data=st.data(), done=st.booleans())
@@ -135,6 +136,7 @@ def test_update_many_is_update_over_the_run(kind: str, data: Any, done: bool) ->
     _runs.check_a_run(data, ai_sdk, [START], definition, (starts, updates(DELTAS), end), done)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(KINDS))
 @settings(max_examples=200)
 @given(data=st.data(), text=TEXT)
@@ -232,6 +234,7 @@ ROUTER_CHUNKS = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(chunks=st.lists(ROUTER_CHUNKS, max_size=40))
 @example(  # a part whose id is null, then a delta without one (the router raises)

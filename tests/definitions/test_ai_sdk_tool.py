@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -154,6 +155,7 @@ CHUNKS = st.builds(
 class TestToolUpdate:
     """update is the replace() version, chunk by chunk, from any start."""
 
+    @pytest.mark.slow
     @settings(max_examples=500)
     @given(
         start=st.builds(

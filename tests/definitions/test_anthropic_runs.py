@@ -69,6 +69,7 @@ class _NoNodes:
 NO_NODES = _NoNodes()
 
 
+@pytest.mark.slow
 @settings(max_examples=500)
 @given(st.data(), block_types)
 def test_update_many_is_update_over_the_run(data: Any, block_type: object) -> None:

@@ -88,6 +88,7 @@ events = st.one_of(
 class TestModel:
     """Random event sequences fold to what a naive dictionary model says."""
 
+    @pytest.mark.slow
     @settings(max_examples=100)
     @given(st.lists(st.tuples(events, st.booleans()), max_size=20))
     def test_random_sequences(self, pairs: list[tuple[approval.Event, bool]]) -> None:

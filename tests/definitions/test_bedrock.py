@@ -44,6 +44,7 @@ def content(events: list[Any]) -> list[dict[str, Any]]:
 
 
 class TestFrames:
+    @pytest.mark.slow
     @settings(max_examples=60, deadline=None)
     @given(bedrock_stream(), st.data())
     def test_a_body_fed_in_any_pieces_decodes_to_its_events(

@@ -111,6 +111,7 @@ documents = st.tuples(json_values, st.randoms(use_true_random=False), st.boolean
 class TestPreview:
     """Previews of every prefix never raise, only grow, and end at the real value."""
 
+    @pytest.mark.slow
     @settings(max_examples=150)
     @given(documents, st.data())
     def test_prefixes_grow_into_the_final_value(self, doc: tuple[Any, str], data: Any) -> None:
@@ -127,6 +128,7 @@ class TestPreview:
         for preview in previews:
             assert preview is None or compatible(preview, value)
 
+    @pytest.mark.slow
     @settings(max_examples=100)
     @given(documents)
     def test_one_character_at_a_time(self, doc: tuple[Any, str]) -> None:
@@ -212,6 +214,7 @@ class TestErrors:
         assert parser.error is not None
         assert parser.preview == {"a": 1}
 
+    @pytest.mark.slow
     @settings(max_examples=150)
     @given(documents, st.data())
     def test_agrees_with_the_stdlib_on_mutated_text(self, doc: tuple[Any, str], data: Any) -> None:

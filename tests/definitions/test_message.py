@@ -133,6 +133,7 @@ def as_dict(event: message.Event) -> dict[str, Any]:
 class TestModel:
     """Random event sequences fold to what a naive dictionary model says."""
 
+    @pytest.mark.slow
     @settings(max_examples=150)
     @given(st.lists(st.tuples(events, st.booleans()), max_size=40))
     def test_random_sequences(self, pairs: list[tuple[message.Event, bool]]) -> None:

@@ -172,12 +172,14 @@ runs = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(state=started(), events=runs)
 def test_update_many_is_update_over_the_run(state: Any, events: list[ScopedChunk]) -> None:
     check_run(DEFINITION, state, events)
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(state=started(), extra=st.one_of(appends(), other_chunks()))
 def test_update_takes_appends_the_way_the_general_fold_does(
@@ -223,6 +225,7 @@ def test_a_streamed_completion_is_folded_through_update_many(field: str) -> None
     assert completion["usage"] == {"total_tokens": 3}
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(
     ids=st.lists(

@@ -183,6 +183,7 @@ RUNS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", RUNS)
 def test_update_many_is_update_over_the_run(kind: str) -> None:
     strategy, examples = RUNS[kind]
@@ -218,6 +219,7 @@ responses_events = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=500)
 @given(events=st.lists(responses_events, max_size=20))
 def test_scope_wraps_each_event_as_a_scoper_does(events: list[dict[str, Any]]) -> None:

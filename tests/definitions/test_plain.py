@@ -136,6 +136,7 @@ FLAT = st.fixed_dictionaries(
 
 
 class TestValidatedModels:
+    @pytest.mark.slow
     @given(OUTER)
     def test_a_model_validated_from_a_dict_gives_that_dict(self, wire: dict[str, Any]) -> None:
         model = Outer.model_validate(wire)

@@ -40,6 +40,7 @@ def test_nested_tokens_and_values_json_cannot_hold() -> None:
     assert "<class 'object'>" in text  # shown as its str
 
 
+@pytest.mark.slow
 @given(st.recursive(st.text(), lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner)))
 def test_always_valid_json_and_never_a_long_token(value: Any) -> None:
     text = payload(value)
@@ -200,6 +201,7 @@ class TestCards:
         )
 
 
+@pytest.mark.slow
 def test_versions_of_one_lineage_rendered_from_several_threads() -> None:
     """The settled blocks are shared state: threads rendering one lineage at once
     each get exactly a fresh render of their version."""

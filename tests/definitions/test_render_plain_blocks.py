@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -53,6 +54,7 @@ prose = st.builds(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=400)
 @given(texts | prose | st.builds(str.__add__, prose, texts))
 @example("Hello, world. It's 3 o'clock")

@@ -88,6 +88,7 @@ updates = st.builds(
 class TestModel:
     """Any update sequence leaves each row equal to its last update, in first-seen order."""
 
+    @pytest.mark.slow
     @settings(max_examples=100)
     @given(st.lists(st.tuples(updates, st.booleans()), max_size=30))
     def test_last_update_wins(self, pairs: list[tuple[status.Update, bool]]) -> None:

@@ -139,6 +139,7 @@ class TestTransitions:
 class TestStreamedArguments:
     """Any JSON document split anywhere previews consistently and parses at the end."""
 
+    @pytest.mark.slow
     @settings(max_examples=100)
     @given(documents, st.data())
     def test_previews_and_final_input(self, doc: tuple[Any, str], data: Any) -> None:
@@ -183,6 +184,7 @@ events = st.one_of(
 class TestModel:
     """Random event sequences fold to what a naive model says (the stdlib parses)."""
 
+    @pytest.mark.slow
     @settings(max_examples=150)
     @given(st.lists(st.tuples(events, st.booleans()), max_size=30))
     def test_random_sequences(self, pairs: list[tuple[tool_call.Event, bool]]) -> None:

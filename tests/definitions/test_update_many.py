@@ -76,6 +76,7 @@ def run_events(kind: str) -> st.SearchStrategy[list[Any]]:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(KINDS))
 @settings(max_examples=500)
 @given(data=st.data(), finished_first=st.booleans())

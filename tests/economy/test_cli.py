@@ -79,6 +79,7 @@ def test_the_workbench_holds_the_spill_files(
         assert str(path) in text
 
 
+@pytest.mark.slow
 def test_stats(capsys: pytest.CaptureFixture[str]) -> None:
     log = str(shared_path(*CLAUDE))
     status, out, _ = run(capsys, log, "--provider", "anthropic", "--policy", "resume", "--stats")

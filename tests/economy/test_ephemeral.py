@@ -177,6 +177,7 @@ def _json(value: object) -> str:
     return json.dumps(value)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.sampled_from(REAL_GLANCES[:20] + REAL_WORK[:10]), min_size=1, max_size=5),

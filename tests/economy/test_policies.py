@@ -249,6 +249,7 @@ class TestSafepoint:
         assert economist.collections == 2
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(sessions(), economies())
 def test_pairing_holds_under_every_policy(
@@ -275,6 +276,7 @@ def test_pairing_holds_under_every_policy(
             assert kept == [part.content] or part.content in spilled
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(sessions(), economies())
 def test_economist_requests_stay_valid_call_after_call(
@@ -290,6 +292,7 @@ def test_economist_requests_stay_valid_call_after_call(
         assert not pairing_problems(out.messages)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(sessions(), economies())
 def test_entry_only_work_is_incremental_and_equal_to_a_full_pass(

@@ -59,6 +59,7 @@ def all_threads(name: str) -> range:
     return range(len(threads(name)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FILES)
 def test_zero_invalid_requests(name: str) -> None:
     for thread in all_threads(name):
@@ -99,6 +100,7 @@ def test_spill_files_hold_everything_cut(name: str, tmp_path: Path) -> None:
         assert all(json.dumps(b[:400])[1:-1] in text for b in big)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FILES[:5])
 def test_every_batching_gives_the_same_requests(name: str) -> None:
     rng = random.Random(name)
@@ -114,6 +116,7 @@ def test_every_batching_gives_the_same_requests(name: str) -> None:
 class TestTheClaudeCodeSession:
     NAME = FILES[0]
 
+    @pytest.mark.slow
     def test_resume_cuts_at_least_thirty_percent(self) -> None:
         sizes = {
             policy: measure(requests(talk(self.NAME, 0), GATEWAYS["anthropic"], economy)).total
@@ -138,6 +141,7 @@ class TestTheClaudeCodeSession:
         assert texts.count("[Request interrupted by user for tool use]") == 2
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(sessions(), economies())
 def test_every_gateway_accepts_every_policy(

@@ -31,6 +31,7 @@ events = st.lists(
 class TestCursor:
     """``engine.Cursor`` steps back to exactly the view before the events it reverts."""
 
+    @pytest.mark.slow
     @settings(max_examples=80, deadline=None)
     @given(events, st.randoms(use_true_random=False))
     def test_back_and_forward_equal_a_fresh_fold(

@@ -101,6 +101,7 @@ class TestFallback:
 _TYPES = st.sampled_from(["x", "y", "z", "w"])
 
 
+@pytest.mark.slow
 @given(
     declared=st.lists(
         st.tuples(st.none() | st.frozensets(_TYPES, max_size=3), st.booleans()),

@@ -230,6 +230,7 @@ class TestChangedKeys:
     """``ctx.changed`` names exactly the nodes an event started, reopened or changed,
     on the one-slot path of a routed engine as on the general path."""
 
+    @pytest.mark.slow
     @given(events=_EVENTS, routed=st.booleans())
     def test_changed_is_the_nodes_whose_frozen_form_changed(
         self, events: list[dict[str, Any]], routed: bool

@@ -121,6 +121,7 @@ def assert_folded_like_the_model(engine: Any, definitions: list[Any], log: list[
 class TestRandomLogs:
     """Any log folds to what the model fold says, however it is pushed."""
 
+    @pytest.mark.slow
     @setups
     @settings(max_examples=200)
     @given(logs)
@@ -131,6 +132,7 @@ class TestRandomLogs:
                 engine.push(event)
         assert_folded_like_the_model(engine, definitions, log)
 
+    @pytest.mark.slow
     @setups
     @settings(max_examples=150)
     @given(logs, st.lists(st.integers(min_value=0, max_value=40), max_size=8))
@@ -149,6 +151,7 @@ class TestRandomLogs:
                     position = error.position + 1  # positions are log indices here
         assert_folded_like_the_model(engine, definitions, log)
 
+    @pytest.mark.slow
     @setups
     @settings(max_examples=100)
     @given(logs, st.integers(min_value=0, max_value=40))
@@ -178,6 +181,7 @@ class TestRandomLogs:
 class TestRandomFrameTiming:
     """Whenever frames fire, notifications are exact, fresh and never lost."""
 
+    @pytest.mark.slow
     @setups
     @settings(max_examples=150)
     @given(
@@ -316,6 +320,7 @@ class EngineMachine(RuleBasedStateMachine):
 
 
 TestEngineMachine = EngineMachine.TestCase
+TestEngineMachine.pytestmark = [pytest.mark.slow]
 TestEngineMachine.settings = settings(max_examples=60, stateful_step_count=30)
 
 
@@ -331,6 +336,7 @@ class RoutedEngineMachine(EngineMachine):
 
 
 TestRoutedEngineMachine = RoutedEngineMachine.TestCase
+TestRoutedEngineMachine.pytestmark = [pytest.mark.slow]
 TestRoutedEngineMachine.settings = settings(max_examples=60, stateful_step_count=30)
 
 SHARED_ROUTED = Registration(routed_tallies(), event_type=route_to)
@@ -346,9 +352,11 @@ class SharedRegistrationMachine(EngineMachine):
 
 
 TestSharedRegistrationMachine = SharedRegistrationMachine.TestCase
+TestSharedRegistrationMachine.pytestmark = [pytest.mark.slow]
 TestSharedRegistrationMachine.settings = settings(max_examples=40, stateful_step_count=30)
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(logs, logs, st.lists(st.booleans(), max_size=60))
 def test_engines_of_one_registration_fold_independently(

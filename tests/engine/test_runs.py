@@ -248,6 +248,7 @@ _bursts = st.builds(
 _logs = st.lists(_bursts, max_size=10).map(lambda bursts: [e for b in bursts for e in b])
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(_logs, st.lists(st.integers(min_value=0, max_value=50), max_size=4), st.booleans())
 def test_runs_fold_like_single_updates_in_any_batches(

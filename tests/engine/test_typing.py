@@ -42,6 +42,7 @@ broken = create_conversation_engine(definitions=[Broken()])  # line 31: no updat
 """
 
 
+@pytest.mark.slow
 def test_definitions_of_different_states_register_and_stay_typed(tmp_path: Path) -> None:
     source = tmp_path / "snippet.py"
     source.write_text(SNIPPET, encoding="utf-8")

@@ -202,6 +202,7 @@ def _convo(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_convo_replay_context_and_check_read_a_recording(tmp_path: Path) -> None:
     shown = _convo("replay", str(WEATHER), "--color", "never")
     assert shown.returncode == 0, shown.stderr

@@ -19,6 +19,7 @@ from html import unescape
 from typing import Any
 
 import attrs
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -152,6 +153,7 @@ def anthropic_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
     return anthropic_events(draw(anthropic_blocks()), stop)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(anthropic_streams())
 def test_anthropic_streamed_and_whole_answers_read_alike(events: list[dict[str, Any]]) -> None:
@@ -674,6 +676,7 @@ def responses_streams(draw: st.DrawFn) -> list[dict[str, Any]]:
     return events
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(responses_streams())
 def test_responses_streamed_and_whole_answers_read_alike(events: list[dict[str, Any]]) -> None:

@@ -210,6 +210,7 @@ def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+@pytest.mark.slow
 @given(json_values, json_values)
 def test_null_and_absent_members_match_unless_strict(recorded: Any, sent: Any) -> None:
     same = canonical(without_nulls(recorded)) == canonical(without_nulls(sent))
@@ -331,6 +332,7 @@ def test_a_malformed_recording_is_named(
         read_calls(path)
 
 
+@pytest.mark.slow
 def test_many_interactions_are_numbered_in_order() -> None:
     document = yaml.safe_load(RESPONSES.read_bytes())
     for interaction in document["interactions"]:  # bytes as JSON: base64, as VCR.py's JSON does

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -94,6 +95,7 @@ def test_no_event_waits_more_than_a_batch(tmp_path_factory: object, gaps: list[f
     assert [t for kind, t in stamped(path) if kind == "recording/event"] == arrivals
 
 
+@pytest.mark.slow
 def test_a_fast_stream_is_written_every_batch_of_bytes(tmp_path: Path) -> None:
     """Pieces arriving faster than ``BATCH`` are held at most ``BATCH_BYTES`` bytes: then
     parsed and written, each event at its own arrival time, the clock standing still."""

@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import replay
 
 from . import _server
@@ -43,6 +45,7 @@ def convo(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_convo_record_records_a_program_unchanged(tmp_path: Path) -> None:
     script = tmp_path / "app.py"
     script.write_text(PROGRAM)
@@ -74,6 +77,7 @@ def test_convo_record_records_a_program_unchanged(tmp_path: Path) -> None:
     assert b"SECRET" not in log.read_bytes()
 
 
+@pytest.mark.slow
 def test_convo_record_into_a_store(tmp_path: Path) -> None:
     script = tmp_path / "app.py"
     script.write_text(PROGRAM)
@@ -91,12 +95,14 @@ def test_convo_record_into_a_store(tmp_path: Path) -> None:
     assert sum(e["type"] == "recording/request" for e in events) == 3
 
 
+@pytest.mark.slow
 def test_convo_record_refuses_a_missing_command() -> None:
     done = convo("record", "-o", "x.jsonl", env=dict(os.environ))
     assert done.returncode == 2
     assert "no COMMAND" in done.stderr
 
 
+@pytest.mark.slow
 def test_convo_record_records_the_child_processes_into_the_same_log(tmp_path: Path) -> None:
     """A program that starts another Python program: both are recorded, into one log,
     their calls numbered in one sequence."""
@@ -142,6 +148,7 @@ def test_convo_record_records_the_child_processes_into_the_same_log(tmp_path: Pa
     ]
 
 
+@pytest.mark.slow
 def test_convo_record_says_why_nothing_was_recorded(tmp_path: Path) -> None:
     """A Python that ignores PYTHONPATH (``-I``) never loads the recorder; a program that
     makes no model call loads it for nothing: both runs end with one line saying so,

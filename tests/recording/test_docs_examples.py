@@ -34,6 +34,7 @@ def test_the_page_has_an_example_per_sdk() -> None:
     assert {provider_of(code) for code in EXAMPLES} == {"anthropic", "openai", "gemini", "bedrock"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code", EXAMPLES, ids=[provider_of(c) for c in EXAMPLES])
 def test_the_recording_page_examples_run(
     code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -281,6 +281,7 @@ HOLDER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_foreign_lock_costs_a_bounded_wait(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -347,6 +348,7 @@ def _backend(store: Any) -> int:
     return int(store._db.execute("SELECT pg_backend_pid()").fetchone()[0])
 
 
+@pytest.mark.slow
 def test_a_stopped_server_turns_an_append_into_outcome_unknown(postgres_server: Any) -> None:
     from replay.stores._postgres import AppendUnknownError, PostgresStore
 

@@ -38,6 +38,7 @@ CUT = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CUT, ids=lambda c: f"{c[0]}-{'async' if c[2] else 'sync'}")
 def test_a_stream_cut_mid_way(tmp_path: Path, case: tuple[str, bool, bool]) -> None:
     full = _sdks.ANSWERS[case[0], case[1]]()
@@ -72,6 +73,7 @@ ERROR_BODIES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", list(ERROR_BODIES))
 def test_an_error_status_with_its_json_body(tmp_path: Path, provider: str) -> None:
     case = (provider, False, False)
@@ -102,6 +104,7 @@ def test_an_error_status_with_its_json_body(tmp_path: Path, provider: str) -> No
     assert played == unrecorded
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", ["anthropic", "openai_chat", "gemini", "bedrock"])
 def test_a_timeout(tmp_path: Path, provider: str) -> None:
     case = (provider, True, False)

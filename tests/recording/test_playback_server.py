@@ -162,6 +162,7 @@ def test_only_loopback_addresses_are_served(capsys: pytest.CaptureFixture[str]) 
     assert main(["playback-server", str(ROOT / "no-such.jsonl")]) == 2
 
 
+@pytest.mark.slow
 def test_the_command_serves_and_the_docs_curl_runs() -> None:
     """``convo playback-server --example --port 0`` in its own process; then the curl
     command of docs/recording.md, as written but for the port."""

@@ -83,6 +83,7 @@ def test_an_unknown_mode_is_refused(tmp_path: Path) -> None:
         ConvoRecorder(tmp_path / "t.jsonl", "sometimes")
 
 
+@pytest.mark.slow
 def test_the_fixture_records_beside_the_test_and_plays_back(pytester: pytest.Pytester) -> None:
     with _server.serving() as server:
         base = server.root(_server.anthropic_message())
@@ -110,6 +111,7 @@ def test_the_fixture_records_beside_the_test_and_plays_back(pytester: pytest.Pyt
     pytester.runpytest_inprocess(*args).assert_outcomes(passed=1)  # offline
 
 
+@pytest.mark.slow
 def test_a_stale_recording_fails_the_test_that_no_longer_makes_its_calls(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

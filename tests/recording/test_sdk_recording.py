@@ -28,6 +28,7 @@ def records(log: Path) -> list[dict[str, Any]]:
     return replay.read_log(log).events()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", _sdks.CASES, ids=IDS)
 def test_record_then_play_back(tmp_path: Path, case: tuple[str, bool, bool]) -> None:
     provider, stream, _ = case
@@ -66,6 +67,7 @@ def test_record_then_play_back(tmp_path: Path, case: tuple[str, bool, bool]) -> 
     assert played == unrecorded
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", _sdks.CASES, ids=IDS)
 def test_playback_names_the_first_difference(tmp_path: Path, case: tuple[str, bool, bool]) -> None:
     provider, stream, _ = case
@@ -120,6 +122,7 @@ def test_a_nested_difference_is_named_by_its_path(tmp_path: Path) -> None:
     assert str(caught.value).endswith("- at $.messages[0].content")
 
 
+@pytest.mark.slow
 def test_calls_are_numbered_in_order_and_continue_an_existing_log(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
     case = ("anthropic", False, False)

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -61,6 +62,7 @@ def expected(items: list[tuple[str, Any]]) -> list[dict[str, Any]]:
     return [*out, {"type": "recording/event", "call": 0, "done": True}]
 
 
+@pytest.mark.slow
 @given(
     events, st.lists(st.integers(min_value=0), max_size=6), st.sampled_from(["\n", "\r\n", "\r"])
 )
@@ -70,6 +72,7 @@ def test_sse_events_do_not_depend_on_the_chunking(
     assert parse(SSE, sse_body(items, newline), cuts) == expected(items)
 
 
+@pytest.mark.slow
 @given(events, st.lists(st.integers(min_value=0), max_size=6))
 def test_a_gzipped_stream_is_recorded_decoded(
     items: list[tuple[str, Any]], cuts: list[int]
@@ -78,6 +81,7 @@ def test_a_gzipped_stream_is_recorded_decoded(
     assert parse(SSE, body, cuts, "gzip") == expected(items)
 
 
+@pytest.mark.slow
 @given(
     st.lists(
         st.tuples(st.sampled_from(["messageStart", "contentBlockDelta"]), json_values), max_size=6
@@ -97,6 +101,7 @@ def test_eventstream_frames_do_not_depend_on_the_chunking(
     ]
 
 
+@pytest.mark.slow
 @given(events)
 def test_playback_framing_parses_back_to_the_records(items: list[tuple[str, Any]]) -> None:
     records = expected(items)
@@ -196,6 +201,7 @@ sse_lines = st.lists(
 )
 
 
+@pytest.mark.slow
 @given(sse_lines, st.lists(st.integers(min_value=0), max_size=6), st.sampled_from(["\n", "\r\n"]))
 def test_any_sse_stream_reads_as_the_specification_reads_it(
     lines: list[str], cuts: list[int], newline: str

@@ -280,6 +280,7 @@ class TestReplay:
 class TestEveryFixture:
     """convo replay renders each recorded and synthetic fixture readably."""
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("path", FIXTURES)
     def test_renders(self, path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         if expected_protocol(path) == "openai_responses":
@@ -303,6 +304,7 @@ class TestEveryFixture:
         assert status == 0
         assert parse_html(page).open == []
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("path", FIXTURES)
     def test_renders_json(self, path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         protocol = expected_protocol(path)
@@ -508,6 +510,7 @@ class TestProgress:
         assert f"100% {size:,}/{size:,} bytes" in bar  # the bytes read and folded
         assert bar.endswith("\r\x1b[K")  # the line is cleared
 
+    @pytest.mark.slow
     @pytest.mark.usefixtures("plain")
     @pytest.mark.parametrize(
         ("argv", "label"),
@@ -907,6 +910,7 @@ class TestExitStatus:
 # -- real processes ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_python_dash_m(tmp_path: Path) -> None:
     """``python -m replay`` in a real process: exit status, stdout, stderr."""
     done = subprocess.run(
@@ -926,6 +930,7 @@ def test_python_dash_m(tmp_path: Path) -> None:
     assert_one_line_error(done.stderr.decode(), f"{bad}, line 1, column 2")
 
 
+@pytest.mark.slow
 def test_console_script(tmp_path: Path) -> None:
     """The installed ``convo`` script, loading a plug-in from the current directory."""
     script = Path(sys.executable).parent / "convo"

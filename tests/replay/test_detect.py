@@ -189,6 +189,7 @@ class TestVotes:
             False,
         )
 
+    @pytest.mark.slow
     @settings(max_examples=100, deadline=None)
     @given(
         st.sampled_from(sorted(set(PROTOCOLS) - {"builtin"})),

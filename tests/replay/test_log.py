@@ -162,6 +162,7 @@ class TestReadLog:
         with pytest.raises(LogError, match="line 2"):
             read_log(io.BytesIO(data))
 
+    @pytest.mark.slow
     @given(logs)
     @tmp_settings
     def test_random_logs_round_trip(self, tmp_path: Path, evs: list[dict[str, Any]]) -> None:
@@ -172,6 +173,7 @@ class TestReadLog:
         assert [e.position for e in log.entries] == list(range(len(evs)))
         assert {e.conversation for e in log.entries} <= {"c"}
 
+    @pytest.mark.slow
     @given(st.lists(events, min_size=1, max_size=20), st.data())
     def test_one_corrupt_line_loses_exactly_that_line(
         self, evs: list[dict[str, Any]], data: st.DataObject
@@ -250,6 +252,7 @@ class TestLogWriter:
             assert read_log(path).events() == [{"n": 0}, {"n": 1}]
         assert written == Entry(0, {"n": 0}, "c")
 
+    @pytest.mark.slow
     @given(
         st.lists(
             st.tuples(st.none() | st.floats(0, 2e9), st.lists(st.integers() | st.text(max_size=4))),
@@ -275,6 +278,7 @@ class TestLogWriter:
             want.append(Entry(len(want), "after", "c"))
             assert read_log(path).entries == want
 
+    @pytest.mark.slow
     def test_processes_appending_at_once_keep_positions_unique_and_gapless(
         self, tmp_path: Path
     ) -> None:

@@ -237,6 +237,7 @@ class TestScratchProject:
             check=False,
         )
 
+    @pytest.mark.slow
     def test_the_docs_example_passes_twice(self, tmp_path: Path) -> None:
         """docs/testing.md's example, in a project of its own outside this checkout."""
         page = (Path(__file__).parents[2] / "docs" / "testing.md").read_text(encoding="utf-8")
@@ -251,6 +252,7 @@ class TestScratchProject:
             assert "2 passed" in result.stdout
         assert (project / "__snapshots__" / "test_session" / "test_session_view.json").exists()
 
+    @pytest.mark.slow
     @pytest.mark.parametrize(
         "name",
         [

@@ -149,6 +149,7 @@ def write(pytester: pytest.Pytester, msg: str, tool: str, created: int) -> None:
     pytester.path.joinpath("stream.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
 
 
+@pytest.mark.slow
 def test_a_re_recorded_conversation_keeps_its_snapshot(project: pytest.Pytester) -> None:
     write(project, "msg_01AAAAAAAAAAAAAA", "toolu_01BBBBBBBBBBBB", 1)
     project.runpytest(*PLUGIN).assert_outcomes(passed=1)

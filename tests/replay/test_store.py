@@ -263,6 +263,7 @@ class TestKill:
     """kill -9 of a writer in the middle of a batch: the store opens, consistent, with
     every committed batch whole and nothing of the one cut off."""
 
+    @pytest.mark.slow
     def test_kill_9_mid_batch(self, tmp_path: Path) -> None:
         import signal
         import subprocess

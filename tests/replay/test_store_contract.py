@@ -81,6 +81,7 @@ class TestAppend:
             store.append("new", ["x"], expected_position=3)
         assert store.conversations() == {}
 
+    @pytest.mark.slow
     @pytest.mark.parametrize(
         ("bad", "why"),
         [
@@ -309,6 +310,7 @@ def append_from_process(name: str, worker: int, start: Any) -> int:
 class TestProcesses:
     """Real processes appending to one store lose nothing and never share a position."""
 
+    @pytest.mark.slow
     def test_concurrent_processes(self, backend: Backend) -> None:
         backend.open().close()
         ctx = multiprocessing.get_context("spawn")
@@ -380,6 +382,7 @@ class StoreModel(RuleBasedStateMachine):
 class TestModel:
     """A stateful property: random appends and reads through two handles match a model."""
 
+    @pytest.mark.slow
     def test_store_matches_the_model(self, backend: Backend) -> None:
         examples = itertools.count()
         with backend.open() as first, backend.open() as second:
@@ -400,6 +403,7 @@ class TestModel:
                 ),
             )
 
+    @pytest.mark.slow
     @given(st.lists(st.lists(st.integers(), max_size=5), max_size=8))
     @settings(
         suppress_health_check=[HealthCheck.function_scoped_fixture],

@@ -309,6 +309,7 @@ class TestTypedLoad:
                 assert typed_event == plain_event
                 assert type(typed_event) is type(plain_event)
 
+    @pytest.mark.slow
     @given(ALL_BUILTIN_LOGS, st.data())
     def test_one_bad_known_line_loses_exactly_that_line(
         self, events: list[dict[str, Any]], data: st.DataObject
@@ -337,6 +338,7 @@ class TestSameView:
             chosen.replay(plain), chosen.definitions
         )
 
+    @pytest.mark.slow
     @given(LOGS)
     @settings(max_examples=150)
     def test_generated_logs(self, events: list[Any]) -> None:
@@ -477,6 +479,7 @@ def untyped(monkeypatch: pytest.MonkeyPatch) -> None:
 class TestCommandLine:
     """replay, check and bench decode with the chosen set's vocabulary."""
 
+    @pytest.mark.slow
     @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
     @pytest.mark.parametrize(
         "options",

@@ -362,6 +362,7 @@ class TestStream:
 
         asyncio.run(scenario())
 
+    @pytest.mark.slow
     def test_a_stalled_client_blocks_nobody_and_a_gone_one_is_dropped(self, tmp_path: Path) -> None:
         path = make_store(
             tmp_path / "s.sqlite", {"c": [{"type": "message.start", "id": "m", "role": "user"}]}
@@ -576,6 +577,7 @@ class TestSafety:
 class TestResumeProperty:
     """However a client's connection drops, resuming ends in the server's view."""
 
+    @pytest.mark.slow
     @settings(
         max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
     )

@@ -57,6 +57,7 @@ class FakeHub:
 class TestApply:
     """A look-at-everything hint costs one read for all loaded hubs."""
 
+    @pytest.mark.slow
     @given(
         lengths=st.lists(st.integers(0, 6), min_size=1, max_size=6),
         seen=st.lists(st.integers(0, 6), min_size=6, max_size=6),

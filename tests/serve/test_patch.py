@@ -59,6 +59,7 @@ def deltas(text: str, cuts: list[int]) -> list[str]:
     return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     pieces=st.lists(st.sampled_from(PIECES), max_size=60),
@@ -114,6 +115,7 @@ def test_a_patch_is_the_size_of_what_changed() -> None:
     assert max(sizes) < 1_000
 
 
+@pytest.mark.slow
 @settings(
     max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

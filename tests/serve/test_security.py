@@ -396,6 +396,7 @@ def convo_serve(store: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
     return server, line.split()[-1].rstrip("/")
 
 
+@pytest.mark.slow
 def test_stopping_the_server_ends_streams_cleanly(tmp_path: Path) -> None:
     """SIGINT with a stream open: the stream ends with a complete response, exit 0,
     and nothing on stderr (no "ASGI callable returned without completing response")."""
@@ -438,6 +439,7 @@ _EXAMPLE = [
 ]
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(
     st.integers(0, len(_EXAMPLE) - 1),
@@ -478,6 +480,7 @@ def test_any_value_in_any_field_is_a_400_with_nothing_stored_or_a_page(
         asyncio.run(scenario(Path(directory) / "events.sqlite"))
 
 
+@pytest.mark.slow
 def test_a_client_that_trickles_its_headers_is_cut_off(tmp_path: Path) -> None:
     """uvicorn alone would keep a connection whose headers never end for ever; the
     server closes it at its header deadline, and serves a whole request as before."""

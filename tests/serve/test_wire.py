@@ -165,6 +165,7 @@ async def stream_while_appending(
     return text[: text.rindex("\n\n") + 2], len(events)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("opened_at", "step"), [(0, 1), (1, 7), (200, 3), (431, 1)])
 def test_ai_sdk_reader_gets_the_view(tmp_path: Path, opened_at: int, step: int) -> None:
     """``readUIMessageStream`` over the stream, opened at any point of the log and
@@ -184,6 +185,7 @@ def test_ai_sdk_reader_gets_the_view(tmp_path: Path, opened_at: int, step: int) 
     assert any(p["type"] == "dynamic-tool" and "output" in p for p in message["parts"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("opened_at", "step"), [(0, 1), (1, 7), (200, 3), (431, 1)])
 def test_ag_ui_client_gets_the_view(tmp_path: Path, opened_at: int, step: int) -> None:
     """``@ag-ui/client``'s reducer (with its event verification) over the stream ends
@@ -257,6 +259,7 @@ def _chunks(
     return decoded
 
 
+@pytest.mark.slow
 @settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     st.lists(
@@ -351,6 +354,7 @@ def _data(sse: str) -> list[Any]:
     return [json.loads(line[6:]) for line in sse.split("\n") if line.startswith("data: ")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cut", [3, 150, 300])
 def test_ag_ui_resumes_by_log_position(tmp_path: Path, cut: int) -> None:
     """A client that read up to position ``cut`` and reconnects with ``Last-Event-ID``
