@@ -20,6 +20,7 @@ from definitions import ProtocolSet
 
 from .._errors import EXIT_MEANINGS, Exit, LogError
 from .._progress import Progress
+from ..context._command import non_negative
 from ..context._requests import definition_set_of
 from ..logs._formats import Loaded, Recording, load_events, parse_piece
 from ..logs._jsonl import read_source
@@ -252,14 +253,3 @@ def add_conversation(parser: argparse.ArgumentParser) -> None:
         metavar="ID",
         help="the conversation to read, of a file that holds several (a chat export)",
     )
-
-
-def non_negative(text: str) -> int:
-    """An option's count: a whole number, 0 or more (else argparse's usage error)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
-    return value

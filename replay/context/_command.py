@@ -46,7 +46,7 @@ from ._requests import (
 from ._siblings import SiblingPrefix, sibling_prefixes
 from ._workbench import Workbench
 
-__all__ = ["add_arguments", "command", "options_from"]
+__all__ = ["add_arguments", "command", "non_negative", "options_from"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="JSON Lines: the request before every model turn of the log",
     )
     parser.add_argument(
-        "--at", type=_count, metavar="N", help="project only the first N events of the log"
+        "--at", type=non_negative, metavar="N", help="project only the first N events of the log"
     )
     parser.add_argument(
         "--model",
@@ -70,7 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-tokens",
-        type=_count,
+        type=non_negative,
         metavar="N",
         help="the output limit of each request (default: the recorded one; 4096 for "
         "anthropic when none is known)",
@@ -102,8 +102,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _count(text: str) -> int:
-    value = int(text)
+def non_negative(text: str) -> int:
+    """An option's count: a whole number, 0 or more (else argparse's usage error).
+    Every command's counts use it (``replay.cli`` imports it from here: this room's
+    options need it and may not import the command line above it)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
     return value

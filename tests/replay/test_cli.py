@@ -903,6 +903,15 @@ class TestExitStatus:
         assert "argument --at: expected a number >= 0, got x" in err
         assert run(capsys, "replay", EXAMPLE, "--at", "-1")[2] == err.replace("got x", "got -1")
 
+    @pytest.mark.parametrize("option", ["--at", "--max-tokens"])
+    def test_every_command_reads_a_count_alike(
+        self, capsys: pytest.CaptureFixture[str], option: str
+    ) -> None:
+        # convo context's options live in the context room, with the same count rule.
+        status, _, err = run(capsys, "context", EXAMPLE, "-p", "anthropic", option, "x")
+        assert status is Exit.BAD_INPUT
+        assert f"argument {option}: expected a number >= 0, got x" in err
+
     def test_success_is_ok(self, capsys: pytest.CaptureFixture[str]) -> None:
         assert run(capsys, "replay", EXAMPLE, "--at", "0")[0] is Exit.OK
 
