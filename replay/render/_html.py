@@ -282,13 +282,15 @@ class HtmlRenderer:
 
     def render_nodes(self, nodes: Iterable[Node]) -> str:
         """The nodes' fragments in order; drops cached fragments of keys not among them."""
-        nodes = tuple(nodes)
+        return "".join(self._fragments(tuple(nodes)))
+
+    def _fragments(self, nodes: tuple[Node, ...]) -> list[str]:
         self.join(nodes)
         fragments = [self.fragment(node) for node in nodes]
         if len(self._cache) > len(fragments):
             keep = {node.key for node in nodes}
             self._cache = {key: entry for key, entry in self._cache.items() if key in keep}
-        return "".join(fragments)
+        return fragments
 
     def render(self, nodes: Iterable[Node]) -> str:
         """A complete, self-contained HTML page of the view."""
@@ -309,12 +311,12 @@ class HtmlRenderer:
     def _body(self, nodes: tuple[Node, ...]) -> str:
         """The nodes' fragments, those before the latest compaction folded in one
         ``<details class="compacted">``: the history stays readable, out of the way."""
-        body = self.render_nodes(nodes)
+        fragments = self._fragments(nodes)
         cut = max((n for n, node in enumerate(nodes) if node.kind == "compaction"), default=0)
         if not cut:
-            return body
-        earlier = "".join(self.fragment(node) for node in nodes[:cut])
-        later = "".join(self.fragment(node) for node in nodes[cut:])
+            return "".join(fragments)
+        earlier = "".join(fragments[:cut])
+        later = "".join(fragments[cut:])
         rows = "row" if cut == 1 else "rows"
         return (
             f'<details class="compacted"><summary>{cut:,} {rows} before the compaction '
